@@ -1,0 +1,45 @@
+"""tensorfx: a model-builder SDK for TensorFlow training jobs."""
+
+import os
+
+import setuptools
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _version():
+  scope = {}
+  with open(os.path.join(_HERE, 'tensorfx', '_version.py')) as f:
+    exec(f.read(), scope)  # pylint: disable=exec-used
+  return scope['__version__']
+
+
+setuptools.setup(
+    name='tensorfx',
+    version=_version(),
+    description='Build, train and serve TensorFlow models from one ModelBuilder.',
+    long_description=open(os.path.join(_HERE, 'README.md')).read(),
+    long_description_content_type='text/markdown',
+    license='Apache 2.0',
+    python_requires='>=3.11,<3.12',
+    packages=setuptools.find_packages(include=['tensorfx', 'tensorfx.*']),
+    install_requires=[
+        # tensorflow, not tensorflow-cpu: tf.Transform requires the former.
+        'tensorflow~=2.21.0',
+        # Keras 2: Keras 3 does not run under the PS/multi-worker strategies.
+        'tf_keras~=2.21.0',
+        'tensorflow-transform~=1.21.0',
+        'pyyaml>=6',
+        # tf.summary needs it, and users open summaries/ with it.
+        'tensorboard~=2.21.0',
+    ],
+    extras_require={
+        'test': [
+            'pytest>=8',
+            'pytest-timeout>=2.3',
+        ],
+    },
+    entry_points={
+        'console_scripts': ['tensorfx = tensorfx.tools:main'],
+    },
+)

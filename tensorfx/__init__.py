@@ -1,0 +1,38 @@
+"""tensorfx: build, train and serve TensorFlow models from one ModelBuilder.
+
+Subpackages are imported on first use, so `import tensorfx` (and the
+command line's `--help`) does not import TensorFlow.
+"""
+
+import importlib
+
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
+from tensorfx._errors import TensorFXError
+from tensorfx._errors import TrainingError
+from tensorfx._version import __version__
+
+_SUBPACKAGES = ('data', 'training', 'prediction', 'models', 'tools')
+
+__all__ = [
+    'ConfigurationError',
+    'DataError',
+    'TensorFXError',
+    'TrainingError',
+    '__version__',
+    'data',
+    'models',
+    'prediction',
+    'tools',
+    'training',
+]
+
+
+def __getattr__(name):
+  if name in _SUBPACKAGES:
+    return importlib.import_module(f'tensorfx.{name}')
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def __dir__():
+  return sorted(__all__)

@@ -1,0 +1,31 @@
+"""Data: schemas, feature sets, analysis metadata and data sets."""
+
+from tensorfx._errors import DataError
+from tensorfx.data._csv import CsvDataSet
+from tensorfx.data._csv import CsvDataSource
+from tensorfx.data._dataset import DataSet
+from tensorfx.data._dataset import DataSource
+from tensorfx.data._features import Feature
+from tensorfx.data._features import FeatureSet
+from tensorfx.data._features import FeatureType
+from tensorfx.data._metadata import Metadata
+from tensorfx.data._schema import Schema
+from tensorfx.data._schema import SchemaField
+from tensorfx.data._schema import SchemaFieldType
+from tensorfx.data._transforms import TransformedFeature
+
+__all__ = [
+    'CsvDataSet',
+    'CsvDataSource',
+    'DataError',
+    'DataSet',
+    'DataSource',
+    'Feature',
+    'FeatureSet',
+    'FeatureType',
+    'Metadata',
+    'Schema',
+    'SchemaField',
+    'SchemaFieldType',
+    'TransformedFeature',
+]

@@ -1,0 +1,227 @@
+"""DataSet: a schema, a feature set, analysis results and named sources."""
+
+import os
+
+from tensorfx._errors import DataError
+from tensorfx.data import _paths
+from tensorfx.data._features import FeatureSet
+from tensorfx.data._metadata import Metadata
+from tensorfx.data._schema import Schema
+
+_METADATA_FILE = 'metadata.json'
+_TRANSFORM_FN_DIR = 'transform_fn'
+
+
+class DataSource:
+  """One named source of a DataSet (e.g. its training files).
+
+  Subclasses read their format: `read()` into batches of raw features for
+  TensorFlow, `beam_source()` into rows for the Beam analysis.
+  """
+
+  def __init__(self, paths, schema):
+    self.paths = _paths.as_list(paths)
+    self.schema = schema
+    self._files = None
+
+  def files(self):
+    """The files this source reads (patterns expanded, checked to exist)."""
+    if self._files is None:
+      self._files = _paths.expand(self.paths)
+    return list(self._files)
+
+  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
+           shuffle_buffer=10000):
+    """A `tf.data.Dataset` of dicts of raw [batch] tensors, by field name.
+
+    Args:
+      batch_size: records per batch (the last batch may be smaller).
+      epochs: passes over the data; None repeats forever.
+      shuffle: whether to shuffle files and records.
+      seed: the shuffle seed, for repeatable runs.
+      shuffle_buffer: how many records the shuffle mixes.
+    """
+    raise NotImplementedError
+
+  def beam_source(self, pipeline, label='Read'):
+    """A PCollection of dicts of raw Python values, by field name."""
+    raise NotImplementedError
+
+
+class DataSet:
+  """Data described declaratively, with named sources.
+
+  Args:
+    schema: a `Schema`, or the path of its YAML file.
+    metadata: the analysis output directory (as written by
+      `tensorfx analyze`), its `metadata.json`, or None when the data has not
+      been analyzed yet.
+    features: a `FeatureSet`, or the path of its YAML file.
+  """
+
+  def __init__(self, schema, metadata=None, features=None):
+    if isinstance(schema, str):
+      schema = Schema.load(schema)
+    if not isinstance(schema, Schema):
+      raise DataError('schema must be a Schema or the path of a schema YAML '
+                      f'file. Received: schema={schema!r}')
+    if isinstance(features, str):
+      features = FeatureSet.load(features)
+    if features is not None:
+      if not isinstance(features, FeatureSet):
+        raise DataError('features must be a FeatureSet or the path of a '
+                        f'features YAML file. Received: features={features!r}')
+      features.validate(schema)
+    self._schema = schema
+    self._features = features
+    self._metadata = None
+    self._analysis_dir = None
+    self._transform_output = None
+    if isinstance(metadata, Metadata):
+      self._metadata = metadata
+    elif metadata:
+      path = str(metadata)
+      if os.path.basename(path.rstrip('/')) == _METADATA_FILE:
+        path = os.path.dirname(path)
+      self._analysis_dir = path
+    self._sources = {}
+
+  @property
+  def schema(self):
+    """The `Schema` of the raw data."""
+    return self._schema
+
+  @property
+  def features(self):
+    """The `FeatureSet`, or None when none was given."""
+    return self._features
+
+  @property
+  def sources(self):
+    """The names of the sources, e.g. `['train', 'eval']`."""
+    return list(self._sources)
+
+  def __getitem__(self, name):
+    try:
+      return self._sources[name]
+    except KeyError:
+      raise DataError(f'The dataset has no source {name!r}; it has '
+                      f'{sorted(self._sources)}.') from None
+
+  def __contains__(self, name):
+    return name in self._sources
+
+  def __iter__(self):
+    return iter(self._sources)
+
+  @property
+  def analysis_dir(self):
+    """Where the analysis output is (or will be), or None."""
+    return self._analysis_dir
+
+  @property
+  def analyzed(self):
+    """Whether a complete analysis output is available."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not self._analysis_dir:
+      return False
+    return (tf.io.gfile.exists(os.path.join(self._analysis_dir,
+                                            _METADATA_FILE)) and
+            tf.io.gfile.exists(os.path.join(self._analysis_dir,
+                                            _TRANSFORM_FN_DIR)))
+
+  def use_analysis(self, directory):
+    """Uses the analysis in `directory` if it is complete.
+
+    Returns:
+      Whether `directory` held a complete analysis (and is now used).
+    """
+    previous = self._analysis_dir
+    self._analysis_dir = directory
+    if self.analyzed:
+      self._metadata = None
+      self._transform_output = None
+      return True
+    self._analysis_dir = previous
+    return False
+
+  @property
+  def metadata(self):
+    """The `Metadata` (statistics, vocabularies) of the analysis, or None."""
+    if self._metadata is None and self.analyzed:
+      self._metadata = Metadata.load(
+          os.path.join(self._analysis_dir, _METADATA_FILE))
+    return self._metadata
+
+  def _require_features(self, what):
+    if self._features is None:
+      raise DataError(f'{what} needs a feature set: pass features= (or '
+                      '--data-features) with the path of a features YAML.')
+    return self._features
+
+  @property
+  def preprocessing_fn(self):
+    """The tf.Transform `preprocessing_fn` compiled from the feature set."""
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    return _transforms.build_preprocessing_fn(
+        self._require_features('Preprocessing'), self._schema)
+
+  def analyze(self, output_dir, source='train', pipeline_args=None):
+    """Analyzes a source on Apache Beam and uses the result from then on.
+
+    Writes the transform graph (`transform_fn/`), the transformed and raw
+    schemas (`transformed_metadata/`, `metadata/`) and `metadata.json`.
+
+    Args:
+      output_dir: the directory to write to (local or `gs://`).
+      source: the source to analyze.
+      pipeline_args: Beam pipeline options as command-line flags, e.g.
+        `['--runner=DataflowRunner', '--project=p']`; DirectRunner by default.
+
+    Returns:
+      The `Metadata` computed.
+    """
+    from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
+    self._require_features('Analysis')
+    metadata = _analysis.analyze(self, output_dir, source, pipeline_args)
+    self._analysis_dir = output_dir
+    self._metadata = metadata
+    self._transform_output = None
+    return metadata
+
+  @property
+  def transform_output(self):
+    """The `tft.TFTransformOutput` of the analysis."""
+    if self._transform_output is None:
+      if not self.analyzed:
+        raise DataError(
+            'The dataset has not been analyzed: pass metadata= (or '
+            '--data-metadata) with a `tensorfx analyze` output directory, or '
+            'call analyze(). Received: metadata='
+            f'{self._analysis_dir!r}')
+      import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+      self._transform_output = tft.TFTransformOutput(self._analysis_dir)
+    return self._transform_output
+
+  @property
+  def transformed_features(self):
+    """A dict of feature name to `TransformedFeature`, after analysis."""
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    return _transforms.describe(self._require_features('Describing features'),
+                                self.transform_output)
+
+  def raw_feature_spec(self):
+    """The tf.io feature spec of the raw data."""
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    return _transforms.raw_feature_spec(self._schema)
+
+  def transform(self, dataset, layer=None):
+    """Applies the transform graph to each batch of a raw `tf.data.Dataset`.
+
+    Args:
+      dataset: batches of raw features, as `DataSource.read()` makes.
+      layer: the transform layer to use (one is made if not given).
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    layer = layer or self.transform_output.transform_features_layer()
+    return dataset.map(layer, num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,0 +1,296 @@
+"""Schema: the names, types and shapes of the fields of raw data (YAML)."""
+
+import dataclasses
+import enum
+import re
+
+from tensorfx import _yaml
+
+_IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_FIELD_KEYS = ('name', 'type', 'length', 'default', 'description')
+
+
+class SchemaFieldType(enum.StrEnum):
+  """The type of the values of a schema field.
+
+  Example:
+    >>> SchemaFieldType('real').numeric
+    True
+  """
+  INTEGER = 'integer'
+  REAL = 'real'
+  DISCRETE = 'discrete'
+
+  @classmethod
+  def _missing_(cls, value):
+    if not isinstance(value, str):
+      return None
+    name = value.strip().lower()
+    # The original tensorfx schemas said 'numeric' for real-valued fields.
+    if name == 'numeric':
+      return cls.REAL
+    return cls._value2member_map_.get(name)
+
+  @property
+  def numeric(self):
+    """Whether values are numbers (integer or real)."""
+    return self is not SchemaFieldType.DISCRETE
+
+
+def _accepted_types():
+  return ', '.join(t.value for t in SchemaFieldType)
+
+
+def is_identifier(name):
+  """Whether `name` is letters, digits and underscores, not starting a digit."""
+  return isinstance(name, str) and bool(_IDENTIFIER.match(name))
+
+
+def _is_int(value):
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class SchemaField:
+  """One field (column) of raw data.
+
+  Example:
+    >>> field = SchemaField('petal_length', 'real', default=0.0)
+    >>> field.type, field.numeric, field.multivalent
+    (<SchemaFieldType.REAL: 'real'>, True, False)
+
+  Attributes:
+    name: the field's name: letters, digits and underscores, not starting
+      with a digit.
+    type: a `SchemaFieldType` (or its name, e.g. 'real').
+    length: 1 for a scalar, N > 1 for a list of exactly N values, 0 for a
+      list of any length (multivalent).
+    default: the value of a missing or empty cell; None makes the field
+      required. Must match the type (an int for integer fields, a number
+      for real fields, a str for discrete ones).
+    description: free text, for people.
+
+  Raises:
+    DataError: a value is invalid; the message names it.
+  """
+  name: str
+  type: SchemaFieldType
+  length: int = 1
+  default: float | int | str | None = None
+  description: str = ''
+
+  def __post_init__(self):
+    subject = f'SchemaField {self.name!r}'
+    if not is_identifier(self.name):
+      raise _yaml.Invalid(
+          'SchemaField', ('name',), 'a field name must be letters, digits and '
+          'underscores, not starting with a digit', self.name)
+    try:
+      kind = SchemaFieldType(self.type)
+    except ValueError:
+      raise _yaml.Invalid(
+          subject, ('type',), f'unknown field type; accepted types are '
+          f'{_accepted_types()}', self.type) from None
+    object.__setattr__(self, 'type', kind)
+    if not _is_int(self.length) or self.length < 0:
+      raise _yaml.Invalid(
+          subject, ('length',), 'length must be an integer >= 0 (1: scalar, '
+          'N > 1: N values, 0: any number of values)', self.length)
+    default = self.default
+    if default is not None:
+      if kind is SchemaFieldType.INTEGER and not _is_int(default):
+        raise _yaml.Invalid(subject, ('default',), 'the default of an '
+                            'integer field must be an integer', default)
+      if kind is SchemaFieldType.REAL:
+        if not (_is_int(default) or isinstance(default, float)):
+          raise _yaml.Invalid(subject, ('default',), 'the default of a real '
+                              'field must be a number', default)
+        # 0 and 0.0 are equal anyway; a float keeps format() stable.
+        object.__setattr__(self, 'default', float(default))
+      if kind is SchemaFieldType.DISCRETE and not isinstance(default, str):
+        raise _yaml.Invalid(subject, ('default',), 'the default of a discrete '
+                            'field must be a string (quote it in YAML)',
+                            default)
+    if not isinstance(self.description, str):
+      raise _yaml.Invalid(subject, ('description',),
+                          'description must be a string', self.description)
+
+  @property
+  def numeric(self):
+    """Whether the field holds numbers (integer or real)."""
+    return self.type.numeric
+
+  @property
+  def multivalent(self):
+    """Whether the field holds a list of values (length other than 1)."""
+    return self.length != 1
+
+  def to_dict(self):
+    """The YAML mapping of the field, without the values left at default."""
+    data = {'name': self.name, 'type': self.type.value}
+    if self.length != 1:
+      data['length'] = self.length
+    if self.default is not None:
+      data['default'] = self.default
+    if self.description:
+      data['description'] = self.description
+    return data
+
+
+class Schema:
+  """The fields of raw data, in column order. Immutable; equal by value.
+
+  Example:
+    >>> schema = Schema.parse('''
+    ... fields:
+    ... - name: species
+    ...   type: discrete
+    ... - name: petal_length
+    ...   type: real
+    ... ''')
+    >>> schema.field_names
+    ('species', 'petal_length')
+    >>> schema['petal_length'].numeric, schema.index('petal_length')
+    (True, 1)
+
+  Args:
+    fields: the `SchemaField`s, names unique.
+
+  Raises:
+    DataError: a field is not a SchemaField, or two share a name.
+  """
+
+  def __init__(self, fields):
+    fields = tuple(fields)
+    index = {}
+    for i, field in enumerate(fields):
+      if not isinstance(field, SchemaField):
+        raise _yaml.Invalid('Schema', ('fields', i),
+                            'expected a SchemaField', field)
+      if field.name in index:
+        raise _yaml.Invalid(
+            'Schema', ('fields', i, 'name'), f'duplicate field name; '
+            f'fields[{index[field.name]}] has the same name', field.name)
+      index[field.name] = i
+    self._fields = fields
+    self._index = index
+
+  @property
+  def fields(self):
+    """The fields, a tuple of `SchemaField`s in column order."""
+    return self._fields
+
+  @property
+  def field_names(self):
+    """The names of the fields, in column order."""
+    return tuple(self._index)
+
+  def index(self, name):
+    """The column index of the field `name`.
+
+    Raises:
+      DataError: no field has that name.
+    """
+    self._check_name(name)
+    return self._index[name]
+
+  def _check_name(self, name):
+    if name not in self._index:
+      raise _yaml.Invalid(
+          'Schema', (), f'no field named {name!r}; the fields are '
+          f'{", ".join(self._index) or "(none)"}', name)
+
+  def __getitem__(self, key):
+    """The field named `key` (a str), or at column `key` (an int)."""
+    if isinstance(key, int) and not isinstance(key, bool):
+      return self._fields[key]
+    self._check_name(key)
+    return self._fields[self._index[key]]
+
+  def __contains__(self, name):
+    return name in self._index
+
+  def __iter__(self):
+    return iter(self._fields)
+
+  def __len__(self):
+    return len(self._fields)
+
+  def __eq__(self, other):
+    if not isinstance(other, Schema):
+      return NotImplemented
+    return self._fields == other._fields
+
+  def __hash__(self):
+    return hash(self._fields)
+
+  def __repr__(self):
+    return f'Schema({list(self._fields)!r})'
+
+  @classmethod
+  def parse(cls, text, source='<string>'):
+    """Parses a schema from YAML text.
+
+    Example:
+      >>> Schema.parse('fields:\\n- name: x\\n  type: real\\n')['x'].type
+      <SchemaFieldType.REAL: 'real'>
+
+    Args:
+      text: YAML: a mapping whose `fields` lists mappings with `name`,
+        `type` and optionally `length`, `default` and `description`.
+      source: where the text came from, for error messages.
+
+    Raises:
+      DataError: the text is invalid; names the source, line and key path.
+    """
+    doc = _yaml.load_yaml(text, source)
+    where = _yaml.root(doc, source)
+    if not isinstance(doc, dict):
+      raise where.error("a schema must be a mapping with a 'fields' list",
+                        doc)
+    _yaml.check_keys(where, doc, ('fields',), 'a schema')
+    if 'fields' not in doc:
+      raise where.error("a schema needs a 'fields' list", doc)
+    items = doc['fields']
+    items_where = where.at(doc, 'fields')
+    if not isinstance(items, list) or not items:
+      raise items_where.error('fields must be a non-empty list of fields',
+                              items)
+    fields = []
+    for i, item in enumerate(items):
+      item_where = items_where.at(items, i)
+      if not isinstance(item, dict):
+        raise item_where.error('a field must be a mapping with a name and a '
+                               'type', item)
+      _yaml.check_keys(item_where, item, _FIELD_KEYS, 'a field')
+      for key in ('name', 'type'):
+        if key not in item:
+          raise item_where.error(f'a field needs a {key!r}', item)
+      try:
+        fields.append(SchemaField(**item))
+      except _yaml.Invalid as e:
+        raise item_where.relocate(item, e) from None
+    try:
+      return cls(fields)
+    except _yaml.Invalid as e:
+      raise where.relocate(doc, e) from None
+
+  @classmethod
+  def load(cls, path):
+    """Reads and parses a schema YAML file (local or `gs://`).
+
+    Example:
+      >>> schema = Schema.load('gs://bucket/iris/schema.yaml')  # doctest: +SKIP
+
+    Raises:
+      DataError: the file is missing or invalid; names the path.
+    """
+    return cls.parse(_yaml.read_text(path), source=str(path))
+
+  def to_dict(self):
+    """The YAML mapping of the schema."""
+    return {'fields': [f.to_dict() for f in self._fields]}
+
+  def format(self):
+    """The schema as YAML text that `parse` reads back to an equal schema."""
+    return _yaml.dump_yaml(self.to_dict())

@@ -1,0 +1,224 @@
+"""Compiles a FeatureSet into a tf.Transform `preprocessing_fn`.
+
+One transform engine serves analysis (Beam), training (the transform graph
+applied per batch in the input pipeline) and serving (the same graph inside
+the exported SavedModel), so training and serving cannot skew.
+"""
+
+import dataclasses
+
+from tensorfx.data._features import FeatureType
+
+# Types whose output is an integer category index; concat one-hot encodes them.
+_CATEGORICAL = frozenset({
+    FeatureType.BUCKETIZE, FeatureType.EMBEDDING, FeatureType.HASH,
+    FeatureType.CROSS,
+})
+
+
+def raw_feature_spec(schema):
+  """The tf.io feature spec of the raw (untransformed) data of a schema."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  spec = {}
+  for field in schema:
+    dtype = _dtype(field)
+    if field.length == 0:
+      spec[field.name] = tf.io.VarLenFeature(dtype)
+    else:
+      shape = [] if field.length == 1 else [field.length]
+      spec[field.name] = tf.io.FixedLenFeature(shape, dtype)
+  return spec
+
+
+def _dtype(field):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {'integer': tf.int64, 'real': tf.float32,
+          'discrete': tf.string}[field.type.value]
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformedFeature:
+  """What one transformed feature looks like to a model.
+
+  Attributes:
+    name: the feature's name.
+    type: its FeatureType.
+    dense_width: for float features, the width of its last dimension (1 for
+      a scalar); 0 for categorical ones.
+    cardinality: for categorical features (integer indices), the number of
+      categories; 0 otherwise.
+    embedding_dim: for embedding features, the embedding width.
+    vocabulary: for vocabulary-backed targets, the labels in index order.
+  """
+  name: str
+  type: FeatureType
+  dense_width: int = 0
+  cardinality: int = 0
+  embedding_dim: int = 0
+  vocabulary: tuple = ()
+
+  @property
+  def categorical(self):
+    return self.cardinality > 0
+
+
+def build_preprocessing_fn(feature_set, schema):
+  """Returns the tf.Transform `preprocessing_fn` of `feature_set`.
+
+  Args:
+    feature_set: a validated `FeatureSet`.
+    schema: the `Schema` of the raw data.
+
+  Returns:
+    A function from a dict of raw tensors to a dict of transformed tensors,
+    one per top-level feature.
+  """
+  feature_set.validate(schema)
+
+  def preprocessing_fn(inputs):
+    return {f.name: _transform(f, inputs, schema) for f in feature_set}
+
+  return preprocessing_fn
+
+
+def _transform(feature, inputs, schema):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  kind = feature.type
+  params = feature.params
+  if kind == FeatureType.CONCAT:
+    parts = []
+    for child in feature.features:
+      value = _transform(child, inputs, schema)
+      if child.type in _CATEGORICAL:
+        value = tf.one_hot(value, _cardinality(child))
+      elif value.dtype == tf.string:
+        raise ValueError(
+            f'Feature {feature.name!r}: concat needs numeric children; '
+            f'{child.name!r} is a string. Received: type={child.type.value}')
+      parts.append(as_matrix(tf.cast(value, tf.float32)))
+    return tf.concat(parts, axis=1)
+
+  if kind == FeatureType.CROSS:
+    values = [tf.strings.as_string(inputs[f]) if inputs[f].dtype != tf.string
+              else inputs[f] for f in feature.fields]
+    crossed = tf.strings.reduce_join(tf.stack(values, axis=-1), axis=-1,
+                                     separator='\x1f')
+    return tf.strings.to_hash_bucket_fast(crossed, params['buckets'])
+
+  x = inputs[feature.fields[0]]
+  field = schema[feature.fields[0]]
+  if kind in (FeatureType.IDENTITY, FeatureType.KEY):
+    return tf.cast(x, tf.float32) if kind == FeatureType.IDENTITY and \
+        field.numeric else x
+  if kind == FeatureType.TARGET:
+    if field.numeric:
+      return tf.cast(x, tf.float32)
+    # An unseen label maps to -1 and is left out of losses and metrics.
+    return tft.compute_and_apply_vocabulary(
+        x, vocab_filename=feature.name, num_oov_buckets=0, default_value=-1)
+  if kind == FeatureType.SCALE:
+    return tft.scale_by_min_max(tf.cast(x, tf.float32),
+                                output_min=params.get('min', 0.0),
+                                output_max=params.get('max', 1.0))
+  if kind == FeatureType.ZSCORE:
+    return tft.scale_to_z_score(tf.cast(x, tf.float32))
+  if kind == FeatureType.LOG:
+    return tf.math.log(tf.cast(x, tf.float32) + params.get('offset', 1.0))
+  if kind == FeatureType.BUCKETIZE:
+    x = tf.cast(x, tf.float32)
+    if params.get('boundaries') is not None:
+      boundaries = tf.constant([list(params['boundaries'])], tf.float32)
+      return tft.apply_buckets(x, boundaries)
+    return tft.bucketize(x, params['buckets'])
+  if kind == FeatureType.HASH:
+    x = x if x.dtype == tf.string else tf.strings.as_string(x)
+    return tf.strings.to_hash_bucket_fast(x, params['buckets'])
+  if kind in (FeatureType.ONEHOT, FeatureType.EMBEDDING):
+    if kind == FeatureType.EMBEDDING and params.get('hash_buckets'):
+      x = x if x.dtype == tf.string else tf.strings.as_string(x)
+      return tf.strings.to_hash_bucket_fast(x, params['hash_buckets'])
+    x = x if x.dtype == tf.string else tf.strings.as_string(x)
+    index = tft.compute_and_apply_vocabulary(
+        x, top_k=params.get('top_k'),
+        num_oov_buckets=params.get('oov_buckets', 1),
+        vocab_filename=feature.name)
+    if kind == FeatureType.EMBEDDING:
+      return index
+    return tf.one_hot(index, _cardinality(feature))
+  raise ValueError(f'Feature {feature.name!r}: unsupported type. '
+                   f'Received: type={kind.value}')
+
+
+def as_matrix(value):
+  """Reshapes [B] or [B, ...] to [B, width], keeping the width static."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if value.shape.rank == 1:
+    return tf.expand_dims(value, -1)
+  if value.shape.rank == 2:
+    return value
+  return tf.reshape(value, [-1, int(np.prod(value.shape.as_list()[1:]))])
+
+
+def _cardinality(feature):
+  """The number of categories of a categorical feature, inside the fn."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  params = feature.params
+  if feature.type == FeatureType.BUCKETIZE:
+    if params.get('boundaries') is not None:
+      return len(params['boundaries']) + 1
+    return params['buckets']
+  if feature.type == FeatureType.HASH or feature.type == FeatureType.CROSS:
+    return params['buckets']
+  if params.get('hash_buckets'):
+    return params['hash_buckets']
+  size = tft.experimental.get_vocabulary_size_by_name(feature.name)
+  return tf.cast(size, tf.int32) + params.get('oov_buckets', 1)
+
+
+def describe(feature_set, transform_output):
+  """Describes each transformed feature to a model, after analysis.
+
+  Args:
+    feature_set: the `FeatureSet` that was analyzed.
+    transform_output: the `tft.TFTransformOutput` of the analysis.
+
+  Returns:
+    A dict from feature name to `TransformedFeature`.
+  """
+  spec = transform_output.transformed_feature_spec()
+  described = {}
+  for feature in feature_set:
+    kind = feature.type
+    params = feature.params
+    if kind == FeatureType.TARGET:
+      vocabulary = ()
+      if spec[feature.name].dtype.is_integer:
+        vocabulary = tuple(
+            v.decode('utf-8') if isinstance(v, bytes) else v
+            for v in transform_output.vocabulary_by_name(feature.name))
+      described[feature.name] = TransformedFeature(
+          feature.name, kind, dense_width=1, vocabulary=vocabulary,
+          cardinality=len(vocabulary))
+    elif kind in _CATEGORICAL:
+      if kind == FeatureType.EMBEDDING and not params.get('hash_buckets'):
+        size = (transform_output.vocabulary_size_by_name(feature.name) +
+                params.get('oov_buckets', 1))
+      elif kind == FeatureType.EMBEDDING:
+        size = params['hash_buckets']
+      elif kind == FeatureType.BUCKETIZE:
+        size = (len(params['boundaries']) + 1
+                if params.get('boundaries') is not None else params['buckets'])
+      else:
+        size = params['buckets']
+      described[feature.name] = TransformedFeature(
+          feature.name, kind, cardinality=int(size),
+          embedding_dim=int(params.get('dim', 0) or 0))
+    else:
+      shape = getattr(spec[feature.name], 'shape', [])
+      width = int(shape[-1]) if shape else 1
+      described[feature.name] = TransformedFeature(feature.name, kind,
+                                                   dense_width=width)
+  return described

@@ -1,0 +1,7 @@
+"""Ready-made model builders."""
+
+from tensorfx.models import nn
+
+__all__ = [
+    'nn',
+]

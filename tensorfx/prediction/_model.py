@@ -1,0 +1,141 @@
+"""Model: predictions from an exported tensorfx SavedModel."""
+
+import numpy as np
+
+from tensorfx._errors import DataError
+
+_CSV = 'serving_default'
+_EXAMPLES = 'predict_examples'
+_FEATURES = 'predict_features'
+
+
+class Model:
+  """A trained model, loaded from its SavedModel, predicting raw instances.
+
+  Example:
+    >>> model = Model.load('output/model')
+    >>> model.predict(['6.3,3.3,6,2.5'])
+    [{'label': 'virginica', 'scores': [0.0, 0.01, 0.99]}]
+
+  Args:
+    saved_model: the object `tf.saved_model.load` returned.
+    path: where it was loaded from.
+  """
+
+  def __init__(self, saved_model, path=None):
+    self._model = saved_model
+    self.path = path
+    signature = saved_model.signatures[_FEATURES]
+    _, specs = signature.structured_input_signature
+    self._feature_specs = dict(specs)
+
+  @classmethod
+  def load(cls, path):
+    """Loads the SavedModel at `path` (a tensorfx export, local or gs://)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not tf.io.gfile.exists(path):
+      raise DataError(f'There is no model at {path!r}.')
+    try:
+      loaded = tf.saved_model.load(path)
+    except (OSError, tf.errors.OpError) as e:
+      raise DataError(f'Cannot load the model at {path!r}: {e}') from None
+    missing = [s for s in (_CSV, _EXAMPLES, _FEATURES)
+               if s not in loaded.signatures]
+    if missing:
+      raise DataError(f'{path!r} is not a tensorfx model: it lacks the '
+                      f'signatures {missing}.')
+    return cls(loaded, path)
+
+  @property
+  def features(self):
+    """The raw features an instance has (targets are not needed)."""
+    return list(self._feature_specs)
+
+  def predict(self, instances):
+    """Predicts a list of raw instances.
+
+    Args:
+      instances: a list whose items are all of one kind: CSV lines (`str`,
+        fields in schema order, target columns optional), dicts of raw
+        values by field name, or serialized `tf.train.Example` protos
+        (`bytes`, or `tf.train.Example` objects).
+
+    Returns:
+      One dict of outputs per instance (for classifiers `label` and
+      `scores`), with plain Python values.
+
+    Raises:
+      DataError: naming the instance and what is wrong with it.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _validation  # pylint: disable=g-import-not-at-top
+    instances = list(instances)
+    if not instances:
+      return []
+    first = instances[0]
+    kinds = {type(i) for i in instances}
+    if isinstance(first, str):
+      self._same(kinds, str)
+      call = lambda: self._model.signatures[_CSV](
+          csv=tf.constant(instances, tf.string))
+    elif isinstance(first, dict):
+      self._same(kinds, dict)
+      call = lambda: self._model.signatures[_FEATURES](
+          **self._columns(instances))
+    elif isinstance(first, (bytes, tf.train.Example)):
+      serialized = [i.SerializeToString() if isinstance(i, tf.train.Example)
+                    else i for i in instances]
+      if not all(isinstance(s, bytes) for s in serialized):
+        raise DataError('All instances must be of one kind (CSV lines, '
+                        'dicts or tf.Example).')
+      call = lambda: self._model.signatures[_EXAMPLES](
+          examples=tf.constant(serialized, tf.string))
+    else:
+      raise DataError('An instance must be a CSV line (str), a dict or a '
+                      'serialized tf.Example. Received: '
+                      f'{type(first).__name__}')
+    with _validation.data_errors():
+      outputs = call()
+    return _rows({k: v.numpy() for k, v in outputs.items()}, len(instances))
+
+  @staticmethod
+  def _same(kinds, kind):
+    if kinds != {kind}:
+      raise DataError('All instances must be of one kind (CSV lines, dicts '
+                      'or tf.Example). Received: '
+                      f'{sorted(k.__name__ for k in kinds)}')
+
+  def _columns(self, instances):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    columns = {}
+    for name, spec in self._feature_specs.items():
+      values = []
+      for index, instance in enumerate(instances, start=1):
+        if name not in instance:
+          raise DataError(f'instance {index}: missing feature {name!r}; '
+                          f'expected {self.features}.')
+        values.append(instance[name])
+      try:
+        columns[name] = tf.constant(values, spec.dtype)
+      except (TypeError, ValueError) as e:
+        raise DataError(f'feature {name!r}: values must be '
+                        f'{spec.dtype.name}: {e}') from None
+    return columns
+
+
+def _rows(outputs, count):
+  rows = [{} for _ in range(count)]
+  for name, values in outputs.items():
+    for row, value in zip(rows, values):
+      row[name] = _plain(value)
+  return rows
+
+
+def _plain(value):
+  if isinstance(value, np.ndarray):
+    return [_plain(v) for v in value]
+  if isinstance(value, bytes):
+    return value.decode('utf-8', errors='replace')
+  if isinstance(value, np.generic):
+    return value.item()
+  return value

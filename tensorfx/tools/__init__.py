@@ -1,0 +1,7 @@
+"""The `tensorfx` command line."""
+
+from tensorfx.tools._main import main
+
+__all__ = [
+    'main',
+]

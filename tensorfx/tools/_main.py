@@ -1,0 +1,52 @@
+"""`tensorfx COMMAND ...`: thin commands over the library.
+
+TensorFlow is imported only by the command that needs it, so `--help` and
+argument errors answer at once.
+"""
+
+import argparse
+import os
+import sys
+
+from tensorfx import _version
+from tensorfx._errors import TensorFXError
+
+_COMMANDS = {
+    'train': 'tensorfx.tools._train',
+    'predict': 'tensorfx.tools._predict',
+    'analyze': 'tensorfx.tools._analyze',
+}
+
+
+def build_parser():
+  parser = argparse.ArgumentParser(
+      prog='tensorfx',
+      description='Train, analyze and serve TensorFlow models built with '
+      'tensorfx.')
+  parser.add_argument('--version', action='version',
+                      version=f'tensorfx {_version.__version__}')
+  commands = parser.add_subparsers(dest='command', metavar='COMMAND')
+  commands.required = True
+  import importlib  # pylint: disable=g-import-not-at-top
+  for name, module in _COMMANDS.items():
+    importlib.import_module(module).add_parser(commands)
+  return parser
+
+
+def main(argv=None):
+  """Runs the command line; returns the exit code."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  # TensorFlow's C++ start-up chatter (no GPU, CPU features) is noise here.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  parser = build_parser()
+  args, rest = parser.parse_known_args(argv)
+  if rest and not getattr(args, 'accepts_extra', False):
+    parser.error(f'unrecognized arguments: {" ".join(rest)}')
+  try:
+    return args.run(args, rest) or 0
+  except TensorFXError as e:
+    print(f'tensorfx {args.command}: error: {e}', file=sys.stderr)
+    return 1
+  except KeyboardInterrupt:
+    print(f'tensorfx {args.command}: interrupted', file=sys.stderr)
+    return 130

@@ -1,0 +1,50 @@
+"""`tensorfx train`: run a trainer module the way a cloud job runs it."""
+
+import os
+import runpy
+import sys
+
+from tensorfx._errors import ConfigurationError
+
+
+def add_parser(commands):
+  parser = commands.add_parser(
+      'train', help='run a trainer module (as Cloud runs it)',
+      description='Runs a trainer module as `python -m MODULE --output DIR '
+      '[trainer args]`. Arguments after the known ones go to the trainer.',
+      epilog='Example: tensorfx train --module trainer --output /tmp/iris '
+      '--data-train data/train.csv --data-eval data/eval.csv '
+      '--data-schema schema.yaml --data-features features.yaml')
+  parser.add_argument('--module', required=True,
+                      help='the trainer: a module name (importable from the '
+                      'current directory) or the path of a .py file')
+  parser.add_argument('--output', '--job-dir', dest='output', required=True,
+                      help='the job output directory (local or gs://)')
+  parser.set_defaults(run=run, accepts_extra=True)
+
+
+def run(args, rest):
+  """Runs the trainer in this process, with `--output` and `rest` as argv."""
+  argv = ['--output', args.output, *rest]
+  module = args.module
+  if module.endswith('.py') or os.sep in module:
+    if not os.path.isfile(module):
+      raise ConfigurationError(f'--module: no trainer file {module!r}.')
+    sys.argv = [module, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(module)))
+    runpy.run_path(module, run_name='__main__')
+    return 0
+  sys.path.insert(0, os.getcwd())
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  try:
+    spec = importlib.util.find_spec(module)
+  except ImportError:
+    spec = None
+  if spec is None:
+    raise ConfigurationError(
+        f'--module: cannot find the trainer module {module!r} from '
+        f'{os.getcwd()} (run from the directory that holds it, or give the '
+        'path of its .py file).')
+  sys.argv = [spec.origin or module, *argv]
+  runpy.run_module(module, run_name='__main__', alter_sys=True)
+  return 0

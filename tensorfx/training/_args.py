@@ -1,0 +1,486 @@
+"""ModelArguments: the hyperparameters and job arguments of a trainer.
+
+This module must not import TensorFlow: a trainer parses its arguments
+before anything else, and `--help` has to answer without TensorFlow's
+start-up cost.
+"""
+
+import argparse
+import enum
+import inspect
+import os
+import re
+import shlex
+import sys
+
+from tensorfx._errors import ConfigurationError
+
+_LOG_LEVELS = ('debug', 'info', 'warning', 'error')
+
+# `--name:N` or `--name:N=value`; the index is validated separately so that
+# `--name:x` gets a message about the index rather than "unknown flag".
+_INDEXED = re.compile(r'^(--[^:=]+):([^=]*)(?:=(.*))?$', re.DOTALL)
+
+# argparse's own test for a value that looks like a negative number; such a
+# value after `--name:N` is a value, not a forgotten one followed by a flag.
+_NEGATIVE_NUMBER = re.compile(r'^-\d+$|^-\d*\.\d+$')
+
+
+class _ListAction(argparse.Action):
+  """Stores a `nargs='+'` list and marks its flag as a list flag.
+
+  The marker is the action's class: argument groups share their parser's
+  actions, so the parser finds every list flag however it was added.
+  """
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    setattr(namespace, self.dest, list(values))
+
+
+class ModelArguments(argparse.Namespace):
+  """Hyperparameters and job arguments of a trainer.
+
+  Parse them with `parse()`; add a model's own flags by overriding
+  `build_parser()`, and derive or validate values by overriding `process()`
+  (both call `super()`). Attributes are the flags with dashes turned into
+  underscores: `--batch-size` is `args.batch_size`.
+
+  List flags (`add_list_argument`) take their values either at once,
+  `--hidden-layers 20 10`, or one at a time by 1-based index,
+  `--hidden-layers:1 20 --hidden-layers:2 10`, which is how hyperparameter
+  tuning services set a single item.
+
+  Example:
+    >>> class Arguments(ModelArguments):
+    ...   @classmethod
+    ...   def build_parser(cls):
+    ...     parser = super().build_parser()
+    ...     parser.add_argument('--learning-rate', type=float, default=0.01)
+    ...     cls.add_list_argument(parser, '--hidden-layers', type=int)
+    ...     return parser
+    >>> args, output = Arguments.parse(
+    ...     ['--output', '/tmp/job', '--hidden-layers:1', '20',
+    ...      '--hidden-layers:2', '10'], parse_job=True)
+    >>> args.hidden_layers, args.batch_size, output
+    ([20, 10], 64, '/tmp/job')
+  """
+
+  @classmethod
+  def build_parser(cls):
+    """Builds the argument parser with the standard job arguments.
+
+    Subclasses override it to add their model's flags.
+
+    Example:
+      >>> class Arguments(ModelArguments):
+      ...   @classmethod
+      ...   def build_parser(cls):
+      ...     parser = super().build_parser()
+      ...     parser.add_argument('--learning-rate', type=float, default=0.01)
+      ...     return parser
+
+    Returns:
+      An `argparse.ArgumentParser` with the arguments added.
+    """
+    # An embedded interpreter can have an empty sys.argv, where argparse's
+    # own default for prog fails.
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    parser = argparse.ArgumentParser(
+        prog=prog or 'trainer', description=_description(cls),
+        allow_abbrev=False)
+
+    data = parser.add_argument_group('data')
+    cls.add_list_argument(
+        data, '--data-train', metavar='PATH',
+        help='training data files or patterns (local or gs://)')
+    cls.add_list_argument(
+        data, '--data-eval', metavar='PATH',
+        help='evaluation data files or patterns (local or gs://)')
+    data.add_argument('--data-schema', metavar='PATH',
+                      help='the schema of the data (YAML)')
+    data.add_argument('--data-metadata', metavar='PATH',
+                      help='the metadata of the data (an analysis output)')
+    data.add_argument('--data-features', metavar='PATH',
+                      help='the features of the model (YAML)')
+
+    job = parser.add_argument_group('job')
+    # Cloud training services pass the output directory as --job-dir.
+    job.add_argument('--output', '--job-dir', dest='output', metavar='PATH',
+                     help='the job output directory (local or gs://): '
+                     'checkpoints, summaries and the model go there')
+    job.add_argument('--max-steps', type=int, default=1000, metavar='N',
+                     help='training steps to run; 0 or less runs until the '
+                     'data (see --epochs) runs out or the job is stopped '
+                     '(default: %(default)s)')
+    job.add_argument('--batch-size', type=int, default=64, metavar='N',
+                     help='training instances per step (default: '
+                     '%(default)s)')
+    job.add_argument('--eval-batch-size', type=int, metavar='N',
+                     help='evaluation instances per step (default: '
+                     '--batch-size)')
+    job.add_argument('--epochs', type=int, metavar='N',
+                     help='passes over the training data (default: no limit, '
+                     'see --max-steps)')
+    job.add_argument('--shuffle', action=argparse.BooleanOptionalAction,
+                     default=True,
+                     help='shuffle the training data (default: on)')
+    job.add_argument('--seed', type=int, metavar='N',
+                     help='the random seed, for repeatable runs (default: '
+                     'none)')
+    job.add_argument('--steps-per-loop', type=int, default=1, metavar='N',
+                     help='training steps run per tf.function call; more '
+                     'steps amortize the call overhead (default: '
+                     '%(default)s)')
+    job.add_argument('--checkpoint-interval-secs', type=int, default=60,
+                     metavar='SECS',
+                     help='seconds between checkpoints (default: '
+                     '%(default)s)')
+    job.add_argument('--checkpoint-interval-steps', type=int, metavar='N',
+                     help='steps between checkpoints, in addition to '
+                     '--checkpoint-interval-secs (default: none)')
+
+    logging = parser.add_argument_group('logging')
+    # Lower-cased first so that --log-level INFO is accepted too.
+    logging.add_argument('--log-level', type=str.lower, choices=_LOG_LEVELS,
+                         default='info',
+                         help='the level of tensorfx logs (default: '
+                         '%(default)s)')
+    logging.add_argument('--log-level-tensorflow', type=str.lower,
+                         choices=_LOG_LEVELS, default='warning',
+                         help='the level of TensorFlow logs (default: '
+                         '%(default)s)')
+    logging.add_argument('--log-interval-steps', type=int, default=100,
+                         metavar='N',
+                         help='steps between progress logs and training '
+                         'summaries (default: %(default)s)')
+    return parser
+
+  @staticmethod
+  def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
+                        **kwargs):
+    """Adds a list flag, settable whole or one item at a time by index.
+
+    On the command line `--hidden-layers 20 10` and
+    `--hidden-layers:1 20 --hidden-layers:2 10` (in any order) both give
+    `args.hidden_layers == [20, 10]`.
+
+    Example:
+      >>> class Arguments(ModelArguments):
+      ...   @classmethod
+      ...   def build_parser(cls):
+      ...     parser = super().build_parser()
+      ...     cls.add_list_argument(parser, '--hidden-layers', type=int,
+      ...                           help='units of each hidden layer')
+      ...     return parser
+      >>> Arguments.parse(['--hidden-layers:2', '10',
+      ...                  '--hidden-layers:1', '20']).hidden_layers
+      [20, 10]
+
+    Args:
+      parser: the parser, or an argument group of it, to add the flag to.
+      *names: the flag's option strings, e.g. `'--hidden-layers'`.
+      type: the type (a callable from a string) of each item; str if None.
+      help: the flag's help text.
+      default: the value (a list, or None) when the flag is not given.
+      **kwargs: other `add_argument` arguments (`required`, `choices`,
+        `metavar`, `dest`).
+
+    Returns:
+      The `argparse.Action` added.
+    """
+    if not names or not all(name.startswith('--') for name in names):
+      raise ValueError(
+          'A list flag needs one or more names that start with "--". '
+          f'Received: {names!r}')
+    if help is not None:
+      help += ' '
+    help = (help or '') + (
+        f'(several values; or one at a time: {names[0]}:1 VALUE '
+        f'{names[0]}:2 VALUE ...)')
+    return parser.add_argument(*names, action=_ListAction, nargs='+',
+                               type=type, default=default, help=help,
+                               **kwargs)
+
+  @classmethod
+  def default(cls):
+    """Creates an instance with the default value of every argument.
+
+    Example:
+      >>> ModelArguments.default().batch_size
+      64
+
+    Returns:
+      The arguments, with default values, processed.
+    """
+    return cls.parse([])
+
+  @classmethod
+  def parse(cls, args=None, parse_job=False):
+    """Parses training arguments.
+
+    Example:
+      >>> args, output = ModelArguments.parse(
+      ...     ['--job-dir', 'gs://bucket/job', '--batch-size', '32'],
+      ...     parse_job=True)
+      >>> args.batch_size, output
+      (32, 'gs://bucket/job')
+
+    Args:
+      args: the arguments to parse: a list of strings, or one string split
+        as a shell would. If None, the process arguments (`sys.argv[1:]`).
+      parse_job: whether to parse the job's arguments too: then `--output`
+        (or `--job-dir`) is required and returned.
+
+    Returns:
+      The arguments (an instance of `cls`), processed; with `parse_job`, a
+      tuple of the arguments and the job's output path.
+
+    Raises:
+      ConfigurationError: an invalid indexed list flag, a missing --output
+        with `parse_job`, or a value `process()` rejects.
+      SystemExit: argparse rejected the arguments (unknown flag, bad value);
+        it has printed the usage and the error.
+    """
+    if args is None:
+      args = sys.argv[1:]
+    elif isinstance(args, str):
+      args = shlex.split(args)
+    parser = cls.build_parser()
+    argv, indexed = _rewrite_indexed(parser, list(args))
+    arguments = parser.parse_args(argv, namespace=cls())
+    for dest, values in indexed.items():
+      setattr(arguments, dest, values)
+    if parse_job and not arguments.output:
+      raise ConfigurationError(
+          '--output (or --job-dir) is required to run a training job: the '
+          'directory (local or gs://) that checkpoints, summaries and the '
+          'model are written to. Received no --output.')
+    arguments.process()
+    if parse_job:
+      return arguments, arguments.output
+    return arguments
+
+  def process(self):
+    """Validates the parsed arguments and derives values from them.
+
+    `parse()` calls it. Subclasses override it to check their own flags or
+    to derive attributes, and call `super().process()`.
+
+    Example:
+      >>> class Arguments(ModelArguments):
+      ...   def process(self):
+      ...     super().process()
+      ...     if self.learning_rate <= 0:
+      ...       raise ConfigurationError('--learning-rate must be positive. '
+      ...                                f'Received: {self.learning_rate}')
+
+    Raises:
+      ConfigurationError: a value is out of range; the message names the
+        flag and the value received.
+    """
+    # Only what is present is checked: an instance built by hand, e.g.
+    # ModelArguments(batch_size=32), has just the attributes it was given.
+    self._check_positive('batch_size')
+    self._check_positive('eval_batch_size', optional=True)
+    self._check_positive(
+        'epochs', optional=True,
+        expected='a positive integer, or no --epochs to repeat the data '
+        'until --max-steps')
+    self._check_positive('checkpoint_interval_secs')
+    self._check_positive('checkpoint_interval_steps', optional=True)
+    self._check_positive('log_interval_steps')
+    self._check_positive('steps_per_loop')
+    seed = getattr(self, 'seed', None)
+    # Seeds feed NumPy and Python's random as well, which reject negatives.
+    if seed is not None and seed < 0:
+      raise ConfigurationError(
+          f'--seed must be a non-negative integer. Received: --seed={seed}')
+    if (getattr(self, 'eval_batch_size', None) is None and
+        hasattr(self, 'batch_size')):
+      self.eval_batch_size = self.batch_size
+
+  def to_dict(self):
+    """Returns every argument as plain values, to write as YAML or JSON.
+
+    Example:
+      >>> ModelArguments.parse(['--batch-size', '32']).to_dict()['batch_size']
+      32
+
+    Returns:
+      A dict from argument name (the attribute name) to its value, in the
+      order of the parser's flags; tuples become lists, other values that
+      YAML and JSON cannot hold become strings.
+    """
+    result = {}
+    for dest in _dests(type(self).build_parser()):
+      if hasattr(self, dest):
+        result[dest] = _plain(getattr(self, dest))
+    return result
+
+  def _check_positive(self, dest, optional=False, expected=None):
+    value = getattr(self, dest, None)
+    if value is None and (optional or not hasattr(self, dest)):
+      return
+    if value is None or value <= 0:
+      flag = '--' + dest.replace('_', '-')
+      expected = expected or 'a positive integer'
+      raise ConfigurationError(
+          f'{flag} must be {expected}. Received: {flag}={value}')
+
+
+def _description(cls):
+  doc = inspect.getdoc(cls)
+  return doc.split('\n\n', 1)[0] if doc else None
+
+
+def _dests(parser):
+  # parser._actions includes every argument group's actions; argparse has no
+  # public way to list them.
+  seen = []
+  for action in parser._actions:  # pylint: disable=protected-access
+    if action.dest is argparse.SUPPRESS or action.dest == 'help':
+      continue
+    if action.dest not in seen:
+      seen.append(action.dest)
+  return seen
+
+
+def _plain(value):
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return value
+  if isinstance(value, enum.Enum):
+    return _plain(value.value)
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  if isinstance(value, (list, tuple)):
+    return [_plain(item) for item in value]
+  if isinstance(value, dict):
+    return {str(key): _plain(item) for key, item in value.items()}
+  return str(value)
+
+
+def _rewrite_indexed(parser, argv):
+  """Turns the indexed form of list flags into what argparse understands.
+
+  Args:
+    parser: the parser; its `_ListAction`s are the list flags.
+    argv: the arguments.
+
+  Returns:
+    The arguments with each indexed list flag replaced by one placeholder
+    `--name=FIRST` (so that argparse sees the flag: `required` holds), and
+    a dict from dest to the typed, ordered values that must then replace
+    the placeholder's.
+
+  Raises:
+    ConfigurationError: a bad index, a gap, a duplicate, a value of the
+      wrong type, an indexed form of a flag that is not a list flag, or a
+      flag given both ways.
+  """
+  list_actions = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    if isinstance(action, _ListAction):
+      for name in action.option_strings:
+        list_actions[name] = action
+
+  items = {}      # dest -> {index: (token, value)}
+  names = {}      # dest -> the name first used in the indexed form
+  slots = {}      # dest -> position of its placeholder in the output
+  whole = {}      # dest -> the name used in the whole-list form
+  output = []
+  i = 0
+  while i < len(argv):
+    token = argv[i]
+    i += 1
+    if token == '--':
+      # Everything after `--` is positional, never a flag.
+      output.append(token)
+      output.extend(argv[i:])
+      break
+    match = _INDEXED.match(token) if token.startswith('--') else None
+    if not match:
+      action = list_actions.get(token.partition('=')[0])
+      if action is not None:
+        whole.setdefault(action.dest, token.partition('=')[0])
+      output.append(token)
+      continue
+
+    name, index_text, value = match.groups()
+    flag = f'{name}:{index_text}'
+    action = list_actions.get(name)
+    if action is None:
+      declared = sorted(list_actions)
+      raise ConfigurationError(
+          f'{flag} is an indexed list flag, but {name} is not a list flag. '
+          'The indexed form NAME:N is accepted for '
+          f'{", ".join(declared) if declared else "no flag"}. '
+          f'Received: {flag}')
+    if not re.fullmatch(r'[0-9]+', index_text) or int(index_text) < 1:
+      raise ConfigurationError(
+          f'{flag}: the index of a list flag must be a positive integer '
+          f'(1-based), as in {name}:1. Received: {flag}')
+    if value is None:
+      if i >= len(argv) or (argv[i].startswith('-') and
+                            not _NEGATIVE_NUMBER.match(argv[i])):
+        raise ConfigurationError(
+            f'{flag} expects a value (write {flag}=VALUE for a value that '
+            'starts with "-"). Received no value.')
+      value = argv[i]
+      i += 1
+
+    index = int(index_text)
+    entries = items.setdefault(action.dest, {})
+    if index in entries:
+      raise ConfigurationError(
+          f'{name}:{index} is given more than once. Received: '
+          f'{entries[index][0]}={entries[index][1]} and {flag}={value}')
+    entries[index] = (flag, value)
+    names.setdefault(action.dest, name)
+    if action.dest not in slots:
+      slots[action.dest] = len(output)
+      output.append(None)
+
+  typed = {}
+  for dest, entries in items.items():
+    name = names[dest]
+    if dest in whole:
+      raise ConfigurationError(
+          f'{name} is given both as a list ({whole[dest]} VALUE ...) and one '
+          f'item at a time ({name}:N VALUE); use one form. Received: '
+          f'{whole[dest]} and {", ".join(f for f, _ in entries.values())}')
+    indices = sorted(entries)
+    missing = [n for n in range(1, indices[-1] + 1) if n not in entries]
+    if missing:
+      raise ConfigurationError(
+          f'{name}:{missing[0]} is missing (got indices '
+          f'{", ".join(str(n) for n in indices)}): the indices of a list '
+          'flag must run from 1 without gaps.')
+    action = list_actions[name]
+    values = [_convert(parser, action, *entries[n]) for n in indices]
+    typed[dest] = values
+    # argparse converts this again; it is valid, the conversion above proved
+    # it. The = form keeps a value that starts with "-" a value.
+    output[slots[dest]] = f'{action.option_strings[0]}={entries[1][1]}'
+  return output, typed
+
+
+def _convert(parser, action, flag, value):
+  """Applies a list flag's type and choices to one indexed value."""
+  convert = action.type
+  if convert is not None and not callable(convert):
+    # argparse also accepts the name of a registered type, e.g. 'int'.
+    convert = parser._registry_get('type', convert, convert)  # pylint: disable=protected-access
+  if convert is not None:
+    try:
+      value = convert(value)
+    except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
+      kind = getattr(convert, '__name__', repr(convert))
+      detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
+      raise ConfigurationError(
+          f'{flag} expects a value of type {kind}{detail}. '
+          f'Received: {flag}={value}') from None
+  if action.choices is not None and value not in action.choices:
+    raise ConfigurationError(
+        f'{flag} expects one of {", ".join(map(str, action.choices))}. '
+        f'Received: {flag}={value}')
+  return value

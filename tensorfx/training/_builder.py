@@ -1,0 +1,418 @@
+"""ModelBuilder: the hooks a user fills in to define a model."""
+
+import types
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.data import _csv
+from tensorfx.data import _validation
+from tensorfx.data._features import FeatureType
+from tensorfx.training import _interfaces
+
+
+class ModelBuilder(tf.Module):
+  """Builds the training, evaluation and prediction graphs of a model.
+
+  Subclass it and fill in the hooks; `ModelTrainer` calls them. A builder
+  is a `tf.Module`: every variable its hooks create (layers, optimizer
+  slots, metrics) is tracked, checkpointed and exported. Hooks are traced
+  into `tf.function`s and must create their variables (layers, optimizer,
+  metric objects) on their first call only and reuse them afterwards; the
+  trainer makes that first call eagerly, under the distribution strategy's
+  scope, before anything is traced.
+
+  Hooks, in the order the trainer first calls them:
+
+  - `build_input(source, batch, epochs, shuffle)`: the dataset of a source.
+  - `build_inference(inputs, training)`: the model's forward pass.
+  - `build_training(global_steps, inputs, inferences)`: `(loss, optimizer)`.
+  - `build_output(inferences)`: the prediction outputs.
+  - `build_evaluation(inputs, outputs)`: metric objects, updated.
+  - `build_init()`: initialization of a fresh (not resumed) model.
+
+  Example:
+    >>> class Linear(ModelBuilder):
+    ...   def build_inference(self, inputs, training):
+    ...     if not hasattr(self, 'dense'):
+    ...       self.dense = tf_keras.layers.Dense(1)
+    ...     return self.dense(inputs['X'])
+    ...   def build_training(self, global_steps, inputs, inferences):
+    ...     loss = tf.reduce_mean(tf.square(inferences[:, 0] - inputs['Y']))
+    ...     return loss, self.optimizer
+
+  Args:
+    args: the `ModelArguments` of the job.
+    dataset: the `DataSet` to train and evaluate on.
+  """
+
+  def __init__(self, args, dataset):
+    super().__init__(name=_module_name(type(self).__name__))
+    self._args = args
+    self._dataset = dataset
+    self._strategy = None
+    self.global_step = None
+    self._optimizer = None
+    # Held outside tf.Module tracking: the transform graph is exported with
+    # the model but is not part of the model's checkpoints.
+    self._untracked = types.SimpleNamespace(transform_layer=None)
+
+  @property
+  def args(self):
+    """The `ModelArguments` of the job."""
+    return self._args
+
+  @property
+  def dataset(self):
+    """The `DataSet` used for training and evaluation."""
+    return self._dataset
+
+  @property
+  def strategy(self):
+    """The `tf.distribute.Strategy` the graphs were built under."""
+    if self._strategy is None:
+      raise ConfigurationError(
+          'strategy is available once build_graph_interfaces(config) has '
+          'been called.')
+    return self._strategy
+
+  @property
+  def optimizer(self):
+    """The optimizer, made once by `build_optimizer()`."""
+    if self._optimizer is None:
+      self._optimizer = self.build_optimizer()
+    return self._optimizer
+
+  @property
+  def transform_layer(self):
+    """The tf.Transform layer that maps raw features to model inputs."""
+    if self._untracked.transform_layer is None:
+      self._untracked.transform_layer = (
+          self._dataset.transform_output.transform_features_layer())
+    return self._untracked.transform_layer
+
+  # Hooks.
+
+  def build_input(self, source, batch, epochs, shuffle):
+    """Builds the input pipeline of a data source.
+
+    Called once per phase, outside `tf.function`. The default reads the
+    source through the dataset and applies the transform graph per batch.
+
+    Args:
+      source: the name of the dataset's source ('train', 'eval').
+      batch: the number of instances per batch.
+      epochs: the number of passes over the data (None: repeat forever).
+      shuffle: whether to shuffle.
+
+    Returns:
+      A `tf.data.Dataset` of dicts of tensors keyed by feature name.
+    """
+    raw = self._dataset[source].read(batch, epochs=epochs, shuffle=shuffle,
+                                     seed=getattr(self._args, 'seed', None))
+    return self._dataset.transform(raw, self.transform_layer)
+
+  def build_inference(self, inputs, training):
+    """Builds the inference (forward pass) of the model.
+
+    Called inside `tf.function`, once per replica, for training, evaluation
+    and prediction; and once eagerly first, to create the variables.
+
+    Args:
+      inputs: a dict of input tensors keyed by feature name.
+      training: whether this is the training graph (dropout, batch norm).
+
+    Returns:
+      The inference values (a tensor or a structure of tensors).
+    """
+    raise NotImplementedError(
+        f'{type(self).__name__} must implement build_inference(inputs, '
+        'training), returning the inference values.')
+
+  def build_training(self, global_steps, inputs, inferences):
+    """Builds the loss of a training step.
+
+    Called inside `tf.function` under a gradient tape, once per replica.
+
+    Args:
+      global_steps: the int64 global step variable.
+      inputs: the dict of input tensors.
+      inferences: what `build_inference` returned.
+
+    Returns:
+      `(loss, optimizer)`: the scalar mean loss over the (per-replica) batch
+      and the optimizer that applies its gradients (the same object on each
+      call; `self.optimizer` is made for that).
+    """
+    raise NotImplementedError(
+        f'{type(self).__name__} must implement build_training(global_steps, '
+        'inputs, inferences), returning (loss, optimizer).')
+
+  def build_optimizer(self):
+    """Builds the optimizer, once. The default is Adam at `--learning-rate`."""
+    import tf_keras  # pylint: disable=g-import-not-at-top
+    return tf_keras.optimizers.Adam(
+        learning_rate=getattr(self._args, 'learning_rate', None) or 0.001)
+
+  def build_evaluation(self, inputs, outputs):
+    """Builds the evaluation metrics and updates them with a batch.
+
+    Called inside `tf.function` for each evaluation batch. Create the metric
+    objects on the first call and update the same objects on every call;
+    the trainer reads `result()` after each evaluation pass and resets them.
+    The evaluation loss is added by the trainer as `loss`.
+
+    Args:
+      inputs: the dict of input tensors.
+      outputs: what `build_output` returned.
+
+    Returns:
+      A dict of `tf_keras.metrics.Metric` by name.
+    """
+    del inputs, outputs
+    return {}
+
+  def build_output(self, inferences):
+    """Builds the prediction outputs from the inference values.
+
+    Called inside `tf.function`, for evaluation and serving.
+
+    Args:
+      inferences: what `build_inference` returned.
+
+    Returns:
+      A dict of output tensors (e.g. `label`, `scores`), batch-major.
+    """
+    if isinstance(inferences, dict):
+      return dict(inferences)
+    return {'outputs': inferences}
+
+  def build_init(self):
+    """Initializes a fresh model, before its first training step.
+
+    Called eagerly once, after the variables exist, when no checkpoint is
+    being resumed. The default leaves the initializers' values; override it
+    to warm-start from another model.
+    """
+
+  # Graph builders.
+
+  def build_graph_interfaces(self, config):
+    """Builds the training, evaluation and prediction interfaces.
+
+    Creates the strategy from `config`, then every variable under its scope,
+    then the three interfaces.
+
+    Args:
+      config: the training `Configuration`.
+
+    Returns:
+      A tuple `(training, evaluation, prediction)` of graph interfaces.
+    """
+    self._strategy = config.create_device_setter(self._args)
+    with self._strategy.scope():
+      self.global_step = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name='global_step',
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      training = self.build_training_graph()
+      evaluation = self.build_evaluation_graph()
+      prediction = self.build_prediction_graph()
+    return training, evaluation, prediction
+
+  def _create_variables(self, dataset):
+    """Calls the hooks eagerly once, so variables exist before tracing."""
+    if getattr(self, '_variables_created', False):
+      return
+    inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
+    inferences = self.build_inference(inputs, training=False)
+    _, optimizer = self.build_training(self.global_step, inputs, inferences)
+    self._training_optimizer = optimizer
+    self._evaluation_metrics = dict(
+        self.build_evaluation(inputs, self.build_output(inferences)))
+    if hasattr(optimizer, 'build'):
+      optimizer.build(self._trainable())
+    self._variables_created = True
+
+  def _trainable(self):
+    skip = {id(v) for v in self._untracked_variables()}
+    return tuple(v for v in self.trainable_variables if id(v) not in skip)
+
+  def _untracked_variables(self):
+    return ()
+
+  def build_training_graph(self):
+    """Builds the training interface; see `TrainingInterface`."""
+    args = self._args
+    strategy = self.strategy
+    replicas = strategy.num_replicas_in_sync
+    dataset = self.build_input('train', args.batch_size, args.epochs,
+                               getattr(args, 'shuffle', True))
+    self._create_variables(dataset)
+    optimizer = self._training_optimizer
+    variables = self._trainable()
+    if not variables:
+      raise ConfigurationError(
+          f'{type(self).__name__}.build_inference created no trainable '
+          'variables; create layers on its first call and keep them as '
+          'attributes of the builder.')
+    global_step = self.global_step
+
+    def train_step(inputs):
+      with tf.GradientTape() as tape:
+        inferences = self.build_inference(inputs, training=True)
+        loss, step_optimizer = self.build_training(global_step, inputs,
+                                                   inferences)
+        loss = tf.cast(loss, tf.float32)
+        # Each replica's mean loss counts 1/replicas of the global mean.
+        scaled = loss / replicas
+      gradients = tape.gradient(scaled, variables)
+      step_optimizer.apply_gradients(zip(gradients, variables))
+      global_step.assign_add(1)
+      return loss
+
+    distributed = (strategy.experimental_distribute_dataset(dataset)
+                   if replicas > 1 else dataset)
+
+    @tf.function
+    def loop(iterator, num_steps):
+      loss = tf.constant(0.0)
+      steps = tf.constant(0, tf.int64)
+      for _ in tf.range(num_steps):
+        batch = iterator.get_next_as_optional()
+        if not batch.has_value():
+          break
+        per_replica = strategy.run(train_step, (batch.get_value(),))
+        loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
+                               axis=None)
+        steps += 1
+      return loss, steps
+
+    return _interfaces.TrainingInterface(
+        dataset=distributed, global_step=global_step, loop=loop,
+        optimizer=optimizer, variables=variables,
+        batch_size=args.batch_size)
+
+  def build_evaluation_graph(self):
+    """Builds the evaluation interface; see `EvaluationInterface`."""
+    import tf_keras  # pylint: disable=g-import-not-at-top
+    args = self._args
+    batch = getattr(args, 'eval_batch_size', None) or args.batch_size
+    if 'eval' not in self._dataset:
+      return None
+
+    def dataset():
+      return self.build_input('eval', batch, 1, False)
+
+    loss_metric = tf_keras.metrics.Mean(name='loss')
+    self._eval_loss = loss_metric
+    metrics = {'loss': loss_metric}
+    metrics.update(getattr(self, '_evaluation_metrics', {}))
+    global_step = self.global_step
+
+    def eval_step(inputs):
+      inferences = self.build_inference(inputs, training=False)
+      outputs = self.build_output(inferences)
+      loss, _ = self.build_training(global_step, inputs, inferences)
+      size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
+      loss_metric.update_state(tf.cast(loss, tf.float32),
+                               sample_weight=tf.cast(size, tf.float32))
+      self.build_evaluation(inputs, outputs)
+      return size
+
+    @tf.function
+    def loop(data):
+      count = tf.constant(0, tf.int64)
+      for inputs in data:
+        count += eval_step(inputs)
+      return count
+
+    return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
+                                           metrics=metrics)
+
+  def build_prediction_graph(self):
+    """Builds the prediction interface over raw instances.
+
+    Three signatures share one model: `serving_default` takes CSV lines
+    (`csv`, in schema order, target columns optional), `predict_examples`
+    serialized tf.Example protos (`examples`), and `predict_features` one
+    tensor per raw field.
+    """
+    dataset = self._dataset
+    schema = dataset.schema
+    features = dataset.features
+    target_fields = set()
+    key_names = []
+    if features is not None:
+      for feature in features:
+        if feature.type == FeatureType.TARGET:
+          target_fields.update(feature.fields)
+        elif feature.type == FeatureType.KEY:
+          key_names.append(feature.name)
+    serving = [f for f in schema if f.name not in target_fields]
+    spec = dataset.raw_feature_spec()
+    serving_spec = {f.name: spec[f.name] for f in serving}
+    layer = self.transform_layer
+
+    def predict(raw):
+      transformed = layer(raw)
+      inferences = self.build_inference(transformed, training=False)
+      outputs = dict(self.build_output(inferences))
+      for name in key_names:
+        outputs[name] = transformed[name]
+      return outputs
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
+                                                name='csv')])
+    def predict_csv(csv):
+      raw, reasons = _csv.parse_lines(
+          csv, schema, fields=[f.name for f in serving],
+          optional=sorted(target_fields))
+      index = tf.range(1, tf.size(csv, out_type=tf.int64) + 1)
+      check = _validation.assert_valid(
+          reasons, tf.fill(tf.shape(csv), 'instance'), index)
+      with tf.control_dependencies([check]):
+        raw = {k: tf.identity(v) for k, v in raw.items()}
+      return predict(raw)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
+                                                name='examples')])
+    def predict_examples(examples):
+      return predict(tf.io.parse_example(examples, serving_spec))
+
+    feature_signature = {
+        f.name: tf.TensorSpec([None], serving_spec[f.name].dtype, name=f.name)
+        for f in serving}
+
+    @tf.function(input_signature=[feature_signature])
+    def predict_features(raw):
+      return predict(raw)
+
+    signatures = {
+        'serving_default': predict_csv.get_concrete_function(),
+        'predict_examples': predict_examples.get_concrete_function(),
+        'predict_features': predict_features.get_concrete_function(),
+    }
+    module = tf.Module()
+    module.transform_layer = layer
+    captured = {}
+    for function in signatures.values():
+      for variable in function.variables:
+        captured[id(variable)] = variable
+    module.model_variables = list(captured.values())
+    module.predict_csv = predict_csv
+    module.predict_examples = predict_examples
+    module.predict_features = predict_features
+    return _interfaces.PredictionInterface(signatures=signatures,
+                                           module=module)
+
+
+def _module_name(name):
+  # tf.Module names must be Python identifiers.
+  return ''.join(c if c.isalnum() or c == '_' else '_' for c in name) or 'model'
+
+
+def _zeros_like_spec(spec):
+  shape = [1 if d is None else d for d in spec.shape.as_list()]
+  if spec.dtype == tf.string:
+    return tf.fill(shape, '')
+  return tf.zeros(shape, spec.dtype)

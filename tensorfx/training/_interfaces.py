@@ -1,0 +1,65 @@
+"""The three graph interfaces a ModelBuilder produces for the trainer.
+
+Each is a frozen dataclass holding the `tf.function`s the trainer drives and
+the references the phase needs. Variables are shared by all three: they are
+created once, under the strategy's scope, before any of them is built.
+"""
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingInterface:
+  """What the trainer needs to train.
+
+  Attributes:
+    dataset: the training `tf.data.Dataset` (or a distributed dataset).
+    global_step: the int64 step variable, advanced once per training step.
+    loop: `tf.function(iterator, num_steps) -> (loss, steps_run)`: runs up to
+      `num_steps` training steps (fewer when the data ends) and returns the
+      last step's loss and the number of steps run.
+    optimizer: the optimizer the training step applies.
+    variables: the trainable variables being trained.
+    batch_size: the global batch size (examples per step).
+    graph: a `tf.Graph` of the training step, for TensorBoard.
+  """
+  dataset: Any
+  global_step: Any
+  loop: Callable
+  optimizer: Any
+  variables: tuple
+  batch_size: int
+  graph: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationInterface:
+  """What the trainer needs to evaluate.
+
+  Attributes:
+    dataset: a function returning a fresh evaluation `tf.data.Dataset` (one
+      pass over the evaluation source).
+    loop: `tf.function(iterator) -> count`: updates `metrics` over every
+      batch of the iterator and returns the number of examples seen.
+    metrics: the metric objects, by name (`loss` included); read with
+      `result()`, cleared with `reset_state()`.
+  """
+  dataset: Callable
+  loop: Callable
+  metrics: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictionInterface:
+  """What the exporter needs to save a servable model.
+
+  Attributes:
+    signatures: `tf.function`s by signature name, each taking raw instances
+      in one form (CSV lines, serialized tf.Example, feature tensors) and
+      returning the outputs of `ModelBuilder.build_output`.
+    module: the `tf.Module` to save; it tracks exactly the variables,
+      tables and assets the signatures use.
+  """
+  signatures: Mapping[str, Callable]
+  module: Any

@@ -1,0 +1,105 @@
+"""job.yaml: what a job ran with (arguments, TF_CONFIG, versions, git)."""
+
+import datetime
+import os
+import platform
+import socket
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tensorfx import _version
+from tensorfx import _yaml
+
+
+def git_provenance(path):
+  """The git commit and dirty flag of the repository holding `path`.
+
+  Works on a detached HEAD, in CI and outside git (then `commit` is None).
+  """
+  directory = path if os.path.isdir(path) else os.path.dirname(path) or '.'
+
+  def git(*args):
+    result = subprocess.run(['git', '-C', directory, *args],
+                            capture_output=True, text=True, timeout=10,
+                            check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+  try:
+    commit = git('rev-parse', 'HEAD')
+    if commit is None:
+      return {'commit': None}
+    branch = git('rev-parse', '--abbrev-ref', 'HEAD')
+    status = git('status', '--porcelain', '--untracked-files=no')
+  except (OSError, subprocess.SubprocessError):
+    return {'commit': None}
+  return {'commit': commit,
+          'branch': None if branch in (None, 'HEAD') else branch,
+          'dirty': bool(status)}
+
+
+def versions():
+  """Versions of the stack, for reproducing a job."""
+  found = {'python': platform.python_version(),
+           'tensorfx': _version.__version__, 'tensorflow': tf.__version__}
+  for module in ('tf_keras', 'tensorflow_transform', 'apache_beam'):
+    imported = sys.modules.get(module)
+    if imported is None:
+      try:
+        imported = __import__(module)
+      except ImportError:
+        continue
+    found[module] = getattr(imported, '__version__', 'unknown')
+  return found
+
+
+class JobRecord:
+  """Writes `job.yaml` under the output directory at start and at the end.
+
+  Args:
+    path: the path of job.yaml.
+    arguments: the job's arguments (a dict).
+    config: the `Configuration` dict.
+  """
+
+  def __init__(self, path, arguments, config):
+    main = getattr(sys.modules.get('__main__'), '__file__', None) or os.getcwd()
+    self._path = path
+    self._record = {
+        'tensorfx': _version.__version__,
+        'status': 'running',
+        'started': _now(),
+        'host': socket.gethostname(),
+        'command': list(sys.argv),
+        'arguments': arguments,
+        'config': config,
+        'versions': versions(),
+        'source': {'path': os.path.abspath(main), **git_provenance(main)},
+    }
+
+  def write(self, **updates):
+    """Updates fields and rewrites job.yaml."""
+    self._record.update(updates)
+    if updates.get('status') in ('completed', 'failed', 'interrupted'):
+      self._record['ended'] = _now()
+    with tf.io.gfile.GFile(self._path, 'w') as f:
+      f.write(_yaml.dump_yaml(_plain(self._record)))
+
+
+def _now():
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(
+      timespec='seconds')
+
+
+def _plain(value):
+  """Makes a value safe for yaml.safe_dump."""
+  if isinstance(value, dict):
+    return {str(k): _plain(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_plain(v) for v in value]
+  if value is None or isinstance(value, (bool, int, float, str)):
+    return value
+  if hasattr(value, 'item'):  # numpy scalars
+    return value.item()
+  return str(value)

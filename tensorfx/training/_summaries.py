@@ -1,0 +1,45 @@
+"""TensorBoard summaries: `summaries/train` and `summaries/eval`."""
+
+import os
+
+import tensorflow as tf
+
+
+class Summaries:
+  """Writes scalars (and the training graph) for TensorBoard.
+
+  Args:
+    directory: the job's `summaries/` directory.
+  """
+
+  def __init__(self, directory):
+    self._writers = {}
+    self._directory = directory
+
+  def _writer(self, phase):
+    if phase not in self._writers:
+      self._writers[phase] = tf.summary.create_file_writer(
+          os.path.join(self._directory, phase))
+    return self._writers[phase]
+
+  def scalars(self, phase, step, values):
+    """Writes `values` (name -> number) for `phase` at `step`."""
+    with self._writer(phase).as_default():
+      for name, value in values.items():
+        tf.summary.scalar(name, value, step=step)
+
+  def graph(self, phase, graph):
+    """Writes a `tf.Graph` so TensorBoard's Graphs tab shows it."""
+    if graph is None:
+      return
+    with self._writer(phase).as_default():
+      tf.summary.graph(graph)
+
+  def flush(self):
+    for writer in self._writers.values():
+      writer.flush()
+
+  def close(self):
+    for writer in self._writers.values():
+      writer.close()
+    self._writers.clear()

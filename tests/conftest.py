@@ -1,0 +1,79 @@
+"""Shared fixtures: tiny data, and one analyzed + trained iris model.
+
+TensorFlow start-up and Beam analysis cost seconds, so the expensive
+artifacts are made once per session and shared read-only.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+# No GPU probing noise, no proxies for loopback traffic, quiet C++ logs.
+os.environ.setdefault('CUDA_VISIBLE_DEVICES', '')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+os.environ.setdefault('no_proxy', '127.0.0.1,localhost')
+
+import pytest  # pylint: disable=g-import-not-at-top
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IRIS = os.path.join(ROOT, 'samples', 'iris')
+
+
+def iris_args(output, *extra):
+  """Trainer arguments for the iris sample, writing to `output`."""
+  return ['--output', str(output),
+          '--data-train', os.path.join(IRIS, 'data', 'train.csv'),
+          '--data-eval', os.path.join(IRIS, 'data', 'eval.csv'),
+          '--data-schema', os.path.join(IRIS, 'schema.yaml'),
+          '--data-features', os.path.join(IRIS, 'features.yaml'),
+          *extra]
+
+
+@pytest.fixture(scope='session')
+def iris_analysis(tmp_path_factory):
+  """The iris training data analyzed once (a `tensorfx analyze` output)."""
+  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  output = str(tmp_path_factory.mktemp('iris') / 'analysis')
+  dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
+                            features=os.path.join(IRIS, 'features.yaml'),
+                            train=os.path.join(IRIS, 'data', 'train.csv'))
+  dataset.analyze(output)
+  return output
+
+
+@pytest.fixture(scope='session')
+def iris_dataset_factory(iris_analysis):
+  """Makes iris CsvDataSets that use the shared analysis."""
+  from tensorfx import data  # pylint: disable=g-import-not-at-top
+
+  def make(**sources):
+    sources = sources or {
+        'train': os.path.join(IRIS, 'data', 'train.csv'),
+        'eval': os.path.join(IRIS, 'data', 'eval.csv')}
+    return data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
+                           metadata=iris_analysis,
+                           features=os.path.join(IRIS, 'features.yaml'),
+                           **sources)
+
+  return make
+
+
+@pytest.fixture(scope='session')
+def iris_sample_run(tmp_path_factory):
+  """The iris sample run exactly as the README says, once, as a process."""
+  output = tmp_path_factory.mktemp('iris-run') / 'output'
+  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+             *iris_args(output)[:0], '--output', str(output),
+             '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
+             '--data-schema', 'schema.yaml', '--data-features', 'features.yaml',
+             '--hidden-layers:1', '20', '--hidden-layers:2', '10',
+             '--max-steps', '1000', '--batch-size', '32']
+  result = subprocess.run(command, cwd=IRIS, capture_output=True, text=True,
+                          timeout=600, check=False)
+  return output, result
+
+
+def copy_tree(source, destination):
+  shutil.copytree(source, destination)
+  return destination
