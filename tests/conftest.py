@@ -5,7 +5,6 @@ artifacts are made once per session and shared read-only.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -60,20 +59,34 @@ def iris_dataset_factory(iris_analysis):
 
 
 @pytest.fixture(scope='session')
+def iris_model(tmp_path_factory, iris_dataset_factory):
+  """An iris model trained in-process for 300 steps: (output dir, Model)."""
+  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  output = tmp_path_factory.mktemp('iris-model') / 'output'
+  args, job = nn.FeedForwardClassificationArguments.parse(
+      iris_args(output, '--max-steps', '300', '--batch-size', '32',
+                '--hidden-layers:1', '20', '--hidden-layers:2', '10',
+                '--seed', '1'), parse_job=True)
+  builder = nn.FeedForwardClassification(args, iris_dataset_factory())
+  model = training.ModelTrainer().train(builder, job)
+  return str(output), model
+
+
+# The README's first command, minus the install: run from samples/iris.
+README_TRAIN = ['train', '--module', 'trainer', '--data-train',
+                'data/train.csv', '--data-eval', 'data/eval.csv',
+                '--data-schema', 'schema.yaml', '--data-features',
+                'features.yaml', '--hidden-layers:1', '20',
+                '--hidden-layers:2', '10']
+
+
+@pytest.fixture(scope='session')
 def iris_sample_run(tmp_path_factory):
-  """The iris sample run exactly as the README says, once, as a process."""
+  """The iris sample run as the README says, once, in its own process."""
   output = tmp_path_factory.mktemp('iris-run') / 'output'
-  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-             *iris_args(output)[:0], '--output', str(output),
-             '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
-             '--data-schema', 'schema.yaml', '--data-features', 'features.yaml',
-             '--hidden-layers:1', '20', '--hidden-layers:2', '10',
-             '--max-steps', '1000', '--batch-size', '32']
+  command = [sys.executable, '-m', 'tensorfx', *README_TRAIN,
+             '--output', str(output)]
   result = subprocess.run(command, cwd=IRIS, capture_output=True, text=True,
                           timeout=600, check=False)
   return output, result
-
-
-def copy_tree(source, destination):
-  shutil.copytree(source, destination)
-  return destination

@@ -1,8 +1,11 @@
 """Model: predictions from an exported tensorfx SavedModel."""
 
+import os
+
 import numpy as np
 
 from tensorfx._errors import DataError
+from tensorfx.data._schema import Schema
 
 _CSV = 'serving_default'
 _EXAMPLES = 'predict_examples'
@@ -22,12 +25,14 @@ class Model:
     path: where it was loaded from.
   """
 
-  def __init__(self, saved_model, path=None):
+  def __init__(self, saved_model, path=None, schema=None):
     self._model = saved_model
     self.path = path
+    self.schema = schema
     signature = saved_model.signatures[_FEATURES]
     _, specs = signature.structured_input_signature
-    self._feature_specs = dict(specs)
+    order = schema.field_names if schema is not None else sorted(specs)
+    self._feature_specs = {n: specs[n] for n in order if n in specs}
 
   @classmethod
   def load(cls, path):
@@ -44,11 +49,14 @@ class Model:
     if missing:
       raise DataError(f'{path!r} is not a tensorfx model: it lacks the '
                       f'signatures {missing}.')
-    return cls(loaded, path)
+    schema_path = os.path.join(path, 'assets.extra', 'schema.yaml')
+    schema = Schema.load(schema_path) if tf.io.gfile.exists(schema_path) \
+        else None
+    return cls(loaded, path, schema)
 
   @property
   def features(self):
-    """The raw features an instance has (targets are not needed)."""
+    """The raw features of an instance, in schema order (no targets)."""
     return list(self._feature_specs)
 
   def predict(self, instances):

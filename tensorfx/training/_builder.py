@@ -399,9 +399,6 @@ class ModelBuilder(tf.Module):
       for variable in function.variables:
         captured[id(variable)] = variable
     module.model_variables = list(captured.values())
-    module.predict_csv = predict_csv
-    module.predict_examples = predict_examples
-    module.predict_features = predict_features
     return _interfaces.PredictionInterface(signatures=signatures,
                                            module=module)
 

@@ -1,0 +1,103 @@
+"""prediction.Model over an exported SavedModel: every raw input form."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tensorfx import prediction
+from tensorfx._errors import DataError
+
+INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
+EXPECTED = ['virginica', 'setosa', 'versicolor']
+FIELDS = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width']
+
+
+@pytest.fixture(scope='module')
+def model(iris_model):
+  output, _ = iris_model
+  return prediction.Model.load(f'{output}/model')
+
+
+def _labels(outputs):
+  return [o['label'] for o in outputs]
+
+
+def test_csv_lines_without_target(model):
+  outputs = model.predict(INSTANCES)
+  assert _labels(outputs) == EXPECTED
+  for output in outputs:
+    assert len(output['scores']) == 3
+    assert sum(output['scores']) == pytest.approx(1.0, abs=1e-5)
+    assert max(output['scores']) > 0.5
+
+
+def test_csv_lines_with_target_and_mixed(model):
+  with_target = ['virginica,6.3,3.3,6,2.5', 'setosa,4.4,3,1.3,0.2']
+  assert _labels(model.predict(with_target)) == EXPECTED[:2]
+  mixed = [with_target[0], INSTANCES[1]]
+  assert _labels(model.predict(mixed)) == EXPECTED[:2]
+
+
+def test_dict_instances(model):
+  instances = [dict(zip(FIELDS, map(float, line.split(','))))
+               for line in INSTANCES]
+  assert _labels(model.predict(instances)) == EXPECTED
+  assert model.features == FIELDS
+
+
+def test_example_instances(model):
+  examples = []
+  for line in INSTANCES:
+    feature = {name: tf.train.Feature(float_list=tf.train.FloatList(
+        value=[float(v)])) for name, v in zip(FIELDS, line.split(','))}
+    examples.append(tf.train.Example(
+        features=tf.train.Features(feature=feature)))
+  assert _labels(model.predict(examples)) == EXPECTED
+  serialized = [e.SerializeToString() for e in examples]
+  assert _labels(model.predict(serialized)) == EXPECTED
+
+
+def test_bad_instances_are_named(model):
+  with pytest.raises(DataError, match=r'instance:2: expected 5 \(or 4\) '
+                     'columns, found 3'):
+    model.predict(['6.3,3.3,6,2.5', '1,2,3'])
+  with pytest.raises(DataError, match=r"instance:1: column 'petal_width' is "
+                     'not a real number: x'):
+    model.predict(['6.3,3.3,6,x'])
+  with pytest.raises(DataError, match="instance 2: missing feature "
+                     "'petal_width'"):
+    model.predict([dict(zip(FIELDS, [1.0] * 4)), dict(zip(FIELDS[:3],
+                                                          [1.0] * 3))])
+  with pytest.raises(DataError, match='one kind'):
+    model.predict(['6.3,3.3,6,2.5', {'a': 1}])
+  with pytest.raises(DataError, match='Received: int'):
+    model.predict([1])
+  assert model.predict([]) == []
+
+
+def test_missing_model_is_named(tmp_path):
+  with pytest.raises(DataError, match=f"no model at '{tmp_path}/nope'"):
+    prediction.Model.load(str(tmp_path / 'nope'))
+  (tmp_path / 'empty').mkdir()
+  with pytest.raises(DataError, match='Cannot load the model'):
+    prediction.Model.load(str(tmp_path / 'empty'))
+
+
+def test_saved_model_serves_without_tensorfx(iris_model):
+  """A fresh process with plain TensorFlow (no tensorfx, no tf.Transform)."""
+  output, _ = iris_model
+  code = f'''
+import json, sys
+import tensorflow as tf
+model = tf.saved_model.load({output + "/model"!r})
+out = model.signatures['serving_default'](csv=tf.constant({INSTANCES!r}))
+assert 'tensorfx' not in sys.modules and 'tensorflow_transform' not in sys.modules
+print(json.dumps([v.decode() for v in out['label'].numpy()]))
+'''
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=120, check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert json.loads(result.stdout.strip().splitlines()[-1]) == EXPECTED

@@ -1,0 +1,92 @@
+"""The `tensorfx` command line: train, predict, analyze, errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import IRIS
+from tensorfx.tools import main
+
+
+def _run(*args, stdin=None, cwd=None):
+  return subprocess.run([sys.executable, '-m', 'tensorfx', *args],
+                        input=stdin, capture_output=True, text=True,
+                        cwd=cwd, timeout=300, check=False)
+
+
+def test_help_lists_commands(capsys):
+  try:
+    main(['--help'])
+  except SystemExit as e:
+    assert e.code == 0
+  out = capsys.readouterr().out
+  for command in ('train', 'predict', 'analyze'):
+    assert command in out
+
+
+def test_predict_reads_stdin_and_writes_json_lines(iris_model):
+  output, _ = iris_model
+  stdin = ('6.3,3.3,6,2.5\n\n'
+           '{"sepal_length": 4.4, "sepal_width": 3, "petal_length": 1.3, '
+           '"petal_width": 0.2}\n'
+           'versicolor,6.1,2.8,4.7,1.2\n')
+  result = _run('predict', '--model', f'{output}/model', stdin=stdin)
+  assert result.returncode == 0, result.stderr[-2000:]
+  rows = [json.loads(line) for line in result.stdout.splitlines()]
+  assert [r['label'] for r in rows] == ['virginica', 'setosa', 'versicolor']
+
+
+def test_predict_file_to_file(iris_model, tmp_path):
+  output, _ = iris_model
+  source = tmp_path / 'in.csv'
+  source.write_text('6.3,3.3,6,2.5\n4.4,3,1.3,0.2\n')
+  sink = tmp_path / 'out.jsonl'
+  assert main(['predict', '--model', f'{output}/model', '--input',
+               str(source), '--output', str(sink)]) == 0
+  labels = [json.loads(l)['label'] for l in sink.read_text().splitlines()]
+  assert labels == ['virginica', 'setosa']
+
+
+def test_predict_bad_line_names_the_line(iris_model, tmp_path, capsys):
+  output, _ = iris_model
+  source = tmp_path / 'in.csv'
+  source.write_text('6.3,3.3,6,2.5\n4.4,3,1.3\n')
+  code = main(['predict', '--model', f'{output}/model', '--input',
+               str(source), '--output', str(tmp_path / 'out')])
+  assert code == 1
+  err = capsys.readouterr().err
+  assert f'{source}:2: expected 5 (or 4) columns, found 3' in err
+
+
+def test_analyze_writes_the_analysis(tmp_path, capsys):
+  code = main(['analyze', '--data-train',
+               os.path.join(IRIS, 'data', 'train.csv'),
+               '--data-schema', os.path.join(IRIS, 'schema.yaml'),
+               '--data-features', os.path.join(IRIS, 'features.yaml'),
+               '--output', str(tmp_path / 'analysis')])
+  assert code == 0
+  assert 'Analyzed 120 instances' in capsys.readouterr().out
+  metadata = json.loads((tmp_path / 'analysis' / 'metadata.json').read_text())
+  assert metadata['fields']['species']['vocabulary'] == {
+      'setosa': 40, 'versicolor': 40, 'virginica': 40}
+  assert (tmp_path / 'analysis' / 'transform_fn').is_dir()
+  assert (tmp_path / 'analysis' / 'metadata').is_dir()
+
+
+def test_train_reports_a_missing_module(tmp_path, capsys):
+  code = main(['train', '--module', 'no_such_trainer', '--output',
+               str(tmp_path)])
+  assert code == 1
+  assert "cannot find the trainer module 'no_such_trainer'" in \
+      capsys.readouterr().err
+
+
+def test_train_reports_a_missing_data_file(tmp_path):
+  result = _run('train', '--module', 'trainer', '--output', str(tmp_path),
+                '--data-train', 'data/missing.csv', '--data-eval',
+                'data/eval.csv', '--data-schema', 'schema.yaml',
+                '--data-features', 'features.yaml', cwd=IRIS)
+  assert result.returncode == 1
+  assert "No data file matches 'data/missing.csv'" in result.stderr
+  assert 'Traceback' not in result.stderr

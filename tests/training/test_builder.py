@@ -1,0 +1,133 @@
+"""ModelBuilder: the hooks' call order, defaults and early errors."""
+
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from conftest import iris_args
+from tensorfx import training
+from tensorfx._errors import ConfigurationError
+from tensorfx.models import nn
+
+
+class Recording(nn.FeedForwardClassification):
+  """Records each hook call as (hook, detail), eager or traced."""
+
+  def __init__(self, args, dataset):
+    super().__init__(args, dataset)
+    self.calls = []
+
+  def _record(self, hook, detail=None):
+    self.calls.append((hook, detail, tf.executing_eagerly()))
+
+  def build_input(self, source, batch, epochs, shuffle):
+    self._record('build_input', source)
+    return super().build_input(source, batch, epochs, shuffle)
+
+  def build_inference(self, inputs, training):
+    self._record('build_inference', training)
+    return super().build_inference(inputs, training)
+
+  def build_training(self, global_steps, inputs, inferences):
+    self._record('build_training')
+    return super().build_training(global_steps, inputs, inferences)
+
+  def build_output(self, inferences):
+    self._record('build_output')
+    return super().build_output(inferences)
+
+  def build_evaluation(self, inputs, outputs):
+    self._record('build_evaluation')
+    return super().build_evaluation(inputs, outputs)
+
+  def build_init(self):
+    self._record('build_init')
+
+
+def test_hook_order(tmp_path, iris_dataset_factory):
+  args, job = nn.FeedForwardClassificationArguments.parse(
+      iris_args(tmp_path, '--max-steps', '4', '--log-interval-steps', '2'),
+      parse_job=True)
+  builder = Recording(args, iris_dataset_factory())
+  training.ModelTrainer().train(builder, job)
+  serving_trace = [('build_inference', False, False),
+                   ('build_output', None, False)]
+  assert builder.calls == [
+      # The training input, then one eager pass that creates every
+      # variable (layers, optimizer slots, metrics) under the strategy.
+      ('build_input', 'train', True),
+      ('build_inference', False, True),
+      ('build_training', None, True),
+      ('build_output', None, True),
+      ('build_evaluation', None, True),
+      # Three serving signatures (CSV, tf.Example, features), traced early
+      # so that a model that cannot be served fails before training.
+      *serving_trace * 3,
+      # A fresh model (no checkpoint to resume) is initialized once.
+      ('build_init', None, True),
+      # The training step is traced once, however many steps run.
+      ('build_inference', True, False),
+      ('build_training', None, False),
+      # The final evaluation: a fresh pass over the eval source, traced.
+      ('build_input', 'eval', True),
+      ('build_inference', False, False),
+      ('build_output', None, False),
+      ('build_training', None, False),
+      ('build_evaluation', None, False),
+      # Export reuses the traced signatures: no further calls.
+  ]
+
+
+def test_build_init_is_skipped_when_resuming(tmp_path, iris_dataset_factory):
+  argv = iris_args(tmp_path, '--max-steps', '2')
+  for expected in (1, 0):
+    args, job = nn.FeedForwardClassificationArguments.parse(argv,
+                                                            parse_job=True)
+    builder = Recording(args, iris_dataset_factory())
+    training.ModelTrainer().train(builder, job)
+    assert [c[0] for c in builder.calls].count('build_init') == expected
+
+
+class _NoModel(training.ModelBuilder):
+  pass
+
+
+def test_missing_hooks_name_themselves(tmp_path, iris_dataset_factory):
+  args, job = training.ModelArguments.parse(iris_args(tmp_path),
+                                            parse_job=True)
+  with pytest.raises(NotImplementedError, match=r'_NoModel must implement '
+                     r'build_inference\(inputs, training\)'):
+    training.ModelTrainer().train(_NoModel(args, iris_dataset_factory()), job)
+
+
+class _NoVariables(training.ModelBuilder):
+
+  def build_inference(self, inputs, training):
+    return inputs['X']
+
+  def build_training(self, global_steps, inputs, inferences):
+    return tf.reduce_mean(inferences), self.optimizer
+
+
+def test_builder_without_variables_is_rejected(tmp_path, iris_dataset_factory):
+  args, job = training.ModelArguments.parse(iris_args(tmp_path),
+                                            parse_job=True)
+  with pytest.raises(ConfigurationError, match='created no trainable'):
+    training.ModelTrainer().train(_NoVariables(args, iris_dataset_factory()),
+                                  job)
+
+
+def test_strategy_is_available_only_after_building(iris_dataset_factory):
+  builder = _NoModel(training.ModelArguments.default(),
+                     iris_dataset_factory())
+  with pytest.raises(ConfigurationError, match='build_graph_interfaces'):
+    _ = builder.strategy
+
+
+def test_default_optimizer_uses_learning_rate(iris_dataset_factory):
+  args = nn.FeedForwardClassificationArguments.parse(['--learning-rate',
+                                                      '0.5'])
+  builder = nn.FeedForwardClassification(args, iris_dataset_factory())
+  assert isinstance(builder.optimizer, tf_keras.optimizers.Adam)
+  assert float(builder.optimizer.learning_rate) == pytest.approx(0.5)
+  assert builder.optimizer is builder.optimizer

@@ -1,0 +1,42 @@
+"""Progress: a live bar on a terminal, log lines elsewhere."""
+
+import io
+import logging
+
+from tensorfx.training._progress import Progress
+
+
+class _Terminal(io.StringIO):
+
+  def isatty(self):
+    return True
+
+
+def test_terminal_gets_a_live_bar():
+  stream = _Terminal()
+  progress = Progress(max_steps=100, stream=stream)
+  progress.update(10)
+  progress.update(50, loss=0.25, examples_per_sec=1234.0)
+  progress.close()
+  text = stream.getvalue()
+  assert '\r' in text
+  assert '50/100' in text and 'loss 0.25' in text and '1,234 ex/s' in text
+  assert text.endswith('\n')
+
+
+def test_pipe_gets_log_lines(caplog):
+  stream = io.StringIO()
+  progress = Progress(max_steps=None, stream=stream)
+  logger = logging.getLogger('tensorfx')
+  # tensorfx's logger may not propagate to the root, where caplog listens.
+  logger.addHandler(caplog.handler)
+  try:
+    with caplog.at_level(logging.INFO, logger='tensorfx'):
+      progress.update(5)              # between log intervals: silent
+      progress.update(10, loss=1.5, examples_per_sec=99.0)
+  finally:
+    logger.removeHandler(caplog.handler)
+  assert stream.getvalue() == ''
+  # Once, or twice where the logger also propagates to caplog's root.
+  assert {r.getMessage() for r in caplog.records} == {
+      'step 10  loss 1.5  99 examples/s'}
