@@ -7,7 +7,6 @@ import json
 import math
 import os
 import re
-import tempfile
 
 import apache_beam as beam
 
@@ -19,6 +18,8 @@ from tensorfx.data._metadata import Metadata
 # only; the full vocabulary is in the transform graph's assets.
 _MAX_LISTED_VALUES = 1000
 _MAX_COUNTED_VALUES = 100000
+# What Beam appends to the message of an error raised in a step.
+_BEAM_STEP = re.compile(r"(?:\s*\[while running '[^']*'\])+\s*$")
 
 
 def analyze(dataset, output_dir, source='train', pipeline_args=None):
@@ -40,8 +41,8 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
 
   tf.io.gfile.makedirs(output_dir)
   work_dir = os.path.join(output_dir, 'tmp')
-  stats_dir = tempfile.mkdtemp(prefix='tensorfx-stats-')
-  stats_path = os.path.join(stats_dir, 'stats.json')
+  # Written by a Beam worker, so on a path every runner's workers can reach.
+  stats_path = os.path.join(work_dir, 'statistics.json')
   pipeline_args = list(pipeline_args or [])
   if not any(a.startswith('--runner') for a in pipeline_args):
     # Beam's default (Prism) downloads a binary at start; run in-process.
@@ -61,17 +62,19 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
         _ = (rows
              | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
              | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
-  except DataError:
-    raise
+  except DataError as e:
+    # Beam re-raises a worker's error as the same type, its message suffixed
+    # with the step that failed: keep just the data error's text.
+    raise DataError(_BEAM_STEP.sub('', str(e))) from None
   except Exception as e:  # pylint: disable=broad-except
-    # Beam wraps errors raised in workers; recover the data error's text.
-    match = re.search(r'DataError: (.+?)(?:\s\[while running|\n|$)', str(e))
+    # Runners may wrap it in another error; recover the data error's text.
+    match = re.search(r'DataError: (.+?)(?:\n|$)', str(e))
     if match:
-      raise DataError(match.group(1)) from None
+      raise DataError(_BEAM_STEP.sub('', match.group(1))) from None
     raise
   metadata_io.write_metadata(raw_metadata, os.path.join(output_dir,
                                                         'metadata'))
-  with open(stats_path) as f:
+  with tf.io.gfile.GFile(stats_path) as f:
     metadata = Metadata.from_dict(json.load(f))
   # metadata.json last: its presence marks a complete analysis.
   metadata.save(os.path.join(output_dir, 'metadata.json'))
@@ -82,7 +85,8 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
 
 
 def _write_json(value, path):
-  with open(path, 'w') as f:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(path, 'w') as f:
     json.dump(value, f)
 
 

@@ -1,9 +1,11 @@
 """CSV data: reading files into batches of raw features, in TensorFlow and Beam.
 
 Both readers apply the same rules, so analysis and training accept and
-reject the same rows: the column count must match the schema (quoted fields
-may contain the delimiter), numeric cells must parse, and an empty cell takes
-the field's default or is an error. Errors name the file and line.
+reject the same rows: quoting must be well formed (a quoted field is quoted
+from its first to its last character, inner quotes doubled), the column count
+must match the schema (quoted fields may contain the delimiter), numeric
+cells must parse (integers within 64 bits), and an empty cell takes the
+field's default or is an error. Errors name the file and line.
 """
 
 import csv
@@ -21,6 +23,26 @@ _NUMBER = {
     'integer': r'\s*[+-]?\d+\s*',
 }
 _TYPE_NAMES = {'real': 'a real number', 'integer': 'an integer'}
+# Integers must fit int64: both readers take those whose magnitude, read as a
+# float64, is below 2**63 (all but the 512 extreme values).
+_INTEGER_LIMIT = 2.0**63
+
+
+def _line_pattern(delimiter):
+  """A regex (RE2 and Python) matching a line whose quoting is well formed.
+
+  Each field is either unquoted, without quotes, or quoted from its first to
+  its last character with inner quotes doubled: what `tf.io.decode_csv`
+  accepts. Anything else would fail a whole batch inside decode_csv.
+  """
+  d = re.escape(delimiter)
+  field = f'(?:[^"{d}]*|"(?:[^"]|"")*")'
+  return f'{field}(?:{d}{field})*'
+
+
+def _quote_problem(quotes):
+  """The reason for a badly quoted line with `quotes` quote characters."""
+  return 'unbalanced quote' if quotes % 2 else 'misplaced quote'
 
 
 class CsvDataSource(DataSource):
@@ -37,9 +59,9 @@ class CsvDataSource(DataSource):
   def __init__(self, paths, schema, delimiter=',', skip_header=False):
     super().__init__(paths, schema)
     if not isinstance(delimiter, str) or len(delimiter) != 1 or \
-        delimiter in '"\n\r':
-      raise DataError('delimiter must be a single character other than a '
-                      f'quote or newline. Received: delimiter={delimiter!r}')
+        delimiter in '"\n\r' or not delimiter.isascii():
+      raise DataError('delimiter must be a single ASCII character other than '
+                      f'a quote or newline. Received: delimiter={delimiter!r}')
     for field in schema:
       if field.length != 1:
         raise DataError(
@@ -103,7 +125,9 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
     fields: the names of the fields to return (default all).
     optional: names of fields whose columns a line may leave out altogether
       (e.g. the target, when serving); such a line has that many fewer
-      columns. A line may mix neither: it has all columns or none of these.
+      columns. A line has either all columns or none of these; where it
+      leaves them out, their values are their defaults (or empty strings
+      and zeros), without checks.
 
   Returns:
     `(features, reasons)`: a dict of [B] tensors, and [B] strings that are
@@ -111,8 +135,14 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   size = len(schema)
-  short_fields = [f for f in schema if f.name not in set(optional)]
+  optional = set(optional)
+  short_fields = [f for f in schema if f.name not in optional]
   short = len(short_fields)
+  # A badly quoted line is reported as such (its column count means nothing)
+  # and never reaches decode_csv, which would fail the whole batch.
+  well_formed = tf.strings.regex_full_match(lines, _line_pattern(delimiter))
+  quotes = tf.strings.length(lines) - tf.strings.length(
+      tf.strings.regex_replace(lines, '"', ''))
   # Quoted sections may hold the delimiter: take them out before counting.
   unquoted = tf.strings.regex_replace(lines, r'"([^"]|"")*"', 'q')
   counts = tf.strings.length(unquoted) - tf.strings.length(
@@ -121,11 +151,11 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   partial = (counts == short) if optional else tf.zeros_like(full)
   expected = f'{size}' if not optional else f'{size} (or {short})'
   reasons = tf.where(
-      ~full & ~partial,
-      tf.strings.join([f'expected {expected} columns, found ',
-                       tf.strings.as_string(counts)]),
-      tf.where(tf.strings.regex_full_match(unquoted, '.*".*'),
-               'unbalanced quote', ''))
+      ~well_formed,
+      tf.where(quotes % 2 == 1, _quote_problem(1), _quote_problem(0)),
+      tf.where(~full & ~partial,
+               tf.strings.join([f'expected {expected} columns, found ',
+                                tf.strings.as_string(counts)]), ''))
   good = reasons == ''
   # decode_csv fails a whole batch on one bad line: give it harmless ones.
   columns = dict(zip([f.name for f in schema], tf.io.decode_csv(
@@ -145,6 +175,9 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
     if wanted is not None and field.name not in wanted:
       continue
     value, problem = _parse_column(field, columns[field.name])
+    if field.name in optional:
+      # A line that leaves the column out has nothing to check there.
+      problem = tf.where(full, problem, '')
     reasons = tf.where(reasons == '', problem, reasons)
     features[field.name] = value
   return features, reasons
@@ -167,6 +200,17 @@ def _parse_column(field, column):
       tf.strings.join([f'column {field.name!r} is not {_TYPE_NAMES[type_name]}'
                        ': ', tf.strings.substr(column, 0, 40)]),
       problem)
+  if type_name == 'integer':
+    # to_number fails the whole batch on an integer that overflows int64.
+    magnitude = tf.abs(tf.strings.to_number(
+        tf.where(valid, tf.strings.strip(column), '0'), out_type=tf.float64))
+    in_range = magnitude < _INTEGER_LIMIT
+    problem = tf.where(
+        (problem == '') & ~in_range,
+        tf.strings.join([f'column {field.name!r} is out of the 64-bit integer '
+                         'range: ', tf.strings.substr(column, 0, 40)]),
+        problem)
+    valid &= in_range
   dtype = tf.float32 if type_name == 'real' else tf.int64
   value = tf.strings.to_number(tf.where(valid, tf.strings.strip(column), '0'),
                                out_type=dtype)
@@ -183,12 +227,18 @@ def read_rows(path, schema, delimiter=',', skip_header=False):
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   size = len(schema)
+  well_formed = re.compile(_line_pattern(delimiter))
   with tf.io.gfile.GFile(path, 'r') as f:
     for number, line in enumerate(f, start=1):
       if number == 1 and skip_header:
         continue
       if not line.strip():
         continue
+      # Python's csv module accepts quoting that decode_csv rejects.
+      text = line.rstrip('\r\n')
+      if not well_formed.fullmatch(text):
+        quotes = text.count('"')
+        raise DataError(f'{path}:{number}: {_quote_problem(quotes)}')
       try:
         values = next(csv.reader(io.StringIO(line), delimiter=delimiter,
                                  strict=True))
@@ -209,10 +259,15 @@ def _parse_value(field, value, path, number):
     value = str(field.default)
   if type_name == 'discrete':
     return value
-  if not re.fullmatch(_NUMBER[type_name], value):
+  if not re.fullmatch(_NUMBER[type_name], value, re.ASCII):
     raise DataError(f'{path}:{number}: column {field.name!r} is not '
                     f'{_TYPE_NAMES[type_name]}: {value[:40]}')
-  return float(value) if type_name == 'real' else int(value)
+  if type_name == 'real':
+    return float(value)
+  if abs(float(value)) >= _INTEGER_LIMIT:
+    raise DataError(f'{path}:{number}: column {field.name!r} is out of the '
+                    f'64-bit integer range: {value[:40]}')
+  return int(value)
 
 
 class CsvDataSet(DataSet):

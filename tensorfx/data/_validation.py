@@ -4,8 +4,12 @@ A bad record is found by vectorized checks on a whole batch; the pipeline
 then fails with an assertion whose message carries a marker. Code that runs
 the pipeline wraps it in `data_errors()`, which turns that failure into a
 `DataError` with just the readable message, instead of a TensorFlow trace.
+The message travels base64-encoded: the assertion escapes the quotes and
+backslashes of the strings it prints.
 """
 
+import base64
+import binascii
 import contextlib
 import re
 
@@ -13,7 +17,7 @@ from tensorfx._errors import DataError
 
 _BEGIN = '<<tensorfx.DataError>>'
 _END = '<<end>>'
-_MESSAGE = re.compile(re.escape(_BEGIN) + '(.*?)' + re.escape(_END), re.S)
+_MESSAGE = re.compile(re.escape(_BEGIN) + '([A-Za-z0-9_-]*)' + re.escape(_END))
 
 
 def assert_valid(reasons, files, lines):
@@ -31,9 +35,10 @@ def assert_valid(reasons, files, lines):
   bad = tf.strings.length(reasons) > 0
   first = tf.argmax(tf.cast(bad, tf.int32), output_type=tf.int32)
   message = tf.strings.join([
-      _BEGIN, tf.gather(files, first), ':',
-      tf.strings.as_string(tf.gather(lines, first)), ': ',
-      tf.gather(reasons, first), _END])
+      _BEGIN, tf.io.encode_base64(tf.strings.join([
+          tf.gather(files, first), ':',
+          tf.strings.as_string(tf.gather(lines, first)), ': ',
+          tf.gather(reasons, first)])), _END])
   return tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message],
                              summarize=1)
 
@@ -41,7 +46,14 @@ def assert_valid(reasons, files, lines):
 def message_of(error):
   """The data error message carried by a TensorFlow error, or None."""
   match = _MESSAGE.search(str(getattr(error, 'message', '') or error))
-  return match.group(1) if match else None
+  if not match:
+    return None
+  encoded = match.group(1)
+  try:
+    text = base64.urlsafe_b64decode(encoded + '=' * (-len(encoded) % 4))
+  except (binascii.Error, ValueError):
+    return None
+  return text.decode('utf-8', errors='replace')
 
 
 @contextlib.contextmanager
