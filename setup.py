@@ -32,11 +32,19 @@ setuptools.setup(
         'pyyaml>=6',
         # tf.summary needs it, and users open summaries/ with it.
         'tensorboard~=2.21.0',
+        # Staging packages on gs:// (what tf.io.gfile does not do).
+        'google-cloud-storage>=2.10',
+        # Vertex AI CustomJob / HyperparameterTuningJob submission.
+        'google-cloud-aiplatform>=1.38',
     ],
     extras_require={
         'test': [
             'pytest>=8',
             'pytest-timeout>=2.3',
+            # A real GCS JSON-API server on loopback for the staging tests.
+            'gcp-storage-emulator>=2024.8.3',
+            # Builds the sdist and wheel (cloudbuild.yaml, trainer packages).
+            'build>=1.0',
         ],
     },
     entry_points={

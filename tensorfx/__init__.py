@@ -12,7 +12,7 @@ from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
 
-_SUBPACKAGES = ('data', 'training', 'prediction', 'models', 'tools')
+_SUBPACKAGES = ('cloud', 'data', 'models', 'prediction', 'tools', 'training')
 
 __all__ = [
     'ConfigurationError',
@@ -20,6 +20,7 @@ __all__ = [
     'TensorFXError',
     'TrainingError',
     '__version__',
+    'cloud',
     'data',
     'models',
     'prediction',

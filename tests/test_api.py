@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-PACKAGES = ['tensorfx', 'tensorfx.data', 'tensorfx.training',
+PACKAGES = ['tensorfx', 'tensorfx.cloud', 'tensorfx.data', 'tensorfx.training',
             'tensorfx.prediction', 'tensorfx.models', 'tensorfx.models.nn',
             'tensorfx.tools']
 

@@ -15,6 +15,8 @@ _COMMANDS = {
     'train': 'tensorfx.tools._train',
     'predict': 'tensorfx.tools._predict',
     'analyze': 'tensorfx.tools._analyze',
+    'submit': 'tensorfx.tools._submit',
+    'status': 'tensorfx.tools._status',
 }
 
 

@@ -1,0 +1,70 @@
+"""Cloud jobs: gs:// staging, trainer packaging, Vertex AI submission.
+
+`submit` a `JobSpec` (built from gcloud-style flags and a Vertex AI or
+legacy AI Platform `config.yaml` by `job_spec`), follow it with `status`
+or `wait`. Inside a job, `output_dirs` says where outputs go and
+`report_metrics` reports tuning metrics the way Vertex AI reads them.
+
+Nothing here imports TensorFlow or the Google Cloud clients until a
+function needs them.
+"""
+
+from tensorfx.cloud._environment import output_dirs
+from tensorfx.cloud._errors import CloudError
+from tensorfx.cloud._errors import JobFailedError
+from tensorfx.cloud._hypertune import report_metric
+from tensorfx.cloud._hypertune import report_metrics
+from tensorfx.cloud._hypertune import trial_id
+from tensorfx.cloud._jobconfig import ConfigFile
+from tensorfx.cloud._jobconfig import job_spec
+from tensorfx.cloud._jobconfig import load_config
+from tensorfx.cloud._jobs import job_client
+from tensorfx.cloud._jobs import status
+from tensorfx.cloud._jobs import submit
+from tensorfx.cloud._jobs import wait
+from tensorfx.cloud._package import build_sdist
+from tensorfx.cloud._package import check_module
+from tensorfx.cloud._spec import EXECUTOR_IMAGE_CPU
+from tensorfx.cloud._spec import EXECUTOR_IMAGE_GPU
+from tensorfx.cloud._spec import JobSpec
+from tensorfx.cloud._spec import ParameterSpec
+from tensorfx.cloud._spec import StudySpec
+from tensorfx.cloud._spec import WorkerPool
+from tensorfx.cloud._storage import check_bucket
+from tensorfx.cloud._storage import exists
+from tensorfx.cloud._storage import list_uris
+from tensorfx.cloud._storage import parse_gcs_uri
+from tensorfx.cloud._storage import storage_client
+from tensorfx.cloud._storage import upload
+from tensorfx.cloud._storage import upload_directory
+
+__all__ = [
+    'CloudError',
+    'ConfigFile',
+    'EXECUTOR_IMAGE_CPU',
+    'EXECUTOR_IMAGE_GPU',
+    'JobFailedError',
+    'JobSpec',
+    'ParameterSpec',
+    'StudySpec',
+    'WorkerPool',
+    'build_sdist',
+    'check_bucket',
+    'check_module',
+    'exists',
+    'job_client',
+    'job_spec',
+    'list_uris',
+    'load_config',
+    'output_dirs',
+    'parse_gcs_uri',
+    'report_metric',
+    'report_metrics',
+    'status',
+    'storage_client',
+    'submit',
+    'trial_id',
+    'upload',
+    'upload_directory',
+    'wait',
+]

@@ -1,0 +1,173 @@
+"""Local stand-ins for Google Cloud, shared by the cloud tests.
+
+- `emulator`: a real GCS JSON-API server (`gcp-storage-emulator`) in this
+  process on a free 127.0.0.1 port, with `STORAGE_EMULATOR_HOST` pointing at
+  it, so `google-cloud-storage` talks to it unchanged.
+- `vertex`: a small HTTP server answering Vertex AI's REST API the way the
+  service does (create returns the job PENDING; each read moves it along a
+  scripted list of states), recording every request body. The real
+  `google.cloud.aiplatform_v1` client (REST transport) talks to it.
+
+Test modules import the fixtures by name.
+"""
+
+import contextlib
+import http.server
+import itertools
+import json
+import re
+import socket
+import threading
+
+import pytest
+
+BUCKET = 'tensorfx-staging'
+PROJECT = 'my-project'
+REGION = 'us-central1'
+
+
+def free_port():
+  with contextlib.closing(socket.socket()) as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+@pytest.fixture(scope='module')
+def _emulator_server():
+  from gcp_storage_emulator.server import create_server  # pylint: disable=g-import-not-at-top
+  port = free_port()
+  server = create_server('127.0.0.1', port, in_memory=True)
+  server.start()
+  yield server, f'http://127.0.0.1:{port}'
+  server.stop()
+
+
+@pytest.fixture
+def emulator(_emulator_server, monkeypatch):
+  """A storage client on the emulator, with one empty bucket (BUCKET)."""
+  server, url = _emulator_server
+  server.wipe()
+  monkeypatch.setenv('STORAGE_EMULATOR_HOST', url)
+  monkeypatch.setenv('GCS_RETRY_CONFIG_MAX_RETRIES', '1')
+  from tensorfx import cloud  # pylint: disable=g-import-not-at-top
+  client = cloud.storage_client(PROJECT)
+  client.create_bucket(BUCKET)
+  return client
+
+
+_CREATE = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+)/'
+                     r'(customJobs|hyperparameterTuningJobs)$')
+_GET = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+/'
+                  r'(?:customJobs|hyperparameterTuningJobs)/[^/]+)$')
+
+
+class FakeVertex:
+  """Vertex AI's job API on loopback: records requests, scripts job states.
+
+  Attributes:
+    url: the endpoint to give the client (`http://127.0.0.1:PORT`).
+    requests: (method, path without query, JSON body or None), in order.
+    states: the states successive reads report; the last one sticks.
+    error: the job's error (a Status dict) once it reaches a failed state.
+    create_error: (HTTP code, status, message) to refuse creates with.
+  """
+
+  def __init__(self):
+    self.requests = []
+    self.jobs = {}
+    self.states = ['JOB_STATE_RUNNING', 'JOB_STATE_SUCCEEDED']
+    self.error = None
+    self.create_error = None
+    self._reads = {}
+    self._ids = itertools.count(1000)
+    fake = self
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+
+      def log_message(self, *args):  # pylint: disable=arguments-differ
+        pass
+
+      def _answer(self, code, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+      def do_POST(self):  # pylint: disable=invalid-name
+        length = int(self.headers.get('Content-Length') or 0)
+        body = json.loads(self.rfile.read(length) or b'{}')
+        path = self.path.split('?')[0]
+        fake.requests.append(('POST', path, body))
+        match = _CREATE.match(path)
+        if not match:
+          return self._answer(404, _status(404, 'NOT_FOUND', path))
+        if fake.create_error:
+          code, status, message = fake.create_error
+          return self._answer(code, _status(code, status, message))
+        name = f'{match[1]}/{match[2]}/{next(fake._ids)}'
+        job = dict(body, name=name, state='JOB_STATE_PENDING',
+                   createTime='2026-11-01T12:00:00Z')
+        fake.jobs[name] = job
+        return self._answer(200, job)
+
+      def do_GET(self):  # pylint: disable=invalid-name
+        path = self.path.split('?')[0]
+        fake.requests.append(('GET', path, None))
+        match = _GET.match(path)
+        if not match or match[1] not in fake.jobs:
+          return self._answer(404, _status(404, 'NOT_FOUND',
+                                           f'{path} not found'))
+        name = match[1]
+        read = fake._reads.get(name, 0)
+        fake._reads[name] = read + 1
+        job = fake.jobs[name]
+        job['state'] = fake.states[min(read, len(fake.states) - 1)]
+        if job['state'] == 'JOB_STATE_FAILED' and fake.error:
+          job['error'] = fake.error
+        if 'hyperparameterTuningJobs' in name:
+          job['trials'] = [{'id': '1', 'state': 'SUCCEEDED'}]
+        return self._answer(200, job)
+
+    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    self.url = f'http://127.0.0.1:{self._server.server_port}'
+    # A short poll interval: shutdown() waits up to one of them.
+    self._thread = threading.Thread(target=self._server.serve_forever,
+                                    kwargs={'poll_interval': 0.02},
+                                    daemon=True)
+    self._thread.start()
+
+  def add_job(self, name, **fields):
+    """Registers an existing job (for `status` tests)."""
+    self.jobs[name] = dict(fields, name=name)
+
+  def posts(self):
+    return [r for r in self.requests if r[0] == 'POST']
+
+  def close(self):
+    self._server.shutdown()
+    self._server.server_close()
+
+
+def _status(code, status, message):
+  return {'error': {'code': code, 'status': status, 'message': message}}
+
+
+@pytest.fixture
+def vertex():
+  """A FakeVertex, closed after the test."""
+  server = FakeVertex()
+  yield server
+  server.close()
+
+
+def as_message(cls, body):
+  """A recorded JSON body as a dict with enum names, through the proto.
+
+  The client sends enums as numbers (`$alt=json;enum-encoding=int`);
+  reading the body back through the message type makes it comparable.
+  """
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  message = cls.from_json(json.dumps(body))
+  return json_format.MessageToDict(cls.pb(message))
