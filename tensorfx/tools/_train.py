@@ -20,11 +20,21 @@ def add_parser(commands):
                       'current directory) or the path of a .py file')
   parser.add_argument('--output', '--job-dir', dest='output', required=True,
                       help='the job output directory (local or gs://)')
+  parser.add_argument(
+      '--cluster', metavar='ps=N,workers=N,evaluator=N',
+      help='run a local cluster on 127.0.0.1: a chief plus these tasks, '
+      'one process each with its own TF_CONFIG (e.g. ps=1,workers=2,'
+      'evaluator=1 for parameter servers; workers=2 for multi-worker)')
   parser.set_defaults(run=run, accepts_extra=True)
 
 
 def run(args, rest):
   """Runs the trainer in this process, with `--output` and `rest` as argv."""
+  if args.cluster:
+    from tensorfx.tools import _launch  # pylint: disable=g-import-not-at-top
+    command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
+               args.module, '--output', args.output, *rest]
+    return _launch.run_local_cluster(command, args.cluster)
   argv = ['--output', args.output, *rest]
   module = args.module
   if module.endswith('.py') or os.sep in module:

@@ -127,10 +127,10 @@ class ModelArguments(argparse.Namespace):
     job.add_argument('--seed', type=int, metavar='N',
                      help='the random seed, for repeatable runs (default: '
                      'none)')
-    job.add_argument('--steps-per-loop', type=int, default=1, metavar='N',
+    job.add_argument('--steps-per-loop', type=int, metavar='N',
                      help='training steps run per tf.function call; more '
-                     'steps amortize the call overhead (default: '
-                     '%(default)s)')
+                     'steps amortize the call overhead (default: up to the '
+                     'next log line, checkpoint or final step)')
     job.add_argument('--checkpoint-interval-secs', type=int, default=60,
                      metavar='SECS',
                      help='seconds between checkpoints (default: '
@@ -138,6 +138,13 @@ class ModelArguments(argparse.Namespace):
     job.add_argument('--checkpoint-interval-steps', type=int, metavar='N',
                      help='steps between checkpoints, in addition to '
                      '--checkpoint-interval-secs (default: none)')
+
+    job.add_argument('--cluster-timeout-secs', type=int, default=300,
+                     metavar='S',
+                     help='how long a task waits for the rest of the '
+                     'cluster (and for the chief\'s data analysis) before '
+                     'failing with the address it could not reach (default: '
+                     '%(default)s)')
 
     logging = parser.add_argument_group('logging')
     # Lower-cased first so that --log-level INFO is accepted too.
@@ -289,7 +296,8 @@ class ModelArguments(argparse.Namespace):
     self._check_positive('checkpoint_interval_secs')
     self._check_positive('checkpoint_interval_steps', optional=True)
     self._check_positive('log_interval_steps')
-    self._check_positive('steps_per_loop')
+    self._check_positive('steps_per_loop', optional=True)
+    self._check_positive('cluster_timeout_secs')
     seed = getattr(self, 'seed', None)
     # Seeds feed NumPy and Python's random as well, which reject negatives.
     if seed is not None and seed < 0:

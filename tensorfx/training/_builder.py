@@ -46,6 +46,10 @@ class ModelBuilder(tf.Module):
     dataset: the `DataSet` to train and evaluate on.
   """
 
+  # The evaluation result that ranks models: (name, 'min' or 'max'). The
+  # evaluator keeps the best model by it; tuning reports it.
+  evaluation_metric = ('loss', 'min')
+
   def __init__(self, args, dataset):
     super().__init__(name=_module_name(type(self).__name__))
     self._args = args
@@ -55,7 +59,9 @@ class ModelBuilder(tf.Module):
     self._optimizer = None
     # Held outside tf.Module tracking: the transform graph is exported with
     # the model but is not part of the model's checkpoints.
-    self._untracked = types.SimpleNamespace(transform_layer=None)
+    self._untracked = types.SimpleNamespace(transform_layer=None,
+                                            worker_layer=None,
+                                            coordinator=None)
 
   @property
   def args(self):
@@ -86,6 +92,10 @@ class ModelBuilder(tf.Module):
   @property
   def transform_layer(self):
     """The tf.Transform layer that maps raw features to model inputs."""
+    if self._untracked.worker_layer is not None:
+      # Building a parameter-server worker's dataset: its tables must be
+      # the copies the strategy places on each worker.
+      return self._untracked.worker_layer
     if self._untracked.transform_layer is None:
       self._untracked.transform_layer = (
           self._dataset.transform_output.transform_features_layer())
@@ -210,6 +220,11 @@ class ModelBuilder(tf.Module):
       A tuple `(training, evaluation, prediction)` of graph interfaces.
     """
     self._strategy = config.create_device_setter(self._args)
+    if self._dataset.features is not None:
+      # Made after connecting to the cluster (which renames this task's
+      # devices) but outside the strategy's scope: evaluation and serving
+      # run it here, never on a parameter-server worker.
+      _ = self.transform_layer
     with self._strategy.scope():
       self.global_step = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='global_step',
@@ -227,8 +242,19 @@ class ModelBuilder(tf.Module):
     inferences = self.build_inference(inputs, training=False)
     _, optimizer = self.build_training(self.global_step, inputs, inferences)
     self._training_optimizer = optimizer
-    self._evaluation_metrics = dict(
-        self.build_evaluation(inputs, self.build_output(inferences)))
+    outputs = self.build_output(inferences)
+    metrics = {}
+
+    def evaluation_pass():
+      metrics.update(self.build_evaluation(inputs, outputs))
+      return tf.constant(0)
+
+    if self._replicated:
+      # Metrics of mirrored replicas may only be updated in replica context.
+      self.strategy.run(evaluation_pass)
+    else:
+      evaluation_pass()
+    self._evaluation_metrics = metrics
     if hasattr(optimizer, 'build'):
       optimizer.build(self._trainable())
     self._variables_created = True
@@ -240,13 +266,26 @@ class ModelBuilder(tf.Module):
   def _untracked_variables(self):
     return ()
 
+  @property
+  def _parameter_servers(self):
+    return isinstance(self.strategy, tf.distribute.ParameterServerStrategy)
+
+  @property
+  def _replicated(self):
+    """Whether steps run on several synchronous replicas (mirrored)."""
+    return (not self._parameter_servers and
+            self.strategy.num_replicas_in_sync > 1)
+
   def build_training_graph(self):
     """Builds the training interface; see `TrainingInterface`."""
     args = self._args
     strategy = self.strategy
     replicas = strategy.num_replicas_in_sync
-    dataset = self.build_input('train', args.batch_size, args.epochs,
-                               getattr(args, 'shuffle', True))
+    shuffle = getattr(args, 'shuffle', True)
+    # Parameter-server workers read independently and forever; the step
+    # count (--max-steps) bounds training.
+    epochs = None if self._parameter_servers else args.epochs
+    dataset = self.build_input('train', args.batch_size, epochs, shuffle)
     self._create_variables(dataset)
     optimizer = self._training_optimizer
     variables = self._trainable()
@@ -263,34 +302,91 @@ class ModelBuilder(tf.Module):
         loss, step_optimizer = self.build_training(global_step, inputs,
                                                    inferences)
         loss = tf.cast(loss, tf.float32)
-        # Each replica's mean loss counts 1/replicas of the global mean.
+        # Each replica's mean loss counts 1/replicas of the global mean:
+        # the optimizer sums the replicas' gradients.
         scaled = loss / replicas
       gradients = tape.gradient(scaled, variables)
       step_optimizer.apply_gradients(zip(gradients, variables))
       global_step.assign_add(1)
       return loss
 
-    distributed = (strategy.experimental_distribute_dataset(dataset)
-                   if replicas > 1 else dataset)
+    if self._parameter_servers:
+      loop, distributed = self._parameter_server_loop(train_step, epochs,
+                                                      shuffle)
+    else:
+      distributed = dataset
+      if self._replicated:
+        distributed = strategy.experimental_distribute_dataset(
+            _shard_by_data(dataset))
 
-    @tf.function
-    def loop(iterator, num_steps):
-      loss = tf.constant(0.0)
-      steps = tf.constant(0, tf.int64)
-      for _ in tf.range(num_steps):
-        batch = iterator.get_next_as_optional()
-        if not batch.has_value():
-          break
-        per_replica = strategy.run(train_step, (batch.get_value(),))
-        loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
-                               axis=None)
-        steps += 1
-      return loss, steps
+      @tf.function
+      def loop(iterator, num_steps):
+        loss = tf.constant(0.0)
+        steps = tf.constant(0, tf.int64)
+        for _ in tf.range(num_steps):
+          batch = iterator.get_next_as_optional()
+          if not batch.has_value():
+            break
+          per_replica = strategy.run(train_step, (batch.get_value(),))
+          loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
+                                 axis=None)
+          steps += 1
+        return loss, steps
 
     return _interfaces.TrainingInterface(
         dataset=distributed, global_step=global_step, loop=loop,
         optimizer=optimizer, variables=variables,
         batch_size=args.batch_size)
+
+  def _parameter_server_loop(self, train_step, epochs, shuffle):
+    """The training loop of a parameter-server cluster's chief.
+
+    The chief schedules closures of several steps on the workers through a
+    `ClusterCoordinator`; a closure lost with its worker runs again on
+    another (so steps run at least once).
+    """
+    strategy = self.strategy
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    self._untracked.coordinator = coordinator
+    args = self._args
+    global_step = self.global_step
+    # Tables made under the strategy's scope get a copy on each worker.
+    worker_layer = self._dataset.transform_output.transform_features_layer() \
+        if self._dataset.features is not None else None
+
+    def dataset_fn(context=None):
+      del context
+      self._untracked.worker_layer = worker_layer
+      try:
+        return self.build_input('train', args.batch_size, epochs, shuffle)
+      finally:
+        self._untracked.worker_layer = None
+
+    per_worker = coordinator.create_per_worker_dataset(dataset_fn)
+
+    @tf.function
+    def worker_loop(iterator, num_steps):
+      loss = tf.constant(0.0)
+      for _ in tf.range(num_steps):
+        loss = strategy.run(train_step, (next(iterator),))
+      return loss
+
+    steps_per_closure = max(1, getattr(args, 'steps_per_closure', 0) or 10)
+
+    def loop(iterator, num_steps):
+      remaining = int(num_steps)
+      start = int(global_step.numpy())
+      last = None
+      while remaining > 0:
+        count = min(remaining, steps_per_closure)
+        last = coordinator.schedule(
+            worker_loop, args=(iterator, tf.constant(count, tf.int64)))
+        remaining -= count
+      coordinator.join()
+      loss = last.fetch() if last is not None else 0.0
+      return loss, int(global_step.numpy()) - start
+
+    return loop, per_worker
 
   def build_evaluation_graph(self):
     """Builds the evaluation interface; see `EvaluationInterface`."""
@@ -319,14 +415,28 @@ class ModelBuilder(tf.Module):
       self.build_evaluation(inputs, outputs)
       return size
 
+    strategy = self.strategy
+    replicated = self._replicated
+
     @tf.function
     def loop(data):
       count = tf.constant(0, tf.int64)
       for inputs in data:
-        count += eval_step(inputs)
+        if replicated:
+          count += strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                   strategy.run(eval_step, (inputs,)),
+                                   axis=None)
+        else:
+          count += eval_step(inputs)
       return count
 
-    return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
+    def eval_dataset():
+      data = dataset()
+      if replicated:
+        return strategy.experimental_distribute_dataset(_shard_by_data(data))
+      return data
+
+    return _interfaces.EvaluationInterface(dataset=eval_dataset, loop=loop,
                                            metrics=metrics)
 
   def build_prediction_graph(self):
@@ -406,6 +516,14 @@ class ModelBuilder(tf.Module):
 def _module_name(name):
   # tf.Module names must be Python identifiers.
   return ''.join(c if c.isalnum() or c == '_' else '_' for c in name) or 'model'
+
+
+def _shard_by_data(dataset):
+  """Shards by element, not file: a job may have fewer files than workers."""
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options)
 
 
 def _zeros_like_spec(spec):

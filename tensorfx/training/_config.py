@@ -317,13 +317,20 @@ class Configuration:
         the smallest variable shard across several parameter servers.
 
     Returns:
-      The `tf.distribute.Strategy` for `strategy_kind`.
+      The `tf.distribute.Strategy` for `strategy_kind`. It is made once per
+      configuration and returned again afterwards: a multi-worker strategy
+      must be made before any other TensorFlow work and only once.
 
     Example:
       >>> strategy = Configuration.local().create_device_setter()
       >>> with strategy.scope():
       ...   v = tf.Variable(1.0)
     """
+    if getattr(self, '_strategy', None) is None:
+      self._strategy = self._create_strategy(args)
+    return self._strategy
+
+  def _create_strategy(self, args):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     kind = self.strategy_kind
     if kind == 'parameter_server':
@@ -337,8 +344,12 @@ class Configuration:
       return tf.distribute.ParameterServerStrategy(
           self._cluster_resolver(), variable_partitioner=partitioner)
     if kind == 'multi_worker_mirrored':
+      # A lost peer fails a collective after this long instead of hanging.
+      timeout = getattr(args, 'cluster_timeout_secs', None) or 300
       return tf.distribute.MultiWorkerMirroredStrategy(
-          cluster_resolver=self._cluster_resolver())
+          cluster_resolver=self._cluster_resolver(),
+          communication_options=tf.distribute.experimental.CommunicationOptions(
+              timeout_seconds=float(timeout)))
     if kind == 'mirrored':
       return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()

@@ -15,9 +15,11 @@ class Progress:
   Args:
     max_steps: the step training stops at, or None when unbounded.
     stream: where to draw; defaults to stderr.
+    enabled: False reports nothing (a replica that is not the chief).
   """
 
-  def __init__(self, max_steps=None, stream=None):
+  def __init__(self, max_steps=None, stream=None, enabled=True):
+    self._enabled = enabled
     self._max_steps = max_steps
     self._stream = stream or sys.stderr
     self._live = bool(getattr(self._stream, 'isatty', lambda: False)())
@@ -30,6 +32,8 @@ class Progress:
 
   def update(self, step, loss=None, examples_per_sec=None):
     """Records progress at `step`; `loss`/rate are given at log intervals."""
+    if not self._enabled:
+      return
     if self._start_step is None:
       self._start_step = step
     if loss is not None:
@@ -47,6 +51,8 @@ class Progress:
 
   def message(self, text):
     """Prints a line (e.g. evaluation results) without breaking the bar."""
+    if not self._enabled:
+      return
     if self._live and self._drawn:
       self._stream.write('\r\033[K')
       self._drawn = False

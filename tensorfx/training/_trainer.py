@@ -3,6 +3,7 @@
 import math
 import os
 import signal
+import sys
 import time
 
 import tensorflow as tf
@@ -13,6 +14,7 @@ from tensorfx._logging import logger
 from tensorfx._errors import TrainingError
 from tensorfx.data import _validation
 from tensorfx.training import _checkpoints
+from tensorfx.training import _cluster
 from tensorfx.training import _export
 from tensorfx.training import _jobinfo
 from tensorfx.training import _progress
@@ -60,47 +62,72 @@ class ModelTrainer:
         resumes from its latest checkpoint.
 
     Returns:
-      On the chief, the trained `tensorfx.prediction.Model`; elsewhere None.
+      On the chief, the trained `tensorfx.prediction.Model`. Other roles
+      (parameter servers, workers, the evaluator) do not return: their
+      process exits (code 0) when the job has ended, so a trainer script
+      written for the chief runs unchanged as every task.
     """
     output = getattr(output, 'output', output)
     if not output or not isinstance(output, str):
       raise ConfigurationError('train() needs the output directory (a path). '
                                f'Received: output={output!r}')
     config = self._config
-    _configure_logging(model_builder.args)
-    if config.param_server or (config.worker and
-                               config.strategy_kind == 'parameter_server'):
-      server = config.create_server()
-      logger.info('Serving as %s', config.device)
-      server.join()
-      return None
+    args = model_builder.args
+    _configure_logging(args)
+    timeout = float(getattr(args, 'cluster_timeout_secs', None) or 300)
     if config.evaluator:
-      raise ConfigurationError(
-          'This version of tensorfx trains on the chief only; run the '
-          'evaluator role with a distributed-capable version. '
-          f'Received: task={config.task}')
-    return _ChiefRun(model_builder, output, config).run()
+      from tensorfx.training import _evaluator  # pylint: disable=g-import-not-at-top
+      _evaluator.EvaluatorRun(model_builder, output, config,
+                              timeout_secs=timeout).run()
+      _exit_task(config)
+    if config.strategy_kind == 'parameter_server' and not config.master:
+      # Parameter servers and workers only serve: the chief sends them work.
+      _cluster.serve(config, output)
+      _exit_task(config)
+    if config.strategy_kind == 'parameter_server':
+      # Servers are up from the start: fail fast, naming a missing one.
+      _cluster.wait_for_cluster(config, timeout)
+    elif config.strategy_kind == 'multi_worker_mirrored':
+      # Collective ops must be set up before any other TensorFlow work.
+      config.create_device_setter(args)
+    model = _ChiefRun(model_builder, output, config).run()
+    if not config.master:
+      _exit_task(config)
+    return model
 
 
 class _ChiefRun:
-  """One training run on the chief: the outer loop and its collaborators."""
+  """One training run: the outer loop and its collaborators.
+
+  Runs on the chief, and on every worker of a multi-worker (mirrored)
+  cluster, where all replicas step together; only the chief writes the
+  real checkpoints, summaries, job record and model, the other workers
+  write theirs to a scratch directory that is removed at the end.
+  """
 
   def __init__(self, builder, output, config):
     self.builder = builder
     self.args = builder.args
     self.config = config
     self.output = output
+    self.chief = config.master
+    base = output if self.chief else os.path.join(
+        output, '.workers', f'{config.task.type}-{config.task.index}')
     self.paths = {
-        'checkpoints': os.path.join(output, 'checkpoints'),
-        'model': os.path.join(output, 'model'),
-        'summaries': os.path.join(output, 'summaries'),
+        'checkpoints': os.path.join(base, 'checkpoints'),
+        'model': os.path.join(base, 'model'),
+        'summaries': os.path.join(base, 'summaries'),
         'analysis': os.path.join(output, 'analysis'),
-        'job': os.path.join(output, 'job.yaml'),
+        'job': os.path.join(base, 'job.yaml'),
     }
+    self.scratch = None if self.chief else base
+    # With an evaluator task in the cluster, evaluation is its job.
+    self.evaluate = not (config.cluster is not None and
+                         'evaluator' in config.cluster.jobs)
     self._stop_signal = None
 
   def run(self):
-    tf.io.gfile.makedirs(self.output)
+    tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
     args_dict = (self.args.to_dict() if hasattr(self.args, 'to_dict')
                  else dict(vars(self.args)))
     record = _jobinfo.JobRecord(self.paths['job'], args_dict,
@@ -111,16 +138,31 @@ class _ChiefRun:
     except KeyboardInterrupt:
       record.write(status='interrupted')
       raise
+    except tf.errors.UnavailableError as e:
+      error = TrainingError(
+          'A task of the cluster became unavailable (a parameter server '
+          f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
+          'resumes from the last checkpoint.')
+      record.write(status='failed', error=str(error))
+      raise error from None
     except BaseException as e:
       record.write(status='failed', error=f'{type(e).__name__}: {e}')
       raise
+    finally:
+      if self.scratch and tf.io.gfile.exists(self.scratch):
+        tf.io.gfile.rmtree(self.scratch)
     return result
 
   def _run(self, record):
     builder, args = self.builder, self.args
     dataset = builder.dataset
     if not dataset.analyzed:
-      self._analyze(dataset)
+      if self.chief:
+        self._analyze(dataset)
+      else:
+        _cluster.wait_for_analysis(
+            dataset, self.paths['analysis'],
+            float(getattr(args, 'cluster_timeout_secs', None) or 300))
     with _validation.data_errors():
       training, evaluation, prediction = builder.build_graph_interfaces(
           self.config)
@@ -131,7 +173,8 @@ class _ChiefRun:
     summaries = _summaries.Summaries(self.paths['summaries'])
     max_steps = args.max_steps if args.max_steps and args.max_steps > 0 \
         else None
-    progress = _progress.Progress(max_steps)
+    # Replicas step together: the chief's progress tells for all.
+    progress = _progress.Progress(max_steps, enabled=self.chief)
     previous = self._install_signal_handlers()
     try:
       with _validation.data_errors():
@@ -139,15 +182,20 @@ class _ChiefRun:
                     max_steps)
         step = int(training.global_step.numpy())
         checkpoints.save()
-        metrics = self._evaluate(evaluation, step, summaries, progress)
+        metrics = (self._evaluate(evaluation, step, summaries, progress)
+                   if self.evaluate else {})
     finally:
       progress.close()
       summaries.close()
       self._restore_signal_handlers(previous)
     if self._stop_signal is not None:
       record.write(status='interrupted', global_step=step)
+      logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
+                     'command again to resume.', step, checkpoints.latest)
       raise SystemExit(128 + self._stop_signal)
     model_dir = _export.export(prediction, dataset.schema, self.paths['model'])
+    if not self.chief:
+      return None
     record.write(status='completed', global_step=step, metrics=metrics,
                  checkpoint=checkpoints.latest, model=model_dir)
     from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
@@ -191,12 +239,13 @@ class _ChiefRun:
         bounds.append(checkpoint_steps - step % checkpoint_steps)
       loss, ran = training.loop(iterator, tf.constant(min(bounds), tf.int64))
       if not graph_written:
-        summaries.graph('train', training.loop.get_concrete_function(
-            iterator, tf.constant(1, tf.int64)).graph)
+        if hasattr(training.loop, 'get_concrete_function'):
+          summaries.graph('train', training.loop.get_concrete_function(
+              iterator, tf.constant(1, tf.int64)).graph)
         graph_written = True
-      ran = int(ran)
-      step += ran
-      exhausted = ran < min(bounds)
+      # Read back: parameter-server steps run at least once, maybe twice.
+      step = int(global_step.numpy())
+      exhausted = int(ran) < min(bounds)
       if ran and (step % log_every == 0 or exhausted):
         loss = float(loss)
         now = time.monotonic()
@@ -214,16 +263,30 @@ class _ChiefRun:
       else:
         progress.update(step)
       done = exhausted or (max_steps is not None and step >= max_steps)
-      if done or self._stop_signal is not None:
+      # Replicas of a multi-worker cluster must take the same decisions.
+      if self._agree(self._stop_signal is not None) and not done:
+        self._stop_signal = self._stop_signal or signal.SIGTERM
+        return
+      if done:
         if exhausted:
           logger.info('The training data ended at step %d', step)
         return
       due = (time.monotonic() - last_checkpoint >= checkpoint_secs or
-             (checkpoint_steps and step % checkpoint_steps == 0))
-      if due:
+             bool(checkpoint_steps and step % checkpoint_steps == 0))
+      if self._agree(due):
         checkpoints.save()
         last_checkpoint = time.monotonic()
-        self._evaluate(evaluation, step, summaries, progress)
+        if self.evaluate:
+          self._evaluate(evaluation, step, summaries, progress)
+
+  def _agree(self, flag):
+    """True when any replica says so (always just `flag` off multi-worker)."""
+    strategy = self.builder.strategy
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+      return bool(flag)
+    votes = strategy.run(lambda: tf.constant(1 if flag else 0))
+    return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
+                                axis=None) > 0)
 
   def _evaluate(self, evaluation, step, summaries, progress):
     if evaluation is None:
@@ -260,6 +323,14 @@ class _ChiefRun:
   def _restore_signal_handlers(previous):
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _exit_task(config):
+  logger.info('%s is done', config.device or config.task.type)
+  sys.stdout.flush()
+  sys.stderr.flush()
+  # A server's gRPC threads would keep the interpreter alive: leave now.
+  os._exit(0)  # pylint: disable=protected-access
 
 
 def _configure_logging(args):

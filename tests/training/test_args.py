@@ -56,7 +56,8 @@ def test_defaults():
   assert args.log_level == 'info'
   assert args.log_level_tensorflow == 'warning'
   assert args.log_interval_steps == 100
-  assert args.steps_per_loop == 1
+  assert args.steps_per_loop is None
+  assert args.cluster_timeout_secs == 300
   assert args.seed is None
   assert args.shuffle is True
 

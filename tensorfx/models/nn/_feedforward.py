@@ -126,6 +126,8 @@ class FeedForwardClassification(_FeedForward):
     >>> FeedForwardClassification(args, dataset)
   """
 
+  evaluation_metric = ('accuracy', 'max')
+
   def _output_units(self):
     classes = self.target.cardinality
     if classes < 2:
@@ -171,6 +173,8 @@ class FeedForwardRegression(_FeedForward):
 
   The target is a numeric field; outputs `value`.
   """
+
+  evaluation_metric = ('rmse', 'min')
 
   def _output_units(self):
     return 1

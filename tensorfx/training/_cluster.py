@@ -1,0 +1,96 @@
+"""Cluster plumbing: reachability, serving roles, and the job's end."""
+
+import datetime
+import os
+import socket
+import time
+
+import tensorflow as tf
+import yaml
+
+from tensorfx._errors import ConfigurationError
+from tensorfx._logging import logger
+
+_TERMINAL = ('completed', 'failed', 'interrupted')
+
+
+def wait_for_cluster(config, timeout_secs):
+  """Waits until every other task of the training cluster accepts connections.
+
+  Raises:
+    ConfigurationError: naming the first address still unreachable after
+      `timeout_secs` (instead of hanging in gRPC).
+  """
+  cluster = config.training_cluster
+  if cluster is None:
+    return
+  own = config.task
+  pending = []
+  for job in cluster.jobs:
+    for index, address in enumerate(cluster.job_tasks(job)):
+      if job == own.type and index == own.index:
+        continue
+      pending.append((job, index, address))
+  deadline = time.monotonic() + timeout_secs
+  while pending:
+    job, index, address = pending[0]
+    host, _, port = address.rpartition(':')
+    try:
+      with socket.create_connection((host.strip('[]'), int(port)), timeout=2):
+        pending.pop(0)
+        continue
+    except OSError:
+      pass
+    if time.monotonic() > deadline:
+      raise ConfigurationError(
+          f'Cannot reach {job} task {index} at {address} after '
+          f'{timeout_secs:.0f}s: is it running, and is the address in '
+          'TF_CONFIG right?')
+    time.sleep(0.5)
+
+
+def job_finished(output, since):
+  """Whether the chief recorded the job's end after `since` (a unix time)."""
+  path = os.path.join(output, 'job.yaml')
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      record = yaml.safe_load(f) or {}
+  except (tf.errors.OpError, yaml.YAMLError, OSError):
+    return False
+  if record.get('status') not in _TERMINAL:
+    return False
+  ended = record.get('ended')
+  try:
+    ended = datetime.datetime.fromisoformat(ended).timestamp()
+  except (TypeError, ValueError):
+    return False
+  # job.yaml keeps whole seconds.
+  return ended >= int(since)
+
+
+def serve(config, output, poll_secs=1.0, grace_secs=30.0):
+  """Runs this task's server until the chief records the end of the job.
+
+  The server stays up `grace_secs` more, for the chief's last remote calls
+  while it exits (a cluster manager ends it sooner when the chief exits).
+  """
+  start = time.time()
+  server = config.create_server()
+  logger.info('Serving as %s at %s; waiting for the chief to finish',
+              config.device, server.target)
+  while not job_finished(output, start):
+    time.sleep(poll_secs)
+  logger.info('The job has ended: %s stops serving', config.device)
+  time.sleep(grace_secs)
+  return server
+
+
+def wait_for_analysis(dataset, directory, timeout_secs, poll_secs=1.0):
+  """Waits for the chief's analysis of the data (non-chief tasks)."""
+  deadline = time.monotonic() + timeout_secs
+  while not dataset.use_analysis(directory):
+    if time.monotonic() > deadline:
+      raise ConfigurationError(
+          f'No analysis appeared in {directory} within {timeout_secs:.0f}s; '
+          'the chief analyzes the data when --data-metadata is not given.')
+    time.sleep(poll_secs)
