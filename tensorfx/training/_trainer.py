@@ -135,6 +135,8 @@ class _ChiefRun:
     record.write()
     try:
       result = self._run(record)
+    except SystemExit:
+      raise  # A requested stop: the record already says 'interrupted'.
     except KeyboardInterrupt:
       record.write(status='interrupted')
       raise
@@ -149,8 +151,8 @@ class _ChiefRun:
       record.write(status='failed', error=f'{type(e).__name__}: {e}')
       raise
     finally:
-      if self.scratch and tf.io.gfile.exists(self.scratch):
-        tf.io.gfile.rmtree(self.scratch)
+      if self.scratch:
+        _remove_scratch(self.scratch)
     return result
 
   def _run(self, record):
@@ -323,6 +325,18 @@ class _ChiefRun:
   def _restore_signal_handlers(previous):
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _remove_scratch(directory):
+  if tf.io.gfile.exists(directory):
+    tf.io.gfile.rmtree(directory)
+  parent = os.path.dirname(directory)
+  try:
+    # The last replica out removes the shared parent too.
+    if not tf.io.gfile.listdir(parent):
+      tf.io.gfile.rmtree(parent)
+  except tf.errors.NotFoundError:
+    pass
 
 
 def _exit_task(config):

@@ -1,0 +1,248 @@
+"""Distributed training on real local clusters of processes, with faults.
+
+Each test runs `tensorfx train --cluster ...` (one process per task on
+127.0.0.1, free ports) on the iris sample, watches its prefixed output,
+injects a fault by PID, and checks the outcome. Every process started is
+killed at the end whatever happens.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import tensorflow as tf
+import yaml
+
+from conftest import IRIS
+
+TIMEOUT = 240
+_PID = re.compile(r'(\S+) \(pid (\d+)\)')
+
+
+class Cluster:
+  """A `tensorfx train --cluster` run whose output lines are collected."""
+
+  def __init__(self, output, cluster, analysis, *extra):
+    command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
+               'trainer', '--output', str(output), '--cluster', cluster,
+               '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
+               '--data-schema', 'schema.yaml', '--data-features',
+               'features.yaml', '--data-metadata', analysis,
+               '--hidden-layers:1', '20', '--hidden-layers:2', '10',
+               '--log-interval-steps', '50', '--seed', '7', *extra]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+    self.process = subprocess.Popen(
+        command, cwd=IRIS, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, bufsize=1,
+        start_new_session=True)
+    self.lines = []
+    self.pids = {}
+    self._reader = threading.Thread(target=self._read, daemon=True)
+    self._reader.start()
+
+  def _read(self):
+    for line in self.process.stdout:
+      self.lines.append(line.rstrip('\n'))
+      if 'started' in line and '(pid' in line:
+        self.pids.update((n, int(p)) for n, p in _PID.findall(line))
+
+  def wait_for(self, pattern, timeout=TIMEOUT):
+    """Waits for an output line matching `pattern`; returns the match."""
+    regex = re.compile(pattern)
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+      for line in self.lines[seen:]:
+        match = regex.search(line)
+        if match:
+          return match
+      seen = len(self.lines)
+      if self.process.poll() is not None and seen == len(self.lines):
+        self._reader.join(timeout=5)
+        if not any(regex.search(l) for l in self.lines):
+          break
+      time.sleep(0.2)
+    raise AssertionError(f'no line matched {pattern!r}:\n' + self.text[-4000:])
+
+  def wait(self, timeout=TIMEOUT):
+    code = self.process.wait(timeout=timeout)
+    self._reader.join(timeout=10)
+    return code
+
+  @property
+  def text(self):
+    return '\n'.join(self.lines)
+
+  def kill(self, name, signum=signal.SIGKILL):
+    os.kill(self.pids[name], signum)
+
+  def close(self):
+    """Kills the launcher and every task it reported, by PID."""
+    pids = [self.process.pid, *self.pids.values()]
+    for pid in pids:
+      try:
+        os.kill(pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+    self.process.wait(timeout=30)
+
+  def assert_all_exited(self):
+    for name, pid in self.pids.items():
+      assert not _alive(pid), f'{name} (pid {pid}) is still running'
+
+
+def _alive(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  # A zombie of ours counts as gone: it has exited.
+  try:
+    with open(f'/proc/{pid}/stat') as f:
+      return f.read().split()[2] != 'Z'
+  except OSError:
+    return False
+
+
+@pytest.fixture
+def cluster(tmp_path, iris_analysis):
+  started = []
+
+  def start(name, spec, *extra):
+    run = Cluster(tmp_path / name, spec, iris_analysis, *extra)
+    started.append(run)
+    return run
+
+  yield start
+  for run in started:
+    run.close()
+
+
+def _job(output):
+  return yaml.safe_load((output / 'job.yaml').read_text())
+
+
+def _step(output):
+  return int(tf.train.latest_checkpoint(str(output / 'checkpoints'))
+             .rsplit('-', 1)[1])
+
+
+def test_parameter_servers_with_evaluator_survive_a_killed_worker(
+    cluster, tmp_path):
+  run = cluster('ps', 'ps=1,workers=2,evaluator=1', '--max-steps', '1500',
+                '--checkpoint-interval-steps', '300')
+  run.wait_for(r'\[chief\s*\] .*step 300/1500')
+  run.kill('worker-0')
+  assert run.wait() == 0, run.text[-4000:]
+  output = tmp_path / 'ps'
+  assert 'the chief exited with code 0' in run.text
+  assert _job(output)['global_step'] >= 1500
+  # The chief's export and the evaluator's best model both serve.
+  from tensorfx import prediction  # pylint: disable=g-import-not-at-top
+  for name in ('model', 'best_model'):
+    model = prediction.Model.load(str(output / name))
+    labels = [p['label'] for p in model.predict(
+        ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2'])]
+    assert labels == ['virginica', 'setosa', 'versicolor'], name
+  evaluated = yaml.safe_load(
+      (output / 'summaries' / 'eval' / 'evaluated.json').read_text())
+  assert evaluated['evaluated'] == sorted(set(evaluated['evaluated']))
+  assert evaluated['evaluated'][-1] == _step(output)
+  assert evaluated['best'] >= 0.93
+  run.assert_all_exited()
+
+
+def test_multi_worker_mirrored(cluster, tmp_path):
+  run = cluster('mw', 'workers=2', '--max-steps', '600')
+  assert run.wait() == 0, run.text[-4000:]
+  output = tmp_path / 'mw'
+  job = _job(output)
+  assert job['global_step'] == 600
+  assert job['metrics']['accuracy'] >= 0.93
+  assert not (output / '.workers').exists()
+  assert 'virginica' in run.text.splitlines()[-3]
+  run.assert_all_exited()
+
+
+def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster,
+                                                           tmp_path):
+  args = ('--max-steps', '1500', '--checkpoint-interval-steps', '300')
+  run = cluster('chief', 'ps=1,workers=1', *args)
+  match = run.wait_for(r'\[chief\s*\] .*step (\d+)/1500')
+  run.kill('chief', signal.SIGTERM)
+  # 143 = 128 + SIGTERM: "preempted, restart me".
+  assert run.wait() == 143, run.text[-4000:]
+  output = tmp_path / 'chief'
+  stopped = _step(output)
+  assert stopped >= int(match.group(1))
+  assert _job(output)['status'] == 'interrupted'
+  run.assert_all_exited()
+
+  # The same command again resumes from that checkpoint; kill it hard.
+  run = cluster('chief', 'ps=1,workers=1', *args)
+  run.wait_for(rf'Resumed from .*ckpt-{stopped} at step {stopped}')
+  match = run.wait_for(r'Saved checkpoint .*ckpt-(\d+)')
+  saved = int(match.group(1))
+  assert saved > stopped
+  run.kill('chief', signal.SIGKILL)
+  assert run.wait() != 0
+  run.assert_all_exited()
+
+  run = cluster('chief', 'ps=1,workers=1', *args)
+  resumed = int(run.wait_for(r'Resumed from .*at step (\d+)').group(1))
+  # No more lost than one checkpoint interval.
+  assert resumed >= saved
+  assert run.wait() == 0, run.text[-4000:]
+  assert _job(output)['global_step'] >= 1500
+  run.assert_all_exited()
+
+
+def test_lost_parameter_server_fails_clearly_and_restart_resumes(
+    cluster, tmp_path):
+  args = ('--max-steps', '1000', '--checkpoint-interval-steps', '200')
+  run = cluster('lostps', 'ps=1,workers=1', *args)
+  run.wait_for(r'Saved checkpoint .*ckpt-\d+')
+  run.kill('ps-0')
+  code = run.wait(timeout=TIMEOUT)
+  assert code == 1, run.text[-4000:]
+  assert 'became unavailable' in run.text
+  assert 'resumes from the last checkpoint' in run.text
+  run.assert_all_exited()
+  output = tmp_path / 'lostps'
+  saved = _step(output)
+  run = cluster('lostps', 'ps=1,workers=1', *args)
+  run.wait_for(rf'Resumed from .*ckpt-{saved}')
+  assert run.wait() == 0, run.text[-4000:]
+  run.assert_all_exited()
+
+
+def test_unreachable_task_is_named(tmp_path, iris_analysis, monkeypatch):
+  """A chief whose parameter server never comes up fails with its address."""
+  import json  # pylint: disable=g-import-not-at-top
+  import socket  # pylint: disable=g-import-not-at-top
+  ports = []
+  for _ in range(3):
+    with socket.socket() as s:
+      s.bind(('127.0.0.1', 0))
+      ports.append(s.getsockname()[1])
+  config = {'cluster': {'chief': [f'127.0.0.1:{ports[0]}'],
+                        'worker': [f'127.0.0.1:{ports[1]}'],
+                        'ps': [f'127.0.0.1:{ports[2]}']},
+            'task': {'type': 'chief', 'index': 0}}
+  env = dict(os.environ, TF_CONFIG=json.dumps(config))
+  result = subprocess.run(
+      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+       '--output', str(tmp_path), '--data-train', 'data/train.csv',
+       '--data-eval', 'data/eval.csv', '--data-schema', 'schema.yaml',
+       '--data-features', 'features.yaml', '--data-metadata', iris_analysis,
+       '--cluster-timeout-secs', '3'],
+      cwd=IRIS, env=env, capture_output=True, text=True, timeout=120,
+      check=False)
+  assert result.returncode == 1
+  assert f'Cannot reach worker task 0 at 127.0.0.1:{ports[1]}' in \
+      result.stderr
