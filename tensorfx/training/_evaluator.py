@@ -7,6 +7,7 @@ import time
 
 import tensorflow as tf
 
+from tensorfx import cloud
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.training import _cluster
@@ -32,9 +33,11 @@ class EvaluatorRun:
     self.config = config
     self.poll_secs = poll_secs
     self.timeout_secs = timeout_secs
-    self.checkpoints = os.path.join(output, 'checkpoints')
-    self.best_dir = os.path.join(output, 'best_model')
-    self.state_path = os.path.join(output, 'summaries', 'eval',
+    dirs = cloud.output_dirs(output)
+    self.checkpoints = dirs['checkpoints']
+    self.summaries = dirs['summaries']
+    self.best_dir = os.path.join(os.path.dirname(dirs['model']), 'best_model')
+    self.state_path = os.path.join(dirs['summaries'], 'eval',
                                    'evaluated.json')
 
   def run(self):
@@ -50,7 +53,7 @@ class EvaluatorRun:
                                '(--data-eval).')
     checkpoint = tf.train.Checkpoint(global_step=builder.global_step,
                                      model=builder)
-    summaries = _summaries.Summaries(os.path.join(self.output, 'summaries'))
+    summaries = _summaries.Summaries(self.summaries)
     name, mode = builder.evaluation_metric
     state = self._load_state()
     logger.info('Evaluator following %s (best by %s, %s)', self.checkpoints,
@@ -68,6 +71,7 @@ class EvaluatorRun:
           results = _evaluate(evaluation)
           summaries.scalars('eval', step, results)
           summaries.flush()
+          cloud.report_metrics(results, step, checkpoint_path=path)
           state['evaluated'].append(step)
           logger.info('Evaluated step %d: %s', step, '  '.join(
               f'{k} {v:.4g}' for k, v in results.items()))

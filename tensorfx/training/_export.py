@@ -23,17 +23,34 @@ def export(prediction, schema, directory):
   Returns:
     `directory`.
   """
-  staging = directory.rstrip('/') + '.partial'
-  if tf.io.gfile.exists(staging):
-    tf.io.gfile.rmtree(staging)
-  tf.saved_model.save(prediction.module, staging,
+  local = '://' not in directory
+  # Locally, a model is written beside its place and renamed into it, so a
+  # reader never sees half a model. Object stores (gs://) have no atomic
+  # directory rename: there the model is replaced in place.
+  target = directory.rstrip('/') + '.partial' if local else directory
+  _remove(target)
+  if not local:
+    _remove(directory)
+  tf.saved_model.save(prediction.module, target,
                       signatures=dict(prediction.signatures))
-  extra = os.path.join(staging, 'assets.extra')
+  extra = os.path.join(target, 'assets.extra')
   tf.io.gfile.makedirs(extra)
   with tf.io.gfile.GFile(os.path.join(extra, 'schema.yaml'), 'w') as f:
     f.write(schema.format())
-  if tf.io.gfile.exists(directory):
-    tf.io.gfile.rmtree(directory)
-  tf.io.gfile.rename(staging, directory)
+  if local:
+    _remove(directory)
+    tf.io.gfile.rename(target, directory)
   logger.info('Exported the model to %s', directory)
   return directory
+
+
+def _remove(directory):
+  if not tf.io.gfile.exists(directory):
+    return
+  try:
+    tf.io.gfile.rmtree(directory)
+  except tf.errors.NotFoundError:
+    # Filesystems without real directories (ram://): delete file by file.
+    for root, _, files in tf.io.gfile.walk(directory):
+      for name in files:
+        tf.io.gfile.remove(os.path.join(root, name))

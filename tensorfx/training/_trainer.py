@@ -9,6 +9,7 @@ import time
 import tensorflow as tf
 
 from tensorfx import _logging
+from tensorfx import cloud
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx._errors import TrainingError
@@ -113,10 +114,13 @@ class _ChiefRun:
     self.chief = config.master
     base = output if self.chief else os.path.join(
         output, '.workers', f'{config.task.type}-{config.task.index}')
+    # On Vertex AI, AIP_MODEL_DIR & co. (per trial when tuning) win.
+    dirs = cloud.output_dirs(base) if self.chief else cloud.output_dirs(
+        base, environ={})
     self.paths = {
-        'checkpoints': os.path.join(base, 'checkpoints'),
-        'model': os.path.join(base, 'model'),
-        'summaries': os.path.join(base, 'summaries'),
+        'checkpoints': dirs['checkpoints'],
+        'model': dirs['model'],
+        'summaries': dirs['summaries'],
         'analysis': os.path.join(output, 'analysis'),
         'job': os.path.join(base, 'job.yaml'),
     }
@@ -301,6 +305,8 @@ class _ChiefRun:
                for name, metric in evaluation.metrics.items()}
     summaries.scalars('eval', step, results)
     summaries.flush()
+    # In a tuning trial, the tuning service reads these.
+    cloud.report_metrics(results, step)
     shown = '  '.join(f'{k} {v:.4g}' for k, v in results.items())
     progress.message(f'Evaluation at step {step} on {count} examples '
                      f'({time.monotonic() - start:.1f}s): {shown}')
