@@ -80,6 +80,10 @@ class LocalCluster:
     self.cluster = cluster_spec(counts)
     self.stream = stream or sys.stdout
     self.processes = {}
+    names = [job if job == 'chief' else f'{job}-{i}'
+             for job, addresses in self.cluster.items()
+             for i in range(len(addresses))]
+    self._width = max(len(n) for n in names + ['cluster'])
     self._lock = threading.Lock()
     self._threads = []
 
@@ -115,13 +119,12 @@ class LocalCluster:
         f'{name} (pid {p.pid})' for name, p in self.processes.items()))
 
   def _pump(self, name, process):
-    width = max(len(n) for n in self.processes) if self.processes else 8
     for line in process.stdout:
-      self._say(line.rstrip('\n'), name, width)
+      self._say(line.rstrip('\n'), name)
 
-  def _say(self, text, name='cluster', width=9):
+  def _say(self, text, name='cluster'):
     with self._lock:
-      self.stream.write(f'[{name:<{width}}] {text}\n')
+      self.stream.write(f'[{name:<{self._width}}] {text}\n')
       self.stream.flush()
 
   def wait(self):
