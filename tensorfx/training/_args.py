@@ -14,8 +14,16 @@ import shlex
 import sys
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.training import _runconfig
 
 _LOG_LEVELS = ('debug', 'info', 'warning', 'error')
+
+# The same as tensorfx.training._optimizers', which imports TensorFlow.
+_OPTIMIZERS = ('adam', 'sgd', 'rmsprop', 'adagrad', 'ftrl')
+_SCHEDULES = ('constant', 'exponential', 'inverse-time', 'polynomial',
+              'cosine', 'cosine-restarts', 'linear-cosine', 'natural-exp')
+# Schedules whose formula uses --decay-rate.
+_RATE_SCHEDULES = ('exponential', 'inverse-time', 'natural-exp')
 
 # `--name:N` or `--name:N=value`; the index is validated separately so that
 # `--name:x` gets a message about the index rather than "unknown flag".
@@ -50,12 +58,16 @@ class ModelArguments(argparse.Namespace):
   `--hidden-layers:1 20 --hidden-layers:2 10`, which is how hyperparameter
   tuning services set a single item.
 
+  Every flag can also come from a run configuration file, `--config
+  run.yaml`, which flags on the command line override; see
+  `tensorfx.training._runconfig` for its sections.
+
   Example:
     >>> class Arguments(ModelArguments):
     ...   @classmethod
     ...   def build_parser(cls):
     ...     parser = super().build_parser()
-    ...     parser.add_argument('--learning-rate', type=float, default=0.01)
+    ...     parser.add_argument('--dropout', type=float, default=0.1)
     ...     cls.add_list_argument(parser, '--hidden-layers', type=int)
     ...     return parser
     >>> args, output = Arguments.parse(
@@ -69,14 +81,17 @@ class ModelArguments(argparse.Namespace):
   def build_parser(cls):
     """Builds the argument parser with the standard job arguments.
 
-    Subclasses override it to add their model's flags.
+    Subclasses override it to add their model's flags, or to change a
+    standard flag's default with `parser.set_defaults(learning_rate=0.01)`.
+    A subclass that adds a flag of the same name replaces the standard one.
 
     Example:
       >>> class Arguments(ModelArguments):
       ...   @classmethod
       ...   def build_parser(cls):
       ...     parser = super().build_parser()
-      ...     parser.add_argument('--learning-rate', type=float, default=0.01)
+      ...     parser.add_argument('--dropout', type=float, default=0.1)
+      ...     parser.set_defaults(learning_rate=0.01)
       ...     return parser
 
     Returns:
@@ -87,7 +102,10 @@ class ModelArguments(argparse.Namespace):
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
     parser = argparse.ArgumentParser(
         prog=prog or 'trainer', description=_description(cls),
-        allow_abbrev=False)
+        allow_abbrev=False,
+        # Trainers written before --learning-rate was standard add their
+        # own; theirs replaces it rather than failing as a conflict.
+        conflict_handler='resolve')
 
     data = parser.add_argument_group('data')
     cls.add_list_argument(
@@ -104,6 +122,9 @@ class ModelArguments(argparse.Namespace):
                       help='the features of the model (YAML)')
 
     job = parser.add_argument_group('job')
+    job.add_argument('--config', metavar='PATH',
+                     help='a run configuration (YAML) giving any of these '
+                     'flags; flags on the command line override it')
     # Cloud training services pass the output directory as --job-dir.
     job.add_argument('--output', '--job-dir', dest='output', metavar='PATH',
                      help='the job output directory (local or gs://): '
@@ -146,6 +167,8 @@ class ModelArguments(argparse.Namespace):
                      'failing with the address it could not reach (default: '
                      '%(default)s)')
 
+    cls._add_optimizer_arguments(parser)
+
     logging = parser.add_argument_group('logging')
     # Lower-cased first so that --log-level INFO is accepted too.
     logging.add_argument('--log-level', type=str.lower, choices=_LOG_LEVELS,
@@ -161,6 +184,61 @@ class ModelArguments(argparse.Namespace):
                          help='steps between progress logs and training '
                          'summaries (default: %(default)s)')
     return parser
+
+  @staticmethod
+  def _add_optimizer_arguments(parser):
+    optimizer = parser.add_argument_group('optimizer')
+    optimizer.add_argument('--optimizer', type=str.lower, choices=_OPTIMIZERS,
+                           default='adam',
+                           help='the optimizer of the default '
+                           'build_optimizer() (default: %(default)s)')
+    optimizer.add_argument('--learning-rate', type=float, default=0.001,
+                           metavar='RATE',
+                           help='the (initial) learning rate (default: '
+                           '%(default)s)')
+    optimizer.add_argument('--momentum', type=float, default=0.0,
+                           metavar='M',
+                           help='momentum of sgd and rmsprop (default: '
+                           '%(default)s)')
+    optimizer.add_argument('--nesterov', action=argparse.BooleanOptionalAction,
+                           default=False,
+                           help='Nesterov momentum, with --optimizer sgd '
+                           '(default: off)')
+    optimizer.add_argument('--learning-rate-schedule', type=str.lower,
+                           choices=_SCHEDULES, default='constant',
+                           help='how the learning rate changes with the '
+                           'optimizer updates (default: %(default)s)')
+    optimizer.add_argument('--decay-steps', type=int, metavar='N',
+                           help='updates over which the schedule decays (the '
+                           'first period of cosine-restarts) (default: '
+                           '--max-steps / --accumulation-steps, less '
+                           '--warmup-steps)')
+    optimizer.add_argument('--decay-rate', type=float, metavar='R',
+                           help='the decay rate of exponential, inverse-time '
+                           'and natural-exp schedules')
+    optimizer.add_argument('--end-learning-rate', type=float, metavar='RATE',
+                           help='the final learning rate of polynomial and '
+                           'cosine schedules (default: 0)')
+    optimizer.add_argument('--warmup-steps', type=int, default=0, metavar='N',
+                           help='updates over which the learning rate rises '
+                           'linearly to the schedule\'s start (default: '
+                           '%(default)s)')
+    optimizer.add_argument('--clip-norm', type=float, metavar='NORM',
+                           help='clip the gradients to this global norm, '
+                           'after summing the replicas\' gradients')
+    optimizer.add_argument('--clip-value', type=float, metavar='VALUE',
+                           help='clip each gradient element to '
+                           '[-VALUE, VALUE], after summing the replicas\' '
+                           'gradients')
+    optimizer.add_argument('--accumulation-steps', type=int, default=1,
+                           metavar='N',
+                           help='sum the gradients of N steps (minibatches) '
+                           'and apply their mean once; the step count still '
+                           'counts minibatches (default: %(default)s)')
+    optimizer.add_argument('--trainable-pattern', metavar='REGEX',
+                           help='train only the variables whose names match '
+                           'this regular expression (re.search); the others '
+                           'keep their values')
 
   @staticmethod
   def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
@@ -242,9 +320,14 @@ class ModelArguments(argparse.Namespace):
       The arguments (an instance of `cls`), processed; with `parse_job`, a
       tuple of the arguments and the job's output path.
 
+    With `--config run.yaml` among them, the file's values are the
+    defaults that the other arguments override; an indexed list flag
+    (`--hidden-layers:2 5`) replaces one item of the file's list.
+
     Raises:
       ConfigurationError: an invalid indexed list flag, a missing --output
-        with `parse_job`, or a value `process()` rejects.
+        with `parse_job`, an invalid run configuration (naming its file,
+        line and key), or a value `process()` rejects.
       SystemExit: argparse rejected the arguments (unknown flag, bad value);
         it has printed the usage and the error.
     """
@@ -252,8 +335,18 @@ class ModelArguments(argparse.Namespace):
       args = sys.argv[1:]
     elif isinstance(args, str):
       args = shlex.split(args)
+    args = list(args)
     parser = cls.build_parser()
-    argv, indexed = _rewrite_indexed(parser, list(args))
+    defaults = {}
+    config = _runconfig.find_config(args)
+    if config:
+      defaults = _runconfig.resolve(parser, _runconfig.read_config(config),
+                                    config)
+      for action in parser._actions:  # pylint: disable=protected-access
+        if action.dest in defaults:
+          action.required = False  # The file gave it.
+      parser.set_defaults(**defaults)
+    argv, indexed = _rewrite_indexed(parser, args, bases=defaults)
     arguments = parser.parse_args(argv, namespace=cls())
     for dest, values in indexed.items():
       setattr(arguments, dest, values)
@@ -306,6 +399,56 @@ class ModelArguments(argparse.Namespace):
     if (getattr(self, 'eval_batch_size', None) is None and
         hasattr(self, 'batch_size')):
       self.eval_batch_size = self.batch_size
+    self._process_optimizer()
+
+  def _process_optimizer(self):
+    """Checks the optimizer flags (each only where present)."""
+    def flag(dest):
+      return '--' + dest.replace('_', '-')
+
+    for dest in ('learning_rate', 'clip_norm', 'clip_value', 'decay_rate'):
+      self._check_positive(dest, optional=dest != 'learning_rate',
+                           expected='a positive number')
+    self._check_positive('decay_steps', optional=True)
+    self._check_positive('accumulation_steps')
+    for dest in ('warmup_steps', 'end_learning_rate'):
+      value = getattr(self, dest, None)
+      if value is not None and value < 0:
+        raise ConfigurationError(
+            f'{flag(dest)} must be zero or more. Received: '
+            f'{flag(dest)}={value}')
+    optimizer = getattr(self, 'optimizer', 'adam')
+    momentum = getattr(self, 'momentum', None) or 0.0
+    if not 0.0 <= momentum < 1.0:
+      raise ConfigurationError(
+          f'--momentum must be in [0, 1). Received: --momentum={momentum}')
+    if momentum and optimizer not in ('sgd', 'rmsprop'):
+      raise ConfigurationError(
+          '--momentum applies to --optimizer sgd or rmsprop. Received: '
+          f'--optimizer={optimizer} --momentum={momentum}')
+    if getattr(self, 'nesterov', False) and optimizer != 'sgd':
+      raise ConfigurationError(
+          '--nesterov applies to --optimizer sgd. Received: '
+          f'--optimizer={optimizer} --nesterov')
+    if (getattr(self, 'clip_norm', None) is not None and
+        getattr(self, 'clip_value', None) is not None):
+      raise ConfigurationError(
+          'Use one of --clip-norm and --clip-value. Received: '
+          f'--clip-norm={self.clip_norm} --clip-value={self.clip_value}')
+    schedule = getattr(self, 'learning_rate_schedule', 'constant')
+    if schedule in _RATE_SCHEDULES and getattr(self, 'decay_rate',
+                                               None) is None:
+      raise ConfigurationError(
+          f'--learning-rate-schedule {schedule} needs --decay-rate. '
+          'Received: no --decay-rate')
+    pattern = getattr(self, 'trainable_pattern', None)
+    if pattern:
+      try:
+        re.compile(pattern)
+      except re.error as e:
+        raise ConfigurationError(
+            f'--trainable-pattern must be a regular expression ({e}). '
+            f'Received: --trainable-pattern={pattern}') from None
 
   def to_dict(self):
     """Returns every argument as plain values, to write as YAML or JSON.
@@ -367,12 +510,14 @@ def _plain(value):
   return str(value)
 
 
-def _rewrite_indexed(parser, argv):
+def _rewrite_indexed(parser, argv, bases=None):
   """Turns the indexed form of list flags into what argparse understands.
 
   Args:
     parser: the parser; its `_ListAction`s are the list flags.
     argv: the arguments.
+    bases: dest to the list a run configuration gave; indexed items
+      replace or extend (without gaps) its items.
 
   Returns:
     The arguments with each indexed list flag replaced by one placeholder
@@ -457,18 +602,23 @@ def _rewrite_indexed(parser, argv):
           f'item at a time ({name}:N VALUE); use one form. Received: '
           f'{whole[dest]} and {", ".join(f for f, _ in entries.values())}')
     indices = sorted(entries)
-    missing = [n for n in range(1, indices[-1] + 1) if n not in entries]
+    base = list((bases or {}).get(dest) or [])
+    missing = [n for n in range(1, indices[-1] + 1)
+               if n not in entries and n > len(base)]
     if missing:
       raise ConfigurationError(
           f'{name}:{missing[0]} is missing (got indices '
           f'{", ".join(str(n) for n in indices)}): the indices of a list '
           'flag must run from 1 without gaps.')
     action = list_actions[name]
-    values = [_convert(parser, action, *entries[n]) for n in indices]
+    values = base + [None] * max(0, indices[-1] - len(base))
+    for n in indices:
+      values[n - 1] = _convert(parser, action, *entries[n])
     typed[dest] = values
     # argparse converts this again; it is valid, the conversion above proved
     # it. The = form keeps a value that starts with "-" a value.
-    output[slots[dest]] = f'{action.option_strings[0]}={entries[1][1]}'
+    output[slots[dest]] = (
+        f'{action.option_strings[0]}={entries[indices[0]][1]}')
   return output, typed
 
 

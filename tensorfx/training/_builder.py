@@ -9,6 +9,7 @@ from tensorfx.data import _csv
 from tensorfx.data import _validation
 from tensorfx.data._features import FeatureType
 from tensorfx.training import _interfaces
+from tensorfx.training import _optimizers
 
 
 class ModelBuilder(tf.Module):
@@ -54,6 +55,8 @@ class ModelBuilder(tf.Module):
     super().__init__(name=_module_name(type(self).__name__))
     self._args = args
     self._dataset = dataset
+    # Before any hook creates a variable: initializers draw from the seed.
+    _set_seed(getattr(args, 'seed', None))
     self._strategy = None
     self.global_step = None
     self._optimizer = None
@@ -159,10 +162,24 @@ class ModelBuilder(tf.Module):
         'inputs, inferences), returning (loss, optimizer).')
 
   def build_optimizer(self):
-    """Builds the optimizer, once. The default is Adam at `--learning-rate`."""
-    import tf_keras  # pylint: disable=g-import-not-at-top
-    return tf_keras.optimizers.Adam(
-        learning_rate=getattr(self._args, 'learning_rate', None) or 0.001)
+    """Builds the optimizer, once, from the arguments' optimizer flags.
+
+    Called on first use of `self.optimizer`, eagerly, under the strategy's
+    scope. The default follows `--optimizer` (Adam), `--learning-rate`
+    (0.001 unless the arguments set another default),
+    `--learning-rate-schedule` with `--warmup-steps`, and `--clip-norm` or
+    `--clip-value`; see `tensorfx.training._optimizers`. Override it for
+    another optimizer.
+
+    Example:
+      >>> class Model(ModelBuilder):
+      ...   def build_optimizer(self):
+      ...     return tf_keras.optimizers.Lion(learning_rate=1e-4)
+
+    Returns:
+      A `tf_keras.optimizers.Optimizer`.
+    """
+    return _optimizers.build_optimizer(self._args)
 
   def build_evaluation(self, inputs, outputs):
     """Builds the evaluation metrics and updates them with a batch.
@@ -294,6 +311,9 @@ class ModelBuilder(tf.Module):
           f'{type(self).__name__}.build_inference created no trainable '
           'variables; create layers on its first call and keep them as '
           'attributes of the builder.')
+    variables = _optimizers.select_variables(
+        variables, getattr(args, 'trainable_pattern', None))
+    accumulator = self._build_accumulator(variables)
     global_step = self.global_step
 
     def train_step(inputs):
@@ -306,9 +326,17 @@ class ModelBuilder(tf.Module):
         # the optimizer sums the replicas' gradients.
         scaled = loss / replicas
       gradients = tape.gradient(scaled, variables)
-      step_optimizer.apply_gradients(zip(gradients, variables))
+      if accumulator is None:
+        # The optimizer sums the replicas' gradients, then clips
+        # (--clip-norm, --clip-value) and applies them.
+        step_optimizer.apply_gradients(zip(gradients, variables))
+      else:
+        # Applied every --accumulation-steps steps by run_step.
+        accumulator.add(gradients)
       global_step.assign_add(1)
       return loss
+
+    run_step = self._step_runner(train_step, accumulator, optimizer)
 
     if self._parameter_servers:
       loop, distributed = self._parameter_server_loop(train_step, epochs,
@@ -327,7 +355,7 @@ class ModelBuilder(tf.Module):
           batch = iterator.get_next_as_optional()
           if not batch.has_value():
             break
-          per_replica = strategy.run(train_step, (batch.get_value(),))
+          per_replica = run_step(batch.get_value())
           loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
                                  axis=None)
           steps += 1
@@ -337,6 +365,49 @@ class ModelBuilder(tf.Module):
         dataset=distributed, global_step=global_step, loop=loop,
         optimizer=optimizer, variables=variables,
         batch_size=args.batch_size)
+
+  def _build_accumulator(self, variables):
+    """The `GradientAccumulator` of `--accumulation-steps`, or None."""
+    steps = getattr(self._args, 'accumulation_steps', None) or 1
+    if steps <= 1:
+      return None
+    if self._parameter_servers:
+      # Workers step asynchronously: there is no shared set of N
+      # minibatches to accumulate. A larger --batch-size does the same.
+      raise ConfigurationError(
+          '--accumulation-steps is not supported with parameter servers '
+          '(asynchronous training); raise --batch-size instead. Received: '
+          f'--accumulation-steps={steps}')
+    if not hasattr(self, '_accumulator'):
+      # An attribute of the module: checkpointed with the model.
+      self._accumulator = _optimizers.GradientAccumulator(variables, steps)
+    return self._accumulator
+
+  def _step_runner(self, train_step, accumulator, optimizer):
+    """Runs `train_step` on each replica; applies accumulated gradients.
+
+    Called in cross-replica context, inside the training loop's
+    `tf.function`. The update of an accumulation runs here rather than in
+    `train_step`: a synchronisation point (the optimizer's cross-replica
+    sum) may not sit inside control flow in replica context.
+    """
+    strategy = self.strategy
+    global_step = self.global_step
+    if accumulator is None:
+      return lambda inputs: strategy.run(train_step, (inputs,))
+
+    def apply():
+      strategy.run(accumulator.apply, (optimizer,))
+      return tf.constant(True)
+
+    def run_step(inputs):
+      per_replica = strategy.run(train_step, (inputs,))
+      # The global step counts minibatches; every N-th one updates.
+      due = tf.equal(global_step % accumulator.steps, 0)
+      tf.cond(due, apply, lambda: tf.constant(False))
+      return per_replica
+
+    return run_step
 
   def _parameter_server_loop(self, train_step, epochs, shuffle):
     """The training loop of a parameter-server cluster's chief.
@@ -511,6 +582,19 @@ class ModelBuilder(tf.Module):
     module.model_variables = list(captured.values())
     return _interfaces.PredictionInterface(signatures=signatures,
                                            module=module)
+
+
+def _set_seed(seed):
+  """Makes runs with the same --seed on one machine repeat exactly."""
+  if seed is None:
+    return
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  # Python's, NumPy's and TensorFlow's global seeds: layer initializers and
+  # dropout draw from them.
+  tf_keras.utils.set_random_seed(seed)
+  # Deterministic kernels (reductions, tf.data ordering); slower on GPUs,
+  # and process-wide: asked for by --seed only.
+  tf.config.experimental.enable_op_determinism()
 
 
 def _module_name(name):

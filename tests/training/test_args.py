@@ -20,6 +20,7 @@ class Arguments(ModelArguments):
   @classmethod
   def build_parser(cls):
     parser = super().build_parser()
+    # Replaces the standard --learning-rate (trainers written before it).
     parser.add_argument('--learning-rate', type=float, default=0.01)
     cls.add_list_argument(parser, '--hidden-layers', type=int,
                           help='units of each hidden layer')
@@ -29,9 +30,9 @@ class Arguments(ModelArguments):
 
   def process(self):
     super().process()
-    if self.learning_rate <= 0:
+    if self.learning_rate > 1:
       raise ConfigurationError(
-          '--learning-rate must be positive. '
+          '--learning-rate must be at most 1. '
           f'Received: --learning-rate={self.learning_rate}')
     self.layer_count = len(self.hidden_layers or [])
 
@@ -465,14 +466,27 @@ def test_subclass_adds_flags_and_processes():
 
 def test_subclass_process_validation():
   with pytest.raises(ConfigurationError,
-                     match='--learning-rate must be positive. '
+                     match='--learning-rate must be at most 1. '
+                     'Received: --learning-rate=2.0'):
+    Arguments.parse(['--learning-rate', '2'])
+
+
+def test_standard_learning_rate_is_validated():
+  with pytest.raises(ConfigurationError,
+                     match='--learning-rate must be a positive number. '
                      'Received: --learning-rate=0.0'):
     Arguments.parse(['--learning-rate', '0'])
 
 
+def test_subclass_flag_replaces_a_standard_one():
+  parser = Arguments.build_parser()
+  rates = [a for a in parser._actions if a.dest == 'learning_rate']  # pylint: disable=protected-access
+  assert len(rates) == 1 and rates[0].default == 0.01
+
+
 def test_subclass_process_runs_after_standard_validation():
   with pytest.raises(ConfigurationError, match='--batch-size'):
-    Arguments.parse(['--batch-size', '0', '--learning-rate', '0'])
+    Arguments.parse(['--batch-size', '0', '--learning-rate', '2'])
 
 
 # to_dict.
@@ -482,8 +496,9 @@ def test_to_dict():
   args = Arguments.parse(['--output', '/tmp/o', '--data-train', 'a', 'b',
                           '--hidden-layers:1', '3'])
   result = args.to_dict()
-  assert list(result)[:6] == ['data_train', 'data_eval', 'data_schema',
-                              'data_metadata', 'data_features', 'output']
+  assert list(result)[:7] == ['data_train', 'data_eval', 'data_schema',
+                              'data_metadata', 'data_features', 'config',
+                              'output']
   assert result['data_train'] == ['a', 'b']
   assert result['output'] == '/tmp/o'
   assert result['batch_size'] == 64

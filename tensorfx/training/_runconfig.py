@@ -1,0 +1,295 @@
+"""Run configuration files: every trainer flag from YAML (`--config run.yaml`).
+
+A run configuration gives flags as YAML keys; flags given on the command
+line override it. Keys are flag names without the leading dashes, with
+dashes or underscores (`batch-size` and `batch_size` are `--batch-size`);
+list flags take YAML lists; `--shuffle`/`--no-shuffle` style flags take
+`true`/`false`. Values are converted and checked exactly as on the command
+line.
+
+Flags can also be grouped in sections, the parameter groups of a
+`train_from_params` run: `data`, `model`, `loss`, `learning_rate`,
+`optimizer`, `validation`, `save`, `load`, and the parser's own groups
+(`job`, `logging`). Inside section `S`, key `K` names the first flag that
+exists among:
+
+1. `--S` itself when `K` is `name` or `value`
+   (`optimizer: {name: adam}` is `--optimizer adam`,
+   `learning_rate: {value: 0.01}` is `--learning-rate 0.01`);
+2. `--S-K` (`loss: {normalization: percentage}` is
+   `--loss-normalization percentage`, `data: {train: [a.csv]}` is
+   `--data-train a.csv`);
+3. `--P-K` for the section's other prefixes: `eval-` in `validation`,
+   `checkpoint-` in `save`, `restore-` in `load`
+   (`validation: {batch_size: 32}` is `--eval-batch-size 32`);
+4. `--K` (`optimizer: {clip_norm: 1.0}` is `--clip-norm 1.0`,
+   `model: {hidden_layers: [20, 10]}` is `--hidden-layers 20 10`).
+
+A section whose name is also a flag may be a plain value instead:
+`optimizer: sgd`. A flag given twice (at the top and in a section, or in
+two sections) is an error, and so is a key that names no flag: both name
+the file, the line and the key.
+
+Example (run.yaml):
+
+    data:
+      train: [data/train.csv]
+      schema: schema.yaml
+    model:
+      hidden_layers: [20, 10]
+    optimizer:
+      name: sgd
+      momentum: 0.9
+      clip_norm: 1.0
+    learning_rate:
+      value: 0.1
+      schedule: cosine
+      warmup_steps: 100
+    max_steps: 5000
+
+This module must not import TensorFlow (see `_args`).
+"""
+
+import argparse
+import difflib
+import os
+
+from tensorfx import _yaml
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
+
+SECTIONS = ('data', 'model', 'loss', 'learning_rate', 'optimizer',
+            'validation', 'save', 'load', 'job', 'logging')
+
+# Besides the section's own name, the flag prefixes its keys may stand for.
+_PREFIXES = {
+    'validation': ('eval',),
+    'save': ('checkpoint',),
+    'load': ('restore',),
+}
+
+# A section's keys that stand for the section's own flag.
+_SELF_KEYS = ('name', 'value')
+
+
+def find_config(argv):
+  """The `--config` path in a command line, or None.
+
+  Example:
+    >>> find_config(['--config', 'run.yaml', '--batch-size', '8'])
+    'run.yaml'
+
+  Raises:
+    ConfigurationError: --config is given twice or without a value.
+  """
+  found = []
+  i = 0
+  while i < len(argv):
+    token = argv[i]
+    i += 1
+    if token == '--':
+      break
+    if token == '--config':
+      if i >= len(argv) or argv[i].startswith('--'):
+        raise ConfigurationError(
+            '--config expects the path of a run configuration (YAML). '
+            'Received no value.')
+      found.append(argv[i])
+      i += 1
+    elif token.startswith('--config='):
+      found.append(token.partition('=')[2])
+  if len(found) > 1:
+    raise ConfigurationError(
+        '--config can be given once. Received: '
+        + ' '.join(f'--config={f}' for f in found))
+  return found[0] if found else None
+
+
+def read_config(path):
+  """Reads a run configuration file (local or gs://) as a LineDict."""
+  try:
+    if '://' in str(path):
+      text = _yaml.read_text(path)  # Imports TensorFlow, for gs:// paths.
+    else:
+      with open(path, encoding='utf-8') as f:
+        text = f.read()
+  except OSError as e:
+    raise ConfigurationError(
+        f'{path}: cannot read the run configuration (--config): '
+        f'{e.strerror or e}.') from None
+  except DataError as e:
+    raise ConfigurationError(str(e)) from None
+  try:
+    doc = _yaml.load_yaml(text, path)
+  except DataError as e:
+    raise ConfigurationError(str(e)) from None
+  if doc is None:
+    return _yaml.LineDict(line=1)
+  if not isinstance(doc, dict):
+    raise ConfigurationError(
+        f'{path}:1: a run configuration must be a mapping of flag names to '
+        f'values. Received: {type(doc).__name__}')
+  return doc
+
+
+def resolve(parser, doc, path):
+  """Turns a run configuration into parser defaults.
+
+  Example:
+    >>> doc = _yaml.load_yaml('optimizer: {name: sgd, clip_norm: 1}', 'r.yaml')
+    >>> resolve(ModelArguments.build_parser(), doc, 'r.yaml')
+    {'optimizer': 'sgd', 'clip_norm': 1.0}
+
+  Args:
+    parser: the trainer's `argparse.ArgumentParser`.
+    doc: the parsed YAML (a `LineDict`).
+    path: the file, for messages.
+
+  Returns:
+    A dict from argument dest to its converted value.
+
+  Raises:
+    ConfigurationError: naming `path:line`, an unknown key, a flag given
+      twice, or a value its flag rejects.
+  """
+  flags = _flags(parser)
+  values = {}
+  origins = {}  # dest -> (key, line), to name both of a duplicate.
+  for key, value in doc.items():
+    line = doc.lines.get(key, doc.line)
+    name = _normal(key)
+    if name == 'config':
+      raise ConfigurationError(
+          f'{path}:{line}: config: a run configuration cannot name another. '
+          f'Received: config={value!r}')
+    if isinstance(value, dict) and (name in SECTIONS or name not in flags):
+      if name not in SECTIONS:
+        raise _unknown(path, line, key, flags, 'section or flag')
+      for sub, item in value.items():
+        sub_line = value.lines.get(sub, value.line)
+        action = _section_flag(flags, name, _normal(sub))
+        label = f'{key}.{sub}'
+        if action is None:
+          raise _unknown(path, sub_line, label, flags,
+                         f'flag of section {key}')
+        _put(values, origins, action, item, label, sub_line, path)
+      continue
+    action = flags.get(name)
+    if action is None:
+      raise _unknown(path, line, key, flags, 'flag')
+    _put(values, origins, action, value, str(key), line, path)
+  return values
+
+
+def _normal(key):
+  return str(key).strip().lstrip('-').replace('-', '_')
+
+
+def _flags(parser):
+  """Every long option (normalised) to its action."""
+  flags = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):  # pylint: disable=protected-access
+      continue
+    for option in action.option_strings:
+      if option.startswith('--'):
+        flags[_normal(option)] = action
+        if isinstance(action, argparse.BooleanOptionalAction):
+          break  # Not --no-NAME: the key is NAME: true/false.
+  return flags
+
+
+def _section_flag(flags, section, key):
+  if key in _SELF_KEYS and section in flags:
+    return flags[section]
+  for prefix in (section, *_PREFIXES.get(section, ())):
+    action = flags.get(f'{prefix}_{key}')
+    if action is not None:
+      return action
+  return flags.get(key)
+
+
+def _unknown(path, line, key, flags, what):
+  close = difflib.get_close_matches(_normal(str(key).rsplit('.', 1)[-1]),
+                                    list(flags) + list(SECTIONS), n=3)
+  hint = f' Did you mean {", ".join(close)}?' if close else ''
+  return ConfigurationError(
+      f'{path}:{line}: unknown key {key!r}: it names no {what} of this '
+      f'trainer (keys are flag names, or the sections '
+      f'{", ".join(SECTIONS)}).{hint}')
+
+
+def _put(values, origins, action, value, label, line, path):
+  dest = action.dest
+  if dest in origins:
+    first, first_line = origins[dest]
+    raise ConfigurationError(
+        f'{path}:{line}: {label} sets {action.option_strings[0]}, already set '
+        f'by {first} at line {first_line}; give it once.')
+  origins[dest] = (label, line)
+  values[dest] = _convert(action, value, label, line, path)
+
+
+def _convert(action, value, label, line, path):
+  """Converts a YAML value as argparse would convert the flag's text."""
+  where = f'{path}:{line}: {label}'
+  if value is None:
+    return None
+  if isinstance(action, (argparse.BooleanOptionalAction,
+                         argparse._StoreTrueAction,  # pylint: disable=protected-access
+                         argparse._StoreFalseAction)):  # pylint: disable=protected-access
+    if not isinstance(value, bool):
+      raise ConfigurationError(
+          f'{where} expects true or false. Received: {label}={value!r}')
+    if isinstance(action, argparse._StoreFalseAction):  # pylint: disable=protected-access
+      return not value
+    return value
+  if isinstance(action, argparse._StoreConstAction):  # pylint: disable=protected-access
+    if not isinstance(value, bool):
+      raise ConfigurationError(
+          f'{where} expects true or false. Received: {label}={value!r}')
+    return action.const if value else action.default
+  if action.nargs in ('+', '*') or isinstance(
+      action, argparse._AppendAction):  # pylint: disable=protected-access
+    items = value if isinstance(value, list) else [value]
+    if action.nargs == '+' and not items:
+      raise ConfigurationError(
+          f'{where} expects a list of one or more values. Received: '
+          f'{label}=[]')
+    return [_scalar(action, item, where, label) for item in items]
+  if isinstance(value, (list, dict)):
+    raise ConfigurationError(
+        f'{where} expects a single value. Received: {label}={value!r}')
+  return _scalar(action, value, where, label)
+
+
+def _scalar(action, value, where, label):
+  if isinstance(value, (list, dict)):
+    raise ConfigurationError(
+        f'{where} expects a list of single values. Received: '
+        f'{label}={value!r}')
+  if isinstance(value, bool) and action.type not in (None, str):
+    # YAML reads yes/no/on/off as booleans; none of the typed flags wants one.
+    raise ConfigurationError(
+        f'{where} expects a value of type '
+        f'{getattr(action.type, "__name__", action.type)}. Received: '
+        f'{label}={value!r}')
+  # Through the flag's own type, from the text, as on the command line:
+  # YAML reads 1e-3 as a string and 1 as an int, both good floats.
+  text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+  if isinstance(value, bool):
+    text = 'true' if value else 'false'
+  convert = action.type or str
+  try:
+    result = convert(text)
+  except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
+    kind = getattr(convert, '__name__', repr(convert))
+    detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
+    raise ConfigurationError(
+        f'{where} expects a value of type {kind}{detail}. Received: '
+        f'{label}={value!r}') from None
+  if action.choices is not None and result not in action.choices:
+    raise ConfigurationError(
+        f'{where} expects one of {", ".join(map(str, action.choices))}. '
+        f'Received: {label}={value!r}')
+  return result
