@@ -3,8 +3,12 @@
 from tensorfx._errors import DataError
 from tensorfx.data._csv import CsvDataSet
 from tensorfx.data._csv import CsvDataSource
+from tensorfx.data._dataframe import DataFrameDataSet
+from tensorfx.data._dataframe import DataFrameDataSource
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
+from tensorfx.data._examples import ExamplesDataSet
+from tensorfx.data._examples import ExamplesDataSource
 from tensorfx.data._features import Feature
 from tensorfx.data._features import FeatureSet
 from tensorfx.data._features import FeatureType
@@ -18,8 +22,12 @@ __all__ = [
     'CsvDataSet',
     'CsvDataSource',
     'DataError',
+    'DataFrameDataSet',
+    'DataFrameDataSource',
     'DataSet',
     'DataSource',
+    'ExamplesDataSet',
+    'ExamplesDataSource',
     'Feature',
     'FeatureSet',
     'FeatureType',

@@ -48,20 +48,25 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
     # Beam's default (Prism) downloads a binary at start; run in-process.
     pipeline_args.append('--runner=DirectRunner')
   options = PipelineOptions(pipeline_args)
-  logger.info('Analyzing %s (%d files) into %s', source,
-               len(data_source.files()), output_dir)
+  files = data_source.files()
+  logger.info('Analyzing %s (%s) into %s', source,
+              f'{len(files)} files' if files else 'in memory', output_dir)
   try:
-    with beam.Pipeline(options=options) as pipeline:
-      with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
-        rows = data_source.beam_source(pipeline)
-        transform_fn = ((rows, raw_metadata)
-                        | 'Analyze' >> tft_beam.AnalyzeDataset(
-                            preprocessing_fn))
-        _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(
-            output_dir)
-        _ = (rows
-             | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
-             | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
+    pipeline = beam.Pipeline(options=options)
+    with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
+      rows = data_source.beam_source(pipeline)
+      transform_fn = ((rows, raw_metadata)
+                      | 'Analyze' >> tft_beam.AnalyzeDataset(
+                          preprocessing_fn))
+      _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(
+          output_dir)
+      _ = (rows
+           | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
+           | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
+    # As `with beam.Pipeline()` would, keeping the result: its metrics
+    # count the bad records skipped.
+    result = pipeline.run()
+    result.wait_until_finish()
   except DataError as e:
     # Beam re-raises a worker's error as the same type, its message suffixed
     # with the step that failed: keep just the data error's text.
@@ -81,7 +86,29 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
   if tf.io.gfile.exists(work_dir):
     tf.io.gfile.rmtree(work_dir)
   logger.info('Analyzed %d instances of %s', metadata.instances, source)
+  skipped = bad_records(result)
+  if skipped or getattr(data_source, 'skip_bad_records', False):
+    logger.warning('Skipped %d bad records of %s', skipped, source)
   return metadata
+
+
+def bad_records(result):
+  """How many bad records the sources of a finished pipeline skipped."""
+  from apache_beam.metrics.metric import MetricsFilter  # pylint: disable=g-import-not-at-top
+  from tensorfx.data._csv import BAD_RECORDS_COUNTER  # pylint: disable=g-import-not-at-top
+  try:
+    counters = result.metrics().query(MetricsFilter().with_namespace(
+        'tensorfx').with_name(BAD_RECORDS_COUNTER))['counters']
+  except (AttributeError, NotImplementedError, KeyError):
+    return 0
+  total = 0
+  for counter in counters:
+    # Committed where the runner tracks it, else attempted.
+    value = counter.committed
+    if value is None:
+      value = counter.attempted
+    total += value or 0
+  return total
 
 
 def _write_json(value, path):
@@ -137,6 +164,9 @@ def _add(stats, kind, value):
   for v in values:
     stats['count'] += 1
     if kind == 'discrete':
+      if isinstance(v, bytes):
+        # tf.Example holds bytes; metadata.json holds text.
+        v = v.decode('utf-8', errors='replace')
       counts = stats['values']
       if v in counts or len(counts) < _MAX_COUNTED_VALUES:
         counts[v] = counts.get(v, 0) + 1

@@ -4,8 +4,23 @@ Both readers apply the same rules, so analysis and training accept and
 reject the same rows: quoting must be well formed (a quoted field is quoted
 from its first to its last character, inner quotes doubled), the column count
 must match the schema (quoted fields may contain the delimiter), numeric
-cells must parse (integers within 64 bits), and an empty cell takes the
-field's default or is an error. Errors name the file and line.
+cells must parse (surrounding spaces allowed; integers within 64 bits, reals
+finite as 32-bit floats), and an empty cell (nothing between the delimiters,
+or `""`) takes the field's default or is an error. Empty lines are not
+records. These are the rules of `tf.io.decode_csv` with typed defaults, which
+is what lets the TensorFlow reader be as fast as a hand-written one.
+
+Errors name the file and line; with `skip_bad_records` bad rows are dropped
+and counted instead.
+
+The TensorFlow reader carries no file and line per row (zipping them in
+costs several times the throughput): each batch is decoded by one typed
+`tf.io.decode_csv` call, which fails on a bad row, and the reals are checked
+to be finite. When the pipeline fails, `data_errors()` asks the source to
+find the first bad row of its files (`CsvDataSource.diagnose`), by the
+Python reader's rules, so the error names the file and line. With
+`skip_bad_records` each batch is checked line by line instead
+(`parse_lines`), which keeps the good rows at some cost in throughput.
 """
 
 import csv
@@ -13,6 +28,7 @@ import io
 import re
 
 from tensorfx._errors import DataError
+from tensorfx._logging import logger
 from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -26,6 +42,13 @@ _TYPE_NAMES = {'real': 'a real number', 'integer': 'an integer'}
 # Integers must fit int64: both readers take those whose magnitude, read as a
 # float64, is below 2**63 (all but the 512 extreme values).
 _INTEGER_LIMIT = 2.0**63
+# Reals must be finite as float32: below the largest float32 plus half its
+# last step, past which rounding gives inf.
+_REAL_LIMIT = 3.4028235677973366e38
+# Files read at once; more only adds buffers once reading is parallel.
+_CYCLE_LENGTH = 16
+# Bad rows a Beam worker logs one by one, per file, before only counting.
+_LOGGED_BAD_ROWS = 10
 
 
 def _line_pattern(delimiter):
@@ -48,15 +71,27 @@ def _quote_problem(quotes):
 class CsvDataSource(DataSource):
   """CSV files (no header unless `skip_header`), columns in schema order.
 
+  Example:
+    >>> source = CsvDataSource('data/train-*.csv', schema, skip_header=True,
+    ...                        skip_bad_records=True)
+    >>> for batch in source.read(batch_size=64):
+    ...   pass
+    >>> source.bad_records
+    0
+
   Args:
     paths: a path, a file pattern, a comma-separated list or a sequence of
       them; local or any `tf.io.gfile` filesystem (`gs://`).
     schema: the `Schema` of the columns.
     delimiter: the one-character column delimiter.
     skip_header: whether each file starts with a header line to skip.
+    skip_bad_records: whether bad rows are dropped (and counted in
+      `bad_records`, and in the analysis log) instead of failing the job.
+      Batches with dropped rows are smaller than the batch size.
   """
 
-  def __init__(self, paths, schema, delimiter=',', skip_header=False):
+  def __init__(self, paths, schema, delimiter=',', skip_header=False,
+               skip_bad_records=False):
     super().__init__(paths, schema)
     if not isinstance(delimiter, str) or len(delimiter) != 1 or \
         delimiter in '"\n\r' or not delimiter.isascii():
@@ -67,52 +102,177 @@ class CsvDataSource(DataSource):
         raise DataError(
             f'CSV data holds one value per column; field {field.name!r} has '
             f'length {field.length}. Use ExamplesDataSet for list fields.')
+    if not isinstance(skip_bad_records, bool):
+      raise DataError('skip_bad_records must be True or False. Received: '
+                      f'skip_bad_records={skip_bad_records!r}')
     self.delimiter = delimiter
     self.skip_header = skip_header
+    self.skip_bad_records = skip_bad_records
+    self._bad_records = None
+    if skip_bad_records:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      # Made here, not in read(): read() may run under a distribution
+      # strategy's scope, which would make it a distributed variable.
+      with tf.init_scope():
+        self._bad_records = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                        name='bad_records')
+
+  @property
+  def bad_records(self):
+    """How many bad rows the `read()` pipelines of this source skipped.
+
+    Counted as batches are read (so far, not in the whole data); always 0
+    unless `skip_bad_records`.
+    """
+    if self._bad_records is None:
+      return 0
+    return int(self._bad_records.numpy())
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     files = self.files()
+    _validation.watch(self)
     deterministic = not shuffle or seed is not None
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
     skip = 1 if self.skip_header else 0
-
-    def lines_of(path):
-      lines = tf.data.TextLineDataset(path).enumerate(start=1).skip(skip)
-      return lines.map(lambda n, line: (path, n, line))
-
-    ds = ds.interleave(lines_of, cycle_length=min(len(files), 16),
+    ds = ds.interleave(lambda path: tf.data.TextLineDataset(path).skip(skip),
+                       cycle_length=min(len(files), _CYCLE_LENGTH),
                        num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=deterministic)
-    # Blank lines (a trailing newline, a spacer) are not records.
-    ds = ds.filter(lambda p, n, line: tf.strings.length(
-        tf.strings.strip(line)) > 0)
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
+    # Batch first: one vectorized parse per batch, not one call per line.
     ds = ds.batch(batch_size)
-    ds = ds.map(self._parse_batch, num_parallel_calls=tf.data.AUTOTUNE,
+    parse = self._check_batch if self.skip_bad_records else self._decode_batch
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
+    # Empty lines and skipped rows can leave a batch empty.
+    name = self.schema[0].name
+    ds = ds.filter(lambda batch: tf.size(batch[name]) > 0)
     return ds.prefetch(tf.data.AUTOTUNE)
 
-  def _parse_batch(self, paths, numbers, lines):
-    features, reasons = parse_lines(lines, self.schema, self.delimiter)
-    check = _validation.assert_valid(reasons, paths, numbers)
+  def _decode_batch(self, lines):
+    """Decodes a batch as a hand-written pipeline would; fails on a bad row."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
+    defaults = []
+    for field in self.schema:
+      # An empty default tensor makes the field required.
+      default = [] if field.default is None else [field.default]
+      defaults.append(tf.constant(default, _dtype(field)))
+    columns = tf.io.decode_csv(lines, defaults, field_delim=self.delimiter,
+                               use_quote_delim=True)
+    features = {f.name: c for f, c in zip(self.schema, columns)}
+    reals = [features[f.name] for f in self.schema if f.type.value == 'real']
+    if not reals:
+      return features
+    # decode_csv reads 'nan', 'inf' and overflows to inf; the rules do not.
+    finite = tf.reduce_all(tf.math.is_finite(tf.stack(reals, axis=1)),
+                           axis=1)
+    check = _validation.assert_records(
+        finite, lines, 'a real is not a finite 32-bit number')
     with tf.control_dependencies([check]):
       return {k: tf.identity(v) for k, v in features.items()}
+
+  def _check_batch(self, lines):
+    """Parses and checks each line; drops empty and bad ones, counting these."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
+    features, reasons = parse_lines(lines, self.schema, self.delimiter)
+    good = reasons == ''
+    count = self._bad_records.assign_add(tf.reduce_sum(
+        tf.cast(~good, tf.int64)))
+    with tf.control_dependencies([count]):
+      return {k: tf.boolean_mask(v, good) for k, v in features.items()}
+
+  def diagnose(self, error):
+    """Finds the file and line of the bad row that failed a `read()` pipeline.
+
+    Called by `data_errors()` once a pipeline failed. A row the pipeline
+    quoted is looked up by its text; for an error of `tf.io.decode_csv`, the
+    files are read by the Python reader's rules up to their first bad row.
+
+    Returns:
+      `'FILE:LINE: reason'`, or None when the error is not about a row of
+      these files.
+    """
+    unlocated = _validation.unlocated_of(error)
+    if unlocated is not None:
+      return self._find_line(unlocated[0])
+    if not _DECODE_ERROR.search(str(getattr(error, 'message', error))):
+      return None
+    for path in self.files():
+      try:
+        for _ in read_rows(path, self.schema, self.delimiter,
+                           self.skip_header):
+          pass
+      except DataError as e:
+        return str(e)
+    return None
+
+  def _find_line(self, record):
+    """The message of the first line whose text is `record`, by the rules."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    for path in self.files():
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        for number, line in enumerate(f, start=1):
+          if number == 1 and self.skip_header:
+            continue
+          # As TextLineDataset cuts lines: at \n, without a \r before it.
+          text = line.decode('utf-8', errors='replace')
+          text = text[:-1] if text.endswith('\n') else text
+          text = text[:-1] if text.endswith('\r') else text
+          if text == record:
+            try:
+              _parse_row(path, number, text, self.schema, self.delimiter)
+            except DataError as e:
+              return str(e)
+    return None
 
   def beam_source(self, pipeline, label='ReadCsv'):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
     files = self.files()
     schema, delimiter, skip = self.schema, self.delimiter, self.skip_header
+    skip_bad = self.skip_bad_records
+    counter = beam.metrics.Metrics.counter('tensorfx', BAD_RECORDS_COUNTER)
+
+    def rows(path):
+      logged = 0
+
+      def on_bad_record(message):
+        nonlocal logged
+        counter.inc()
+        if logged < _LOGGED_BAD_ROWS:
+          logger.warning('Skipping a bad record: %s', message)
+          logged += 1
+
+      return read_rows(path, schema, delimiter, skip, skip_bad,
+                       on_bad_record)
+
     return (pipeline
             | f'{label}Files' >> beam.Create(files)
-            | f'{label}Rows' >> beam.FlatMap(
-                lambda path: read_rows(path, schema, delimiter, skip)))
+            # Spreads the files over workers (Create makes one bundle).
+            | f'{label}Spread' >> beam.Reshuffle()
+            | f'{label}Rows' >> beam.FlatMap(rows))
+
+
+# The Beam counter of skipped bad records (namespace 'tensorfx').
+BAD_RECORDS_COUNTER = 'bad_records'
+# A failure of tf.io.decode_csv: its node, or what it says about a bad row.
+_DECODE_ERROR = re.compile(
+    r'\bDecodeCSV\b|Expect \d+ fields but have|is not a valid (float|int64)|'
+    r'is required but missing in record|Unquoted fields cannot have quotes|'
+    r'Quote inside a string has to be escaped|Quoted field has to end')
+
+
+def _dtype(field):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {'integer': tf.int64, 'real': tf.float32,
+          'discrete': tf.string}[field.type.value]
 
 
 def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
@@ -186,7 +346,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
 def _parse_column(field, column):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   type_name = field.type.value
-  empty = tf.strings.length(tf.strings.strip(column)) == 0
+  empty = tf.strings.length(column) == 0
   if field.default is not None:
     column = tf.where(empty, str(field.default), column)
     problem = tf.zeros_like(column)
@@ -214,58 +374,94 @@ def _parse_column(field, column):
   dtype = tf.float32 if type_name == 'real' else tf.int64
   value = tf.strings.to_number(tf.where(valid, tf.strings.strip(column), '0'),
                                out_type=dtype)
+  if type_name == 'real':
+    problem = tf.where(
+        (problem == '') & ~tf.math.is_finite(value),
+        tf.strings.join([f'column {field.name!r} is out of the 32-bit real '
+                         'range: ', tf.strings.substr(column, 0, 40)]),
+        problem)
   return value, problem
 
 
-def read_rows(path, schema, delimiter=',', skip_header=False):
+def read_rows(path, schema, delimiter=',', skip_header=False,
+              skip_bad_records=False, on_bad_record=None):
   """Yields the rows of one CSV file as dicts of Python values.
 
   Streams the file (bounded memory); used by the Beam analysis.
 
+  Args:
+    path: the file.
+    schema: the `Schema` of its columns.
+    delimiter: the column delimiter.
+    skip_header: whether the first line is a header.
+    skip_bad_records: whether to skip bad rows instead of raising.
+    on_bad_record: called with the message of each skipped row.
+
   Raises:
-    DataError: naming the file and line of the first bad row.
+    DataError: naming the file and line of the first bad row (unless
+      `skip_bad_records`).
   """
+  for number, line in _lines(path, skip_header):
+    try:
+      yield _parse_row(path, number, line, schema, delimiter)
+    except DataError as e:
+      if not skip_bad_records:
+        raise
+      if on_bad_record is not None:
+        on_bad_record(str(e))
+
+
+def _lines(path, skip_header):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  size = len(schema)
-  well_formed = re.compile(_line_pattern(delimiter))
   with tf.io.gfile.GFile(path, 'r') as f:
     for number, line in enumerate(f, start=1):
       if number == 1 and skip_header:
         continue
-      if not line.strip():
-        continue
-      # Python's csv module accepts quoting that decode_csv rejects.
-      text = line.rstrip('\r\n')
-      if not well_formed.fullmatch(text):
-        quotes = text.count('"')
-        raise DataError(f'{path}:{number}: {_quote_problem(quotes)}')
-      try:
-        values = next(csv.reader(io.StringIO(line), delimiter=delimiter,
-                                 strict=True))
-      except csv.Error as e:
-        raise DataError(f'{path}:{number}: {e}') from None
-      if len(values) != size:
-        raise DataError(f'{path}:{number}: expected {size} columns, found '
-                        f'{len(values)}')
-      yield {field.name: _parse_value(field, value, path, number)
-             for field, value in zip(schema, values)}
+      if not line.rstrip('\r\n'):
+        continue  # An empty line is not a record.
+      yield number, line
 
 
-def _parse_value(field, value, path, number):
+def _parse_row(path, number, line, schema, delimiter):
+  """The values of one non-blank CSV line; DataError naming file and line."""
+  # Python's csv module accepts quoting that decode_csv rejects.
+  text = line.rstrip('\r\n')
+  if not re.fullmatch(_line_pattern(delimiter), text):
+    quotes = text.count('"')
+    raise DataError(f'{path}:{number}: {_quote_problem(quotes)}')
+  try:
+    values = next(csv.reader(io.StringIO(line), delimiter=delimiter,
+                             strict=True))
+  except csv.Error as e:
+    raise DataError(f'{path}:{number}: {e}') from None
+  size = len(schema)
+  if len(values) != size:
+    raise DataError(f'{path}:{number}: expected {size} columns, found '
+                    f'{len(values)}')
+  return {field.name: _parse_value(field, value, path, number)
+          for field, value in zip(schema, values)}
+
+
+def _parse_value(field, value, path, line):
   type_name = field.type.value
-  if not value.strip():
+  if not value:
     if field.default is None:
-      raise DataError(f'{path}:{number}: column {field.name!r} is empty')
+      raise DataError(f'{path}:{line}: column {field.name!r} is empty')
     value = str(field.default)
   if type_name == 'discrete':
     return value
   if not re.fullmatch(_NUMBER[type_name], value, re.ASCII):
-    raise DataError(f'{path}:{number}: column {field.name!r} is not '
+    raise DataError(f'{path}:{line}: column {field.name!r} is not '
                     f'{_TYPE_NAMES[type_name]}: {value[:40]}')
   if type_name == 'real':
-    return float(value)
+    number = float(value)
+    # TensorFlow reads reals as float32, where larger ones round to inf.
+    if not abs(number) < _REAL_LIMIT:
+      raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
+                      f'32-bit real range: {value[:40]}')
+    return number
   if abs(float(value)) >= _INTEGER_LIMIT:
-    raise DataError(f'{path}:{number}: column {field.name!r} is out of the '
+    raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
                     f'64-bit integer range: {value[:40]}')
   return int(value)
 
@@ -286,12 +482,14 @@ class CsvDataSet(DataSet):
     features: a `FeatureSet` or the path of its YAML file.
     delimiter: the column delimiter of every source.
     skip_header: whether each file starts with a header line.
+    skip_bad_records: whether bad rows are skipped (and counted: each
+      source's `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
       or list of them.
   """
 
   def __init__(self, schema, metadata=None, features=None, delimiter=',',
-               skip_header=False, **sources):
+               skip_header=False, skip_bad_records=False, **sources):
     super().__init__(schema, metadata=metadata, features=features)
     for name, paths in sources.items():
       if paths is None:
@@ -299,4 +497,4 @@ class CsvDataSet(DataSet):
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
       self._sources[name] = CsvDataSource(paths, self.schema, delimiter,
-                                          skip_header)
+                                          skip_header, skip_bad_records)

@@ -60,6 +60,12 @@ _ALIASES = {
 # Types that need a numeric field: they do arithmetic on the value.
 NUMERIC_TYPES = frozenset({FeatureType.SCALE, FeatureType.ZSCORE,
                            FeatureType.LOG, FeatureType.BUCKETIZE})
+# Types that read only single-valued (length 1) fields.
+_SINGLE_VALUED = frozenset({FeatureType.TARGET, FeatureType.KEY,
+                            FeatureType.CROSS})
+# Types that read a variable-length field as a bag of values.
+_BAGS = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING, FeatureType.HASH,
+                   FeatureType.BUCKETIZE})
 # Types that may not sit inside a concat (the concat would hide them).
 _NOT_IN_CONCAT = frozenset({FeatureType.TARGET, FeatureType.KEY,
                             FeatureType.CONCAT})
@@ -545,7 +551,10 @@ class FeatureSet:
       DataError: naming the feature (and its file and line when parsed from
         YAML): a field it reads is not in the schema, or a numeric-only
         type (scale, zscore, log, bucketize) reads a discrete field, or an
-        identity feature in a concat reads a discrete field.
+        identity feature in a concat reads a discrete field, or a target,
+        key or cross reads a multivalent field, or a numeric type (or a
+        concat child other than onehot, embedding, hash, bucketize) reads a
+        variable-length one.
     """
     for feature in self._features:
       for each in feature.walk():
@@ -574,6 +583,16 @@ class FeatureSet:
         raise fail(f'field {name!r} is not in the schema; the schema fields '
                    f'are {", ".join(schema.field_names)}', name)
       field = schema[name]
+      if field.length != 1 and feature.type in _SINGLE_VALUED:
+        raise fail(f'{_a(feature.type.value)} feature needs a single-valued '
+                   f'field (length 1); {name!r} has length {field.length}',
+                   name)
+      if field.length == 0 and feature.type not in _BAGS and (
+          feature.type in NUMERIC_TYPES or in_concat):
+        raise fail(f'{_a(feature.type.value)} feature needs a fixed-length '
+                   f'field; {name!r} has variable length (0): read it with '
+                   'onehot, embedding, hash or bucketize (a bag of values)',
+                   name)
       if feature.type in NUMERIC_TYPES and not field.numeric:
         raise fail(f'{_a(feature.type.value)} feature needs a numeric field; '
                    f'{name!r} is {field.type.value}', name)

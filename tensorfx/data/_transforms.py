@@ -3,6 +3,16 @@
 One transform engine serves analysis (Beam), training (the transform graph
 applied per batch in the input pipeline) and serving (the same graph inside
 the exported SavedModel), so training and serving cannot skew.
+
+Multivalent fields: a fixed-length field (length N) is a [B, N] tensor, a
+variable-length one (length 0) a `tf.SparseTensor`. Numeric transforms
+(identity, scale, zscore, log, bucketize) work value by value on fixed-length
+fields, keeping one slot per position. Categorical transforms read any
+multivalent field as a bag of values: onehot gives a multi-hot [B, size]
+(1 for each value present), hash, bucketize and embedding give the index of
+each value (a [B, N] tensor or a SparseTensor), which `multi_hot` and the
+models' embeddings (mean of the values') turn into one row per instance.
+Targets, keys and crosses read single-valued fields only.
 """
 
 import dataclasses
@@ -27,6 +37,27 @@ def raw_feature_spec(schema):
     else:
       shape = [] if field.length == 1 else [field.length]
       spec[field.name] = tf.io.FixedLenFeature(shape, dtype)
+  return spec
+
+
+def parsing_spec(schema):
+  """The tf.io feature spec that reads records, with the schema's defaults.
+
+  Like `raw_feature_spec`, but a fixed-length field with a default may be
+  missing from a record. (tf.Transform's metadata takes no defaults, so the
+  raw feature spec has none.)
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  spec = raw_feature_spec(schema)
+  for field in schema:
+    if field.length == 0 or field.default is None:
+      continue
+    default = field.default
+    if field.length > 1:
+      default = [default] * field.length
+    spec[field.name] = tf.io.FixedLenFeature(spec[field.name].shape,
+                                             spec[field.name].dtype,
+                                             default_value=default)
   return spec
 
 
@@ -91,7 +122,7 @@ def _transform(feature, inputs, schema):
     for child in feature.features:
       value = _transform(child, inputs, schema)
       if child.type in _CATEGORICAL:
-        value = tf.one_hot(value, _cardinality(child))
+        value = multi_hot(value, _cardinality(child))
       elif value.dtype == tf.string:
         raise ValueError(
             f'Feature {feature.name!r}: concat needs numeric children; '
@@ -108,9 +139,19 @@ def _transform(feature, inputs, schema):
 
   x = inputs[feature.fields[0]]
   field = schema[feature.fields[0]]
+
+  def each(fn, value):
+    # Value by value, for dense and variable-length (sparse) fields alike.
+    if isinstance(value, tf.SparseTensor):
+      return tf.sparse.map_values(fn, value)
+    return fn(value)
+
+  def as_text(value):
+    return value if value.dtype == tf.string else tf.strings.as_string(value)
+
   if kind in (FeatureType.IDENTITY, FeatureType.KEY):
-    return tf.cast(x, tf.float32) if kind == FeatureType.IDENTITY and \
-        field.numeric else x
+    return each(lambda v: tf.cast(v, tf.float32), x) if \
+        kind == FeatureType.IDENTITY and field.numeric else x
   if kind == FeatureType.TARGET:
     if field.numeric:
       return tf.cast(x, tf.float32)
@@ -132,22 +173,47 @@ def _transform(feature, inputs, schema):
       return tft.apply_buckets(x, boundaries)
     return tft.bucketize(x, params['buckets'])
   if kind == FeatureType.HASH:
-    x = x if x.dtype == tf.string else tf.strings.as_string(x)
-    return tf.strings.to_hash_bucket_fast(x, params['buckets'])
+    return each(lambda v: tf.strings.to_hash_bucket_fast(
+        as_text(v), params['buckets']), x)
   if kind in (FeatureType.ONEHOT, FeatureType.EMBEDDING):
     if kind == FeatureType.EMBEDDING and params.get('hash_buckets'):
-      x = x if x.dtype == tf.string else tf.strings.as_string(x)
-      return tf.strings.to_hash_bucket_fast(x, params['hash_buckets'])
-    x = x if x.dtype == tf.string else tf.strings.as_string(x)
+      return each(lambda v: tf.strings.to_hash_bucket_fast(
+          as_text(v), params['hash_buckets']), x)
     index = tft.compute_and_apply_vocabulary(
-        x, top_k=params.get('top_k'),
+        each(as_text, x), top_k=params.get('top_k'),
         num_oov_buckets=params.get('oov_buckets', 1),
         vocab_filename=feature.name)
     if kind == FeatureType.EMBEDDING:
       return index
-    return tf.one_hot(index, _cardinality(feature))
+    return multi_hot(index, _cardinality(feature))
   raise ValueError(f'Feature {feature.name!r}: unsupported type. '
                    f'Received: type={kind.value}')
+
+
+def multi_hot(indices, depth):
+  """One-hot rows of category indices; a multi-hot row for several per row.
+
+  Example:
+    >>> multi_hot(tf.constant([[0, 2], [1, 1]]), 3).numpy()
+    array([[1., 0., 1.],
+           [0., 1., 0.]], dtype=float32)
+
+  Args:
+    indices: [B] indices (one category each), [B, N] indices or a
+      [B, None] `tf.SparseTensor` (several each; negative ones count for
+      nothing, as out-of-range ones do in `tf.one_hot`).
+    depth: the number of categories.
+
+  Returns:
+    [B, depth] float32: 1.0 where the row holds the category.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if isinstance(indices, tf.SparseTensor):
+    indices = tf.sparse.to_dense(indices, default_value=-1)
+  if indices.shape.rank == 1:
+    return tf.one_hot(indices, depth)
+  # A sum, not a max: rows with no value at all (an empty axis 1) give 0.
+  return tf.minimum(tf.reduce_sum(tf.one_hot(indices, depth), axis=1), 1.0)
 
 
 def as_matrix(value):

@@ -1,5 +1,9 @@
 """`tensorfx analyze`: analyze data with tf.Transform on Apache Beam."""
 
+_FORMATS = ('auto', 'csv', 'tfrecord')
+# Suffixes of TFRecord files, for --data-format auto.
+_TFRECORD_SUFFIXES = ('.tfrecord', '.tfrecords', '.tfrecord.gz',
+                      '.tfrecords.gz', '.tfrecord.gzip', '.tfrecord.zz')
 
 
 def add_parser(commands):
@@ -13,19 +17,51 @@ def add_parser(commands):
                       help='the data files or patterns to analyze')
   parser.add_argument('--data-schema', required=True, help='schema YAML')
   parser.add_argument('--data-features', required=True, help='features YAML')
-  parser.add_argument('--data-format', default='csv', choices=['csv'],
-                      help='the format of the data files')
+  parser.add_argument('--data-format', default='auto', choices=_FORMATS,
+                      help='csv, or tfrecord (TFRecord files of tf.Example); '
+                      'auto (the default): tfrecord for files named '
+                      '*.tfrecord[.gz], else csv')
+  parser.add_argument('--delimiter', default=',',
+                      help='the CSV column delimiter (default ,)')
+  parser.add_argument('--skip-header', action='store_true',
+                      help='each CSV file starts with a header line')
+  parser.add_argument('--skip-bad-records', action='store_true',
+                      help='skip (and count) bad CSV rows instead of failing')
+  parser.add_argument('--compression', default='auto',
+                      choices=['auto', 'none', 'gzip', 'zlib'],
+                      help='TFRecord compression (auto: by suffix, .gz is '
+                      'GZIP)')
   parser.add_argument('--output', required=True,
                       help='the directory to write the analysis to')
   parser.set_defaults(run=run, accepts_extra=True)
+
+
+def data_format(paths, requested='auto'):
+  """The format of data files: 'csv' or 'tfrecord' (by name when 'auto')."""
+  if requested != 'auto':
+    return requested
+  names = [p.lower() for p in paths]
+  if names and all(n.endswith(_TFRECORD_SUFFIXES) for n in names):
+    return 'tfrecord'
+  return 'csv'
 
 
 def run(args, beam_args):
   from tensorfx import _logging  # pylint: disable=g-import-not-at-top
   from tensorfx import data  # pylint: disable=g-import-not-at-top
   _logging.configure('info')
-  dataset = data.CsvDataSet(args.data_schema, features=args.data_features,
-                            train=args.data_train)
+  if data_format(args.data_train, args.data_format) == 'tfrecord':
+    compression = None if args.compression == 'none' else args.compression
+    dataset = data.ExamplesDataSet(args.data_schema,
+                                   features=args.data_features,
+                                   compression=compression,
+                                   train=args.data_train)
+  else:
+    dataset = data.CsvDataSet(args.data_schema, features=args.data_features,
+                              delimiter=args.delimiter,
+                              skip_header=args.skip_header,
+                              skip_bad_records=args.skip_bad_records,
+                              train=args.data_train)
   metadata = dataset.analyze(args.output, pipeline_args=beam_args)
   print(f'Analyzed {metadata.instances} instances into {args.output}')
   return 0

@@ -12,6 +12,7 @@ from tensorfx.data import CsvDataSource
 from tensorfx.data import Schema
 from tensorfx.data._csv import parse_lines
 from tensorfx.data._csv import read_rows
+from tensorfx.data import _validation
 from tensorfx.data._validation import assert_valid
 from tensorfx.data._validation import data_errors
 
@@ -128,20 +129,28 @@ def test_skip_header_still_counts_the_header_line(tmp_path):
   assert _rows_error(path, skip_header=True) == message
 
 
-def test_blank_lines_are_not_records_but_are_counted(tmp_path):
-  path = _write(tmp_path, 'a.csv', '\na,1,1\n   \n\nb,2,2\nc,x,3\n\n\n')
+def test_empty_lines_are_not_records_but_are_counted(tmp_path):
+  path = _write(tmp_path, 'a.csv', '\na,1,1\r\n\r\n\nb,2,2\nc,x,3\n\n\n')
   source = CsvDataSource(path, SCHEMA)
 
   message = f"{path}:6: column 'x' is not a real number: x"
   assert _read_error(source) == message
   assert _rows_error(path) == message
-  path = _write(tmp_path, 'b.csv', '\na,1,1\n   \n\nb,2,2\n\n')
+  path = _write(tmp_path, 'b.csv', '\na,1,1\n\n\nb,2,2\n\n')
   assert _read(CsvDataSource(path, SCHEMA))['name'] == ['a', 'b']
   assert [r['name'] for r in read_rows(path, SCHEMA)] == ['a', 'b']
 
 
+def test_a_line_of_spaces_is_a_bad_record(tmp_path):
+  path = _write(tmp_path, 'a.csv', 'a,1,1\n   \nb,2,2\n')
+
+  message = f'{path}:2: expected 3 columns, found 1'
+  assert _read_error(CsvDataSource(path, SCHEMA)) == message
+  assert _rows_error(path) == message
+
+
 def test_empty_cells_take_the_field_defaults(tmp_path):
-  path = _write(tmp_path, 'a.csv', ',,\n  , 2.5 , \nz,,-3\n')
+  path = _write(tmp_path, 'a.csv', ',,\n"", 2.5 ,""\nz,,-3\n')
 
   assert _read(CsvDataSource(path, WITH_DEFAULTS)) == {
       'name': ['none', 'none', 'z'], 'x': [0.5, 2.5, 0.5], 'n': [7, 7, -3]}
@@ -149,6 +158,16 @@ def test_empty_cells_take_the_field_defaults(tmp_path):
       {'name': 'none', 'x': 0.5, 'n': 7},
       {'name': 'none', 'x': 2.5, 'n': 7},
       {'name': 'z', 'x': 0.5, 'n': -3}]
+
+
+def test_spaces_are_text_not_an_empty_cell(tmp_path):
+  path = _write(tmp_path, 'a.csv', '  ,1,1\n')
+  assert _read(CsvDataSource(path, WITH_DEFAULTS))['name'] == ['  ']
+  assert next(read_rows(path, WITH_DEFAULTS))['name'] == '  '
+  path = _write(tmp_path, 'b.csv', 'a,1,1\na,  ,1\n')
+  message = f"{path}:2: column 'x' is not a real number:   "
+  assert _read_error(CsvDataSource(path, WITH_DEFAULTS)) == message
+  assert _rows_error(path, WITH_DEFAULTS) == message
 
 
 def test_quoted_fields_may_hold_the_delimiter_and_quotes(tmp_path):
@@ -223,7 +242,9 @@ BAD_RECORDS = [
      "column 'n' is out of the 64-bit integer range: 99999999999999999999"),
     ('b,,2', "column 'x' is empty"),
     (',2,2', "column 'name' is empty"),
-    ('b,2, ', "column 'n' is empty"),
+    ('b,2, ', "column 'n' is not an integer:  "),
+    ('b,inf,2', "column 'x' is not a real number: inf"),
+    ('b,1e39,2', "column 'x' is out of the 32-bit real range: 1e39"),
     ('"b,2,2', 'unbalanced quote'),
     ('b,2,"2', 'unbalanced quote'),
     ('b"c,2,2', 'unbalanced quote'),
@@ -231,8 +252,8 @@ BAD_RECORDS = [
     ('b, "c",2', 'misplaced quote'),
 ]
 # read() runs a pipeline per case: each kind of problem once.
-READ_CASES = ('b,2', 'b,two,2', 'b,2,99999999999999999999', 'b,,2', '"b,2,2',
-              '"b"c,2,2')
+READ_CASES = ('b,2', 'b,two,2', 'b,nan,2', 'b,1e39,2',
+              'b,2,99999999999999999999', 'b,,2', '"b,2,2', '"b"c,2,2')
 
 
 @pytest.mark.parametrize('line,reason', [
@@ -364,3 +385,131 @@ def test_data_errors_passes_other_tensorflow_errors_through():
   with pytest.raises(tf.errors.InvalidArgumentError, match='boom'):
     with data_errors():
       raise tf.errors.InvalidArgumentError(None, None, 'boom')
+
+
+# The reader (one typed decode_csv per batch) and the line-by-line checks
+# (parse_lines, used when skipping bad records) read the same values.
+
+
+def test_decoding_and_checking_read_the_same_values(tmp_path):
+  lines = ['a,1.5,1', 'b,-2,2', 'c,3e1,3', 'd,.5,-4', 'e,5.,+5', '"f",1,1',
+           'g, 2.5 ,2', 'h,3,0000000000000000007', '"i,j","4", 4 ',
+           '"say ""hi""",1e38,-9223372036854774784']
+  path = _write(tmp_path, 'a.csv', '\n'.join(lines) + '\n')
+
+  expected, reasons = _parse(lines)
+  assert reasons == [''] * len(lines)
+  assert [r['name'] for r in read_rows(path, SCHEMA)] == expected['name']
+  assert _read(CsvDataSource(path, SCHEMA), batch_size=4) == expected
+  assert _read(CsvDataSource(path, SCHEMA, skip_bad_records=True),
+               batch_size=4) == expected
+
+
+def test_empty_cells_take_defaults_when_skipping_bad_records(tmp_path):
+  path = _write(tmp_path, 'a.csv', 'a,,1\n,2,\n,,\n')
+
+  source = CsvDataSource(path, WITH_DEFAULTS, skip_bad_records=True)
+  assert _read(source, batch_size=10) == {
+      'name': ['a', 'none', 'none'], 'x': [0.5, 2.0, 0.5], 'n': [1, 7, 7]}
+
+
+def test_a_bad_record_is_named_when_shuffled(tmp_path):
+  rows = ''.join(f'r{i},{i},{i}\n' for i in range(50))
+  good = _write(tmp_path, 'a.csv', rows)
+  bad = _write(tmp_path, 'b.csv', rows + 'r,oops,1\n' + rows)
+  source = CsvDataSource([good, bad], SCHEMA)
+
+  with pytest.raises(DataError) as info:
+    _read(source, batch_size=16, shuffle=True, epochs=None)
+  assert str(info.value) == f"{bad}:51: column 'x' is not a real number: oops"
+
+
+def test_an_unlocated_bad_record_still_says_what_is_wrong():
+  @tf.function
+  def check(lines):
+    _, reasons = parse_lines(lines, SCHEMA)
+    valid = _validation.assert_valid_records(reasons, lines)
+    with tf.control_dependencies([valid]):
+      return tf.identity(lines)
+
+  with pytest.raises(DataError) as info:
+    with data_errors():
+      check(tf.constant(['a,1,1', 'nowhere,x,1']))
+  assert str(info.value) == ("column 'x' is not a real number: x (record: "
+                             "'nowhere,x,1')")
+
+
+# Skipping bad records.
+
+MIXED = 'a,1,1\nb,two,2\n\nc,3,3\nd,4\ne,5,5\n"f,6,6\n'
+
+
+def test_skip_bad_records_drops_and_counts_them(tmp_path):
+  path = _write(tmp_path, 'a.csv', MIXED)
+  dataset = CsvDataSet(SCHEMA, train=path, skip_bad_records=True)
+  source = dataset['train']
+
+  assert source.bad_records == 0
+  assert _read(source, batch_size=2) == {
+      'name': ['a', 'c', 'e'], 'x': [1.0, 3.0, 5.0], 'n': [1, 3, 5]}
+  assert source.bad_records == 3
+  _read(source, batch_size=10, epochs=2)
+  assert source.bad_records == 9  # A running count, over every read.
+  assert CsvDataSet(SCHEMA, train=path)['train'].bad_records == 0
+
+
+def test_a_batch_of_bad_records_only_is_not_read(tmp_path):
+  path = _write(tmp_path, 'a.csv', 'x,y,z\nx,y,z\na,1,1\n')
+  source = CsvDataSource(path, SCHEMA, skip_bad_records=True)
+
+  assert [len(b['n']) for b in source.read(batch_size=2)] == [1]
+  assert source.bad_records == 2
+
+
+def test_read_rows_skips_bad_records_and_reports_them(tmp_path):
+  path = _write(tmp_path, 'a.csv', MIXED)
+  skipped = []
+
+  rows = list(read_rows(path, SCHEMA, skip_bad_records=True,
+                        on_bad_record=skipped.append))
+  assert [r['name'] for r in rows] == ['a', 'c', 'e']
+  assert skipped == [f"{path}:2: column 'x' is not a real number: two",
+                     f'{path}:5: expected 3 columns, found 2',
+                     f'{path}:7: unbalanced quote']
+
+
+def test_skip_bad_records_must_be_a_bool():
+  with pytest.raises(DataError, match='skip_bad_records must be True or '
+                     "False. Received: skip_bad_records='yes'"):
+    CsvDataSet(SCHEMA, train='a.csv', skip_bad_records='yes')
+
+
+def test_analysis_skips_and_logs_bad_records(tmp_path):
+  import logging  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  iris = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))), 'samples', 'iris')
+  path = _write(tmp_path, 'train.csv',
+                'setosa,5.1,3.5,1.4,0.2\nsetosa,4.9,3.0,wide,0.2\n'
+                'virginica,6.3,3.3,6,2.5\nvirginica,1,2\n')
+  dataset = CsvDataSet(os.path.join(iris, 'schema.yaml'),
+                       features=os.path.join(iris, 'features.yaml'),
+                       train=path, skip_bad_records=True)
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  logger = logging.getLogger('tensorfx')
+  logger.addHandler(handler)
+  level = logger.level
+  logger.setLevel(logging.INFO)
+  try:
+    metadata = dataset.analyze(str(tmp_path / 'analysis'))
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+  assert metadata.instances == 2
+  messages = [r.getMessage() for r in records]
+  assert 'Skipped 2 bad records of train' in messages
+  assert (f"Skipping a bad record: {path}:2: column 'petal_length' is not a "
+          'real number: wide') in messages

@@ -20,8 +20,9 @@ class FeedForwardArguments(ModelArguments):
         parser, '--hidden-layers', type=int, default=[],
         help='units of each hidden layer, e.g. --hidden-layers:1 20 '
         '--hidden-layers:2 10 (or --hidden-layers 20 10)')
-    parser.add_argument('--learning-rate', type=float, default=0.01,
-                        help='the Adam learning rate (default 0.01)')
+    # --learning-rate is a standard flag (see ModelArguments); these
+    # models have always started from 0.01.
+    parser.set_defaults(learning_rate=0.01)
     return parser
 
   def process(self):
@@ -31,17 +32,51 @@ class FeedForwardArguments(ModelArguments):
         raise ConfigurationError(
             'Hidden layers need a positive number of units. Received: '
             f'--hidden-layers:{index}={units}')
-    if self.learning_rate <= 0:
-      raise ConfigurationError('--learning-rate must be positive. Received: '
-                               f'--learning-rate={self.learning_rate}')
 
 
 class FeedForwardClassificationArguments(FeedForwardArguments):
   """Arguments of `FeedForwardClassification`."""
 
 
+LOSSES = ('mse', 'mae', 'huber')
+LOSS_NORMALIZATIONS = ('none', 'percentage')
+
+
 class FeedForwardRegressionArguments(FeedForwardArguments):
-  """Arguments of `FeedForwardRegression`."""
+  """Arguments of `FeedForwardRegression`: the loss and its normalization.
+
+  `--loss` is mse (mean squared error), mae (mean absolute error) or huber
+  (squared below `--huber-delta`, linear above); `--loss-normalization
+  percentage` divides each error by the target's magnitude first, as
+  Gematria's PERCENTAGE_ERROR does.
+
+  Example:
+    >>> args = FeedForwardRegressionArguments.parse(
+    ...     ['--loss', 'mae', '--loss-normalization', 'percentage'])
+    >>> args.loss, args.loss_normalization
+    ('mae', 'percentage')
+  """
+
+  @classmethod
+  def build_parser(cls):
+    parser = super().build_parser()
+    loss = parser.add_argument_group('loss')
+    loss.add_argument('--loss', type=str.lower, choices=LOSSES,
+                      default='mse',
+                      help='the training loss (default: %(default)s)')
+    loss.add_argument('--loss-normalization', type=str.lower,
+                      choices=LOSS_NORMALIZATIONS, default='none',
+                      help='percentage: each error is divided by |target| '
+                      'before the loss (default: %(default)s)')
+    loss.add_argument('--huber-delta', type=float, default=1.0,
+                      metavar='DELTA',
+                      help='where the huber loss turns linear (default: '
+                      '%(default)s)')
+    return parser
+
+  def process(self):
+    super().process()
+    self._check_positive('huber_delta', expected='a positive number')
 
 
 class _FeedForward(ModelBuilder):
@@ -79,9 +114,15 @@ class _FeedForward(ModelBuilder):
         continue
       value = inputs[name]
       if info.type == FeatureType.EMBEDDING:
-        value = self._embeddings[name](value)
+        value = _embed(self._embeddings[name], value)
       elif info.categorical:
-        value = tf.one_hot(value, info.cardinality)
+        # Several values per instance (a multivalent field) are a bag.
+        value = _transforms.multi_hot(value, info.cardinality)
+      elif isinstance(value, tf.SparseTensor):
+        raise ConfigurationError(
+            f'Feature {name!r} has a variable number of values; feed-forward '
+            'models need one row per instance (use onehot, embedding, hash '
+            'or bucketize in the feature set).')
       elif value.dtype == tf.string:
         raise ConfigurationError(
             f'Feature {name!r} is a string; feed-forward models need numbers '
@@ -113,11 +154,74 @@ class _FeedForward(ModelBuilder):
     return x
 
 
+# Bounds |target| from below in percentage errors: a zero target would
+# make the error infinite.
+_PERCENTAGE_EPSILON = 1e-6
+
+
+def regression_loss(predictions, targets, loss='mse', normalization='none',
+                    huber_delta=1.0):
+  """The mean regression loss of a batch.
+
+  Example:
+    >>> float(regression_loss(tf.constant([3.0]), tf.constant([2.0]), 'mae',
+    ...                       'percentage'))
+    0.5
+
+  Args:
+    predictions: [B] float predictions.
+    targets: [B] float targets.
+    loss: 'mse', 'mae' or 'huber'.
+    normalization: 'none', or 'percentage' to divide each error by
+      max(|target|, 1e-6) first (Gematria's percentage error).
+    huber_delta: where the huber loss turns from squared to linear.
+
+  Returns:
+    The scalar mean loss.
+  """
+  errors = predictions - targets
+  if normalization == 'percentage':
+    errors = errors / tf.maximum(tf.abs(targets), _PERCENTAGE_EPSILON)
+  elif normalization != 'none':
+    raise ConfigurationError(
+        f'--loss-normalization must be one of {", ".join(LOSS_NORMALIZATIONS)}.'
+        f' Received: --loss-normalization={normalization}')
+  absolute = tf.abs(errors)
+  if loss == 'mse':
+    losses = tf.square(errors)
+  elif loss == 'mae':
+    losses = absolute
+  elif loss == 'huber':
+    quadratic = tf.minimum(absolute, huber_delta)
+    losses = 0.5 * tf.square(quadratic) + huber_delta * (absolute - quadratic)
+  else:
+    raise ConfigurationError(f'--loss must be one of {", ".join(LOSSES)}. '
+                             f'Received: --loss={loss}')
+  return tf.reduce_mean(losses)
+
+
+def _embed(layer, indices):
+  """Embeds [B] indices; averages the embeddings of [B, N] or sparse ones."""
+  if isinstance(indices, tf.SparseTensor):
+    if not layer.built:
+      layer.build(None)
+    # Out-of-range (negative) ids are dropped; an empty row embeds to 0.
+    return tf.nn.safe_embedding_lookup_sparse(layer.embeddings, indices,
+                                              combiner='mean')
+  value = layer(indices)
+  if indices.shape.rank == 2:
+    value = tf.reduce_mean(value, axis=1)
+  return value
+
+
 class FeedForwardClassification(_FeedForward):
   """A feed-forward classifier over the features of a dataset.
 
-  Inputs are every non-target feature (categorical ones one-hot encoded or
-  embedded); the target is a discrete field. Outputs `label` (the predicted
+  Inputs are every non-target, non-key feature side by side: numeric ones
+  as they are, categorical ones (bucketize, hash, cross) one-hot encoded,
+  embedding ones through a trainable `tf_keras.layers.Embedding` each. A
+  multivalent categorical feature is a bag: multi-hot, or the mean of its
+  values' embeddings. The target is a discrete field. Outputs `label` (the predicted
   class) and `scores` (a probability per class, in `labels` order).
 
   Example:
@@ -171,7 +275,14 @@ class FeedForwardClassification(_FeedForward):
 class FeedForwardRegression(_FeedForward):
   """A feed-forward regressor over the features of a dataset.
 
-  The target is a numeric field; outputs `value`.
+  The target is a numeric field; outputs `value`. The training loss follows
+  `--loss` and `--loss-normalization` (see
+  `FeedForwardRegressionArguments`); arguments without them train on the
+  mean squared error.
+
+  Example:
+    >>> args = FeedForwardRegressionArguments.parse(['--loss', 'huber'])
+    >>> FeedForwardRegression(args, dataset)
   """
 
   evaluation_metric = ('rmse', 'min')
@@ -182,7 +293,11 @@ class FeedForwardRegression(_FeedForward):
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
     target = tf.cast(inputs[self.target.name], tf.float32)
-    loss = tf.reduce_mean(tf.square(inferences[:, 0] - target))
+    args = self.args
+    loss = regression_loss(
+        inferences[:, 0], target, getattr(args, 'loss', 'mse'),
+        getattr(args, 'loss_normalization', 'none'),
+        getattr(args, 'huber_delta', 1.0))
     return loss, self.optimizer
 
   def build_output(self, inferences):

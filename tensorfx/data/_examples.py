@@ -1,0 +1,376 @@
+"""TFRecord files of tf.Example: batches of raw features, in TensorFlow and Beam.
+
+The TensorFlow reader has the shape of a hand-written tf.data pipeline:
+interleave the files, shuffle, repeat, batch, then parse each batch with one
+`tf.io.parse_example` call, prefetch. It carries no per-record bookkeeping;
+when it fails (a truncated or corrupt file, a record that does not match the
+schema) `data_errors()` asks the source to find the record by scanning its
+files, so the error names the file, the record and the feature.
+
+The Beam reader parses each record in Python, by the same rules: a field of
+length 1 or N needs exactly that many values (or takes its default when
+absent), a field of length 0 any number; the value list must be of the
+schema's type (int64_list, float_list, bytes_list).
+"""
+
+import os
+import re
+
+from tensorfx._errors import DataError
+from tensorfx.data import _paths
+from tensorfx.data import _validation
+from tensorfx.data._dataset import DataSet
+from tensorfx.data._dataset import DataSource
+
+_COMPRESSIONS = {None: '', '': '', 'none': '', 'gzip': 'GZIP', 'zlib': 'ZLIB'}
+_SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
+             ('.zlib', 'ZLIB'))
+# Files read at once; more only adds buffers once reading is parallel.
+_CYCLE_LENGTH = 16
+_SCAN_BATCH = 1024
+_KINDS = {'integer': 'int64_list', 'real': 'float_list',
+          'discrete': 'bytes_list'}
+# DataLossErrors that reading a TFRecord file raises (others, e.g. from a
+# checkpoint, are not this source's business).
+_RECORD_LOSS = re.compile(r'(truncated|corrupted) record at (\d+)|inflate|'
+                          r'deflate|zlib|gzip|Read less bytes', re.IGNORECASE)
+_TF_NOISE = re.compile(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:[^\]]*\].*$|'
+                       r'\s*\[\[\{\{node [^}]*\}\}\]\]', re.DOTALL)
+
+
+def compression_of(path, compression='auto'):
+  """The TFRecord compression type ('', 'GZIP' or 'ZLIB') of a file.
+
+  Args:
+    path: the file.
+    compression: None (uncompressed), 'GZIP', 'ZLIB', or 'auto': by the
+      file's suffix (.gz/.gzip: GZIP, .zz/.zlib: ZLIB, else none).
+  """
+  if isinstance(compression, str) and compression.lower() == 'auto':
+    lower = path.lower()
+    for suffix, kind in _SUFFIXES:
+      if lower.endswith(suffix):
+        return kind
+    return ''
+  key = compression.lower() if isinstance(compression, str) else compression
+  return _COMPRESSIONS[key]
+
+
+def _check_compression(compression):
+  key = compression.lower() if isinstance(compression, str) else compression
+  if key != 'auto' and key not in _COMPRESSIONS:
+    raise DataError("compression must be None, 'GZIP', 'ZLIB' or 'auto'. "
+                    f'Received: compression={compression!r}')
+
+
+def _clean(error):
+  """TensorFlow's message of an error, without graph and op decorations."""
+  text = str(getattr(error, 'message', '') or error)
+  return _TF_NOISE.sub('', text).strip()
+
+
+class ExamplesDataSource(DataSource):
+  """TFRecord files of serialized tf.Example protos, one per record.
+
+  Each record holds a feature per schema field, named like the field: an
+  int64_list for integer fields, a float_list for real fields and a
+  bytes_list for discrete ones. A field of length 1 holds one value, of
+  length N exactly N, of length 0 any number (read as a `tf.SparseTensor`).
+  A field with a default may be left out of a record (not for length 0,
+  where a missing feature is an empty list).
+
+  Example:
+    >>> source = ExamplesDataSource('data/train-*.tfrecord.gz', schema)
+    >>> batch = next(iter(source.read(batch_size=64)))
+
+  Args:
+    paths: a path, a file pattern, a comma-separated list or a sequence of
+      them; local or any `tf.io.gfile` filesystem (`gs://`).
+    schema: the `Schema` of the features.
+    compression: None, 'GZIP', 'ZLIB', or 'auto' (by each file's suffix:
+      .gz is GZIP).
+  """
+
+  def __init__(self, paths, schema, compression='auto'):
+    super().__init__(paths, schema)
+    _check_compression(compression)
+    self.compression = compression
+
+  def compressions(self):
+    """The compression type of each of `files()`, in order."""
+    return [compression_of(f, self.compression) for f in self.files()]
+
+  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
+           shuffle_buffer=10000):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    files = self.files()
+    compressions = self.compressions()
+    spec = _transforms.parsing_spec(self.schema)
+    _validation.watch(self)
+    deterministic = not shuffle or seed is not None
+    ds = tf.data.Dataset.from_tensor_slices((files, compressions))
+    if shuffle and len(files) > 1:
+      ds = ds.shuffle(len(files), seed=seed)
+    ds = ds.interleave(
+        lambda path, compression: tf.data.TFRecordDataset(path, compression),
+        cycle_length=min(len(files), _CYCLE_LENGTH),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    if shuffle:
+      ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.repeat(epochs)
+    # Batch first: one vectorized parse per batch, not one call per record.
+    ds = ds.batch(batch_size)
+    ds = ds.map(lambda records: tf.io.parse_example(records, spec),
+                num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=deterministic)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+  def diagnose(self, error):
+    """Finds the record behind a failed `read()` pipeline.
+
+    Called by `data_errors()` once a pipeline failed. Scans the files for a
+    record that fails the same way (the same TensorFlow message), so a
+    source whose files are fine, or bad in another way, claims nothing.
+
+    Returns:
+      The message of a `DataError` naming the file, the record and what is
+      wrong, or None when the error is not about these files.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if isinstance(error, tf.errors.DataLossError):
+      match = _RECORD_LOSS.search(_clean(error))
+      if not match:
+        return None
+      offset = int(match.group(2)) if match.group(2) else None
+      parse = False
+    elif isinstance(error, tf.errors.InvalidArgumentError):
+      if _validation.example_error(error) is None and \
+          _NOT_AN_EXAMPLE not in _clean(error):
+        return None
+      offset, parse = None, True
+    elif isinstance(error, UnicodeDecodeError) and _from_tensorflow(error):
+      # TensorFlow could not report a binary record that failed to parse.
+      offset, parse = None, True
+    else:
+      return None
+    for path, compression in zip(self.files(), self.compressions()):
+      if offset is not None and not compression and \
+          tf.io.gfile.stat(path).length <= offset:
+        continue  # That record offset is past the end of this file.
+      found = _scan(path, compression, self.schema, parse)
+      if found and _same_failure(error, found[1]):
+        return found[0]
+    return None
+
+  def beam_source(self, pipeline, label='ReadExamples'):
+    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    pairs = list(zip(self.files(), self.compressions()))
+    schema = self.schema
+    return (pipeline
+            | f'{label}Files' >> beam.Create(pairs)
+            # Spreads the files over workers (Create makes one bundle).
+            | f'{label}Spread' >> beam.Reshuffle()
+            | f'{label}Rows' >> beam.FlatMap(
+                lambda pair: read_examples(pair[0], schema, pair[1])))
+
+
+_NOT_AN_EXAMPLE = 'Could not parse example input'
+# Where a record is, in ParseExample's messages: differs between the
+# pipeline (unnamed, index in its batch) and the scan (named, other batches).
+_RECORD_NAME = re.compile(r'Name: [^,]*, |Index: \d+\.')
+
+
+def _from_tensorflow(error):
+  """Whether an exception was raised while TensorFlow reported an error."""
+  traceback = error.__traceback__
+  while traceback is not None and traceback.tb_next is not None:
+    traceback = traceback.tb_next
+  return traceback is not None and \
+      f'{os.sep}tensorflow{os.sep}' in traceback.tb_frame.f_code.co_filename
+
+
+def _same_failure(error, found):
+  """Whether `error` is the failure that scanning found (`found`)."""
+  if isinstance(error, UnicodeDecodeError):
+    # The record's bytes are in the message TensorFlow could not decode.
+    return isinstance(found, bytes) and found[:64] in bytes(error.object)
+  if not isinstance(found, str):
+    return False
+  return _RECORD_NAME.sub('', found) in _RECORD_NAME.sub('', _clean(error))
+
+
+def _scan(path, compression, schema, parse):
+  """The first bad record of one file, or None.
+
+  Returns:
+    `(message, failure)`: the message of the `DataError`, and what failed:
+    TensorFlow's message, or the record when it is not a tf.Example.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+  spec = _transforms.parsing_spec(schema)
+  count = 0
+  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
+      _SCAN_BATCH))
+  while True:
+    try:
+      records = next(batches)
+    except StopIteration:
+      return None
+    except tf.errors.DataLossError as e:
+      return _loss(path, compression, count, e)
+    if parse:
+      found = _parse_problem(path, records, count, spec)
+      if found:
+        return found
+    count += int(records.shape[0])
+
+
+def _loss(path, compression, count, error):
+  """Names the record a DataLossError stopped at (after `count` good ones).
+
+  Returns:
+    `(message, TensorFlow's message)`.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  number = count + 1
+  try:
+    for _ in tf.data.TFRecordDataset(path, compression).skip(count):
+      number += 1
+  except tf.errors.DataLossError as e:
+    error = e
+  text = _clean(error)
+  return (f'{path}: record {number}: truncated or corrupt TFRecord file '
+          f'({text})', text)
+
+
+def _parse_problem(path, records, count, spec):
+  """The first record of a batch that does not parse, as `_scan` returns."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  names = tf.strings.as_string(tf.range(count + 1, count + 1 +
+                                        tf.shape(records, tf.int64)[0]))
+  try:
+    tf.io.parse_example(records, spec, example_names=names)
+    return None
+  except tf.errors.InvalidArgumentError as e:
+    message = _validation.example_error(
+        e, name=lambda name: f'{path}: record {name}')
+    if message:
+      return message, _clean(e)
+  except UnicodeDecodeError:
+    pass
+  # Not a tf.Example at all: find which record, one at a time.
+  for index, record in enumerate(records.numpy(), start=count + 1):
+    try:
+      tf.io.parse_example([record], spec)
+    except tf.errors.InvalidArgumentError as e:
+      return (f'{path}: record {index}: not a serialized tf.Example',
+              _clean(e))
+    except UnicodeDecodeError:
+      return f'{path}: record {index}: not a serialized tf.Example', record
+  return None
+
+
+def read_examples(path, schema, compression=''):
+  """Yields the records of one TFRecord file as dicts of Python values.
+
+  Streams the file (bounded memory); used by the Beam analysis. Scalars are
+  Python values, lists (length 0 or N) Python lists; discrete values are
+  bytes, as tf.Example holds them.
+
+  Raises:
+    DataError: naming the file and record of the first bad record.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
+  from google.protobuf import message as pb_message  # pylint: disable=g-import-not-at-top
+  count = 0
+  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
+      _SCAN_BATCH))
+  while True:
+    try:
+      records = next(batches)
+    except StopIteration:
+      return
+    except tf.errors.DataLossError as e:
+      raise DataError(_loss(path, compression, count, e)[0]) from None
+    for record in records.numpy():
+      count += 1
+      try:
+        example = example_pb2.Example.FromString(record)
+      except pb_message.DecodeError:
+        raise DataError(f'{path}: record {count}: not a serialized '
+                        'tf.Example') from None
+      yield example_row(example, schema, f'{path}: record {count}')
+
+
+def example_row(example, schema, where='a tf.Example'):
+  """The values of a tf.Example proto, by field name, checked against schema.
+
+  Raises:
+    DataError: prefixed with `where`, naming the feature at fault.
+  """
+  features = example.features.feature
+  row = {}
+  for field in schema:
+    kind = _KINDS[field.type.value]
+    feature = features.get(field.name)
+    present = feature is not None and feature.WhichOneof('kind') is not None
+    if present and feature.WhichOneof('kind') != kind:
+      raise DataError(
+          f'{where}: feature {field.name!r} is a '
+          f'{feature.WhichOneof("kind")}; the schema says '
+          f'{field.type.value}, a {kind}')
+    values = list(getattr(feature, kind).value) if present else []
+    if field.length == 0:
+      row[field.name] = values
+      continue
+    if not values:
+      if field.default is None:
+        raise DataError(f'{where}: missing required feature {field.name!r}')
+      values = [field.default] * field.length
+    elif len(values) != field.length:
+      raise DataError(f'{where}: feature {field.name!r} has {len(values)} '
+                      f'values; the schema says {field.length}')
+    if field.type.value == 'integer':
+      values = [int(v) for v in values]
+    elif field.type.value == 'real':
+      values = [float(v) for v in values]
+    row[field.name] = values[0] if field.length == 1 else values
+  return row
+
+
+class ExamplesDataSet(DataSet):
+  """A DataSet of TFRecord sources of tf.Example, sharing one schema.
+
+  Example:
+    >>> dataset = ExamplesDataSet('schema.yaml',
+    ...                           train='data/train-*.tfrecord.gz',
+    ...                           eval='data/eval.tfrecord.gz',
+    ...                           features='features.yaml')
+    >>> dataset['train'].compressions()
+    ['GZIP', 'GZIP']
+
+  Args:
+    schema: a `Schema` or the path of its YAML file.
+    metadata: the analysis output: a directory written by `tensorfx analyze`
+      (or its `metadata.json`), a `Metadata`, or None to analyze on demand.
+    features: a `FeatureSet` or the path of its YAML file.
+    compression: None, 'GZIP', 'ZLIB' or 'auto' (by file suffix: .gz is
+      GZIP) for every source.
+    **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
+      or list of them.
+  """
+
+  def __init__(self, schema, metadata=None, features=None, compression='auto',
+               **sources):
+    super().__init__(schema, metadata=metadata, features=features)
+    _check_compression(compression)
+    for name, paths in sources.items():
+      if paths is None:
+        continue
+      if not _paths.as_list(paths):
+        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
+      self._sources[name] = ExamplesDataSource(paths, self.schema,
+                                               compression)
