@@ -128,7 +128,7 @@ def run(args):
   pipelines = {'tensorfx': tensorfx_pipeline,
                'hand-written': hand_written_pipeline}
   results = []
-  for kind in ('csv', 'tfrecord', 'tfrecord-gzip'):
+  for kind in args.formats:
     files = paths[kind]
     rates = {name: [] for name in pipelines}
     cpu_rates = {name: [] for name in pipelines}
@@ -182,6 +182,9 @@ def main(argv=None):
   parser.add_argument('--shards', type=int, default=4)
   parser.add_argument('--batch-size', type=int, default=256)
   parser.add_argument('--rounds', type=int, help='passes per pipeline')
+  parser.add_argument('--formats', default='csv,tfrecord,tfrecord-gzip',
+                      type=lambda text: text.split(','),
+                      help='which formats (default: %(default)s)')
   parser.add_argument('--data', help='where to write the data '
                       '(default benchmarks/results/data)')
   args = parser.parse_args(argv)

@@ -137,9 +137,11 @@ class CsvDataSource(DataSource):
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
-    skip = 1 if self.skip_header else 0
-    ds = ds.interleave(lambda path: tf.data.TextLineDataset(path).skip(skip),
-                       cycle_length=min(len(files), _CYCLE_LENGTH),
+    if self.skip_header:
+      lines_of = lambda path: tf.data.TextLineDataset(path).skip(1)
+    else:
+      lines_of = tf.data.TextLineDataset
+    ds = ds.interleave(lines_of, cycle_length=min(len(files), _CYCLE_LENGTH),
                        num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=deterministic)
     if shuffle:
@@ -173,10 +175,10 @@ class CsvDataSource(DataSource):
     # decode_csv reads 'nan', 'inf' and overflows to inf; the rules do not.
     finite = tf.reduce_all(tf.math.is_finite(tf.stack(reals, axis=1)),
                            axis=1)
-    check = _validation.assert_records(
-        finite, lines, 'a real is not a finite 32-bit number')
-    with tf.control_dependencies([check]):
-      return {k: tf.identity(v) for k, v in features.items()}
+    # Stateful, so it runs in the tf.data function without a dependency.
+    _validation.assert_records(finite, lines,
+                               'a real is not a finite 32-bit number')
+    return features
 
   def _check_batch(self, lines):
     """Parses and checks each line; drops empty and bad ones, counting these."""
