@@ -26,6 +26,7 @@ Python reader's rules, so the error names the file and line. With
 import csv
 import io
 import re
+import threading
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
@@ -90,6 +91,8 @@ class CsvDataSource(DataSource):
       Batches with dropped rows are smaller than the batch size.
   """
 
+  supports_skipping = True
+
   def __init__(self, paths, schema, delimiter=',', skip_header=False,
                skip_bad_records=False):
     super().__init__(paths, schema)
@@ -107,15 +110,23 @@ class CsvDataSource(DataSource):
                       f'skip_bad_records={skip_bad_records!r}')
     self.delimiter = delimiter
     self.skip_header = skip_header
-    self.skip_bad_records = skip_bad_records
-    self._bad_records = None
+    self._counting = False
+    self._bad_records = 0
+    self._lock = threading.Lock()
     if skip_bad_records:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      # Made here, not in read(): read() may run under a distribution
-      # strategy's scope, which would make it a distributed variable.
-      with tf.init_scope():
-        self._bad_records = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                        name='bad_records')
+      self.enable_skipping()
+
+  def enable_skipping(self, count=True):
+    """Makes `read()` drop bad rows instead of failing.
+
+    Args:
+      count: whether to count (and log the first few of) the dropped rows,
+        from Python. Pipelines that run in another process (the workers of
+        a parameter-server cluster) cannot call back into this one: they
+        read with `count=False`.
+    """
+    self.skip_bad_records = True
+    self._counting = count
 
   @property
   def bad_records(self):
@@ -124,9 +135,19 @@ class CsvDataSource(DataSource):
     Counted as batches are read (so far, not in the whole data); always 0
     unless `skip_bad_records`.
     """
-    if self._bad_records is None:
-      return 0
-    return int(self._bad_records.numpy())
+    return self._bad_records
+
+  def _note_bad_rows(self, reasons, lines):
+    """Counts and logs rows that `_check_batch` dropped (from tf.data)."""
+    reasons, lines = reasons.numpy(), lines.numpy()
+    with self._lock:
+      first = self._bad_records
+      self._bad_records += len(reasons)
+    for index in range(max(0, min(len(reasons), _LOGGED_BAD_ROWS - first))):
+      logger.warning('Skipping a bad record: %s: %r',
+                     reasons[index].decode('utf-8', 'replace'),
+                     lines[index].decode('utf-8', 'replace')[:80])
+    return len(reasons)
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
@@ -186,9 +207,19 @@ class CsvDataSource(DataSource):
     lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
     features, reasons = parse_lines(lines, self.schema, self.delimiter)
     good = reasons == ''
-    count = self._bad_records.assign_add(tf.reduce_sum(
-        tf.cast(~good, tf.int64)))
-    with tf.control_dependencies([count]):
+    if not self._counting:
+      return {k: tf.boolean_mask(v, good) for k, v in features.items()}
+
+    def note():
+      return tf.py_function(
+          self._note_bad_rows,
+          [tf.boolean_mask(reasons, ~good), tf.boolean_mask(lines, ~good)],
+          tf.int64)
+
+    # Python is called only for batches that have bad rows.
+    noted = tf.cond(tf.reduce_all(good), lambda: tf.constant(0, tf.int64),
+                    note)
+    with tf.control_dependencies([noted]):
       return {k: tf.boolean_mask(v, good) for k, v in features.items()}
 
   def diagnose(self, error):

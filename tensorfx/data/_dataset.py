@@ -1,5 +1,6 @@
 """DataSet: a schema, a feature set, analysis results and named sources."""
 
+import copy
 import os
 
 from tensorfx._errors import DataError
@@ -19,16 +20,50 @@ class DataSource:
   TensorFlow, `beam_source()` into rows for the Beam analysis.
   """
 
+  # Sources that can drop bad records instead of failing say so.
+  supports_skipping = False
+
   def __init__(self, paths, schema):
     self.paths = _paths.as_list(paths)
     self.schema = schema
+    self.skip_bad_records = False
     self._files = None
+
+  @property
+  def bad_records(self):
+    """How many bad records reading this source skipped so far."""
+    return 0
 
   def files(self):
     """The files this source reads (patterns expanded, checked to exist)."""
     if self._files is None:
       self._files = _paths.expand(self.paths)
     return list(self._files)
+
+  def with_paths(self, paths):
+    """A source like this one (format, options) reading other files.
+
+    Example:
+      >>> holdout = dataset['eval'].with_paths('data/holdout-*.csv')
+
+    Args:
+      paths: a path, pattern, comma-separated list or a sequence of them.
+
+    Returns:
+      A new source of the same class and options.
+
+    Raises:
+      DataError: no paths, or this source does not read files (a DataFrame).
+    """
+    if not self.paths:
+      raise DataError(f'A {type(self).__name__} does not read files; add '
+                      'the source to the DataSet itself.')
+    if not _paths.as_list(paths):
+      raise DataError(f'A source needs paths. Received: {paths!r}')
+    source = copy.copy(self)
+    source.paths = _paths.as_list(paths)
+    source._files = None  # pylint: disable=protected-access
+    return source
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
@@ -100,6 +135,64 @@ class DataSet:
   def sources(self):
     """The names of the sources, e.g. `['train', 'eval']`."""
     return list(self._sources)
+
+  def skip_bad_records(self, count=True):
+    """Makes every source skip and count bad records instead of failing.
+
+    What `--skip-bad-records` does to a trainer's dataset.
+
+    Args:
+      count: whether the sources count (and log) what they skip; pipelines
+        that run in other processes (parameter-server workers) cannot.
+
+    Example:
+      >>> dataset.skip_bad_records()
+      >>> dataset.bad_records()
+      {'train': 0, 'eval': 0}
+
+    Raises:
+      DataError: naming a source whose format cannot skip records.
+    """
+    for name, source in self._sources.items():
+      if not source.supports_skipping:
+        raise DataError(
+            f'Source {name!r} ({type(source).__name__}) cannot skip bad '
+            'records; only CSV sources can.')
+      source.enable_skipping(count)
+
+  def bad_records(self):
+    """The bad records each source skipped so far, by source name."""
+    return {name: source.bad_records
+            for name, source in self._sources.items()}
+
+  def add_source(self, name, paths, like=None):
+    """Adds a named source of other files in the format of an existing one.
+
+    What a validation target with its own files (`--eval-target holdout
+    data=holdout.csv`) uses.
+
+    Example:
+      >>> dataset.add_source('holdout', 'data/holdout.csv', like='eval')
+      >>> dataset.sources
+      ['train', 'eval', 'holdout']
+
+    Args:
+      name: the new source's name (replaces a source of that name).
+      paths: a path, pattern, comma-separated list or a sequence of them.
+      like: the source whose format and options to copy (default: `eval`,
+        else the first source).
+
+    Raises:
+      DataError: the dataset has no source to copy, or its format does not
+        read files.
+    """
+    if like is None:
+      like = 'eval' if 'eval' in self._sources else next(iter(self._sources),
+                                                         None)
+    if like is None:
+      raise DataError(f'Cannot add source {name!r}: the dataset has no '
+                      'source whose format to copy.')
+    self._sources[name] = self[like].with_paths(paths)
 
   def __getitem__(self, name):
     try:
