@@ -24,13 +24,16 @@ from tensorfx.cloud._jobs import submit
 from tensorfx.cloud._jobs import wait
 from tensorfx.cloud._package import build_sdist
 from tensorfx.cloud._package import check_module
+from tensorfx.cloud._runpackage import install_packages
 from tensorfx.cloud._spec import EXECUTOR_IMAGE_CPU
 from tensorfx.cloud._spec import EXECUTOR_IMAGE_GPU
 from tensorfx.cloud._spec import JobSpec
 from tensorfx.cloud._spec import ParameterSpec
 from tensorfx.cloud._spec import StudySpec
 from tensorfx.cloud._spec import WorkerPool
+from tensorfx.cloud._spec import trainer_image
 from tensorfx.cloud._storage import check_bucket
+from tensorfx.cloud._storage import download
 from tensorfx.cloud._storage import exists
 from tensorfx.cloud._storage import list_uris
 from tensorfx.cloud._storage import parse_gcs_uri
@@ -51,7 +54,9 @@ __all__ = [
     'build_sdist',
     'check_bucket',
     'check_module',
+    'download',
     'exists',
+    'install_packages',
     'job_client',
     'job_spec',
     'list_uris',
@@ -63,6 +68,7 @@ __all__ = [
     'status',
     'storage_client',
     'submit',
+    'trainer_image',
     'trial_id',
     'upload',
     'upload_directory',

@@ -874,7 +874,8 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
              staging_bucket=None, module_name=None, package_uris=(),
              args=(), job_dir=None, scale_tier=None, labels=None,
              service_account=None, network=None, timeout=None,
-             executor_image_uri=None, environ=None, **pool_flags):
+             executor_image_uri=None, trainer_image=None, environ=None,
+             **pool_flags):
   """A `JobSpec` from gcloud-style flags and an optional config file.
 
   Flags win over the file. Pool flags are `master_machine_type`,
@@ -908,8 +909,10 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
     service_account: the service account email to run as.
     network: the VPC network to peer with.
     timeout: the longest the job may run ('2h', '7200s', seconds).
-    executor_image_uri: the image Python package pools run on; default: the
-      prebuilt TensorFlow image (see `EXECUTOR_IMAGE_CPU`).
+    executor_image_uri: a prebuilt Vertex AI executor image for Python
+      package pools (`pythonPackageSpec`) instead of the trainer image.
+    trainer_image: the tensorfx trainer image Python package pools run on;
+      default: `trainer_image(project, region, gpu)` per pool.
     environ: the environment for defaults; by default `os.environ`.
     **pool_flags: the per-role flags above.
 
@@ -982,4 +985,5 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
       network=network or fields.get('network'),
       timeout_seconds=timeout_seconds,
       study=fields.get('study'),
+      trainer_image=trainer_image,
       **roles)

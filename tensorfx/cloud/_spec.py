@@ -11,9 +11,13 @@ Vertex AI's worker pools are positional: [0] chief (exactly one replica),
 [1] workers, [2] parameter servers, [3] evaluator. A pool that is not used
 but precedes one that is becomes an empty placeholder `{}`.
 
-Python trainers run on a prebuilt Vertex AI TensorFlow image (see
-`EXECUTOR_TENSORFLOW`); a pool with `image_uri` runs a custom container
-instead.
+Python trainers run on the tensorfx trainer image (`trainer_image()`: Python
+3.11, the pinned TensorFlow and tensorfx, built and pushed by
+`cloudbuild.yaml` from the top-level `Dockerfile`) as a container whose
+command, `tensorfx run-package`, does what Vertex AI's prebuilt executors do
+for a Python package: install the staged packages, then run the module. A
+pool with `executor_image_uri` runs on that prebuilt executor instead
+(`pythonPackageSpec`), and a pool with `image_uri` runs a custom container.
 """
 
 import dataclasses
@@ -25,11 +29,10 @@ from tensorfx.cloud import _storage
 
 # Vertex AI's prebuilt TensorFlow training images lag TensorFlow releases:
 # the newest, when this was written, is TensorFlow 2.17 on Python 3.10
-# (`tf-cpu.2-17.py310`, `tf-gpu.2-17.py310`). The trainer package and any
-# `--packages` are pip-installed on it at start-up. tensorfx itself pins
-# TensorFlow 2.21 and Python 3.11, which no prebuilt image has: to run the
-# pinned stack, build a training image (`--master-image-uri`) or pass an
-# executor image that has it (`--executor-image-uri`).
+# (`tf-cpu.2-17.py310`, `tf-gpu.2-17.py310`), where tensorfx (TensorFlow
+# 2.21, Python 3.11) does not install. They stay available for trainers
+# that do not use tensorfx at run time (`--executor-image-uri`); tensorfx
+# trainers run on the trainer image (`trainer_image()`).
 EXECUTOR_TENSORFLOW = '2-17'
 EXECUTOR_PYTHON = 'py310'
 EXECUTOR_IMAGE_CPU = (f'us-docker.pkg.dev/vertex-ai/training/'
@@ -55,6 +58,41 @@ PARAMETER_TYPES = ('DOUBLE', 'INTEGER', 'DISCRETE', 'CATEGORICAL')
 SCALE_TYPES = ('UNIT_LINEAR_SCALE', 'UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE')
 GOALS = ('MAXIMIZE', 'MINIMIZE')
 ALGORITHMS = ('GRID_SEARCH', 'RANDOM_SEARCH')
+
+
+# Where cloudbuild.yaml pushes the trainer image: an Artifact Registry
+# Docker repository of this name in the job's project and region.
+TRAINER_IMAGE_REPOSITORY = 'tensorfx'
+
+
+def trainer_image(project, region, gpu=False, version=None):
+  """The tensorfx trainer image that `cloudbuild.yaml` pushes.
+
+  Example:
+    >>> trainer_image('my-project', 'us-central1', version='0.1.0')
+    'us-central1-docker.pkg.dev/my-project/tensorfx/trainer:0.1.0'
+    >>> trainer_image('my-project', 'us-central1', gpu=True, version='0.1.0')
+    'us-central1-docker.pkg.dev/my-project/tensorfx/trainer-gpu:0.1.0'
+
+  Args:
+    project: the Google Cloud project holding the repository.
+    region: the repository's region (the job's, so pulls stay local).
+    gpu: the variant with TensorFlow's CUDA libraries, for GPU machines.
+    version: the image tag; by default this tensorfx's version, so a job
+      runs the tensorfx that submitted it.
+  """
+  if version is None:
+    from tensorfx._version import __version__  # pylint: disable=g-import-not-at-top
+    version = __version__
+  name = 'trainer-gpu' if gpu else 'trainer'
+  return (f'{region}-docker.pkg.dev/{project}/{TRAINER_IMAGE_REPOSITORY}/'
+          f'{name}:{version}')
+
+
+def run_package_command(package_uris, python_module):
+  """The trainer image's command that installs the packages and runs."""
+  return ('python', '-m', 'tensorfx', 'run-package', '--package-uris',
+          ','.join(package_uris), '--module', python_module, '--')
 
 
 def executor_image(region, gpu):
@@ -112,8 +150,9 @@ class WorkerPool:
       package, or None.
     command: the container's command; by default `python -m MODULE` when
       the job has a module, else the image's entrypoint.
-    executor_image_uri: the image the Python package runs on, or None for
-      the prebuilt TensorFlow image matching the accelerator.
+    executor_image_uri: a prebuilt Vertex AI executor image the Python
+      package runs on (`pythonPackageSpec`), or None for the job's trainer
+      image.
     boot_disk_type: 'pd-ssd' or 'pd-standard', or None for Vertex's default.
     boot_disk_size_gb: the boot disk size, or None for Vertex's default.
   """
@@ -156,7 +195,7 @@ class WorkerPool:
     return bool(self.accelerator_type) and \
         not self.accelerator_type.startswith('TPU')
 
-  def to_json(self, region, package_uris, python_module, args):
+  def to_json(self, trainer_image, package_uris, python_module, args):
     """This pool's `WorkerPoolSpec` as Vertex AI's JSON."""
     machine = {'machineType': self.machine_type}
     if self.accelerator_type:
@@ -181,10 +220,17 @@ class WorkerPool:
       if args:
         container['args'] = list(args)
       pool['containerSpec'] = container
+    elif not self.executor_image_uri:
+      container = {
+          'imageUri': trainer_image,
+          'command': list(run_package_command(package_uris, python_module)),
+      }
+      if args:
+        container['args'] = list(args)
+      pool['containerSpec'] = container
     else:
       package = {
-          'executorImageUri': self.executor_image_uri or executor_image(
-              region, self.gpu),
+          'executorImageUri': self.executor_image_uri,
           'packageUris': list(package_uris),
           'pythonModule': python_module,
       }
@@ -387,6 +433,9 @@ class JobSpec:
     timeout_seconds: the longest the job may run, or None for Vertex's
       default (7 days).
     study: the tuning study, making this a HyperparameterTuningJob; or None.
+    trainer_image: the image Python package pools run on (see the module
+      docstring); by default `trainer_image(project, region, gpu)`, the
+      GPU variant for pools with GPUs.
   """
 
   project: str
@@ -407,6 +456,7 @@ class JobSpec:
   network: str | None = None
   timeout_seconds: int | None = None
   study: StudySpec | None = None
+  trainer_image: str | None = None
 
   def __post_init__(self):
     _require(isinstance(self.project, str) and bool(self.project), '--project',
@@ -472,6 +522,9 @@ class JobSpec:
                'a service account email', self.service_account)
     _require(self.study is None or isinstance(self.study, StudySpec),
              'study', 'a StudySpec or None', self.study)
+    _require(self.trainer_image is None or (
+        isinstance(self.trainer_image, str) and bool(self.trainer_image)),
+             '--trainer-image', 'a container image URI', self.trainer_image)
 
   def pools(self):
     """The four pools in Vertex AI's order; None for those not used."""
@@ -502,8 +555,9 @@ class JobSpec:
       pools.pop()
     spec = {'workerPoolSpecs': [
         {} if pool is None else pool.to_json(
-            self.region, self.package_uris, self.python_module,
-            self.trainer_args)
+            self.trainer_image or trainer_image(self.project, self.region,
+                                                pool.gpu),
+            self.package_uris, self.python_module, self.trainer_args)
         for pool in pools]}
     if self.job_dir:
       spec['baseOutputDirectory'] = {'outputUriPrefix': self.job_dir}

@@ -184,6 +184,41 @@ def upload(local_path, gcs_uri, client=None):
   return gcs_uri
 
 
+def download(gcs_uri, local_path, client=None):
+  """Downloads one `gs://` object to a local file.
+
+  Example:
+    >>> download('gs://my-bucket/staging/trainer-0.1.tar.gz',
+    ...          '/tmp/trainer-0.1.tar.gz')  # doctest: +SKIP
+    '/tmp/trainer-0.1.tar.gz'
+
+  Args:
+    gcs_uri: the object to read.
+    local_path: the file to write (replaced if it exists).
+    client: a storage client; by default `storage_client()`.
+
+  Returns:
+    `local_path`.
+
+  Raises:
+    ConfigurationError: the object does not exist.
+    CloudError: the download failed.
+  """
+  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  bucket, path = parse_gcs_uri(str(gcs_uri))
+  storage = client or storage_client()
+  local_path = os.fspath(local_path)
+  try:
+    storage.bucket(bucket).blob(path).download_to_filename(local_path)
+  except exceptions.NotFound:
+    if os.path.exists(local_path):
+      os.remove(local_path)  # The client leaves an empty file behind.
+    raise ConfigurationError(f'{gcs_uri}: no such object.') from None
+  except exceptions.GoogleAPIError as e:
+    raise _failed(f'downloading {gcs_uri}', e) from None
+  return local_path
+
+
 def upload_directory(local_dir, gcs_uri, client=None):
   """Uploads every file under a local directory, keeping relative paths.
 

@@ -62,9 +62,14 @@ def add_parser(commands):
                     'files (uploaded) or gs:// URIs')
   code.add_argument('--staging-bucket', help='where packages are staged, '
                     'gs://BUCKET[/PREFIX] (default: JOB_DIR/packages)')
-  code.add_argument('--executor-image-uri', help='the image Python trainers '
-                    'run on (default: Vertex AI\'s prebuilt TensorFlow '
-                    'image)')
+  code.add_argument('--trainer-image', help='the tensorfx trainer image '
+                    'Python trainers run on (default: REGION-docker.pkg.dev/'
+                    'PROJECT/tensorfx/trainer:VERSION, which cloudbuild.yaml '
+                    'builds and pushes)')
+  code.add_argument('--executor-image-uri', help='run Python trainers on '
+                    'this prebuilt Vertex AI executor image instead (one '
+                    'without tensorfx\'s Python 3.11 and TensorFlow 2.21 '
+                    'cannot run tensorfx)')
   cluster = parser.add_argument_group('cluster')
   cluster.add_argument('--scale-tier', help='a legacy scale tier: basic, '
                        'basic-gpu, standard-1, premium-1 or custom; replaces '
@@ -125,7 +130,7 @@ def run(args, rest):
       scale_tier=args.scale_tier, labels=args.labels,
       service_account=args.service_account, network=args.network,
       timeout=args.timeout, executor_image_uri=args.executor_image_uri,
-      **pool_flags)
+      trainer_image=args.trainer_image, **pool_flags)
   _jobs.submit(spec, package_path=args.package_path, packages=args.packages,
                dry_run=args.dry_run, api_endpoint=args.api_endpoint,
                follow=args.stream_logs, poll_interval=args.poll_interval)

@@ -10,8 +10,11 @@ import pytest
 from tensorfx import ConfigurationError
 from tensorfx import cloud
 
-CPU = 'us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest'
-GPU = 'us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest'
+VERSION = cloud.trainer_image('p', 'r').rsplit(':', 1)[1]
+TRAINER = f'us-central1-docker.pkg.dev/my-project/tensorfx/trainer:{VERSION}'
+RUN_PACKAGE = ['python', '-m', 'tensorfx', 'run-package', '--package-uris',
+               'gs://my-bucket/staging/trainer-0.0.0.tar.gz', '--module',
+               'trainer.task', '--']
 BASE = dict(project='my-project', region='us-central1', job_name='job_1',
             staging_bucket='gs://my-bucket/staging', module_name='trainer.task',
             package_uris=('gs://my-bucket/staging/trainer-0.0.0.tar.gz',),
@@ -39,7 +42,7 @@ def _machines(pools):
           for p in pools]
 
 
-def test_basic_request_is_one_chief_with_the_cpu_image():
+def test_basic_request_is_one_chief_on_the_trainer_image():
   spec = _spec(args=['--max-steps', '10'], job_dir='gs://my-bucket/out')
   assert spec.request() == {
       'parent': 'projects/my-project/locations/us-central1',
@@ -49,11 +52,9 @@ def test_basic_request_is_one_chief_with_the_cpu_image():
               'workerPoolSpecs': [{
                   'machineSpec': {'machineType': 'n1-standard-4'},
                   'replicaCount': '1',
-                  'pythonPackageSpec': {
-                      'executorImageUri': CPU,
-                      'packageUris': [
-                          'gs://my-bucket/staging/trainer-0.0.0.tar.gz'],
-                      'pythonModule': 'trainer.task',
+                  'containerSpec': {
+                      'imageUri': TRAINER,
+                      'command': RUN_PACKAGE,
                       'args': ['--max-steps', '10', '--job-dir',
                                'gs://my-bucket/out'],
                   },
@@ -93,9 +94,10 @@ def test_legacy_custom_config_translates_to_positional_pools(tmp_path):
       ('n1-standard-8', '9', 'NVIDIA_TESLA_T4', 1),
       ('n1-highmem-8', '3', None, None),
       ('n1-highcpu-16', '1', None, None)]
-  europe = [p['pythonPackageSpec']['executorImageUri'] for p in pools]
-  assert europe == [GPU.replace('us-docker', 'europe-docker')] * 2 + [
-      CPU.replace('us-docker', 'europe-docker')] * 2
+  europe = [p['containerSpec']['imageUri'] for p in pools]
+  image = f'europe-west4-docker.pkg.dev/my-project/tensorfx/trainer'
+  assert europe == [f'{image}-gpu:{VERSION}'] * 2 + [
+      f'{image}:{VERSION}'] * 2
   job = spec.request()['customJob']
   assert spec.region == 'europe-west4'
   assert job['labels'] == {'team': 'ml'}
@@ -149,7 +151,7 @@ def test_flags_override_the_config(tmp_path):
   job = spec.request()['customJob']
   assert job['labels'] == {'team': 'ml', 'env': 'prod', 'owner': 'me'}
   assert job['jobSpec']['scheduling'] == {'timeout': '5400s'}
-  assert job['jobSpec']['workerPoolSpecs'][0]['pythonPackageSpec'][
+  assert job['jobSpec']['workerPoolSpecs'][0]['containerSpec'][
       'args'] == ['--epochs', '3', '--max-steps', '5']
 
 
@@ -191,7 +193,9 @@ def test_vertex_config_with_placeholder(tmp_path):
       'packageUris': ['gs://my-bucket/staging/trainer-0.0.0.tar.gz'],
       'pythonModule': 'trainer.main',
       'args': ['--lr', '0.1', '--job-dir', 'gs://my-bucket/out']}
-  assert pools[3]['pythonPackageSpec']['executorImageUri'] == CPU
+  # A pool the file gives no image runs on the trainer image.
+  assert pools[3]['containerSpec']['imageUri'] == TRAINER
+  assert pools[3]['containerSpec']['command'][-2:] == ['trainer.main', '--']
   assert spec.timeout_seconds == 3600
 
 

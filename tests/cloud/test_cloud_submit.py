@@ -22,8 +22,6 @@ from conftest import IRIS
 from tensorfx import cloud
 from tensorfx.tools import main
 
-CPU = 'us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest'
-GPU = 'us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest'
 JOB_DIR = f'gs://{BUCKET}/iris/1'
 SDIST = f'gs://{BUCKET}/staging/iris_1/packages/iris-0.0.0.tar.gz'
 TENSORFX = f'gs://{BUCKET}/tensorfx/tensorfx-0.1.0.tar.gz'
@@ -83,13 +81,18 @@ def test_submit_stages_the_package_and_creates_the_job(emulator, vertex,
       ({'machineType': 'n1-standard-8'}, '1'),
       ({'machineType': 'n1-standard-8', 'acceleratorType': 'NVIDIA_TESLA_T4',
         'acceleratorCount': 2}, '1')]
-  assert [p['pythonPackageSpec']['executorImageUri'] for p in pools] == [
-      GPU, CPU, CPU, GPU]
+  image = f'{REGION}-docker.pkg.dev/{PROJECT}/tensorfx/trainer'
+  version = cloud.trainer_image(PROJECT, REGION).rsplit(':', 1)[1]
+  assert [p['containerSpec']['imageUri'] for p in pools] == [
+      f'{image}-gpu:{version}', f'{image}:{version}', f'{image}:{version}',
+      f'{image}-gpu:{version}']
   for pool in pools:
-    package = pool['pythonPackageSpec']
-    assert package['packageUris'] == [SDIST, TENSORFX]
-    assert package['pythonModule'] == 'iris.trainer'
-    assert package['args'] == ['--max-steps', '100', '--job-dir', JOB_DIR]
+    container = pool['containerSpec']
+    # The trainer image installs the staged packages, then runs the module.
+    assert container['command'] == [
+        'python', '-m', 'tensorfx', 'run-package', '--package-uris',
+        f'{SDIST},{TENSORFX}', '--module', 'iris.trainer', '--']
+    assert container['args'] == ['--max-steps', '100', '--job-dir', JOB_DIR]
   name = f'projects/{PROJECT}/locations/{REGION}/customJobs/1000'
   assert f'Created {name}' in out
   assert f'tensorfx status {name}' in out
@@ -164,7 +167,7 @@ def test_tuning_config_creates_a_hyperparameter_tuning_job(emulator, vertex,
           {'parameterId': 'optimizer',
            'categoricalValueSpec': {'values': ['adam', 'sgd']}}]}
   pool, = job['trialJobSpec']['workerPoolSpecs']
-  assert pool['pythonPackageSpec']['packageUris'] == [SDIST]
+  assert pool['containerSpec']['command'][5] == SDIST
   assert job['trialJobSpec']['baseOutputDirectory'] == {
       'outputUriPrefix': JOB_DIR}
   assert 'hyperparameterTuningJobs/1000: succeeded; trials: 1 succeeded' in out

@@ -28,7 +28,8 @@ def _commands(text):
 
 def test_steps_in_order_on_python_311():
   build = _load()
-  assert [s['id'] for s in build['steps']] == ['test', 'build', 'publish']
+  assert [s['id'] for s in build['steps']] == ['test', 'build', 'publish',
+                                                'image']
   assert build['steps'][0]['name'] == 'python:3.11'
   assert build['steps'][1]['name'] == 'python:3.11'
 
@@ -73,4 +74,44 @@ def test_only_user_substitutions_are_unescaped():
     text = '\n'.join(l for l in f.read().splitlines()
                      if not l.lstrip().startswith('#'))
   names = re.findall(r'(?<!\$)\$(?!\$)\{?(\w+)', text.replace('$$', ''))
-  assert names == ['_BUCKET']
+  # PROJECT_ID is Cloud Build's own; _REGION has a default.
+  assert set(names) == {'_BUCKET', '_REGION', 'PROJECT_ID'}
+  assert set(_load()['substitutions']) == {'_REGION'}
+
+
+def test_image_step_pushes_the_images_submit_runs_on():
+  """The step's script, run with a recording `docker`, pushes the tags that
+  `tensorfx submit` puts in its requests by default."""
+  from tensorfx import cloud  # pylint: disable=g-import-not-at-top
+  step = _load()['steps'][3]
+  script = _script(step).replace('${_REGION}', 'europe-west4').replace(
+      '${PROJECT_ID}', 'my-project')
+  fake = 'docker() { echo "docker $*"; }\n'
+  result = subprocess.run(['bash', '-c', fake + script], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30,
+                          check=True)
+  calls = result.stdout.splitlines()
+  cpu = cloud.trainer_image('my-project', 'europe-west4')
+  gpu = cloud.trainer_image('my-project', 'europe-west4', gpu=True)
+  assert calls == [
+      f'docker build -t {cpu} .',
+      f'docker build --build-arg TENSORFLOW_EXTRA=and-cuda -t {gpu} .',
+      f'docker push {cpu}', f'docker push {gpu}']
+
+
+def test_dockerfile_installs_the_built_wheel_on_the_pinned_python():
+  with open(os.path.join(ROOT, 'Dockerfile')) as f:
+    lines = [l.strip() for l in f.read().splitlines()
+             if l.strip() and not l.lstrip().startswith('#')]
+  with open(os.path.join(ROOT, 'setup.py')) as f:
+    assert "python_requires='>=3.11,<3.12'" in f.read()
+  assert lines[0] == 'FROM python:3.11-slim'
+  assert 'ARG TENSORFLOW_EXTRA=' in lines
+  assert 'COPY dist/*.whl /tmp/wheels/' in lines
+  assert any('pip install /tmp/wheels/tensorfx-*.whl' in l for l in lines)
+  # Vertex replaces the entrypoint with the request's command; run by hand,
+  # the image is the tensorfx command line.
+  assert 'ENTRYPOINT ["python", "-m", "tensorfx"]' in lines
+  # The image step builds it after the wheel exists.
+  ids = [s['id'] for s in _load()['steps']]
+  assert ids.index('build') < ids.index('image')
