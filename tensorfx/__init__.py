@@ -12,7 +12,8 @@ from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
 
-_SUBPACKAGES = ('cloud', 'data', 'models', 'prediction', 'tools', 'training')
+_SUBPACKAGES = ('cloud', 'data', 'embeddings', 'models', 'prediction',
+                'tools', 'training')
 
 __all__ = [
     'ConfigurationError',
@@ -22,6 +23,7 @@ __all__ = [
     '__version__',
     'cloud',
     'data',
+    'embeddings',
     'models',
     'prediction',
     'tools',

@@ -7,7 +7,8 @@ import types
 
 import pytest
 
-PACKAGES = ['tensorfx', 'tensorfx.cloud', 'tensorfx.data', 'tensorfx.training',
+PACKAGES = ['tensorfx', 'tensorfx.cloud', 'tensorfx.data',
+            'tensorfx.embeddings', 'tensorfx.training',
             'tensorfx.prediction', 'tensorfx.models', 'tensorfx.models.nn',
             'tensorfx.tools']
 
