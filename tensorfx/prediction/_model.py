@@ -2,7 +2,6 @@
 
 import os
 
-import numpy as np
 
 from tensorfx._errors import DataError
 from tensorfx.data._schema import Schema
@@ -132,18 +131,17 @@ class Model:
 
 
 def _rows(outputs, count):
-  rows = [{} for _ in range(count)]
-  for name, values in outputs.items():
-    for row, value in zip(rows, values):
-      row[name] = _plain(value)
-  return rows
+  """One dict of plain Python values per instance, from output columns."""
+  # tolist() converts a whole column in C; only text needs a Python pass.
+  names = list(outputs)
+  columns = [_plain(outputs[name].tolist()) if outputs[name].dtype.kind in
+             'OSU' else outputs[name].tolist() for name in names]
+  if not columns:
+    return [{} for _ in range(count)]
+  return [dict(zip(names, values)) for values in zip(*columns)]
 
 
-def _plain(value):
-  if isinstance(value, np.ndarray):
-    return [_plain(v) for v in value]
-  if isinstance(value, bytes):
-    return value.decode('utf-8', errors='replace')
-  if isinstance(value, np.generic):
-    return value.item()
-  return value
+def _plain(values):
+  """Decodes the bytes in a (nested) list of values."""
+  return [v.decode('utf-8', errors='replace') if isinstance(v, bytes) else
+          _plain(v) if isinstance(v, list) else v for v in values]

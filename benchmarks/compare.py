@@ -1,0 +1,407 @@
+"""tensorfx against hand-written TensorFlow, side by side, in one run.
+
+On the reference workload (`ctr_data.py`: a synthetic click-through
+dataset) and model (`ctr_model.py`), it measures, interleaving the variants
+(A B C ... A B C ...) and reporting medians and ratios:
+
+1-5. training examples/s: tensorfx (`ModelTrainer`), Keras `fit` naive and
+     tuned, a hand-written `tf.function` loop, the compute ceiling; at
+     batch 1024 and 4096;
+6.   input only: tensorfx's TFRecord reader against the hand-written tuned
+     tf.data pipeline;
+7.   start-up: `tensorfx --help`, and process start to first training step
+     (tensorfx trainer against the hand-written script);
+8.   peak RSS of a full pass over the TFRecords, at two dataset sizes;
+9.   serving: predictions/s through `prediction.Model.predict` and the raw
+     SavedModel signature, batch 1 and 1024.
+
+  python benchmarks/compare.py            # 1,000,000 rows (~30 min on 2 cores)
+  python benchmarks/compare.py --quick    # 20,000 rows, a couple of minutes
+
+Writes benchmarks/results/compare.json and compare.md and prints the table.
+No timing is asserted anywhere; the targets are reported next to the ratios.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import ctr_data
+import ctr_model
+import tensorflow as tf
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+_FIRST_STEP = re.compile(r'\bstep 1\b')
+
+
+def _median(values):
+  return statistics.median(values) if values else float('nan')
+
+
+def _scalars(directory, tag):
+  """[(step, value)] of a scalar in the event files of `directory`."""
+  found = []
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.tag == tag:
+          found.append((event.step, float(tf.make_ndarray(value.tensor))))
+  return sorted(found)
+
+
+def tensorfx_rate(files, analysis, output, batch, warmup, steps):
+  """examples/s of ModelTrainer after the first `warmup` steps.
+
+  The trainer logs examples/s per window of `warmup` steps (one
+  `tf.function` call each); the first window holds the tracing and is
+  dropped, the others are averaged over time.
+  """
+  model = ctr_model.tensorfx_train(files, analysis, output, batch,
+                                   warmup + steps, warmup)
+  windows = [rate for step, rate in _scalars(
+      os.path.join(output, 'summaries', 'train'), 'examples_per_sec')
+             if step > warmup]
+  if not windows:
+    raise RuntimeError(f'no examples_per_sec summaries in {output}')
+  # Equal windows: the overall rate is the harmonic mean.
+  return len(windows) / sum(1 / r for r in windows), model
+
+
+def training(files, analysis, stats, batch, rounds, warmup, steps, workdir):
+  """Sections 1-5 at one batch size."""
+  records = files['tfrecord']
+  model_dir = None
+  variants = {
+      'tensorfx': None,
+      'keras-naive': lambda: ctr_model.keras_fit(
+          ctr_model.naive_pipeline(records, batch, stats), batch, warmup,
+          steps),
+      'keras-tuned': lambda: ctr_model.keras_fit(
+          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
+          steps, steps_per_execution=warmup),
+      'loop': lambda: ctr_model.function_loop(
+          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
+          steps, per_call=warmup),
+      'ceiling': lambda: ctr_model.compute_ceiling(
+          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
+          steps, per_call=warmup),
+  }
+  rates = {name: [] for name in variants}
+  for round_ in range(rounds):
+    for name, run in variants.items():
+      tf.keras.backend.clear_session()
+      if name == 'tensorfx':
+        output = os.path.join(workdir, f'tensorfx-{batch}-{round_}')
+        rate, model = tensorfx_rate(files, analysis, output, batch, warmup,
+                                    steps)
+        model_dir = model.path if hasattr(model, 'path') else os.path.join(
+            output, 'model')
+      else:
+        rate = run()
+      rates[name].append(rate)
+      print(f'batch {batch} round {round_ + 1}: {name} {rate:,.0f} '
+            'examples/s', file=sys.stderr, flush=True)
+  medians = {name: _median(r) for name, r in rates.items()}
+  best = max(medians['keras-tuned'], medians['loop'])
+  return {
+      'batch': batch, 'rates': rates, 'medians': medians,
+      'vs_best_hand_written': medians['tensorfx'] / best,
+      'vs_naive': medians['tensorfx'] / medians['keras-naive'],
+      'vs_ceiling': {n: m / medians['ceiling'] for n, m in medians.items()},
+  }, model_dir
+
+
+def _one_pass(dataset):
+  start, count = time.perf_counter(), 0
+  for batch in dataset:
+    count += int(tf.shape(batch['label'])[0])
+  return count / (time.perf_counter() - start), count
+
+
+def input_only(files, stats, batch, rounds):
+  """Section 6: reading + parsing only, no model, no transform."""
+  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  schema = data.Schema.load(files['schema'])
+  pipelines = {
+      'tensorfx': lambda: data.ExamplesDataSource(
+          files['tfrecord'], schema).read(batch),
+      'hand-written': lambda: ctr_model.tuned_pipeline(
+          files['tfrecord'], batch, stats, repeat=False, preprocess=False),
+  }
+  for make in pipelines.values():
+    _one_pass(make())  # Warm-up: file cache, thread pools.
+  rates = {name: [] for name in pipelines}
+  for _ in range(rounds):
+    for name, make in pipelines.items():
+      rate, count = _one_pass(make())
+      rates[name].append(rate)
+  medians = {name: _median(r) for name, r in rates.items()}
+  return {'batch': batch, 'rows': count, 'rates': rates, 'medians': medians,
+          'ratio': medians['tensorfx'] / medians['hand-written']}
+
+
+def _time_to_first_step(command):
+  """Seconds from starting `command` to its `step 1` line on stderr."""
+  start = time.perf_counter()
+  process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+  seen = None
+  lines = []
+  try:
+    for line in process.stderr:
+      lines.append(line)
+      if seen is None and _FIRST_STEP.search(line):
+        seen = time.perf_counter() - start
+    process.wait(timeout=600)
+  finally:
+    if process.poll() is None:
+      process.kill()
+  if seen is None or process.returncode:
+    raise RuntimeError(f'{command[2:4]} failed:\n{"".join(lines[-20:])}')
+  return seen
+
+
+def startup(files, analysis, args, rounds, workdir):
+  """Section 7."""
+  help_times = []
+  for _ in range(max(rounds, 3)):
+    start = time.perf_counter()
+    subprocess.run([sys.executable, '-m', 'tensorfx', '--help'], check=True,
+                   stdout=subprocess.DEVNULL, cwd=ROOT)
+    help_times.append(time.perf_counter() - start)
+  imported = subprocess.run(
+      [sys.executable, '-c', 'import sys\nfrom tensorfx.tools import _main\n'
+       '_main.build_parser()\nprint("tensorflow" in sys.modules)'],
+      capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
+  probe = [sys.executable, os.path.join(HERE, 'ctr_model.py')]
+  common = ['--data', args.data, '--rows', str(args.rows), '--shards',
+            str(args.shards), '--analysis', analysis]
+  first = {'tensorfx': [], 'hand-written': []}
+  for round_ in range(rounds):
+    for kind in first:
+      output = os.path.join(workdir, f'startup-{kind}-{round_}')
+      first[kind].append(_time_to_first_step(
+          probe + [kind, *common, '--output', output]))
+  medians = {k: _median(v) for k, v in first.items()}
+  return {'help_seconds': _median(help_times),
+          'help_imports_tensorflow': imported == 'True',
+          'first_step_seconds': first, 'medians': medians,
+          'ratio': medians['tensorfx'] / medians['hand-written']}
+
+
+_PASS = '''
+import resource, sys, json
+sys.path.insert(0, {here!r})
+import tensorflow as tf
+import ctr_model
+kind, schema, stats, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+if kind == 'tensorfx':
+  from tensorfx import data
+  dataset = data.ExamplesDataSource(files, data.Schema.load(schema)).read(1024)
+else:
+  dataset = ctr_model.tuned_pipeline(files, 1024, json.load(open(stats)),
+                                     repeat=False, preprocess=False)
+count = 0
+for batch in dataset:
+  count += int(tf.shape(batch['label'])[0])
+print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+'''
+
+
+def memory(files, rounds):
+  """Section 8: peak RSS of a full pass, at a quarter and all of the data."""
+  quarter = files['tfrecord'][:max(1, len(files['tfrecord']) // 4)]
+  script = _PASS.format(here=HERE)
+  results = {}
+  for label, shard_files in (('quarter', quarter), ('all', files['tfrecord'])):
+    peaks = {'tensorfx': [], 'hand-written': []}
+    rows = None
+    for _ in range(max(1, rounds - 1)):
+      for kind in peaks:
+        out = subprocess.run(
+            [sys.executable, '-c', script, kind, files['schema'],
+             files['stats'], *shard_files], capture_output=True, text=True,
+            check=True).stdout.split()
+        rows = int(out[0])
+        peaks[kind].append(int(out[1]) / 1024)
+    medians = {k: _median(v) for k, v in peaks.items()}
+    results[label] = {'rows': rows, 'peak_rss_mib': medians,
+                      'ratio': medians['tensorfx'] / medians['hand-written']}
+  results['growth'] = {
+      k: results['all']['peak_rss_mib'][k] / results['quarter'][
+          'peak_rss_mib'][k] for k in ('tensorfx', 'hand-written')}
+  return results
+
+
+def serving(model_dir, files, rounds):
+  """Section 9: predictions/s, prediction.Model against the raw signature."""
+  from tensorfx import prediction  # pylint: disable=g-import-not-at-top
+  with open(files['csv'][0]) as f:
+    lines = [line.rstrip('\n') for _, line in zip(range(1024), f)]
+  model = prediction.Model.load(model_dir)
+  signature = tf.saved_model.load(model_dir).signatures['serving_default']
+  results = {}
+  for batch, reps in ((1, 200), (1024, 20)):
+    instances = lines[:batch]
+    calls = {
+        'tensorfx': lambda: model.predict(instances),
+        'raw-signature': lambda: {
+            k: v.numpy() for k, v in signature(
+                csv=tf.constant(instances)).items()},
+    }
+    for call in calls.values():
+      call()
+    rates = {name: [] for name in calls}
+    for _ in range(rounds):
+      for name, call in calls.items():
+        start = time.perf_counter()
+        for _ in range(reps):
+          call()
+        rates[name].append(reps * batch / (time.perf_counter() - start))
+    medians = {k: _median(v) for k, v in rates.items()}
+    results[str(batch)] = {'rates': rates, 'medians': medians,
+                           'ratio': medians['tensorfx'] /
+                                    medians['raw-signature']}
+  return results
+
+
+def markdown(result):
+  """The Markdown table of a result."""
+  lines = [
+      f"Reference workload: {result['rows']:,} rows in {result['shards']} "
+      f"TFRecord shards; {result['cpus']} CPU cores, TensorFlow "
+      f"{result['tensorflow']}, Python {result['python']}; medians of "
+      f"{result['rounds']} interleaved rounds.", '',
+      '**Training** (examples/s; ratio to the compute ceiling)', '',
+      '| batch | tensorfx | Keras fit naive | Keras fit tuned | tf.function '
+      'loop | compute ceiling | tensorfx / best hand-written | tensorfx / '
+      'naive |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+  for t in result['training']:
+    m, c = t['medians'], t['vs_ceiling']
+    cells = [f'{m[n]:,.0f} ({c[n]:.2f})' for n in
+             ('tensorfx', 'keras-naive', 'keras-tuned', 'loop', 'ceiling')]
+    lines.append(f"| {t['batch']} | " + ' | '.join(cells) +
+                 f" | **{t['vs_best_hand_written']:.2f}x** | "
+                 f"**{t['vs_naive']:.2f}x** |")
+  i = result['input']
+  lines += ['', '**Input only** (TFRecord, parse, batch '
+            f"{i['batch']}; examples/s)", '',
+            '| tensorfx | hand-written tuned | ratio |', '| ---: | ---: | ---: |',
+            f"| {i['medians']['tensorfx']:,.0f} | "
+            f"{i['medians']['hand-written']:,.0f} | **{i['ratio']:.2f}x** |"]
+  s = result['startup']
+  lines += ['', '**Start-up** (seconds)', '',
+            '| `tensorfx --help` | imports TensorFlow | first step: tensorfx '
+            '| first step: hand-written | ratio |',
+            '| ---: | :---: | ---: | ---: | ---: |',
+            f"| {s['help_seconds']:.2f} | "
+            f"{'yes' if s['help_imports_tensorflow'] else 'no'} | "
+            f"{s['medians']['tensorfx']:.1f} | "
+            f"{s['medians']['hand-written']:.1f} | **{s['ratio']:.2f}x** |"]
+  mem = result['memory']
+  lines += ['', '**Peak RSS of a full pass** (MiB)', '',
+            '| rows | tensorfx | hand-written | ratio |',
+            '| ---: | ---: | ---: | ---: |']
+  for label in ('quarter', 'all'):
+    r = mem[label]
+    lines.append(f"| {r['rows']:,} | {r['peak_rss_mib']['tensorfx']:,.0f} | "
+                 f"{r['peak_rss_mib']['hand-written']:,.0f} | "
+                 f"**{r['ratio']:.2f}x** |")
+  g = mem['growth']
+  lines.append(f"| growth (all / quarter) | {g['tensorfx']:.2f}x | "
+               f"{g['hand-written']:.2f}x | |")
+  lines += ['', '**Serving** (predictions/s, CSV instances)', '',
+            '| batch | prediction.Model.predict | raw signature | ratio |',
+            '| ---: | ---: | ---: | ---: |']
+  for batch, r in result['serving'].items():
+    lines.append(f"| {batch} | {r['medians']['tensorfx']:,.0f} | "
+                 f"{r['medians']['raw-signature']:,.0f} | "
+                 f"**{r['ratio']:.2f}x** |")
+  return '\n'.join(lines) + '\n'
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--quick', action='store_true',
+                      help='20,000 rows, batch 1024, one round')
+  parser.add_argument('--rows', type=int)
+  parser.add_argument('--shards', type=int, default=8)
+  parser.add_argument('--batches', type=lambda t: [int(b) for b in
+                                                   t.split(',')])
+  parser.add_argument('--rounds', type=int)
+  parser.add_argument('--steps', type=int,
+                      help='measured steps per run at batch 1024 (fewer at '
+                      'larger batches)')
+  parser.add_argument('--sections', default='training,input,startup,memory,'
+                      'serving', type=lambda t: t.split(','))
+  parser.add_argument('--data', help='where the generated data goes '
+                      '(default benchmarks/results/data)')
+  parser.add_argument('--output', help='where results go (default '
+                      'benchmarks/results)')
+  args = parser.parse_args(argv)
+  args.rows = args.rows or (20000 if args.quick else 1000000)
+  args.shards = 4 if args.quick and args.shards == 8 else args.shards
+  args.batches = args.batches or ([1024] if args.quick else [1024, 4096])
+  args.rounds = args.rounds or (1 if args.quick else 3)
+  args.steps = args.steps or (20 if args.quick else 200)
+  args.data = args.data or os.path.join(HERE, 'results', 'data')
+  out = args.output or os.path.join(HERE, 'results')
+  os.makedirs(out, exist_ok=True)
+
+  files = ctr_data.generate(args.data, args.rows, args.shards)
+  with open(files['stats']) as f:
+    stats = json.load(f)
+  analysis = ctr_model.analyze(files, os.path.join(
+      os.path.dirname(files['schema']), 'analysis'))
+  result = {'rows': args.rows, 'shards': args.shards, 'rounds': args.rounds,
+            'cpus': os.cpu_count(), 'tensorflow': tf.__version__,
+            'python': platform.python_version(), 'training': [],
+            'time': time.strftime('%Y-%m-%d %H:%M:%S')}
+  with tempfile.TemporaryDirectory(prefix='tensorfx-bench-') as workdir:
+    model_dir = None
+    if 'training' in args.sections:
+      for batch in args.batches:
+        # Fewer, larger steps at larger batches; one call per window.
+        scale = max(1, batch // 1024)
+        warmup = max(5, (10 if args.quick else 50) // scale)
+        steps = max(warmup, args.steps // scale // warmup * warmup)
+        section, model_dir = training(files, analysis, stats, batch,
+                                      args.rounds, warmup, steps, workdir)
+        result['training'].append(section)
+    if 'input' in args.sections:
+      result['input'] = input_only(files, stats, 1024, max(args.rounds, 3))
+    if 'startup' in args.sections:
+      result['startup'] = startup(files, analysis, args, args.rounds,
+                                  workdir)
+    if 'memory' in args.sections:
+      result['memory'] = memory(files, args.rounds)
+    if 'serving' in args.sections and model_dir:
+      result['serving'] = serving(model_dir, files, max(args.rounds, 3))
+  with open(os.path.join(out, 'compare.json'), 'w') as f:
+    json.dump(result, f, indent=2)
+  if set(args.sections) >= {'training', 'input', 'startup', 'memory',
+                            'serving'}:
+    table = markdown(result)
+    with open(os.path.join(out, 'compare.md'), 'w') as f:
+      f.write(table)
+    print(table)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
