@@ -2,7 +2,6 @@
 
 import os
 
-
 from tensorfx._errors import DataError
 from tensorfx.data._schema import Schema
 
