@@ -14,6 +14,13 @@ def _version():
   return scope['__version__']
 
 
+_TRACKING = [
+    'mlflow-skinny>=2.10',
+    'sqlalchemy>=2.0',
+    'alembic>=1.12',
+    'psycopg2-binary>=2.9',
+]
+
 setuptools.setup(
     name='tensorfx',
     version=_version(),
@@ -38,6 +45,9 @@ setuptools.setup(
         'google-cloud-aiplatform>=1.38',
     ],
     extras_require={
+        # Experiment records (--experiment): MLflow's client and its SQL
+        # stores (embedded SQLite, PostgreSQL).
+        'tracking': _TRACKING,
         'test': [
             'pytest>=8',
             'pytest-timeout>=2.3',
@@ -45,6 +55,8 @@ setuptools.setup(
             'gcp-storage-emulator>=2024.8.3',
             # Builds the sdist and wheel (cloudbuild.yaml, trainer packages).
             'build>=1.0',
+            # The tracking tests run against SQLite and PostgreSQL stores.
+            *_TRACKING,
         ],
     },
     entry_points={

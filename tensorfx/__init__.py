@@ -8,6 +8,7 @@ import importlib
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
+from tensorfx._errors import HighLossError
 from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
@@ -18,6 +19,7 @@ _SUBPACKAGES = ('cloud', 'data', 'embeddings', 'models', 'prediction',
 __all__ = [
     'ConfigurationError',
     'DataError',
+    'HighLossError',
     'TensorFXError',
     'TrainingError',
     '__version__',

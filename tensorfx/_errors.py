@@ -19,3 +19,7 @@ class DataError(TensorFXError, ValueError):
 
 class TrainingError(TensorFXError, RuntimeError):
   """Training cannot go on (a non-finite loss, a mismatched checkpoint)."""
+
+
+class HighLossError(TrainingError):
+  """The training loss rose above `--thres-loss` (a diverging run)."""

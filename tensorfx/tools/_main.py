@@ -13,6 +13,8 @@ from tensorfx._errors import TensorFXError
 
 _COMMANDS = {
     'train': 'tensorfx.tools._train',
+    'evaluate': 'tensorfx.tools._evaluate',
+    'export': 'tensorfx.tools._export',
     'predict': 'tensorfx.tools._predict',
     'analyze': 'tensorfx.tools._analyze',
     'submit': 'tensorfx.tools._submit',

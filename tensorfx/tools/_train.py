@@ -35,8 +35,11 @@ def run(args, rest):
     command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
                args.module, '--output', args.output, *rest]
     return _launch.run_local_cluster(command, args.cluster)
-  argv = ['--output', args.output, *rest]
-  module = args.module
+  return run_module(args.module, ['--output', args.output, *rest])
+
+
+def run_module(module, argv):
+  """Runs a trainer (module name or .py path) as `__main__` with `argv`."""
   if module.endswith('.py') or os.sep in module:
     if not os.path.isfile(module):
       raise ConfigurationError(f'--module: no trainer file {module!r}.')

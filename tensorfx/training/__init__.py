@@ -15,6 +15,7 @@ _EXPORTS = {
     'PredictionInterface': 'tensorfx.training._interfaces',
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
+    'ValidationTarget': 'tensorfx.training._targets',
 }
 
 __all__ = sorted(_EXPORTS)

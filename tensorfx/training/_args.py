@@ -14,9 +14,14 @@ import shlex
 import sys
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.data import _filters
+from tensorfx.training import _restore
 from tensorfx.training import _runconfig
+from tensorfx.training import _targets
+from tensorfx.training import _tracking
 
 _LOG_LEVELS = ('debug', 'info', 'warning', 'error')
+_ACTIONS = ('train', 'evaluate', 'export')
 
 # The same as tensorfx.training._optimizers', which imports TensorFlow.
 _OPTIMIZERS = ('adam', 'sgd', 'rmsprop', 'adagrad', 'ftrl')
@@ -43,6 +48,30 @@ class _ListAction(argparse.Action):
 
   def __call__(self, parser, namespace, values, option_string=None):
     setattr(namespace, self.dest, list(values))
+
+
+class _TargetAction(argparse.Action):
+  """`--eval-target NAME KEY=VALUE ...`: adds a named validation target.
+
+  The targets are a dict from name to specification; a run configuration
+  gives them as mappings under `validation` (see `from_config`), and the
+  command line adds to them or replaces one by name.
+  """
+
+  # The run configuration section whose mapping-valued keys are targets.
+  config_section = 'validation'
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    name, spec = _targets.parse_flag(values)
+    target = _targets.from_spec(name, spec, where=f'--eval-target {name}')
+    targets = dict(getattr(namespace, self.dest, None) or {})
+    targets[name] = _targets.to_spec(target)
+    setattr(namespace, self.dest, targets)
+
+  @staticmethod
+  def from_config(name, spec, where):
+    """Checks one target of a run configuration; returns its typed spec."""
+    return _targets.to_spec(_targets.from_spec(name, spec, where=where))
 
 
 class ModelArguments(argparse.Namespace):
@@ -129,10 +158,26 @@ class ModelArguments(argparse.Namespace):
     job.add_argument('--output', '--job-dir', dest='output', metavar='PATH',
                      help='the job output directory (local or gs://): '
                      'checkpoints, summaries and the model go there')
-    job.add_argument('--max-steps', type=int, default=1000, metavar='N',
+    # --training-num-epochs: Gematria's name for the step count.
+    job.add_argument('--max-steps', '--training-num-epochs', type=int,
+                     default=1000, metavar='N',
                      help='training steps to run; 0 or less runs until the '
                      'data (see --epochs) runs out or the job is stopped '
                      '(default: %(default)s)')
+    job.add_argument('--action', type=str.lower, choices=_ACTIONS,
+                     default='train',
+                     help='what ModelTrainer.train() does: train; evaluate '
+                     'a checkpoint (--checkpoint, default the latest) on the '
+                     'validation targets without training, then exit; or '
+                     'export a checkpoint as the SavedModel (default: '
+                     '%(default)s)')
+    job.add_argument('--checkpoint', metavar='PATH',
+                     help='the checkpoint --action evaluate/export reads: a '
+                     'prefix (OUTPUT/checkpoints/ckpt-200), a directory (its '
+                     'latest) (default: the latest of OUTPUT/checkpoints)')
+    job.add_argument('--export-dir', metavar='PATH',
+                     help='where --action export writes the SavedModel '
+                     '(default: OUTPUT/model)')
     job.add_argument('--batch-size', type=int, default=64, metavar='N',
                      help='training instances per step (default: '
                      '%(default)s)')
@@ -168,6 +213,7 @@ class ModelArguments(argparse.Namespace):
                      '%(default)s)')
 
     cls._add_optimizer_arguments(parser)
+    cls._add_control_arguments(parser)
 
     logging = parser.add_argument_group('logging')
     # Lower-cased first so that --log-level INFO is accepted too.
@@ -239,6 +285,97 @@ class ModelArguments(argparse.Namespace):
                            help='train only the variables whose names match '
                            'this regular expression (re.search); the others '
                            'keep their values')
+
+  @classmethod
+  def _add_control_arguments(cls, parser):
+    """Input filter, validation, guards, checkpoints, restore, tracking."""
+    data = next(g for g in parser._action_groups  # pylint: disable=protected-access
+                if g.title == 'data')
+    cls.add_list_argument(
+        data, '--data-filter', metavar='FIELD=REGEX',
+        help='keep only the records whose FIELD matches REGEX (re.search; '
+        'any value of a multivalent field); several must all match')
+    validation = parser.add_argument_group('validation')
+    validation.add_argument('--eval-batches', type=int, metavar='N',
+                            help='batches of --data-eval per validation '
+                            '(default: all of it)')
+    validation.add_argument('--eval-online-agg', type=str.lower,
+                            choices=_targets.ONLINE_AGGREGATIONS,
+                            default='mean',
+                            help='how --data-eval\'s batch results combine: '
+                            'mean streams the metrics over all batches; sum, '
+                            'min, max combine per-batch results; append '
+                            'keeps them for --eval-agg (default: '
+                            '%(default)s)')
+    validation.add_argument('--eval-agg', type=str.lower,
+                            choices=_targets.FINAL_AGGREGATIONS,
+                            help='how --eval-online-agg append\'s per-batch '
+                            'results reduce to one (default: mean)')
+    validation.add_argument('--eval-target', dest='eval_targets',
+                            action=_TargetAction, nargs='+',
+                            metavar='NAME KEY=VALUE',
+                            help='another validation target: NAME, then '
+                            'data=PATHS (default: the dataset\'s source '
+                            'NAME), batches=N, batch_size=N, online_agg=, '
+                            'agg=; repeatable')
+    validation.add_argument('--eval-interval-steps', type=int, metavar='N',
+                            help='steps between validations (default: after '
+                            'each checkpoint)')
+    validation.add_argument('--validate-first',
+                            action=argparse.BooleanOptionalAction,
+                            default=False,
+                            help='validate before the first training step '
+                            '(default: off)')
+
+    guards = parser.add_argument_group('guards')
+    guards.add_argument('--thres-loss', type=float, metavar='LOSS',
+                        help='stop with HighLossError when the training loss '
+                        'exceeds LOSS (default: no limit)')
+    guards.add_argument('--nan-restore', type=int, default=0, metavar='N',
+                        help='on a non-finite loss, restore the last '
+                        'checkpoint and train on, up to N times, before '
+                        'stopping (default: %(default)s)')
+
+    save = parser.add_argument_group('checkpoints')
+    save.add_argument('--keep-checkpoints', type=int, default=5, metavar='N',
+                      help='recent checkpoints to keep (default: '
+                      '%(default)s)')
+    save.add_argument('--keep-best-checkpoints', type=int, default=0,
+                      metavar='K',
+                      help='also keep the K best checkpoints by '
+                      '--best-metric, in checkpoints/best/ (default: '
+                      '%(default)s)')
+    save.add_argument('--best-metric', metavar='[TARGET/]NAME[:min|max]',
+                      help='the validation result that ranks checkpoints '
+                      '(default: the model\'s evaluation_metric, loss:min, '
+                      'on the first target)')
+
+    load = parser.add_argument_group('restore')
+    load.add_argument('--warm-start', metavar='PATH',
+                      help='initialize a fresh job from this checkpoint (a '
+                      'prefix, a directory, or another job\'s output), by '
+                      'variable name; a job resuming its own checkpoint '
+                      'ignores it')
+    load.add_argument('--restore-pattern', metavar='REGEX',
+                      help='warm-start only the variables whose names match '
+                      '(re.search); the others keep their initial values')
+    cls.add_list_argument(
+        load, '--restore-rename', metavar='CKPT=MODEL',
+        help='warm-start the model variable MODEL from the checkpoint '
+        'variable CKPT')
+    load.add_argument('--restore-global-step',
+                      action=argparse.BooleanOptionalAction, default=False,
+                      help='warm-start the global step too (default: off, '
+                      'start at step 0)')
+
+    tracking = parser.add_argument_group('tracking')
+    tracking.add_argument('--experiment', metavar='NAME',
+                          help='record the run in this MLflow experiment '
+                          f'(needs {_tracking.INSTALL})')
+    tracking.add_argument('--tracking-uri', metavar='URI',
+                          help='the MLflow tracking store (default: '
+                          'MLFLOW_TRACKING_URI, else sqlite:////OUTPUT/'
+                          'mlruns.db)')
 
   @staticmethod
   def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
@@ -400,6 +537,48 @@ class ModelArguments(argparse.Namespace):
         hasattr(self, 'batch_size')):
       self.eval_batch_size = self.batch_size
     self._process_optimizer()
+    self._process_controls()
+
+  def _process_controls(self):
+    """Checks validation, guard, checkpoint, restore and tracking flags."""
+    self._check_positive('eval_batches', optional=True)
+    self._check_positive('eval_interval_steps', optional=True)
+    self._check_positive('keep_checkpoints')
+    self._check_positive('thres_loss', optional=True,
+                         expected='a positive number')
+    for dest in ('keep_best_checkpoints', 'nan_restore'):
+      value = getattr(self, dest, None)
+      if value is not None and value < 0:
+        flag = '--' + dest.replace('_', '-')
+        raise ConfigurationError(
+            f'{flag} must be zero or more. Received: {flag}={value}')
+    if hasattr(self, 'eval_online_agg'):
+      try:
+        _targets.ValidationTarget(
+            _targets.DEFAULT, online_agg=self.eval_online_agg or 'mean',
+            agg=getattr(self, 'eval_agg', None))
+      except ConfigurationError as e:
+        raise ConfigurationError(
+            f'{e} (flags --eval-online-agg, --eval-agg)') from None
+    targets = getattr(self, 'eval_targets', None)
+    if targets:
+      for name, spec in targets.items():
+        _targets.from_spec(name, spec, where=f'--eval-target {name}')
+    best = getattr(self, 'best_metric', None)
+    if best:
+      parse_best_metric(best)
+    _restore.compile_pattern(getattr(self, 'restore_pattern', None))
+    _restore.parse_rename(getattr(self, 'restore_rename', None))
+    if not getattr(self, 'warm_start', None):
+      for dest in ('restore_pattern', 'restore_rename'):
+        if getattr(self, dest, None):
+          flag = '--' + dest.replace('_', '-')
+          raise ConfigurationError(
+              f'{flag} applies to --warm-start PATH. Received: {flag} without '
+              '--warm-start')
+    _filters.parse_filters(getattr(self, 'data_filter', None))
+    if _tracking.requested(self):
+      _tracking.require_mlflow()
 
   def _process_optimizer(self):
     """Checks the optimizer flags (each only where present)."""
@@ -477,6 +656,41 @@ class ModelArguments(argparse.Namespace):
       expected = expected or 'a positive integer'
       raise ConfigurationError(
           f'{flag} must be {expected}. Received: {flag}={value}')
+
+
+def parse_best_metric(spec, default=('loss', 'min')):
+  """Parses `--best-metric [TARGET/]NAME[:min|max]`.
+
+  Example:
+    >>> parse_best_metric('holdout/accuracy:max')
+    ('holdout', 'accuracy', 'max')
+
+  Without a mode, `default`'s mode goes with `default`'s name, `min` with
+  names ending in `loss` or `error`, and `max` with the others (accuracy,
+  AUC).
+
+  Args:
+    spec: the flag's value, or None for `default` on the first target.
+    default: the model's `evaluation_metric`, `(name, mode)`.
+
+  Returns:
+    `(target, name, mode)`; target is None for the first target.
+
+  Raises:
+    ConfigurationError: a malformed spec or mode.
+  """
+  if not spec:
+    return (None, *default)
+  target, _, rest = spec.rpartition('/')
+  name, _, mode = rest.partition(':')
+  if not mode:
+    mode = default[1] if name == default[0] else (
+        'min' if name.endswith('loss') or name.endswith('error') else 'max')
+  if not name or mode not in ('min', 'max'):
+    raise ConfigurationError(
+        '--best-metric expects [TARGET/]NAME[:min|max], e.g. '
+        f'holdout/accuracy:max. Received: --best-metric={spec}')
+  return (target or None, name, mode)
 
 
 def _description(cls):

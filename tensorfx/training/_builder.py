@@ -6,10 +6,12 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _csv
+from tensorfx.data import _filters
 from tensorfx.data import _validation
 from tensorfx.data._features import FeatureType
 from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
+from tensorfx.training import _restore
 
 
 class ModelBuilder(tf.Module):
@@ -110,7 +112,9 @@ class ModelBuilder(tf.Module):
     """Builds the input pipeline of a data source.
 
     Called once per phase, outside `tf.function`. The default reads the
-    source through the dataset and applies the transform graph per batch.
+    source through the dataset, keeps the records that match
+    `--data-filter FIELD=REGEX` (if given), and applies the transform graph
+    per batch.
 
     Args:
       source: the name of the dataset's source ('train', 'eval').
@@ -123,6 +127,11 @@ class ModelBuilder(tf.Module):
     """
     raw = self._dataset[source].read(batch, epochs=epochs, shuffle=shuffle,
                                      seed=getattr(self._args, 'seed', None))
+    filters = getattr(self._args, 'data_filter', None)
+    if filters:
+      # --data-filter FIELD=REGEX: keep matching records (Gematria's filter).
+      raw = _filters.filter_records(
+          raw, _filters.parse_filters(filters, self._dataset.schema), batch)
     return self._dataset.transform(raw, self.transform_layer)
 
   def build_inference(self, inputs, training):
@@ -217,10 +226,48 @@ class ModelBuilder(tf.Module):
   def build_init(self):
     """Initializes a fresh model, before its first training step.
 
-    Called eagerly once, after the variables exist, when no checkpoint is
-    being resumed. The default leaves the initializers' values; override it
-    to warm-start from another model.
+    Called eagerly once, after the variables exist, when no checkpoint of
+    the job's own is being resumed. The default warm-starts from
+    `--warm-start PATH` when given (by variable name, filtered by
+    `--restore-pattern`, renamed by `--restore-rename`, with the global step
+    when `--restore-global-step`; see `tensorfx.training._restore`) and
+    otherwise leaves the initializers' values. Override it to initialize
+    another way; call `super().build_init()` to keep the warm start.
+
+    Example:
+      >>> class Model(ModelBuilder):
+      ...   def build_init(self):
+      ...     super().build_init()
+      ...     self.embedding.embeddings.assign(pretrained_vectors)
     """
+    args = self._args
+    path = getattr(args, 'warm_start', None)
+    if not path:
+      return
+    _restore.warm_start(
+        self._warm_start_variables(), path,
+        pattern=getattr(args, 'restore_pattern', None),
+        rename=getattr(args, 'restore_rename', None),
+        global_step=(self.global_step
+                     if getattr(args, 'restore_global_step', False)
+                     else None))
+
+  def _warm_start_variables(self):
+    """The model's variables, without optimizer, metric and step state."""
+    skip = {id(self.global_step)}
+    optimizer = getattr(self, '_training_optimizer', None) or self._optimizer
+    for variable in getattr(optimizer, 'variables', ()) or ():
+      skip.add(id(variable))
+    accumulator = getattr(self, '_accumulator', None)
+    if accumulator is not None:
+      skip.update(id(v) for v in accumulator.sums)
+    metrics = list(getattr(self, '_evaluation_metrics', {}).values())
+    if getattr(self, '_eval_loss', None) is not None:
+      metrics.append(self._eval_loss)
+    for metric in metrics:
+      skip.update(id(v) for v in metric.variables)
+    skip.update(id(v) for v in self._untracked_variables())
+    return [v for v in self.variables if id(v) not in skip]
 
   # Graph builders.
 
@@ -347,6 +394,10 @@ class ModelBuilder(tf.Module):
         distributed = strategy.experimental_distribute_dataset(
             _shard_by_data(dataset))
 
+      # The trainer's guards (non-finite loss, --thres-loss) stop the loop
+      # at the first bad step, compared on the device: no host sync.
+      loss_limit = float(getattr(args, 'thres_loss', None) or 'inf')
+
       @tf.function
       def loop(iterator, num_steps):
         loss = tf.constant(0.0)
@@ -359,6 +410,9 @@ class ModelBuilder(tf.Module):
           loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
                                  axis=None)
           steps += 1
+          if tf.logical_or(tf.logical_not(tf.math.is_finite(loss)),
+                           loss > loss_limit):
+            break
         return loss, steps
 
     return _interfaces.TrainingInterface(
@@ -463,12 +517,15 @@ class ModelBuilder(tf.Module):
     """Builds the evaluation interface; see `EvaluationInterface`."""
     import tf_keras  # pylint: disable=g-import-not-at-top
     args = self._args
-    batch = getattr(args, 'eval_batch_size', None) or args.batch_size
-    if 'eval' not in self._dataset:
+    default_batch = getattr(args, 'eval_batch_size', None) or args.batch_size
+    # The default target reads `eval`; --eval-target adds others.
+    if 'eval' not in self._dataset and not getattr(args, 'eval_targets',
+                                                    None):
       return None
 
-    def dataset():
-      return self.build_input('eval', batch, 1, False)
+    def dataset(source='eval', batch_size=None, batches=None):
+      data = self.build_input(source, batch_size or default_batch, 1, False)
+      return data.take(batches) if batches else data
 
     loss_metric = tf_keras.metrics.Mean(name='loss')
     self._eval_loss = loss_metric
@@ -501,14 +558,21 @@ class ModelBuilder(tf.Module):
           count += eval_step(inputs)
       return count
 
-    def eval_dataset():
-      data = dataset()
+    @tf.function
+    def step(inputs):
+      if replicated:
+        return strategy.reduce(tf.distribute.ReduceOp.SUM,
+                               strategy.run(eval_step, (inputs,)), axis=None)
+      return eval_step(inputs)
+
+    def eval_dataset(source='eval', batch_size=None, batches=None):
+      data = dataset(source, batch_size, batches)
       if replicated:
         return strategy.experimental_distribute_dataset(_shard_by_data(data))
       return data
 
     return _interfaces.EvaluationInterface(dataset=eval_dataset, loop=loop,
-                                           metrics=metrics)
+                                           metrics=metrics, step=step)
 
   def build_prediction_graph(self):
     """Builds the prediction interface over raw instances.

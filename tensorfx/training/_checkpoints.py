@@ -2,26 +2,54 @@
 
 `tf.train.CheckpointManager` writes the data files first and the `checkpoint`
 index last, so a kill at any moment leaves the previous checkpoint readable.
+It keeps the N most recent (`--keep-checkpoints`); the K best by a
+validation metric (`--keep-best-checkpoints`, `--best-metric`) are written
+apart, to `checkpoints/best/`, where the recent ones' rotation never deletes
+them.
 """
 
+import json
+import os
 
 import tensorflow as tf
 
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
+BEST = 'best'
+_BEST_STATE = 'best.json'
+
 
 class Checkpoints:
   """Saves and restores the model, optimizer and global step.
+
+  Example:
+    >>> checkpoints = Checkpoints('/tmp/job/checkpoints', builder.global_step,
+    ...                           max_to_keep=3, keep_best=2, best_mode='max',
+    ...                           model=builder)
+    >>> checkpoints.save()
+    '/tmp/job/checkpoints/ckpt-100'
+    >>> checkpoints.keep_best(0.93)
+    '/tmp/job/checkpoints/best/ckpt-100'
 
   Args:
     directory: where checkpoints go (local or gs://).
     global_step: the global step variable.
     max_to_keep: how many recent checkpoints to keep.
+    keep_best: how many best checkpoints to keep in `directory/best`
+      (0: none).
+    best_mode: 'min' or 'max': whether a lower or a higher metric is better.
     **objects: the trackable objects to save (the model builder, ...).
   """
 
-  def __init__(self, directory, global_step, max_to_keep=5, **objects):
+  def __init__(self, directory, global_step, max_to_keep=5, keep_best=0,
+               best_mode='min', **objects):
+    if not isinstance(max_to_keep, int) or max_to_keep < 1:
+      raise ValueError('max_to_keep must be a positive integer. Received: '
+                       f'max_to_keep={max_to_keep!r}')
+    if best_mode not in ('min', 'max'):
+      raise ValueError("best_mode must be 'min' or 'max'. Received: "
+                       f'best_mode={best_mode!r}')
     self.directory = directory
     self._global_step = global_step
     self._checkpoint = tf.train.Checkpoint(global_step=global_step, **objects)
@@ -29,11 +57,25 @@ class Checkpoints:
         self._checkpoint, directory, max_to_keep=max_to_keep,
         step_counter=global_step, checkpoint_name='ckpt')
     self.last_saved_step = None
+    self.keep_best_count = int(keep_best or 0)
+    self.best_mode = best_mode
+    self.best_directory = os.path.join(directory, BEST)
+    self._best = None  # [{'step', 'value', 'path'}], best first.
 
   @property
   def latest(self):
     """The path prefix of the latest checkpoint, or None."""
     return self._manager.latest_checkpoint
+
+  @property
+  def recent(self):
+    """The path prefixes of the recent checkpoints kept, oldest first."""
+    return list(self._manager.checkpoints)
+
+  @property
+  def best(self):
+    """The best checkpoints kept: dicts of step, value, path; best first."""
+    return [dict(entry) for entry in self._load_best()]
 
   def restore_latest(self):
     """Restores the latest checkpoint, if any.
@@ -47,6 +89,22 @@ class Checkpoints:
     path = self.latest
     if not path:
       return None
+    self.restore(path)
+    self.last_saved_step = int(self._global_step.numpy())
+    logger.info('Resumed from %s at step %d', path, self.last_saved_step)
+    return path
+
+  def restore(self, path, partial=False):
+    """Restores the checkpoint `path` (a prefix) into the objects.
+
+    Args:
+      path: the checkpoint prefix.
+      partial: whether some of the checkpoint's values may go unused
+        (evaluation and export): no warning about them.
+
+    Raises:
+      TrainingError: when the checkpoint does not match the model.
+    """
     status = self._checkpoint.restore(path)
     try:
       status.assert_existing_objects_matched()
@@ -54,8 +112,8 @@ class Checkpoints:
       raise TrainingError(
           f'The checkpoint {path} does not match this model (was it written '
           f'by a different model or arguments?): {e}') from None
-    self.last_saved_step = int(self._global_step.numpy())
-    logger.info('Resumed from %s at step %d', path, self.last_saved_step)
+    if partial:
+      status.expect_partial()
     return path
 
   def save(self):
@@ -67,3 +125,71 @@ class Checkpoints:
     self.last_saved_step = step
     logger.info('Saved checkpoint %s', path)
     return path
+
+  def keep_best(self, value):
+    """Writes the current state to `best/` if `value` ranks in the best K.
+
+    Args:
+      value: the metric's value at the current step.
+
+    Returns:
+      The path written, or None (not among the best, or keep_best is 0).
+    """
+    if not self.keep_best_count or value is None or value != value:  # NaN
+      return None
+    step = int(self._global_step.numpy())
+    entries = [e for e in self._load_best() if e['step'] != step]
+    reverse = self.best_mode == 'max'
+
+    def rank(entries):
+      return sorted(entries, key=lambda e: e['value'], reverse=reverse)
+
+    if len(entries) >= self.keep_best_count:
+      worst = rank(entries)[-1]['value']
+      if not (value > worst if reverse else value < worst):
+        return None
+    path = os.path.join(self.best_directory, f'ckpt-{step}')
+    tf.io.gfile.makedirs(self.best_directory)
+    self._checkpoint.write(path)
+    entries = rank(entries + [{'step': step, 'value': float(value),
+                               'path': path}])
+    for dropped in entries[self.keep_best_count:]:
+      _delete_checkpoint(dropped['path'])
+    self._best = entries[:self.keep_best_count]
+    self._save_best()
+    logger.info('Kept %s among the %d best (%s)', path, self.keep_best_count,
+                f'{value:.6g}')
+    return path
+
+  def _load_best(self):
+    if self._best is None:
+      state = os.path.join(self.best_directory, _BEST_STATE)
+      self._best = []
+      if tf.io.gfile.exists(state):
+        with tf.io.gfile.GFile(state) as f:
+          self._best = json.load(f).get('best', [])
+    return self._best
+
+  def _save_best(self):
+    state = os.path.join(self.best_directory, _BEST_STATE)
+    with tf.io.gfile.GFile(state + '.tmp', 'w') as f:
+      json.dump({'mode': self.best_mode, 'best': self._best}, f, indent=1)
+    tf.io.gfile.rename(state + '.tmp', state, overwrite=True)
+    # The index `tf.train.latest_checkpoint(best/)` reads (and so
+    # --warm-start and --checkpoint best/) names the best one.
+    if self._best:
+      names = [os.path.basename(e['path']) for e in self._best]
+      text = f'model_checkpoint_path: "{names[0]}"\n' + ''.join(
+          f'all_model_checkpoint_paths: "{n}"\n' for n in names)
+      index = os.path.join(self.best_directory, 'checkpoint')
+      with tf.io.gfile.GFile(index + '.tmp', 'w') as f:
+        f.write(text)
+      tf.io.gfile.rename(index + '.tmp', index, overwrite=True)
+
+
+def _delete_checkpoint(prefix):
+  for path in tf.io.gfile.glob(prefix + '.*'):
+    try:
+      tf.io.gfile.remove(path)
+    except tf.errors.NotFoundError:
+      pass

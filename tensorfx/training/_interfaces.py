@@ -6,7 +6,7 @@ created once, under the strategy's scope, before any of them is built.
 """
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +17,8 @@ class TrainingInterface:
     dataset: the training `tf.data.Dataset` (or a distributed dataset).
     global_step: the int64 step variable, advanced once per training step.
     loop: `tf.function(iterator, num_steps) -> (loss, steps_run)`: runs up to
-      `num_steps` training steps (fewer when the data ends) and returns the
+      `num_steps` training steps (fewer when the data ends, or after a step
+      whose loss is not finite or above `--thres-loss`) and returns the
       last step's loss and the number of steps run.
     optimizer: the optimizer the training step applies.
     variables: the trainable variables being trained.
@@ -38,16 +39,22 @@ class EvaluationInterface:
   """What the trainer needs to evaluate.
 
   Attributes:
-    dataset: a function returning a fresh evaluation `tf.data.Dataset` (one
-      pass over the evaluation source).
+    dataset: `dataset(source='eval', batch_size=None, batches=None)`
+      returns a fresh evaluation dataset: one pass over a source of the
+      dataset (its first `batches` batches, when given) in batches of
+      `batch_size` (default `--eval-batch-size`), distributed like the
+      training data.
     loop: `tf.function(iterator) -> count`: updates `metrics` over every
       batch of the iterator and returns the number of examples seen.
     metrics: the metric objects, by name (`loss` included); read with
       `result()`, cleared with `reset_state()`.
+    step: `tf.function(batch) -> count`: updates `metrics` with one batch of
+      the dataset; validation targets that aggregate batch by batch call it.
   """
   dataset: Callable
   loop: Callable
   metrics: Mapping[str, Any]
+  step: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,12 @@ def git_provenance(path):
           'dirty': bool(status)}
 
 
+def source():
+  """The running trainer's path (its `__main__`) and git provenance."""
+  main = getattr(sys.modules.get('__main__'), '__file__', None) or os.getcwd()
+  return {'path': os.path.abspath(main), **git_provenance(main)}
+
+
 def versions():
   """Versions of the stack, for reproducing a job."""
   found = {'python': platform.python_version(),
@@ -64,7 +70,6 @@ class JobRecord:
   """
 
   def __init__(self, path, arguments, config):
-    main = getattr(sys.modules.get('__main__'), '__file__', None) or os.getcwd()
     self._path = path
     self._record = {
         'tensorfx': _version.__version__,
@@ -75,8 +80,13 @@ class JobRecord:
         'arguments': arguments,
         'config': config,
         'versions': versions(),
-        'source': {'path': os.path.abspath(main), **git_provenance(main)},
+        'source': source(),
     }
+
+  @property
+  def source(self):
+    """The trainer's path and git provenance (commit, branch, dirty)."""
+    return dict(self._record['source'])
 
   def write(self, **updates):
     """Updates fields and rewrites job.yaml."""

@@ -25,6 +25,12 @@ exists among:
 4. `--K` (`optimizer: {clip_norm: 1.0}` is `--clip-norm 1.0`,
    `model: {hidden_layers: [20, 10]}` is `--hidden-layers 20 10`).
 
+In `validation`, a key whose value is a mapping and that names no flag is
+a named validation target (`--eval-target NAME KEY=VALUE ...`):
+`validation: {holdout: {data: [h.csv], batches: 5, online_agg: append,
+agg: median}}`. A mapping given to a list flag of `KEY=VALUE` items is
+those items (`load: {rename: {dense/kernel: hidden1/kernel}}`).
+
 A section whose name is also a flag may be a plain value instead:
 `optimizer: sgd`. A flag given twice (at the top and in a section, or in
 two sections) is an error, and so is a key that names no flag: both name
@@ -66,6 +72,7 @@ _PREFIXES = {
     'validation': ('eval',),
     'save': ('checkpoint',),
     'load': ('restore',),
+    'logging': ('log',),
 }
 
 # A section's keys that stand for the section's own flag.
@@ -169,6 +176,13 @@ def resolve(parser, doc, path):
         sub_line = value.lines.get(sub, value.line)
         action = _section_flag(flags, name, _normal(sub))
         label = f'{key}.{sub}'
+        items = _items_action(parser, name)
+        if isinstance(item, dict) and items is not None and (
+            action is None or action is items):
+          # A named entry of the section (a validation target).
+          _put_item(values, origins, items, str(sub), item, label, sub_line,
+                    path)
+          continue
         if action is None:
           raise _unknown(path, sub_line, label, flags,
                          f'flag of section {key}')
@@ -207,6 +221,27 @@ def _section_flag(flags, section, key):
     if action is not None:
       return action
   return flags.get(key)
+
+
+def _items_action(parser, section):
+  """The action whose entries are the section's mapping-valued keys."""
+  for action in parser._actions:  # pylint: disable=protected-access
+    if getattr(action, 'config_section', None) == section:
+      return action
+  return None
+
+
+def _put_item(values, origins, action, name, spec, label, line, path):
+  key = (action.dest, name)
+  if key in origins:
+    first, first_line = origins[key]
+    raise ConfigurationError(
+        f'{path}:{line}: {label} is already given by {first} at line '
+        f'{first_line}; give it once.')
+  origins[key] = (label, line)
+  entries = values.setdefault(action.dest, {})
+  entries[name] = action.from_config(name, dict(spec), f'{path}:{line}: '
+                                     f'{label}')
 
 
 def _unknown(path, line, key, flags, what):
@@ -249,8 +284,16 @@ def _convert(action, value, label, line, path):
       raise ConfigurationError(
           f'{where} expects true or false. Received: {label}={value!r}')
     return action.const if value else action.default
+  if getattr(action, 'config_section', None):
+    raise ConfigurationError(
+        f'{where}: give these as mappings under {action.config_section} '
+        f'(e.g. {action.config_section}: {{NAME: {{...}}}}). Received: '
+        f'{label}={value!r}')
   if action.nargs in ('+', '*') or isinstance(
       action, argparse._AppendAction):  # pylint: disable=protected-access
+    if isinstance(value, dict):
+      # A mapping for a list of KEY=VALUE items (--restore-rename a=b).
+      value = [f'{k}={v}' for k, v in value.items()]
     items = value if isinstance(value, list) else [value]
     if action.nargs == '+' and not items:
       raise ConfigurationError(

@@ -1,6 +1,6 @@
 """ModelTrainer: runs a ModelBuilder as whatever role this process has."""
 
-import math
+import json
 import os
 import signal
 import sys
@@ -14,12 +14,16 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx._errors import TrainingError
 from tensorfx.data import _validation
+from tensorfx.training import _actions
 from tensorfx.training import _checkpoints
 from tensorfx.training import _cluster
 from tensorfx.training import _export
+from tensorfx.training import _guards
 from tensorfx.training import _jobinfo
 from tensorfx.training import _progress
 from tensorfx.training import _summaries
+from tensorfx.training import _tracking
+from tensorfx.training import _validator
 from tensorfx.training._config import Configuration
 
 
@@ -62,19 +66,32 @@ class ModelTrainer:
       output: the job's output directory (local or gs://); re-using one
         resumes from its latest checkpoint.
 
+    With `--action evaluate` or `--action export` in the arguments (what
+    `tensorfx evaluate` and `tensorfx export` pass), the trainer script's
+    call does that instead, in this process: `evaluate()` prints its results
+    as one JSON line and the process exits (code 0); `export()` returns the
+    exported model.
+
     Returns:
       On the chief, the trained `tensorfx.prediction.Model`. Other roles
       (parameter servers, workers, the evaluator) do not return: their
       process exits (code 0) when the job has ended, so a trainer script
       written for the chief runs unchanged as every task.
     """
-    output = getattr(output, 'output', output)
-    if not output or not isinstance(output, str):
-      raise ConfigurationError('train() needs the output directory (a path). '
-                               f'Received: output={output!r}')
+    output = _output(output, 'train')
     config = self._config
     args = model_builder.args
     _configure_logging(args)
+    action = getattr(args, 'action', None) or 'train'
+    if action == 'evaluate':
+      summary = self.evaluate(model_builder, output,
+                              getattr(args, 'checkpoint', None))
+      print(json.dumps(summary), flush=True)
+      raise SystemExit(0)
+    if action == 'export':
+      return self.export(model_builder, output,
+                         getattr(args, 'checkpoint', None),
+                         getattr(args, 'export_dir', None))
     timeout = float(getattr(args, 'cluster_timeout_secs', None) or 300)
     if config.evaluator:
       from tensorfx.training import _evaluator  # pylint: disable=g-import-not-at-top
@@ -95,6 +112,55 @@ class ModelTrainer:
     if not config.master:
       _exit_task(config)
     return model
+
+  def evaluate(self, model_builder, output, checkpoint=None):
+    """Evaluates a checkpoint on the validation targets, without training.
+
+    `002_*`'s `test_from_params`: the same builder and arguments as
+    training, one checkpoint, every validation target (`--data-eval`,
+    `--eval-target`). Results are written to
+    `OUTPUT/evaluations/CHECKPOINT.json` (and to MLflow with
+    `--experiment`).
+
+    Example:
+      >>> ModelTrainer().evaluate(builder, '/tmp/job')
+      {'checkpoint': '/tmp/job/checkpoints/ckpt-300', 'step': 300,
+       'results': {'eval': {'loss': 0.11, 'accuracy': 0.97}}}
+
+    Args:
+      model_builder: the `ModelBuilder` (not yet built).
+      output: the job's output directory.
+      checkpoint: a checkpoint prefix or directory; None for the latest of
+        `OUTPUT/checkpoints`.
+
+    Returns:
+      A dict: `checkpoint`, `step`, `results` (target name -> metrics).
+    """
+    output = _output(output, 'evaluate')
+    _configure_logging(model_builder.args)
+    return _actions.evaluate(model_builder, output, checkpoint)
+
+  def export(self, model_builder, output, checkpoint=None, directory=None):
+    """Exports a checkpoint as the SavedModel over raw instances.
+
+    Example:
+      >>> model = ModelTrainer().export(builder, '/tmp/job',
+      ...                               '/tmp/job/checkpoints/best')
+      >>> model.predict(['6.3,3.3,6,2.5'])
+
+    Args:
+      model_builder: the `ModelBuilder` (not yet built).
+      output: the job's output directory.
+      checkpoint: a checkpoint prefix or directory; None for the latest of
+        `OUTPUT/checkpoints`.
+      directory: where to write the model; None for `OUTPUT/model`.
+
+    Returns:
+      The exported `tensorfx.prediction.Model`.
+    """
+    output = _output(output, 'export')
+    _configure_logging(model_builder.args)
+    return _actions.export(model_builder, output, checkpoint, directory)
 
 
 class _ChiefRun:
@@ -137,12 +203,20 @@ class _ChiefRun:
     record = _jobinfo.JobRecord(self.paths['job'], args_dict,
                                 self.config.to_dict())
     record.write()
+    self._tracker = _tracking.Tracker()
     try:
+      # Only the chief records the run; tracking is off unless asked for.
+      self._tracker = _tracking.create(self.args, self.output,
+                                       enabled=self.chief)
+      self._tracker.start(args_dict, record.source)
       result = self._run(record)
     except SystemExit:
-      raise  # A requested stop: the record already says 'interrupted'.
+      # A requested stop: the record already says 'interrupted'.
+      self._tracker.finish('interrupted')
+      raise
     except KeyboardInterrupt:
       record.write(status='interrupted')
+      self._tracker.finish('interrupted')
       raise
     except tf.errors.UnavailableError as e:
       error = TrainingError(
@@ -150,9 +224,13 @@ class _ChiefRun:
           f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
           'resumes from the last checkpoint.')
       record.write(status='failed', error=str(error))
+      self._tracker.set_tags(error=str(error))
+      self._tracker.finish('failed')
       raise error from None
     except BaseException as e:
       record.write(status='failed', error=f'{type(e).__name__}: {e}')
+      self._tracker.set_tags(error=f'{type(e).__name__}: {e}')
+      self._tracker.finish('failed')
       raise
     finally:
       if self.scratch:
@@ -169,11 +247,17 @@ class _ChiefRun:
         _cluster.wait_for_analysis(
             dataset, self.paths['analysis'],
             float(getattr(args, 'cluster_timeout_secs', None) or 300))
+    # Validation targets with files of their own become dataset sources.
+    targets = _validator.prepare_targets(args, dataset)
     with _validation.data_errors():
       training, evaluation, prediction = builder.build_graph_interfaces(
           self.config)
+    best = _actions.best_metric(args, builder)
     checkpoints = _checkpoints.Checkpoints(
-        self.paths['checkpoints'], training.global_step, model=builder)
+        self.paths['checkpoints'], training.global_step,
+        max_to_keep=getattr(args, 'keep_checkpoints', None) or 5,
+        keep_best=getattr(args, 'keep_best_checkpoints', None) or 0,
+        best_mode=best[2], model=builder)
     if checkpoints.restore_latest() is None:
       builder.build_init()
     summaries = _summaries.Summaries(self.paths['summaries'])
@@ -181,15 +265,21 @@ class _ChiefRun:
         else None
     # Replicas step together: the chief's progress tells for all.
     progress = _progress.Progress(max_steps, enabled=self.chief)
+    self._validator = _validator.Validator(
+        evaluation, targets, summaries, progress, self._tracker,
+        checkpoints, best)
+    self._guard = _guards.LossGuard(getattr(args, 'thres_loss', None),
+                                    getattr(args, 'nan_restore', None) or 0)
+    self._tracked_checkpoint = None
     previous = self._install_signal_handlers()
     try:
       with _validation.data_errors():
-        self._train(training, evaluation, checkpoints, summaries, progress,
-                    max_steps)
+        self._train(training, checkpoints, summaries, progress, max_steps)
         step = int(training.global_step.numpy())
-        checkpoints.save()
-        metrics = (self._evaluate(evaluation, step, summaries, progress)
-                   if self.evaluate else {})
+        self._save(checkpoints)
+        if self.evaluate:
+          self._validator.validate(step)
+        metrics = self._validator.primary if self.evaluate else {}
     finally:
       progress.close()
       summaries.close()
@@ -202,8 +292,17 @@ class _ChiefRun:
     model_dir = _export.export(prediction, dataset.schema, self.paths['model'])
     if not self.chief:
       return None
+    extra = {}
+    if len(self._validator.results) > 1:
+      extra['validation'] = self._validator.results
+    if checkpoints.best:
+      extra['best_checkpoints'] = checkpoints.best
+    if self._guard.restores:
+      extra['nan_restores'] = self._guard.restores
     record.write(status='completed', global_step=step, metrics=metrics,
-                 checkpoint=checkpoints.latest, model=model_dir)
+                 checkpoint=checkpoints.latest, model=model_dir, **extra)
+    self._tracker.set_tags(model=model_dir)
+    self._tracker.finish('completed')
     from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
     return Model.load(model_dir)
 
@@ -217,8 +316,7 @@ class _ChiefRun:
                  'data into %s', analysis_dir)
     dataset.analyze(analysis_dir)
 
-  def _train(self, training, evaluation, checkpoints, summaries, progress,
-             max_steps):
+  def _train(self, training, checkpoints, summaries, progress, max_steps):
     args = self.args
     global_step = training.global_step
     step = int(global_step.numpy())
@@ -226,10 +324,18 @@ class _ChiefRun:
       logger.info('Already trained to step %d (--max-steps %d)', step,
                    max_steps)
       return
+    if self.evaluate and getattr(args, 'validate_first', False):
+      self._validator.validate(step)
+    guard = self._guard
+    if guard.nan_restores and not checkpoints.latest:
+      # A non-finite loss before the first checkpoint needs one to go to.
+      self._save(checkpoints)
     log_every = max(1, args.log_interval_steps)
     per_call = max(1, getattr(args, 'steps_per_loop', 0) or log_every)
     checkpoint_steps = getattr(args, 'checkpoint_interval_steps', None)
     checkpoint_secs = args.checkpoint_interval_secs
+    eval_steps = (getattr(args, 'eval_interval_steps', None)
+                  if self.evaluate else None)
     iterator = iter(training.dataset)
     logger.info('Training from step %d%s, %d examples per step', step,
                  f' to {max_steps}' if max_steps else '', training.batch_size)
@@ -237,12 +343,16 @@ class _ChiefRun:
     window_start, window_step = time.monotonic(), step
     graph_written = False
     while True:
-      # Run up to the next log, checkpoint or final step in one call.
+      # Run up to the next log, checkpoint, validation or final step in one
+      # call.
       bounds = [per_call, log_every - step % log_every]
       if max_steps is not None:
         bounds.append(max_steps - step)
       if checkpoint_steps:
         bounds.append(checkpoint_steps - step % checkpoint_steps)
+      if eval_steps:
+        bounds.append(eval_steps - step % eval_steps)
+      previous_step = step
       loss, ran = training.loop(iterator, tf.constant(min(bounds), tf.int64))
       if not graph_written:
         if hasattr(training.loop, 'get_concrete_function'):
@@ -251,20 +361,25 @@ class _ChiefRun:
         graph_written = True
       # Read back: parameter-server steps run at least once, maybe twice.
       step = int(global_step.numpy())
-      exhausted = int(ran) < min(bounds)
+      ran = int(ran)
+      # One read per call: the loop stopped at the first non-finite loss
+      # or one above --thres-loss, if any; the guard raises or restores.
+      loss = float(loss) if ran else None
+      if guard.check(loss, step, previous_step, ran,
+                     checkpoints.latest) == _guards.RESTORE:
+        self._restore_after_nan(checkpoints, loss, step)
+        step = int(global_step.numpy())
+        window_start, window_step = time.monotonic(), step
+        continue
+      exhausted = ran < min(bounds)
       if ran and (step % log_every == 0 or exhausted):
-        loss = float(loss)
         now = time.monotonic()
         rate = ((step - window_step) * training.batch_size /
                 max(now - window_start, 1e-9))
         window_start, window_step = now, step
-        if not math.isfinite(loss):
-          raise TrainingError(
-              f'The training loss is {loss} at step {step}; stopping rather '
-              'than training on. Lower the learning rate or check the data. '
-              f'The last checkpoint is {checkpoints.latest}.')
-        summaries.scalars('train', step, {'loss': loss,
-                                          'examples_per_sec': rate})
+        values = {'loss': loss, 'examples_per_sec': rate}
+        summaries.scalars('train', step, values)
+        self._tracker.log_train(step, values)
         progress.update(step, loss, rate)
       else:
         progress.update(step)
@@ -280,10 +395,31 @@ class _ChiefRun:
       due = (time.monotonic() - last_checkpoint >= checkpoint_secs or
              bool(checkpoint_steps and step % checkpoint_steps == 0))
       if self._agree(due):
-        checkpoints.save()
+        self._save(checkpoints)
         last_checkpoint = time.monotonic()
-        if self.evaluate:
-          self._evaluate(evaluation, step, summaries, progress)
+        if self.evaluate and not eval_steps:
+          self._validator.validate(step)
+      if eval_steps and step % eval_steps == 0:
+        self._validator.validate(step)
+
+  def _save(self, checkpoints):
+    """Saves a checkpoint and records it."""
+    path = checkpoints.save()
+    step = checkpoints.last_saved_step
+    if path and step != self._tracked_checkpoint:
+      self._tracker.log_checkpoint(step, path, recent=checkpoints.recent)
+      self._tracked_checkpoint = step
+    return path
+
+  def _restore_after_nan(self, checkpoints, loss, step):
+    """Goes back to the last checkpoint after a non-finite loss."""
+    guard = self._guard
+    logger.warning(
+        'The training loss is %s at step %d: restoring %s and training on '
+        '(restore %d of %d, --nan-restore)', loss, step, checkpoints.latest,
+        len(guard.restores), guard.nan_restores)
+    checkpoints.restore_latest()
+    self._tracker.set_tags(nan_restores=json.dumps(guard.restores))
 
   def _agree(self, flag):
     """True when any replica says so (always just `flag` off multi-worker)."""
@@ -293,24 +429,6 @@ class _ChiefRun:
     votes = strategy.run(lambda: tf.constant(1 if flag else 0))
     return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
                                 axis=None) > 0)
-
-  def _evaluate(self, evaluation, step, summaries, progress):
-    if evaluation is None:
-      return {}
-    for metric in evaluation.metrics.values():
-      metric.reset_state()
-    start = time.monotonic()
-    count = int(evaluation.loop(evaluation.dataset()))
-    results = {name: float(metric.result())
-               for name, metric in evaluation.metrics.items()}
-    summaries.scalars('eval', step, results)
-    summaries.flush()
-    # In a tuning trial, the tuning service reads these.
-    cloud.report_metrics(results, step)
-    shown = '  '.join(f'{k} {v:.4g}' for k, v in results.items())
-    progress.message(f'Evaluation at step {step} on {count} examples '
-                     f'({time.monotonic() - start:.1f}s): {shown}')
-    return results
 
   def _install_signal_handlers(self):
     """SIGTERM (preemption) and SIGINT stop after the current call."""
@@ -331,6 +449,14 @@ class _ChiefRun:
   def _restore_signal_handlers(previous):
     for s, handler in previous.items():
       signal.signal(s, handler)
+
+
+def _output(output, method):
+  output = getattr(output, 'output', output)
+  if not output or not isinstance(output, str):
+    raise ConfigurationError(f'{method}() needs the output directory (a path). '
+                             f'Received: output={output!r}')
+  return output
 
 
 def _remove_scratch(directory):

@@ -110,12 +110,14 @@ class _Exploding(nn.FeedForwardClassification):
 
 def test_non_finite_loss_stops_naming_the_step(tmp_path,
                                                 iris_dataset_factory):
-  with pytest.raises(TrainingError, match=r'loss is nan at step 8'):
+  # The 7th step (global step 6 -> 7) is the first with a NaN loss; the
+  # loop stops there, between log lines (every 4 steps).
+  with pytest.raises(TrainingError, match=r'loss is nan at step 7'):
     _train(tmp_path, iris_dataset_factory(), '--max-steps', '20',
            '--log-interval-steps', '4', builder_type=_Exploding)
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
   assert job['status'] == 'failed'
-  assert 'step 8' in job['error']
+  assert 'step 7' in job['error']
 
 
 def test_bad_training_row_names_file_and_line(tmp_path, iris_analysis):

@@ -1,0 +1,36 @@
+"""`tensorfx evaluate`: evaluate a checkpoint of a job, without training."""
+
+from tensorfx.tools import _train
+
+
+def add_parser(commands):
+  parser = commands.add_parser(
+      'evaluate', help='evaluate a checkpoint on the validation targets',
+      description='Runs a trainer module with --action evaluate: it builds '
+      'the same model, restores a checkpoint (the latest of OUTPUT/'
+      'checkpoints by default), evaluates every validation target '
+      '(--data-eval, --eval-target) without training, prints the results as '
+      'one JSON line and writes them to OUTPUT/evaluations/. Arguments after '
+      'the known ones go to the trainer (give it the data flags it was '
+      'trained with).',
+      epilog='Example: tensorfx evaluate --module trainer --output /tmp/iris '
+      '--data-train data/train.csv --data-eval data/eval.csv '
+      '--data-schema schema.yaml --data-features features.yaml')
+  parser.add_argument('--module', required=True,
+                      help='the trainer: a module name (importable from the '
+                      'current directory) or the path of a .py file')
+  parser.add_argument('--output', '--job-dir', dest='output', required=True,
+                      help='the job output directory (local or gs://)')
+  parser.add_argument('--checkpoint', metavar='PATH',
+                      help='the checkpoint: a prefix (OUTPUT/checkpoints/'
+                      'ckpt-200) or a directory (its latest; OUTPUT/'
+                      'checkpoints/best is the best) (default: the latest)')
+  parser.set_defaults(run=run, accepts_extra=True)
+
+
+def run(args, rest):
+  """Runs the trainer with `--action evaluate`."""
+  argv = ['--output', args.output, '--action', 'evaluate', *rest]
+  if args.checkpoint:
+    argv += ['--checkpoint', args.checkpoint]
+  return _train.run_module(args.module, argv)

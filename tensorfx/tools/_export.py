@@ -1,0 +1,38 @@
+"""`tensorfx export`: write the SavedModel of a checkpoint of a job."""
+
+from tensorfx.tools import _train
+
+
+def add_parser(commands):
+  parser = commands.add_parser(
+      'export', help='export a checkpoint as the SavedModel',
+      description='Runs a trainer module with --action export: it builds '
+      'the same model, restores a checkpoint (the latest of OUTPUT/'
+      'checkpoints by default) and writes the SavedModel over raw instances '
+      'to --export-dir (default OUTPUT/model). Arguments after the known '
+      'ones go to the trainer.',
+      epilog='Example: tensorfx export --module trainer --output /tmp/iris '
+      '--checkpoint /tmp/iris/checkpoints/best --export-dir /tmp/iris-best '
+      '--data-train data/train.csv --data-schema schema.yaml '
+      '--data-features features.yaml')
+  parser.add_argument('--module', required=True,
+                      help='the trainer: a module name (importable from the '
+                      'current directory) or the path of a .py file')
+  parser.add_argument('--output', '--job-dir', dest='output', required=True,
+                      help='the job output directory (local or gs://)')
+  parser.add_argument('--checkpoint', metavar='PATH',
+                      help='the checkpoint: a prefix or a directory (its '
+                      'latest) (default: the latest of OUTPUT/checkpoints)')
+  parser.add_argument('--export-dir', metavar='PATH',
+                      help='where to write the model (default: OUTPUT/model)')
+  parser.set_defaults(run=run, accepts_extra=True)
+
+
+def run(args, rest):
+  """Runs the trainer with `--action export`."""
+  argv = ['--output', args.output, '--action', 'export', *rest]
+  if args.checkpoint:
+    argv += ['--checkpoint', args.checkpoint]
+  if args.export_dir:
+    argv += ['--export-dir', args.export_dir]
+  return _train.run_module(args.module, argv)

@@ -1,0 +1,381 @@
+"""Validation targets: named evaluation sources and how their results combine.
+
+A trainer validates on one or more targets (`002_*`'s `validation_params`).
+Each target names a source of the dataset (the `eval` source by default, or
+files given with the target), how many batches of it to read, how each
+batch's results combine as they come (`online_agg`) and how the combined
+value becomes the final result (`agg`):
+
+- `online_agg: mean` (the default): the metrics stream over every batch, so
+  each result is the metric over all the examples read (the example-weighted
+  mean for mean metrics). It runs in one `tf.function` call.
+- `online_agg: sum | min | max`: each batch is evaluated on its own (the
+  metrics reset before it) and the results combine element-wise.
+- `online_agg: append`: the per-batch results are kept in a list that `agg`
+  (`mean`, `median`, `sum`, `min`, `max`, `first`, `last`; default `mean`)
+  reduces to one value per metric.
+
+From Python, `online_agg` may also be a callable `(aggregate, results,
+batch_index) -> aggregate` (the aggregate is None before the first batch)
+and `agg` a callable `(aggregate) -> results`: the functions of
+`train_from_params`.
+
+This module must not import TensorFlow at import time: the arguments check
+target specifications while parsing.
+"""
+
+import dataclasses
+import re
+import statistics
+from typing import Any, Callable, Optional, Tuple, Union
+
+from tensorfx._errors import ConfigurationError
+
+ONLINE_AGGREGATIONS = ('mean', 'sum', 'min', 'max', 'append')
+FINAL_AGGREGATIONS = ('mean', 'median', 'sum', 'min', 'max', 'first', 'last')
+
+# The keys of a target specification (YAML mapping or --eval-target items).
+SPEC_KEYS = ('data', 'source', 'batches', 'batch_size', 'online_agg', 'agg')
+
+# The default target: --data-eval with the --eval-* flags.
+DEFAULT = 'eval'
+
+_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationTarget:
+  """One named validation source and how its results are aggregated.
+
+  Example:
+    >>> ValidationTarget('holdout', data=('data/holdout.csv',), batches=5,
+    ...                  online_agg='append', agg='median')
+
+  Attributes:
+    name: the target's name: the key of its results, its summaries
+      directory (`summaries/eval` for `eval`, `summaries/eval_NAME` for the
+      others) and the prefix of its tracked metrics (`NAME/loss`).
+    data: files or patterns of the target's data, read in the dataset's
+      format; empty to read the dataset's source `source`.
+    source: the dataset source to read (default: the target's name).
+    batches: how many batches to read; None reads the whole source once.
+    batch_size: instances per batch; None takes `--eval-batch-size`.
+    online_agg: one of `ONLINE_AGGREGATIONS`, or a callable
+      `(aggregate, results, batch_index) -> aggregate`.
+    agg: with `append` (or a callable `online_agg`), one of
+      `FINAL_AGGREGATIONS` or a callable `(aggregate) -> results`; None
+      means `mean` after `append`.
+  """
+  name: str
+  data: Tuple[str, ...] = ()
+  source: Optional[str] = None
+  batches: Optional[int] = None
+  batch_size: Optional[int] = None
+  online_agg: Union[str, Callable[..., Any]] = 'mean'
+  agg: Union[str, Callable[..., Any], None] = None
+
+  def __post_init__(self):
+    where = f'validation target {self.name!r}'
+    if not isinstance(self.name, str) or not _NAME.match(self.name):
+      raise ConfigurationError(
+          'A validation target name must start with a letter or digit and '
+          'hold only letters, digits, "_", "." and "-". Received: '
+          f'name={self.name!r}')
+    if isinstance(self.data, str):
+      object.__setattr__(self, 'data', (self.data,))
+    object.__setattr__(self, 'data', tuple(str(p) for p in self.data))
+    for key in ('batches', 'batch_size'):
+      value = getattr(self, key)
+      if value is not None and (isinstance(value, bool) or
+                                not isinstance(value, int) or value <= 0):
+        raise ConfigurationError(
+            f'{where}: {key} must be a positive integer, or none for '
+            f'{"the whole source" if key == "batches" else "the default"}. '
+            f'Received: {key}={value!r}')
+    online = self.online_agg
+    if not callable(online) and online not in ONLINE_AGGREGATIONS:
+      raise ConfigurationError(
+          f'{where}: online_agg must be one of '
+          f'{", ".join(ONLINE_AGGREGATIONS)} (or a callable). Received: '
+          f'online_agg={online!r}')
+    agg = self.agg
+    listing = online == 'append' or callable(online)
+    if agg is not None:
+      if not listing:
+        raise ConfigurationError(
+            f'{where}: agg reduces the per-batch results that online_agg '
+            f'append keeps; with online_agg {online} each metric already '
+            f'has one value. Received: online_agg={online!r} agg={agg!r}')
+      if not callable(agg) and agg not in FINAL_AGGREGATIONS:
+        raise ConfigurationError(
+            f'{where}: agg must be one of {", ".join(FINAL_AGGREGATIONS)} '
+            f'(or a callable). Received: agg={agg!r}')
+    elif online == 'append':
+      object.__setattr__(self, 'agg', 'mean')
+
+  @property
+  def source_name(self):
+    """The dataset source the target reads."""
+    return self.source or self.name
+
+  @property
+  def summaries(self):
+    """The target's directory under `summaries/`."""
+    return 'eval' if self.name == DEFAULT else f'eval_{self.name}'
+
+  @property
+  def streaming(self):
+    """Whether the metrics stream over all batches in one call."""
+    return self.online_agg == 'mean'
+
+
+def from_spec(name, spec, where=None):
+  """Makes a `ValidationTarget` from a mapping of its keys.
+
+  Example:
+    >>> from_spec('holdout', {'data': 'h.csv', 'batches': 5})
+    ValidationTarget(name='holdout', data=('h.csv',), ..., batches=5, ...)
+
+  Args:
+    name: the target's name.
+    spec: a dict of `SPEC_KEYS` (dashes or underscores), values typed or
+      as text (`batches: '5'`).
+    where: what to name in errors (a file and line, a flag).
+
+  Returns:
+    The `ValidationTarget`.
+
+  Raises:
+    ConfigurationError: an unknown key or a bad value, naming `where`.
+  """
+  where = where or f'validation target {name!r}'
+  if name == DEFAULT:
+    raise ConfigurationError(
+        f'{where}: the target {DEFAULT!r} is --data-eval with the --eval-* '
+        '(validation section) flags; give another name to a further target.')
+  if not isinstance(spec, dict):
+    raise ConfigurationError(
+        f'{where}: a validation target is a mapping of '
+        f'{", ".join(SPEC_KEYS)}. Received: {name}={spec!r}')
+  values = {}
+  for key, value in spec.items():
+    normal = str(key).replace('-', '_')
+    if normal not in SPEC_KEYS:
+      raise ConfigurationError(
+          f'{where}: unknown key {key!r} of validation target {name!r}; '
+          f'the keys are {", ".join(SPEC_KEYS)}.')
+    if normal in ('batches', 'batch_size') and value is not None:
+      try:
+        if isinstance(value, bool):
+          raise ValueError
+        value = int(value)
+      except (TypeError, ValueError):
+        raise ConfigurationError(
+            f'{where}: {key} of validation target {name!r} must be a '
+            f'positive integer. Received: {key}={value!r}') from None
+    elif normal == 'data':
+      value = _paths(value)
+    elif normal in ('online_agg', 'agg') and isinstance(value, str):
+      value = value.lower()
+    values[normal] = value
+  try:
+    return ValidationTarget(name, **values)
+  except ConfigurationError as e:
+    raise ConfigurationError(f'{where}: {e}') from None
+
+
+def to_spec(target):
+  """The mapping of a target's keys that differ from the defaults.
+
+  Example:
+    >>> to_spec(from_spec('holdout', {'data': 'h.csv', 'batches': '5'}))
+    {'data': ['h.csv'], 'batches': 5}
+  """
+  spec = {}
+  for field in dataclasses.fields(target):
+    if field.name == 'name':
+      continue
+    value = getattr(target, field.name)
+    if value != field.default and not (field.name == 'agg' and
+                                       target.online_agg == 'append' and
+                                       value == 'mean'):
+      spec[field.name] = list(value) if isinstance(value, tuple) else value
+  return spec
+
+
+def parse_flag(values):
+  """Parses one `--eval-target NAME KEY=VALUE ...` into (name, spec).
+
+  Example:
+    >>> parse_flag(['holdout', 'data=h.csv', 'batches=5'])
+    ('holdout', {'data': 'h.csv', 'batches': '5'})
+
+  Raises:
+    ConfigurationError: no name, or an item that is not KEY=VALUE.
+  """
+  if not values or '=' in values[0]:
+    raise ConfigurationError(
+        '--eval-target expects a name, then KEY=VALUE items (e.g. '
+        '--eval-target holdout data=h.csv batches=5). Received: '
+        f'--eval-target {" ".join(values or [])}')
+  name, spec = values[0], {}
+  for item in values[1:]:
+    key, sep, value = item.partition('=')
+    if not sep or not key:
+      raise ConfigurationError(
+          f'--eval-target {name}: items are KEY=VALUE. Received: {item!r}')
+    spec[key] = value
+  return name, spec
+
+
+def from_args(args, has_eval=True):
+  """The validation targets the arguments describe, the default first.
+
+  The default target `eval` (the dataset's `eval` source, `--eval-batches`,
+  `--eval-online-agg`, `--eval-agg`) is included when the dataset has an
+  `eval` source (`has_eval`), then each `--eval-target` (run.yaml: a
+  mapping under `validation`) in order.
+
+  Args:
+    args: the `ModelArguments`.
+    has_eval: whether the dataset has an `eval` source.
+
+  Returns:
+    A list of `ValidationTarget`s (the default one first, if any).
+  """
+  targets = []
+  if has_eval:
+    targets.append(ValidationTarget(
+      DEFAULT, batches=getattr(args, 'eval_batches', None),
+      batch_size=getattr(args, 'eval_batch_size', None),
+      online_agg=getattr(args, 'eval_online_agg', None) or 'mean',
+      agg=getattr(args, 'eval_agg', None)))
+  for name, spec in (getattr(args, 'eval_targets', None) or {}).items():
+    targets.append(spec if isinstance(spec, ValidationTarget)
+                   else from_spec(name, spec))
+  return targets
+
+
+def _paths(value):
+  if value is None:
+    return ()
+  if isinstance(value, str):
+    return tuple(p.strip() for p in value.split(',') if p.strip())
+  if isinstance(value, (list, tuple)):
+    return tuple(str(p) for p in value)
+  raise ConfigurationError(
+      f'data must be a path, a comma-separated list or a list of paths. '
+      f'Received: data={value!r}')
+
+
+# Aggregation.
+
+
+def _combine(op):
+  def combine(aggregate, results, index):
+    del index
+    if aggregate is None:
+      return dict(results)
+    return {k: op(aggregate[k], v) if k in aggregate else v
+            for k, v in results.items()}
+  return combine
+
+
+def _append(aggregate, results, index):
+  del index
+  aggregate = aggregate or {}
+  for key, value in results.items():
+    aggregate.setdefault(key, []).append(value)
+  return aggregate
+
+
+_ONLINE = {
+    'sum': _combine(lambda a, b: a + b),
+    'min': _combine(min),
+    'max': _combine(max),
+    'append': _append,
+}
+
+_FINAL = {
+    'mean': statistics.fmean,
+    'median': statistics.median,
+    'sum': sum,
+    'min': min,
+    'max': max,
+    'first': lambda values: values[0],
+    'last': lambda values: values[-1],
+}
+
+
+def aggregate(target, batch_results):
+  """Aggregates per-batch results as `target` says (no TensorFlow needed).
+
+  Example:
+    >>> target = ValidationTarget('t', online_agg='append', agg='max')
+    >>> aggregate(target, [{'loss': 1.0}, {'loss': 3.0}])
+    {'loss': 3.0}
+
+  Args:
+    target: the `ValidationTarget` (not a streaming one).
+    batch_results: an iterable of dicts of metric values, one per batch.
+
+  Returns:
+    A dict of final values by metric name ({} when there were no batches).
+  """
+  online = target.online_agg
+  online = online if callable(online) else _ONLINE[online]
+  current = None
+  for index, results in enumerate(batch_results):
+    current = online(current, results, index)
+  if current is None:
+    return {}
+  agg = target.agg
+  result = agg(current) if callable(agg) else current
+  if agg is None or callable(agg):
+    if not isinstance(result, dict):
+      raise ConfigurationError(
+          f'validation target {target.name!r}: the aggregation must end in a '
+          'dict of metric values (give agg= a callable that makes one). '
+          f'Received: {type(result).__name__}')
+    return dict(result)
+  reduce = _FINAL[agg]
+  return {key: float(reduce(values)) if isinstance(values, list) else values
+          for key, values in current.items()}
+
+
+def evaluate(evaluation, target):
+  """Runs one validation target on an `EvaluationInterface`.
+
+  Args:
+    evaluation: the `EvaluationInterface` (its metrics are reset first).
+    target: the `ValidationTarget`.
+
+  Returns:
+    `(results, count)`: a dict of metric values by name, and the number of
+    examples read.
+  """
+  data = evaluation.dataset(target.source_name, batch_size=target.batch_size,
+                            batches=target.batches)
+  metrics = evaluation.metrics
+  for metric in metrics.values():
+    metric.reset_state()
+  if not target.streaming and evaluation.step is None:
+    raise ConfigurationError(
+        f'validation target {target.name!r}: online_agg '
+        f'{target.online_agg!r} evaluates batch by batch, which needs the '
+        'EvaluationInterface\'s step function; this builder\'s has none.')
+  if target.streaming:
+    count = int(evaluation.loop(data))
+    return {k: float(m.result()) for k, m in metrics.items()}, count
+  total = 0
+
+  def batches():
+    nonlocal total
+    for inputs in data:
+      for metric in metrics.values():
+        metric.reset_state()
+      total += int(evaluation.step(inputs))
+      yield {k: float(m.result()) for k, m in metrics.items()}
+
+  results = aggregate(target, batches())
+  return results, total
