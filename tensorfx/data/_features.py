@@ -168,6 +168,27 @@ def _boundaries(value):
 
 _POSITIVE = _int_at_least(1)
 
+# How an embedding table reduces an instance's keys (tensorfx.embeddings).
+_COMBINERS = ('sum', 'mean', 'sqrtn')
+
+
+def _combiner(value):
+  if value not in _COMBINERS:
+    raise ValueError(f'must be one of {", ".join(_COMBINERS)}')
+  return value
+
+
+def _feature_name(value):
+  if not isinstance(value, str) or not is_identifier(value):
+    raise ValueError('must be the name of another embedding feature')
+  return value
+
+
+# Embedding parameters of a table over raw keys (`capacity`), and the ones a
+# feature sharing another's table (`table`) takes from it.
+_TABLE_ONLY = ('admit_after', 'evict_after_steps')
+_VOCABULARY_PARAMS = ('top_k', 'oov_buckets', 'hash_buckets')
+
 # Per type: parameter name -> (check, default or _NOTHING when optional).
 _PARAMS = {
     FeatureType.SCALE: {'min': (_number, 0.0), 'max': (_number, 1.0)},
@@ -179,7 +200,12 @@ _PARAMS = {
     FeatureType.EMBEDDING: {'dim': (_POSITIVE, _NOTHING),
                             'top_k': (_POSITIVE, _NOTHING),
                             'oov_buckets': (_int_at_least(0), 1),
-                            'hash_buckets': (_POSITIVE, _NOTHING)},
+                            'hash_buckets': (_POSITIVE, _NOTHING),
+                            'combiner': (_combiner, _NOTHING),
+                            'capacity': (_POSITIVE, _NOTHING),
+                            'table': (_feature_name, _NOTHING),
+                            'admit_after': (_POSITIVE, _NOTHING),
+                            'evict_after_steps': (_POSITIVE, _NOTHING)},
     FeatureType.HASH: {'buckets': (_POSITIVE, _NOTHING)},
     FeatureType.CROSS: {'buckets': (_POSITIVE, _NOTHING)},
 }
@@ -343,7 +369,13 @@ class Feature:
           raise _yaml.Invalid(subject, (key,), f"{key!r} needs a vocabulary; "
                               "a feature with 'hash_buckets' has none",
                               given[key])
+    keyed = kind is FeatureType.EMBEDDING and (
+        'capacity' in given or 'table' in given)
+    if kind is FeatureType.EMBEDDING:
+      self._check_table_params(subject, given)
     for key in _REQUIRED.get(kind, ()):
+      if key == 'dim' and kind is FeatureType.EMBEDDING and 'table' in given:
+        continue  # The shared table's.
       if key not in given:
         raise _yaml.Invalid(subject, (), f'{_a(kind.value)} feature needs '
                             f'{key!r}', dict(given), label='params')
@@ -355,12 +387,52 @@ class Feature:
         except ValueError as e:
           raise _yaml.Invalid(subject, (key,), f'{key} {e}',
                               given[key]) from None
-      elif default is not _NOTHING and not (hashed and key == 'oov_buckets'):
+      elif default is not _NOTHING and not (
+          (hashed or keyed) and key == 'oov_buckets'):
         params[key] = default
     if kind is FeatureType.SCALE and not params['min'] < params['max']:
       raise _yaml.Invalid(subject, ('max',), 'max must be greater than min '
                           f'({params["min"]})', params['max'])
     object.__setattr__(self, 'params', Params(params))
+
+  @staticmethod
+  def _check_table_params(subject, given):
+    """An embedding table over raw keys takes no vocabulary parameters."""
+    if 'capacity' in given and 'table' in given:
+      raise _yaml.Invalid(subject, ('table',), "'table' shares another "
+                          "feature's table; a feature with 'capacity' has "
+                          'its own', given['table'])
+    owner = 'capacity' if 'capacity' in given else (
+        'table' if 'table' in given else None)
+    if owner is not None:
+      refused = _VOCABULARY_PARAMS + (
+          ('dim',) + _TABLE_ONLY if owner == 'table' else ())
+      for key in refused:
+        if key in given:
+          reason = (f"{key!r} belongs to the table's own feature" if
+                    owner == 'table' else
+                    f"{key!r} needs a vocabulary; a table hashes raw keys "
+                    'itself')
+          raise _yaml.Invalid(subject, (key,), f'{reason} (this feature has '
+                              f'{owner!r})', given[key])
+      return
+    for key in _TABLE_ONLY:
+      if key in given:
+        raise _yaml.Invalid(subject, (key,), f"{key!r} needs an embedding "
+                            "table: give the feature 'capacity'", given[key])
+
+  @property
+  def table(self):
+    """For an embedding over raw keys, the feature owning its table.
+
+    The feature's own name when it has `capacity`, the shared table's
+    feature with `table: NAME`, None otherwise.
+    """
+    if self.type is not FeatureType.EMBEDDING:
+      return None
+    if self.params.get('capacity'):
+      return self.name
+    return self.params.get('table')
 
   def walk(self):
     """This feature, then its children (depth first)."""
@@ -559,6 +631,33 @@ class FeatureSet:
     for feature in self._features:
       for each in feature.walk():
         self._validate_one(each, schema, in_concat=each is not feature)
+      self._validate_table(feature, schema)
+
+  def _validate_table(self, feature, schema):
+    """`table: NAME` names a feature with its own table, of the same keys."""
+    shared = feature.params.get('table') if \
+        feature.type is FeatureType.EMBEDDING else None
+    if shared is None:
+      return
+    where, _ = self._locations.get(feature.name, (None, None))
+    owner = self._index.get(shared)
+
+    def fail(problem):
+      if where is None:
+        return _yaml.Invalid(f'Feature {feature.name!r}', ('table',),
+                             problem, shared)
+      return where.error(f'feature {feature.name!r}: table: {problem}',
+                         shared)
+
+    if owner is None or owner.table != owner.name:
+      raise fail(f'{shared!r} must be an embedding feature with its own '
+                 "table ('capacity') in this feature set")
+    mine = schema[feature.fields[0]].numeric
+    theirs = schema[owner.fields[0]].numeric
+    if mine != theirs:
+      raise fail(f'the keys of {feature.name!r} ({feature.fields[0]}) and of '
+                 f'table {shared!r} ({owner.fields[0]}) must both be '
+                 'integers or both be strings')
 
   def _validate_one(self, feature, schema, in_concat):
     where, fields_where = self._locations.get(feature.name, (None, None))
@@ -576,6 +675,9 @@ class FeatureSet:
     if in_concat and feature.type in _NOT_IN_CONCAT:
       raise fail(f'a concat feature cannot contain {feature.type.value} '
                  'features', feature.type.value, at_fields=False)
+    if in_concat and feature.table is not None:
+      raise fail('an embedding table over raw keys cannot be part of a '
+                 'concat', feature.type.value, at_fields=False)
     if feature.type is FeatureType.CONCAT:
       return
     for name in feature.fields:

@@ -175,6 +175,10 @@ def _transform(feature, inputs, schema):
   if kind == FeatureType.HASH:
     return each(lambda v: tf.strings.to_hash_bucket_fast(
         as_text(v), params['buckets']), x)
+  if kind == FeatureType.EMBEDDING and feature.table is not None:
+    # Raw keys: the model's embedding table hashes them (and admits,
+    # evicts), at training and serving time alike.
+    return x
   if kind in (FeatureType.ONEHOT, FeatureType.EMBEDDING):
     if kind == FeatureType.EMBEDDING and params.get('hash_buckets'):
       return each(lambda v: tf.strings.to_hash_bucket_fast(
@@ -268,6 +272,11 @@ def describe(feature_set, transform_output):
       described[feature.name] = TransformedFeature(
           feature.name, kind, dense_width=1, vocabulary=vocabulary,
           cardinality=len(vocabulary))
+    elif kind == FeatureType.EMBEDDING and feature.table is not None:
+      owner = feature_set[feature.table].params
+      described[feature.name] = TransformedFeature(
+          feature.name, kind, cardinality=int(owner['capacity']),
+          embedding_dim=int(owner['dim']))
     elif kind in _CATEGORICAL:
       if kind == FeatureType.EMBEDDING and not params.get('hash_buckets'):
         size = (transform_output.vocabulary_size_by_name(feature.name) +

@@ -11,8 +11,9 @@ Adagrad's accumulator and FTRL-proximal's accumulator and linear term.
 They are `tf_keras` optimizers: they run under every distribution strategy
 (each parameter-server shard of a table gets its slots beside it on the
 same server, saved whole so that checkpoints re-shard), take learning-rate
-schedules, and clip. A dense gradient (a table read by a dense op) is
-applied to every row.
+schedules, and clip. A dense gradient (a table read by a dense op, or
+all-reduced by synchronous replicas) updates the rows where it is not
+zero.
 """
 
 import tensorflow as tf
@@ -61,8 +62,11 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
       self._sparse_update(gradient.values, tf.cast(gradient.indices, tf.int64),
                           variable, lr)
     else:
-      rows = tf.range(tf.shape(variable, out_type=tf.int64)[0])
-      self._sparse_update(gradient, rows, variable, lr)
+      # A dense gradient (an all-reduced one, under synchronous replicas)
+      # updates the rows where it is not zero: the same rows.
+      rows = tf.where(tf.reduce_any(tf.not_equal(
+          gradient, 0), axis=list(range(1, gradient.shape.rank))))[:, 0]
+      self._sparse_update(tf.gather(gradient, rows), rows, variable, lr)
 
   def reset_slots(self, variable, rows):
     """Returns the slots of some rows of a table to their initial values.

@@ -384,18 +384,35 @@ class EmbeddingTable(tf.Module):
     if (context is not None and context.num_replicas_in_sync > 1 and
         not isinstance(tf.distribute.get_strategy(),
                        tf.distribute.ParameterServerStrategy)):
-      # Synchronous replicas keep their own copy of the statistics and
-      # update it alike, with the keys of every replica.
-      rows = _all_gather(context, rows)
-    self.counts.scatter_add(
-        tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
+      self._record_replicated(context, rows)
+    else:
+      self.counts.scatter_add(
+          tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
+      if self._evict_after is not None:
+        self.last_seen.scatter_update(
+            tf.IndexedSlices(tf.fill(tf.shape(rows), self._now()), rows))
     if self._evict_after is None:
       return
     now = self._now()
-    self.last_seen.scatter_update(
-        tf.IndexedSlices(tf.fill(tf.shape(rows), now), rows))
     due = now >= tf.convert_to_tensor(self.next_sweep)
     tf.cond(due, lambda: self.evict(now), lambda: tf.constant(0, tf.int64))
+
+  def _record_replicated(self, context, rows):
+    """Synchronous replicas: every copy counts the keys of all replicas.
+
+    Each replica keeps its own copy of the statistics and applies the same
+    update, the sum of every replica's counts. The sum is a dense
+    all-reduce over the rows: collectives of varying sizes (an all-gather
+    of the keys) fail inside a training loop's `tf.while_loop`. Parameter
+    servers, which hold one copy, count sparsely instead.
+    """
+    seen = tf.math.unsorted_segment_sum(
+        tf.ones_like(rows, tf.int32), rows, self._capacity)
+    seen = context.all_reduce(tf.distribute.ReduceOp.SUM, seen)
+    self.counts.assign_add(seen)
+    if self._evict_after is not None:
+      self.last_seen.assign(tf.where(
+          seen > 0, self._now(), tf.convert_to_tensor(self.last_seen)))
 
   def _now(self):
     counter = self._bound.step_counter
@@ -474,15 +491,6 @@ def find_tables(module):
       with_path=False):
     found.setdefault(id(table), table)
   return list(found.values())
-
-
-def _all_gather(context, rows):
-  # Replicas may hold different numbers of keys: pad to the longest.
-  size = tf.shape(rows, out_type=tf.int64)[:1]
-  longest = tf.reduce_max(context.all_gather(size, axis=0))
-  padded = tf.pad(rows, [[0, longest - size[0]]], constant_values=-1)
-  gathered = context.all_gather(padded, axis=0)
-  return tf.boolean_mask(gathered, gathered >= 0)
 
 
 def _zeros(shape, dtype, partition_shape=None, partition_offset=None):

@@ -7,8 +7,11 @@ import tensorflow as tf
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _csv
 from tensorfx.data import _filters
+from tensorfx.data import _listtext
+from tensorfx.data import _transforms
 from tensorfx.data import _validation
 from tensorfx.data._features import FeatureType
+from tensorfx.embeddings import _table
 from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
 from tensorfx.training import _restore
@@ -62,6 +65,7 @@ class ModelBuilder(tf.Module):
     self._strategy = None
     self.global_step = None
     self._optimizer = None
+    self._sparse_optimizer = None
     # Held outside tf.Module tracking: the transform graph is exported with
     # the model but is not part of the model's checkpoints.
     self._untracked = types.SimpleNamespace(transform_layer=None,
@@ -93,6 +97,13 @@ class ModelBuilder(tf.Module):
     if self._optimizer is None:
       self._optimizer = self.build_optimizer()
     return self._optimizer
+
+  @property
+  def sparse_optimizer(self):
+    """The optimizer of embedding tables, made once by `build_sparse_optimizer()`."""
+    if self._sparse_optimizer is None:
+      self._sparse_optimizer = self.build_sparse_optimizer()
+    return self._sparse_optimizer
 
   @property
   def transform_layer(self):
@@ -189,6 +200,29 @@ class ModelBuilder(tf.Module):
       A `tf_keras.optimizers.Optimizer`.
     """
     return _optimizers.build_optimizer(self._args)
+
+  def build_sparse_optimizer(self):
+    """Builds the optimizer of the builder's embedding tables, once.
+
+    Called on first use of `self.sparse_optimizer`, eagerly, under the
+    strategy's scope, when the builder holds `tensorfx.embeddings`
+    tables without an optimizer of their own. The training step applies the
+    tables' gradients (`tf.IndexedSlices` of the rows looked up) with it,
+    and every other variable's with the optimizer `build_training` returns:
+    one builder, two optimizers. The default follows
+    `--embedding-optimizer` (lazy-adam) and `--embedding-learning-rate`
+    (default `--learning-rate`); see `tensorfx.embeddings.EmbeddingArguments`.
+
+    Example:
+      >>> class Model(ModelBuilder):
+      ...   def build_sparse_optimizer(self):
+      ...     return tensorfx.embeddings.SparseAdagrad(learning_rate=0.05)
+
+    Returns:
+      A `tf_keras.optimizers.Optimizer`.
+    """
+    from tensorfx.embeddings import _optimizers as sparse  # pylint: disable=g-import-not-at-top
+    return sparse.build_sparse_optimizer(self._args)
 
   def build_evaluation(self, inputs, outputs):
     """Builds the evaluation metrics and updates them with a batch.
@@ -319,9 +353,42 @@ class ModelBuilder(tf.Module):
     else:
       evaluation_pass()
     self._evaluation_metrics = metrics
+    dense, groups = self._route(self._trainable(), optimizer)
     if hasattr(optimizer, 'build'):
-      optimizer.build(self._trainable())
+      optimizer.build(dense)
+    for table_optimizer, variables in groups:
+      table_optimizer.build(variables)
     self._variables_created = True
+
+  def _route(self, variables, optimizer):
+    """Splits variables into the dense ones and each table optimizer's.
+
+    Embedding tables' rows go to their optimizer (their own, or
+    `self.sparse_optimizer`), which also becomes their clock's partner for
+    eviction; everything else to `optimizer`.
+
+    Returns:
+      `(dense, [(table_optimizer, table_variables), ...])`.
+    """
+    tables = _table.find_tables(self)
+    for table in tables:
+      table.bind(step_counter=self.global_step,
+                 optimizer=None if table.optimizer is not None
+                 else self.sparse_optimizer)
+    owner = {}
+    for table in tables:
+      if table.built:
+        for shard in table.shards:
+          owner[id(shard)] = table.optimizer
+    dense, groups = [], {}
+    for variable in variables:
+      table_optimizer = owner.get(id(variable))
+      if table_optimizer is None or table_optimizer is optimizer:
+        dense.append(variable)
+      else:
+        groups.setdefault(id(table_optimizer), (table_optimizer, []))[1].append(
+            variable)
+    return dense, list(groups.values())
 
   def _trainable(self):
     skip = {id(v) for v in self._untracked_variables()}
@@ -360,8 +427,37 @@ class ModelBuilder(tf.Module):
           'attributes of the builder.')
     variables = _optimizers.select_variables(
         variables, getattr(args, 'trainable_pattern', None))
+    dense, groups = self._route(variables, optimizer)
+    if groups and (getattr(args, 'accumulation_steps', None) or 1) > 1:
+      # Tables' rows change every step (admission, eviction); their
+      # gradients are not accumulated.
+      raise ConfigurationError(
+          '--accumulation-steps is not supported with embedding tables; '
+          'raise --batch-size instead. Received: --accumulation-steps='
+          f'{args.accumulation_steps}')
+    # Dense variables first, then each table optimizer's, in that order.
+    variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
     accumulator = self._build_accumulator(variables)
     global_step = self.global_step
+
+    replicated = self._replicated
+
+    def apply_gradients(step_optimizer, gradients):
+      if replicated:
+        # Sparse gradients' all-reduce is an all-gather of varying size,
+        # which fails inside the training loop's tf.while_loop: reduce them
+        # densely (the sparse optimizers still update only the rows whose
+        # gradient is not zero).
+        gradients = [tf.convert_to_tensor(g)
+                     if isinstance(g, tf.IndexedSlices) else g
+                     for g in gradients]
+      step_optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
+      start = len(dense)
+      for table_optimizer, table_variables in groups:
+        end = start + len(table_variables)
+        table_optimizer.apply_gradients(
+            zip(gradients[start:end], table_variables))
+        start = end
 
     def train_step(inputs):
       with tf.GradientTape() as tape:
@@ -375,8 +471,9 @@ class ModelBuilder(tf.Module):
       gradients = tape.gradient(scaled, variables)
       if accumulator is None:
         # The optimizer sums the replicas' gradients, then clips
-        # (--clip-norm, --clip-value) and applies them.
-        step_optimizer.apply_gradients(zip(gradients, variables))
+        # (--clip-norm, --clip-value) and applies them; embedding tables'
+        # optimizers update only the rows the step looked up.
+        apply_gradients(step_optimizer, gradients)
       else:
         # Applied every --accumulation-steps steps by run_step.
         accumulator.add(gradients)
@@ -596,6 +693,9 @@ class ModelBuilder(tf.Module):
     serving = [f for f in schema if f.name not in target_fields]
     spec = dataset.raw_feature_spec()
     serving_spec = {f.name: spec[f.name] for f in serving}
+    # CSV cells and feature tensors hold list fields as text: "7 8 9".
+    text_schema = _listtext.text_schema(schema)
+    text_spec = _transforms.raw_feature_spec(text_schema)
     layer = self.transform_layer
 
     def predict(raw):
@@ -610,14 +710,14 @@ class ModelBuilder(tf.Module):
                                                 name='csv')])
     def predict_csv(csv):
       raw, reasons = _csv.parse_lines(
-          csv, schema, fields=[f.name for f in serving],
+          csv, text_schema, fields=[f.name for f in serving],
           optional=sorted(target_fields))
       index = tf.range(1, tf.size(csv, out_type=tf.int64) + 1)
       check = _validation.assert_valid(
           reasons, tf.fill(tf.shape(csv), 'instance'), index)
       with tf.control_dependencies([check]):
         raw = {k: tf.identity(v) for k, v in raw.items()}
-      return predict(raw)
+      return predict(_listtext.parse_lists(raw, schema))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
                                                 name='examples')])
@@ -625,12 +725,12 @@ class ModelBuilder(tf.Module):
       return predict(tf.io.parse_example(examples, serving_spec))
 
     feature_signature = {
-        f.name: tf.TensorSpec([None], serving_spec[f.name].dtype, name=f.name)
+        f.name: tf.TensorSpec([None], text_spec[f.name].dtype, name=f.name)
         for f in serving}
 
     @tf.function(input_signature=[feature_signature])
     def predict_features(raw):
-      return predict(raw)
+      return predict(_listtext.parse_lists(raw, schema))
 
     signatures = {
         'serving_default': predict_csv.get_concrete_function(),

@@ -6,6 +6,7 @@ import tf_keras
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _transforms
 from tensorfx.data._features import FeatureType
+from tensorfx.embeddings._table import EmbeddingTable
 from tensorfx.training._args import ModelArguments
 from tensorfx.training._builder import ModelBuilder
 
@@ -107,14 +108,20 @@ class _FeedForward(ModelBuilder):
       self._described = self.dataset.transformed_features
     return self._described
 
-  def _model_inputs(self, inputs):
+  def _model_inputs(self, inputs, training=False):
     parts = []
     for name, info in sorted(self.described.items()):
       if info.type in (FeatureType.TARGET, FeatureType.KEY):
         continue
       value = inputs[name]
       if info.type == FeatureType.EMBEDDING:
-        value = _embed(self._embeddings[name], value)
+        params = self.dataset.features[name].params
+        layer = self._embeddings[name]
+        if isinstance(layer, EmbeddingTable):
+          value = layer.lookup(value, params.get('combiner'),
+                               training=training)
+        else:
+          value = _embed(layer, value, params.get('combiner', 'mean'))
       elif info.categorical:
         # Several values per instance (a multivalent field) are a bag.
         value = _transforms.multi_hot(value, info.cardinality)
@@ -134,11 +141,30 @@ class _FeedForward(ModelBuilder):
     return tf.concat(parts, axis=1)
 
   def _build_layers(self):
-    self._embeddings = {
-        name: tf_keras.layers.Embedding(info.cardinality, info.embedding_dim,
-                                        name=f'embedding_{name}')
-        for name, info in self.described.items()
-        if info.type == FeatureType.EMBEDDING}
+    features = self.dataset.features
+    tables = {}
+    self._embeddings = {}
+    for name, info in sorted(self.described.items()):
+      if info.type != FeatureType.EMBEDDING:
+        continue
+      owner = features[name].table
+      if owner is None:
+        self._embeddings[name] = tf_keras.layers.Embedding(
+            info.cardinality, info.embedding_dim, name=f'embedding_{name}')
+        continue
+      if owner not in tables:
+        # Raw keys: a table sharded over parameter servers, trained by the
+        # sparse optimizer, with admission and eviction.
+        feature = features[owner]
+        params = feature.params
+        field = self.dataset.schema[feature.fields[0]]
+        tables[owner] = EmbeddingTable(
+            owner, dim=params['dim'], capacity=params['capacity'],
+            key_dtype=tf.int64 if field.numeric else tf.string,
+            combiner=params.get('combiner', 'mean'),
+            admit_after=params.get('admit_after', 1),
+            evict_after_steps=params.get('evict_after_steps'))
+      self._embeddings[name] = tables[owner]
     self._layers = [
         tf_keras.layers.Dense(units, activation='relu', name=f'hidden{i}')
         for i, units in enumerate(self.args.hidden_layers or [], start=1)]
@@ -148,7 +174,7 @@ class _FeedForward(ModelBuilder):
   def build_inference(self, inputs, training):
     if self._layers is None:
       self._build_layers()
-    x = self._model_inputs(inputs)
+    x = self._model_inputs(inputs, training)
     for layer in self._layers:
       x = layer(x)
     return x
@@ -200,17 +226,20 @@ def regression_loss(predictions, targets, loss='mse', normalization='none',
   return tf.reduce_mean(losses)
 
 
-def _embed(layer, indices):
-  """Embeds [B] indices; averages the embeddings of [B, N] or sparse ones."""
+def _embed(layer, indices, combiner='mean'):
+  """Embeds [B] indices; combines the embeddings of [B, N] or sparse ones."""
   if isinstance(indices, tf.SparseTensor):
     if not layer.built:
       layer.build(None)
     # Out-of-range (negative) ids are dropped; an empty row embeds to 0.
     return tf.nn.safe_embedding_lookup_sparse(layer.embeddings, indices,
-                                              combiner='mean')
+                                              combiner=combiner)
   value = layer(indices)
   if indices.shape.rank == 2:
-    value = tf.reduce_mean(value, axis=1)
+    value = tf.reduce_sum(value, axis=1)
+    if combiner != 'sum':
+      count = tf.cast(tf.shape(indices)[1], value.dtype)
+      value /= count if combiner == 'mean' else tf.sqrt(count)
   return value
 
 

@@ -1,0 +1,268 @@
+"""Embedding tables in ModelBuilders: two optimizers, export, the sample.
+
+One tiny generated dataset (the recommendation sample's generator, small
+tables) is analyzed once. A hand-written builder looks tables up from its
+hook; the sample trains single-node in this process and on a local
+parameter-server cluster (2 ps, 2 workers) in child processes.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+import yaml
+
+from conftest import ROOT
+from tensorfx import embeddings
+from tensorfx import prediction
+from tensorfx import training
+
+RECOMMEND = os.path.join(ROOT, 'samples', 'recommend')
+CAPACITY = 16384
+
+# The sample's features with small tables: 16384 rows of 8 floats (512 KiB,
+# above the 256 KiB minimum shard, so two parameter servers split them).
+FEATURES = f"""\
+features:
+- name: user
+  type: embedding
+  dim: 8
+  capacity: {CAPACITY}
+  admit_after: 2
+  evict_after_steps: 5000
+- name: item
+  type: embedding
+  dim: 8
+  capacity: {CAPACITY}
+- name: history
+  type: embedding
+  table: item
+  combiner: mean
+- name: clicked
+  type: target
+"""
+
+
+def _load_trainer():
+  spec = importlib.util.spec_from_file_location(
+      'recommend_trainer', os.path.join(RECOMMEND, 'trainer.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+  """(data dir, features.yaml, analysis dir) of a tiny generated dataset."""
+  root = tmp_path_factory.mktemp('recommend')
+  data_dir = root / 'data'
+  result = subprocess.run(
+      [sys.executable, 'generate.py', '--users', '600', '--items', '400',
+       '--train', '6000', '--eval', '1000', '--shards', '2', '--output',
+       str(data_dir)], cwd=RECOMMEND, capture_output=True, text=True,
+      timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  features = root / 'features.yaml'
+  features.write_text(FEATURES)
+  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  analysis = root / 'analysis'
+  tfx_data.ExamplesDataSet(
+      os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
+      train=str(data_dir / 'train-*.tfrecord.gz')).analyze(str(analysis))
+  return data_dir, features, analysis
+
+
+def _args(data, output, *extra):
+  data_dir, features, analysis = data
+  return ['--output', str(output),
+          '--data-train', str(data_dir / 'train-*.tfrecord.gz'),
+          '--data-eval', str(data_dir / 'eval.tfrecord.gz'),
+          '--data-schema', os.path.join(RECOMMEND, 'schema.yaml'),
+          '--data-features', str(features), '--data-metadata', str(analysis),
+          '--batch-size', '64', '--seed', '3', *extra]
+
+
+def _dataset(data):
+  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  data_dir, features, analysis = data
+  return tfx_data.ExamplesDataSet(
+      os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
+      metadata=str(analysis), train=str(data_dir / 'train-*.tfrecord.gz'),
+      eval=str(data_dir / 'eval.tfrecord.gz'))
+
+
+def _example(user, item, history):
+  feature = tf.train.Feature
+  ints = lambda values: feature(int64_list=tf.train.Int64List(value=values))
+  return tf.train.Example(features=tf.train.Features(feature={
+      'user': ints([user]), 'item': ints([item]), 'history': ints(history)}))
+
+
+def _first(data):
+  """The first training record's (user, item, history)."""
+  data_dir = data[0]
+  record = next(iter(tf.data.TFRecordDataset(
+      str(data_dir / 'train-00000-of-00002.tfrecord.gz'), 'GZIP')))
+  example = tf.train.Example.FromString(record.numpy())
+  values = lambda n: list(example.features.feature[n].int64_list.value)
+  return values('user')[0], values('item')[0], values('history')
+
+
+def _unseen(table):
+  """Two large ids whose rows no training id hashed to."""
+  free = np.nonzero(table.counts.numpy() == 0)[0]
+  return [int(row) + 12345 * CAPACITY for row in free[:2]]
+
+
+class DotProduct(training.ModelBuilder):
+  """A hand-written model: tables made and looked up in build_inference."""
+
+  evaluation_metric = ('auc', 'max')
+
+  def build_inference(self, inputs, training):  # pylint: disable=redefined-outer-name
+    if not hasattr(self, 'users'):
+      self.users = embeddings.EmbeddingTable('users', dim=8,
+                                             capacity=CAPACITY)
+      self.items = embeddings.EmbeddingTable('items', dim=8,
+                                             capacity=CAPACITY)
+      self.bias = tf_keras.layers.Dense(1, name='bias')
+    user = self.users.lookup(inputs['user'], training=training)
+    item = self.items.lookup(inputs['item'], training=training)
+    liked = self.items.lookup(inputs['history'], 'sqrtn', training=training)
+    return (tf.reduce_sum((user + liked) * item, axis=1) +
+            self.bias(item)[:, 0])
+
+  def build_sparse_optimizer(self):
+    return embeddings.SparseAdagrad(learning_rate=0.1)
+
+  def build_training(self, global_steps, inputs, inferences):
+    labels = tf.cast(tf.equal(inputs['clicked'], self._positive), tf.float32)
+    loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=labels, logits=inferences))
+    return loss, self.optimizer
+
+  @property
+  def _positive(self):
+    return self.dataset.transformed_features['clicked'].vocabulary.index(
+        'yes')
+
+  def build_output(self, inferences):
+    return {'score': tf.sigmoid(inferences)}
+
+  def build_evaluation(self, inputs, outputs):
+    if not hasattr(self, '_auc'):
+      self._auc = tf_keras.metrics.AUC(name='auc')
+    self._auc.update_state(tf.equal(inputs['clicked'], self._positive),
+                           outputs['score'])
+    return {'auc': self._auc}
+
+
+def test_a_builder_hook_trains_tables_with_their_own_optimizer(data,
+                                                               tmp_path):
+  args, job = training.ModelArguments.parse(
+      _args(data, tmp_path / 'dot', '--max-steps', '200',
+            '--learning-rate', '0.01'), parse_job=True)
+  builder = DotProduct(args, _dataset(data))
+  model = training.ModelTrainer().train(builder, job)
+  # One builder, two optimizers: the tables' rows (and only they) train with
+  # the sparse optimizer, the dense layer with Adam.
+  assert isinstance(builder.sparse_optimizer, embeddings.SparseAdagrad)
+  assert isinstance(builder.optimizer, tf_keras.optimizers.Adam)
+  table_shapes = {(CAPACITY + 1, 8)}
+  assert not [v.name for v in builder.optimizer.variables
+              if tuple(v.shape) in table_shapes]
+  assert [tuple(v.shape) for v in builder.sparse_optimizer.variables[1:]] == [
+      (CAPACITY + 1, 8)] * 2
+  assert builder.users.step_counter is builder.global_step
+  # The users seen in training read their rows; unseen users the default.
+  user, item, history = _first(data)
+  first, second = _unseen(builder.users)
+  seen, unseen, other = model.predict([
+      _example(user, item, history), _example(first, item, history),
+      _example(second, item, history)])
+  assert unseen == other and seen != unseen
+  metrics = yaml.safe_load((tmp_path / 'dot' / 'job.yaml').read_text())
+  assert metrics['metrics']['auc'] > 0.55
+
+
+@pytest.fixture(scope='module')
+def single(data, tmp_path_factory):
+  """The sample trained in this process: (builder, output dir, Model)."""
+  trainer = _load_trainer()
+  output = tmp_path_factory.mktemp('single') / 'output'
+  args, job = trainer.RecommenderArguments.parse(
+      _args(data, output, '--max-steps', '300', '--hidden-layers:1', '16'),
+      parse_job=True)
+  builder = trainer.Recommender(args, _dataset(data))
+  model = training.ModelTrainer().train(builder, job)
+  return builder, output, model
+
+
+def test_the_sample_trains_single_node_to_a_useful_auc(single):
+  builder, output, _ = single
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed'
+  assert job['metrics']['auc'] > 0.6
+  # The catalogue made two tables (history shares the item table), trained
+  # by lazy Adam; the dense layers by Adam.
+  tables = embeddings.find_tables(builder)
+  assert sorted(t.name for t in tables) == ['item', 'user']
+  assert isinstance(builder.sparse_optimizer, embeddings.LazyAdam)
+  user = next(t for t in tables if t.name == 'user')
+  assert user.admit_after == 2 and user.evict_after_steps == 5000
+  assert 0 < int(user.live_rows()) < CAPACITY
+
+
+def test_the_exported_sample_serves_raw_ids(single, data):
+  builder, output, model = single
+  user, item, history = _first(data)
+  text = ' '.join(str(h) for h in history)
+  by_example, = model.predict([_example(user, item, history)])
+  by_csv, = model.predict([f'{user},{item},{text}'])
+  by_dict, = model.predict([{'user': user, 'item': item, 'history': text}])
+  assert by_example['scores'] == pytest.approx(by_csv['scores'], abs=1e-6)
+  assert by_example['scores'] == pytest.approx(by_dict['scores'], abs=1e-6)
+  assert by_example['label'] in ('yes', 'no')
+  # Ids never seen read the default row: any two give the same scores.
+  user_table = next(t for t in embeddings.find_tables(builder)
+                    if t.name == 'user')
+  first, second = model.predict([f'{u},{item},{text}'
+                                 for u in _unseen(user_table)])
+  assert first['scores'] == pytest.approx(second['scores'])
+  assert first['scores'] != pytest.approx(by_csv['scores'])
+  loaded = prediction.Model.load(str(output / 'model'))
+  assert loaded.predict([f'{user},{item},'])[0]['label'] in ('yes', 'no')
+
+
+def test_the_sample_trains_on_a_parameter_server_cluster(data, tmp_path):
+  output = tmp_path / 'ps'
+  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+             '--cluster', 'ps=2,workers=2',
+             *_args(data, output, '--max-steps', '400', '--hidden-layers:1',
+                    '16', '--log-interval-steps', '100')]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  # The launcher kills every task it started, by PID, when it ends or
+  # times out.
+  result = subprocess.run(command, cwd=RECOMMEND, env=env,
+                          capture_output=True, text=True, timeout=600,
+                          check=False)
+  assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed'
+  assert job['global_step'] >= 400
+  assert job['metrics']['auc'] > 0.6, job['metrics']
+  assert 'auc' in result.stdout
+  # The checkpoint holds each table whole, whatever the shard count.
+  saved = dict(tf.train.list_variables(str(output / 'checkpoints')))
+  shapes = [shape for name, shape in saved.items()
+            if name.endswith('embeddings/.ATTRIBUTES/VARIABLE_VALUE')]
+  assert sorted(shapes) == [[CAPACITY + 1, 8]] * 2
+  model = prediction.Model.load(str(output / 'model'))
+  user, item, history = _first(data)
+  scores = model.predict([_example(user, item, history)])[0]['scores']
+  assert np.isclose(sum(scores), 1.0)
