@@ -18,6 +18,7 @@ _COMMANDS = {
     'predict': 'tensorfx.tools._predict',
     'analyze': 'tensorfx.tools._analyze',
     'submit': 'tensorfx.tools._submit',
+    'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',
 }
 

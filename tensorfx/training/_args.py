@@ -149,6 +149,10 @@ class ModelArguments(argparse.Namespace):
                       help='the metadata of the data (an analysis output)')
     data.add_argument('--data-features', metavar='PATH',
                       help='the features of the model (YAML)')
+    data.add_argument('--skip-bad-records', action='store_true',
+                      help='skip bad CSV rows (wrong column count, '
+                      'unparsable values) instead of failing the job; they '
+                      'are counted in the log and the summaries')
 
     job = parser.add_argument_group('job')
     job.add_argument('--config', metavar='PATH',

@@ -43,6 +43,8 @@ class EvaluatorRun:
   def run(self):
     builder, dataset = self.builder, self.builder.dataset
     start = time.time()
+    if getattr(builder.args, 'skip_bad_records', False):
+      dataset.skip_bad_records()
     if not dataset.analyzed:
       _cluster.wait_for_analysis(dataset, os.path.join(self.output,
                                                        'analysis'),
@@ -70,6 +72,9 @@ class EvaluatorRun:
             continue
           results = _evaluate(evaluation)
           summaries.scalars('eval', step, results)
+          if dataset['eval'].bad_records:
+            summaries.scalars('eval', step,
+                              {'bad_records': dataset['eval'].bad_records})
           summaries.flush()
           cloud.report_metrics(results, step, checkpoint_path=path)
           state['evaluated'].append(step)

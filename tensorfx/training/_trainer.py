@@ -240,6 +240,12 @@ class _ChiefRun:
   def _run(self, record):
     builder, args = self.builder, self.args
     dataset = builder.dataset
+    if getattr(args, 'skip_bad_records', False):
+      # Parameter-server workers run the input pipeline in their own
+      # processes, which cannot count into this one.
+      dataset.skip_bad_records(
+          count=self.config.strategy_kind != 'parameter_server')
+    self._bad_records = {}
     if not dataset.analyzed:
       if self.chief:
         self._analyze(dataset)
@@ -280,6 +286,7 @@ class _ChiefRun:
         if self.evaluate:
           self._validator.validate(step)
         metrics = self._validator.primary if self.evaluate else {}
+        self._report_bad_records(step, summaries)
     finally:
       progress.close()
       summaries.close()
@@ -292,7 +299,12 @@ class _ChiefRun:
     model_dir = _export.export(prediction, dataset.schema, self.paths['model'])
     if not self.chief:
       return None
-    extra = {}
+    bad = {name: count for name, count in dataset.bad_records().items()
+           if count}
+    if bad:
+      logger.warning('Skipped bad records: %s', ', '.join(
+          f'{count} of {name}' for name, count in bad.items()))
+    extra = {'bad_records': bad} if bad else {}
     if len(self._validator.results) > 1:
       extra['validation'] = self._validator.results
     if checkpoints.best:
@@ -380,6 +392,7 @@ class _ChiefRun:
         values = {'loss': loss, 'examples_per_sec': rate}
         summaries.scalars('train', step, values)
         self._tracker.log_train(step, values)
+        self._report_bad_records(step, summaries)
         progress.update(step, loss, rate)
       else:
         progress.update(step)
@@ -420,6 +433,15 @@ class _ChiefRun:
         len(guard.restores), guard.nan_restores)
     checkpoints.restore_latest()
     self._tracker.set_tags(nan_restores=json.dumps(guard.restores))
+
+  def _report_bad_records(self, step, summaries):
+    """Logs and summarizes the bad records skipped since the last report."""
+    for name, count in self.builder.dataset.bad_records().items():
+      if count != self._bad_records.get(name, 0):
+        logger.warning('Skipped %d bad records of %s so far (step %d)',
+                       count, name, step)
+        summaries.scalars(name, step, {'bad_records': count})
+        self._bad_records[name] = count
 
   def _agree(self, flag):
     """True when any replica says so (always just `flag` off multi-worker)."""
