@@ -315,7 +315,8 @@ class ModelBuilder(tf.Module):
       config: the training `Configuration`.
 
     Returns:
-      A tuple `(training, evaluation, prediction)` of graph interfaces.
+      A tuple `(training, evaluation, prediction)` of graph interfaces; the
+      prediction interface is traced when first used (at export).
     """
     self._strategy = config.create_device_setter(self._args)
     if self._dataset.features is not None:
@@ -329,8 +330,14 @@ class ModelBuilder(tf.Module):
           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       training = self.build_training_graph()
       evaluation = self.build_evaluation_graph()
-      prediction = self.build_prediction_graph()
-    return training, evaluation, prediction
+    strategy = self._strategy
+
+    def build_prediction():
+      with strategy.scope():
+        return self.build_prediction_graph()
+
+    return training, evaluation, _interfaces.DeferredPrediction(
+        build_prediction)
 
   def _create_variables(self, dataset):
     """Calls the hooks eagerly once, so variables exist before tracing."""

@@ -70,3 +70,35 @@ class PredictionInterface:
   """
   signatures: Mapping[str, Callable]
   module: Any
+
+
+class DeferredPrediction:
+  """A `PredictionInterface` built on first use.
+
+  Tracing the serving signatures (CSV parsing, tf.Example parsing, the
+  transform graph, the model) takes seconds that need not come before the
+  first training step: the trainer reads `signatures` or `module` only
+  when it exports.
+
+  Args:
+    build: a callable returning the `PredictionInterface`.
+  """
+
+  def __init__(self, build):
+    self._build = build
+    self._interface = None
+
+  @property
+  def interface(self):
+    """The `PredictionInterface`, built once."""
+    if self._interface is None:
+      self._interface = self._build()
+    return self._interface
+
+  @property
+  def signatures(self):
+    return self.interface.signatures
+
+  @property
+  def module(self):
+    return self.interface.module

@@ -47,16 +47,18 @@ def source():
 
 def versions():
   """Versions of the stack, for reproducing a job."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
   found = {'python': platform.python_version(),
            'tensorfx': _version.__version__, 'tensorflow': tf.__version__}
-  for module in ('tf_keras', 'tensorflow_transform', 'apache_beam'):
-    imported = sys.modules.get(module)
-    if imported is None:
-      try:
-        imported = __import__(module)
-      except ImportError:
-        continue
-    found[module] = getattr(imported, '__version__', 'unknown')
+  # From the installed distributions: importing Beam to ask would cost
+  # seconds of every job's start-up.
+  for module, distribution in (('tf_keras', 'tf-keras'),
+                               ('tensorflow_transform', 'tensorflow-transform'),
+                               ('apache_beam', 'apache-beam')):
+    try:
+      found[module] = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+      continue
   return found
 
 

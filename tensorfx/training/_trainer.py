@@ -195,6 +195,7 @@ class _ChiefRun:
     self.evaluate = not (config.cluster is not None and
                          'evaluator' in config.cluster.jobs)
     self._stop_signal = None
+    self._untraced_prediction = None
 
   def run(self):
     tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
@@ -258,6 +259,7 @@ class _ChiefRun:
     with _validation.data_errors():
       training, evaluation, prediction = builder.build_graph_interfaces(
           self.config)
+    self._untraced_prediction = prediction
     best = _actions.best_metric(args, builder)
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], training.global_step,
@@ -396,6 +398,12 @@ class _ChiefRun:
         progress.update(step, loss, rate)
       else:
         progress.update(step)
+      if self._untraced_prediction is not None:
+        # Traced once training runs: a serving bug surfaces in the first
+        # minute rather than after training, and step 1 does not wait.
+        _ = self._untraced_prediction.signatures
+        self._untraced_prediction = None
+        window_start, window_step = time.monotonic(), step
       done = exhausted or (max_steps is not None and step >= max_steps)
       # Replicas of a multi-worker cluster must take the same decisions.
       if self._agree(self._stop_signal is not None) and not done:
