@@ -497,9 +497,10 @@ def test_to_dict():
   args = Arguments.parse(['--output', '/tmp/o', '--data-train', 'a', 'b',
                           '--hidden-layers:1', '3'])
   result = args.to_dict()
-  assert list(result)[:7] == ['data_train', 'data_eval', 'data_schema',
-                              'data_metadata', 'data_features', 'config',
-                              'output']
+  assert list(result)[:8] == ['data_train', 'data_eval', 'data_schema',
+                              'data_metadata', 'data_features',
+                              'skip_bad_records', 'config', 'output']
+  assert result['skip_bad_records'] is False
   assert result['data_train'] == ['a', 'b']
   assert result['output'] == '/tmp/o'
   assert result['batch_size'] == 64
