@@ -16,11 +16,7 @@ def add_parser(commands):
       epilog='Example: tensorfx evaluate --module trainer --output /tmp/iris '
       '--data-train data/train.csv --data-eval data/eval.csv '
       '--data-schema schema.yaml --data-features features.yaml')
-  parser.add_argument('--module', required=True,
-                      help='the trainer: a module name (importable from the '
-                      'current directory) or the path of a .py file')
-  parser.add_argument('--output', '--job-dir', dest='output', required=True,
-                      help='the job output directory (local or gs://)')
+  _train.add_trainer_arguments(parser)
   parser.add_argument('--checkpoint', metavar='PATH',
                       help='the checkpoint: a prefix (OUTPUT/checkpoints/'
                       'ckpt-200) or a directory (its latest; OUTPUT/'

@@ -15,11 +15,7 @@ def add_parser(commands):
       '--checkpoint /tmp/iris/checkpoints/best --export-dir /tmp/iris-best '
       '--data-train data/train.csv --data-schema schema.yaml '
       '--data-features features.yaml')
-  parser.add_argument('--module', required=True,
-                      help='the trainer: a module name (importable from the '
-                      'current directory) or the path of a .py file')
-  parser.add_argument('--output', '--job-dir', dest='output', required=True,
-                      help='the job output directory (local or gs://)')
+  _train.add_trainer_arguments(parser)
   parser.add_argument('--checkpoint', metavar='PATH',
                       help='the checkpoint: a prefix or a directory (its '
                       'latest) (default: the latest of OUTPUT/checkpoints)')

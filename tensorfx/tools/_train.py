@@ -15,17 +15,22 @@ def add_parser(commands):
       epilog='Example: tensorfx train --module trainer --output /tmp/iris '
       '--data-train data/train.csv --data-eval data/eval.csv '
       '--data-schema schema.yaml --data-features features.yaml')
-  parser.add_argument('--module', required=True,
-                      help='the trainer: a module name (importable from the '
-                      'current directory) or the path of a .py file')
-  parser.add_argument('--output', '--job-dir', dest='output', required=True,
-                      help='the job output directory (local or gs://)')
+  add_trainer_arguments(parser)
   parser.add_argument(
       '--cluster', metavar='ps=N,workers=N,evaluator=N',
       help='run a local cluster on 127.0.0.1: a chief plus these tasks, '
       'one process each with its own TF_CONFIG (e.g. ps=1,workers=2,'
       'evaluator=1 for parameter servers; workers=2 for multi-worker)')
   parser.set_defaults(run=run, accepts_extra=True)
+
+
+def add_trainer_arguments(parser):
+  """--module and --output: which trainer runs, and for which job."""
+  parser.add_argument('--module', required=True,
+                      help='the trainer: a module name (importable from the '
+                      'current directory) or the path of a .py file')
+  parser.add_argument('--output', '--job-dir', dest='output', required=True,
+                      help='the job output directory (local or gs://)')
 
 
 def run(args, rest):
