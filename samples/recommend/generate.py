@@ -135,7 +135,7 @@ def main(argv=None):
                       help='distinct items (default %(default)s)')
   parser.add_argument('--train', type=int, default=500000,
                       help='training interactions (default %(default)s)')
-  parser.add_argument('--eval', type=int, default=50000,
+  parser.add_argument('--eval', type=int, default=10000,
                       help='evaluation interactions (default %(default)s)')
   parser.add_argument('--history', type=int, default=10,
                       help='the longest history (default %(default)s)')

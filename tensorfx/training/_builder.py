@@ -11,6 +11,7 @@ from tensorfx.data import _listtext
 from tensorfx.data import _transforms
 from tensorfx.data import _validation
 from tensorfx.data._features import FeatureType
+from tensorfx.embeddings import _sharding
 from tensorfx.embeddings import _table
 from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
@@ -289,9 +290,14 @@ class ModelBuilder(tf.Module):
   def _warm_start_variables(self):
     """The model's variables, without optimizer, metric and step state."""
     skip = {id(self.global_step)}
-    optimizer = getattr(self, '_training_optimizer', None) or self._optimizer
-    for variable in getattr(optimizer, 'variables', ()) or ():
-      skip.add(id(variable))
+    optimizers = [getattr(self, '_training_optimizer', None) or self._optimizer,
+                  self._sparse_optimizer]
+    optimizers += [table.optimizer for table in _table.find_tables(self)]
+    for optimizer in optimizers:
+      for variable in getattr(optimizer, 'variables', ()) or ():
+        # Slots of a table sharded over parameter servers are saved as one
+        # ShardedVariable; the model lists its shards.
+        skip.update(id(v) for v in _sharding.shards(variable))
     accumulator = getattr(self, '_accumulator', None)
     if accumulator is not None:
       skip.update(id(v) for v in accumulator.sums)
