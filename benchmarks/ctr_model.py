@@ -268,7 +268,9 @@ def tensorfx_train(files, analysis, output, batch, steps, log_every,
   args, job = training.ModelArguments.parse(
       ['--output', output, '--batch-size', str(batch), '--max-steps',
        str(steps), '--log-interval-steps', str(log_every),
-       '--checkpoint-interval-secs', '100000', *extra], parse_job=True)
+       '--checkpoint-interval-secs', '100000',
+       # The hand-written pipelines read in order: so does this one.
+       '--no-shuffle', *extra], parse_job=True)
   builder = tensorfx_builder_type()(args, tensorfx_dataset(files, analysis))
   return training.ModelTrainer().train(builder, job)
 

@@ -317,4 +317,6 @@ class DataSet:
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     layer = layer or self.transform_output.transform_features_layer()
-    return dataset.map(layer, num_parallel_calls=tf.data.AUTOTUNE)
+    # Prefetched again: the transform is the pipeline's last stage.
+    return dataset.map(layer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE)
