@@ -60,14 +60,15 @@ def test_hook_order(tmp_path, iris_dataset_factory):
       ('build_training', None, True),
       ('build_output', None, True),
       ('build_evaluation', None, True),
-      # Three serving signatures (CSV, tf.Example, features), traced early
-      # so that a model that cannot be served fails before training.
-      *serving_trace * 3,
       # A fresh model (no checkpoint to resume) is initialized once.
       ('build_init', None, True),
       # The training step is traced once, however many steps run.
       ('build_inference', True, False),
       ('build_training', None, False),
+      # Three serving signatures (CSV, tf.Example, features), traced right
+      # after the first training call: a model that cannot be served fails
+      # within the first minute, without delaying step 1.
+      *serving_trace * 3,
       # The final evaluation: a fresh pass over the eval source, traced.
       ('build_input', 'eval', True),
       ('build_inference', False, False),
