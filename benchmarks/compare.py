@@ -109,8 +109,7 @@ def training(files, analysis, stats, batch, rounds, warmup, steps, workdir):
         output = os.path.join(workdir, f'tensorfx-{batch}-{round_}')
         rate, model = tensorfx_rate(files, analysis, output, batch, warmup,
                                     steps)
-        model_dir = model.path if hasattr(model, 'path') else os.path.join(
-            output, 'model')
+        model_dir = model.path
       else:
         rate = run()
       rates[name].append(rate)

@@ -209,22 +209,19 @@ class WorkerPool:
       if self.boot_disk_size_gb:
         disk['bootDiskSizeGb'] = self.boot_disk_size_gb
       pool['diskSpec'] = disk
-    if self.image_uri:
-      container = {'imageUri': self.image_uri}
-      # With a module, one image can hold several trainers: run the module
-      # as Vertex runs a package's. Without, the image's entrypoint runs.
-      command = self.command or (('python', '-m', python_module)
-                                 if python_module else ())
+    if self.image_uri or not self.executor_image_uri:
+      if self.image_uri:
+        image = self.image_uri
+        # With a module, one image can hold several trainers: run the
+        # module as Vertex runs a package's. Without, the entrypoint runs.
+        command = self.command or (('python', '-m', python_module)
+                                   if python_module else ())
+      else:
+        image = trainer_image
+        command = run_package_command(package_uris, python_module)
+      container = {'imageUri': image}
       if command:
         container['command'] = list(command)
-      if args:
-        container['args'] = list(args)
-      pool['containerSpec'] = container
-    elif not self.executor_image_uri:
-      container = {
-          'imageUri': trainer_image,
-          'command': list(run_package_command(package_uris, python_module)),
-      }
       if args:
         container['args'] = list(args)
       pool['containerSpec'] = container

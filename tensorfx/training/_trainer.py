@@ -196,6 +196,8 @@ class _ChiefRun:
                          'evaluator' in config.cluster.jobs)
     self._stop_signal = None
     self._untraced_prediction = None
+    # Bad records each source had skipped at the last report.
+    self._bad_records = {}
 
   def run(self):
     tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
@@ -246,7 +248,6 @@ class _ChiefRun:
       # processes, which cannot count into this one.
       dataset.skip_bad_records(
           count=self.config.strategy_kind != 'parameter_server')
-    self._bad_records = {}
     if not dataset.analyzed:
       if self.chief:
         self._analyze(dataset)
