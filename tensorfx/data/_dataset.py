@@ -316,7 +316,9 @@ class DataSet:
       layer: the transform layer to use (one is made if not given).
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    layer = layer or self.transform_output.transform_features_layer()
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    apply = _transforms.applier(
+        layer or self.transform_output.transform_features_layer())
     # Prefetched again: the transform is the pipeline's last stage.
-    return dataset.map(layer, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+    return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)

@@ -455,6 +455,10 @@ class ModelBuilder(tf.Module):
 
     replicated = self._replicated
 
+    # Python-only control flow, calling optimizers (which autograph leaves
+    # alone, as Keras' own training step does): converting it would only
+    # cost start-up time.
+    @tf.autograph.experimental.do_not_convert
     def apply_gradients(step_optimizer, gradients):
       if replicated:
         # Sparse gradients' all-reduce is an all-gather of varying size,
@@ -510,19 +514,28 @@ class ModelBuilder(tf.Module):
 
       @tf.function
       def loop(iterator, num_steps):
-        loss = tf.constant(0.0)
-        steps = tf.constant(0, tf.int64)
-        for _ in tf.range(num_steps):
-          batch = iterator.get_next_as_optional()
-          if not batch.has_value():
-            break
+        # Written as a tf.while_loop whose body is the step: autograph has
+        # no loop to convert, and the step is not a branch of a `tf.cond`
+        # (as "fetch; if none: break; step" makes it) -- that halves the
+        # tracing and the first call's graph optimization, seconds of
+        # every job's start. The next batch is fetched only when another
+        # step is to run, so no batch is lost between calls.
+        def body(steps, loss, batch, _):
           per_replica = run_step(batch.get_value())
           loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
                                  axis=None)
           steps += 1
-          if tf.logical_or(tf.logical_not(tf.math.is_finite(loss)),
-                           loss > loss_limit):
-            break
+          go = tf.logical_and(
+              tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
+              steps < num_steps)
+          batch = tf.cond(go, iterator.get_next_as_optional, lambda: batch)
+          return steps, loss, batch, tf.logical_and(go, batch.has_value())
+
+        batch = iterator.get_next_as_optional()
+        steps, loss, _, _ = tf.while_loop(
+            lambda *state: state[-1], body,
+            (tf.constant(0, tf.int64), tf.constant(0.0), batch,
+             batch.has_value()))
         return loss, steps
 
     return _interfaces.TrainingInterface(
@@ -709,10 +722,10 @@ class ModelBuilder(tf.Module):
     # CSV cells and feature tensors hold list fields as text: "7 8 9".
     text_schema = _listtext.text_schema(schema)
     text_spec = _transforms.raw_feature_spec(text_schema)
-    layer = self.transform_layer
+    transform = _transforms.applier(self.transform_layer)
 
     def predict(raw):
-      transformed = layer(raw)
+      transformed = transform(raw)
       inferences = self.build_inference(transformed, training=False)
       outputs = dict(self.build_output(inferences))
       for name in key_names:
@@ -751,7 +764,7 @@ class ModelBuilder(tf.Module):
         'predict_features': predict_features.get_concrete_function(),
     }
     module = tf.Module()
-    module.transform_layer = layer
+    module.transform_layer = self.transform_layer
     captured = {}
     for function in signatures.values():
       for variable in function.variables:

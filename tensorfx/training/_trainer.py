@@ -369,11 +369,6 @@ class _ChiefRun:
         bounds.append(eval_steps - step % eval_steps)
       previous_step = step
       loss, ran = training.loop(iterator, tf.constant(min(bounds), tf.int64))
-      if not graph_written:
-        if hasattr(training.loop, 'get_concrete_function'):
-          summaries.graph('train', training.loop.get_concrete_function(
-              iterator, tf.constant(1, tf.int64)).graph)
-        graph_written = True
       # Read back: parameter-server steps run at least once, maybe twice.
       step = int(global_step.numpy())
       ran = int(ran)
@@ -393,12 +388,20 @@ class _ChiefRun:
                 max(now - window_start, 1e-9))
         window_start, window_step = now, step
         values = {'loss': loss, 'examples_per_sec': rate}
+        # The line first: the first summary also opens the event file.
+        progress.update(step, loss, rate)
         summaries.scalars('train', step, values)
         self._tracker.log_train(step, values)
         self._report_bad_records(step, summaries)
-        progress.update(step, loss, rate)
       else:
         progress.update(step)
+      if not graph_written:
+        # Written once step 1 is reported, which then does not wait for it.
+        if hasattr(training.loop, 'get_concrete_function'):
+          summaries.graph('train', training.loop.get_concrete_function(
+              iterator, tf.constant(1, tf.int64)).graph)
+        graph_written = True
+        window_start, window_step = time.monotonic(), step
       if self._untraced_prediction is not None:
         # Traced once training runs: a serving bug surfaces in the first
         # minute rather than after training, and step 1 does not wait.
