@@ -2,7 +2,8 @@
 
 On the reference workload (`ctr_data.py`: a synthetic click-through
 dataset) and model (`ctr_model.py`), it measures, interleaving the variants
-(A B C ... A B C ...) and reporting medians and ratios:
+(A B C, B C A, C A B, ...: each round starts with the next one) and
+reporting medians and ratios:
 
 1-5. training examples/s: tensorfx (`ModelTrainer`), Keras `fit` naive and
      tuned, a hand-written `tf.function` loop, the compute ceiling; at
@@ -10,12 +11,13 @@ dataset) and model (`ctr_model.py`), it measures, interleaving the variants
 6.   input only: tensorfx's TFRecord reader against the hand-written tuned
      tf.data pipeline;
 7.   start-up: `tensorfx --help`, and process start to first training step
-     (tensorfx trainer against the hand-written script);
+     (tensorfx trainer against the hand-written script), wall and CPU
+     seconds, at least 5 rounds;
 8.   peak RSS of a full pass over the TFRecords, at two dataset sizes;
 9.   serving: predictions/s through `prediction.Model.predict` and the raw
      SavedModel signature, batch 1 and 1024.
 
-  python benchmarks/compare.py            # 1,000,000 rows (~30 min on 2 cores)
+  python benchmarks/compare.py            # 1,000,000 rows, 5 rounds (~45 min on 2 cores)
   python benchmarks/compare.py --quick    # 20,000 rows, a couple of minutes
 
 Writes benchmarks/results/compare.json and compare.md and prints the table.
@@ -405,7 +407,7 @@ def main(argv=None):
   args.rows = args.rows or (20000 if args.quick else 1000000)
   args.shards = 4 if args.quick and args.shards == 8 else args.shards
   args.batches = args.batches or ([1024] if args.quick else [1024, 4096])
-  args.rounds = args.rounds or (1 if args.quick else 3)
+  args.rounds = args.rounds or (1 if args.quick else 5)
   args.steps = args.steps or (20 if args.quick else 200)
   args.data = args.data or os.path.join(HERE, 'results', 'data')
   out = args.output or os.path.join(HERE, 'results')

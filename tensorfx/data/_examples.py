@@ -112,8 +112,11 @@ class ExamplesDataSource(DataSource):
     ds = tf.data.Dataset.from_tensor_slices((files, compressions))
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
+    # Plain TensorFlow calls: not converted by autograph (start-up time).
+    no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
-        lambda path, compression: tf.data.TFRecordDataset(path, compression),
+        no_autograph(lambda path, compression: tf.data.TFRecordDataset(
+            path, compression)),
         cycle_length=min(len(files), _CYCLE_LENGTH),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if shuffle:
@@ -121,7 +124,8 @@ class ExamplesDataSource(DataSource):
     ds = ds.repeat(epochs)
     # Batch first: one vectorized parse per batch, not one call per record.
     ds = ds.batch(batch_size)
-    ds = ds.map(lambda records: tf.io.parse_example(records, spec),
+    ds = ds.map(no_autograph(lambda records: tf.io.parse_example(records,
+                                                                 spec)),
                 num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     return ds.prefetch(tf.data.AUTOTUNE)

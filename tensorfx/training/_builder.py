@@ -430,6 +430,13 @@ class ModelBuilder(tf.Module):
     # count (--max-steps) bounds training.
     epochs = None if self._parameter_servers else args.epochs
     dataset = self.build_input('train', args.batch_size, epochs, shuffle)
+    if not self._parameter_servers:
+      # The pipeline's threads start with the iterator, not at the first
+      # batch asked for: the first batches are read while the training
+      # loop is traced, on the core tracing does not use.
+      options = tf.data.Options()
+      options.experimental_warm_start = True
+      dataset = dataset.with_options(options)
     self._create_variables(dataset)
     optimizer = self._training_optimizer
     variables = self._trainable()
@@ -497,6 +504,9 @@ class ModelBuilder(tf.Module):
       global_step.assign_add(1)
       return loss
 
+    # Converted once, here (the hooks it calls with it): the loop around it
+    # is plain TensorFlow, traced without autograph.
+    train_step = tf.autograph.to_graph(train_step)
     run_step = self._step_runner(train_step, accumulator, optimizer)
 
     if self._parameter_servers:
@@ -512,14 +522,14 @@ class ModelBuilder(tf.Module):
       # at the first bad step, compared on the device: no host sync.
       loss_limit = float(getattr(args, 'thres_loss', None) or 'inf')
 
-      @tf.function
+      @tf.function(autograph=False)
       def loop(iterator, num_steps):
-        # Written as a tf.while_loop whose body is the step: autograph has
-        # no loop to convert, and the step is not a branch of a `tf.cond`
-        # (as "fetch; if none: break; step" makes it) -- that halves the
-        # tracing and the first call's graph optimization, seconds of
-        # every job's start. The next batch is fetched only when another
-        # step is to run, so no batch is lost between calls.
+        # A tf.while_loop whose body is the step: nothing for autograph to
+        # convert, and the step is not a branch of a `tf.cond` (as "fetch;
+        # if none: break; step" makes it) -- that halves the tracing and
+        # the first call's graph optimization, seconds of every job's
+        # start. The next batch is fetched only when another step is to
+        # run, so no batch is lost between calls.
         def body(steps, loss, batch, _):
           per_replica = run_step(batch.get_value())
           loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,

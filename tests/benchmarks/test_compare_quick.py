@@ -28,6 +28,7 @@ def test_quick_comparison_runs_every_section(tmp_path):
   assert report['input']['rows'] == 8000
   assert report['startup']['help_imports_tensorflow'] is False
   assert report['startup']['medians']['tensorfx'] > 0
+  assert report['startup']['cpu_medians']['hand-written'] > 0
   assert report['memory']['all']['rows'] == 8000
   assert set(report['serving']) == {'1', '1024'}
   table = (tmp_path / 'results' / 'compare.md').read_text()

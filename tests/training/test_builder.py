@@ -132,3 +132,20 @@ def test_default_optimizer_uses_learning_rate(iris_dataset_factory):
   assert isinstance(builder.optimizer, tf_keras.optimizers.Adam)
   assert float(builder.optimizer.learning_rate) == pytest.approx(0.5)
   assert builder.optimizer is builder.optimizer
+
+
+def test_training_loop_takes_every_batch_once_across_calls(
+    tmp_path, iris_dataset_factory):
+  # 120 rows in batches of 16: 7 full batches and one of 8. Calls of 3
+  # steps each must run 3, 3, then the last 2 (the data ends), losing no
+  # batch between calls to the look-ahead of the loop's end test.
+  args = nn.FeedForwardClassificationArguments.parse(iris_args(
+      tmp_path, '--no-shuffle', '--epochs', '1', '--batch-size', '16'))
+  builder = nn.FeedForwardClassification(args, iris_dataset_factory())
+  interface, _, _ = builder.build_graph_interfaces(
+      training.Configuration.local())
+  iterator = iter(interface.dataset)
+  ran = [int(interface.loop(iterator, tf.constant(3, tf.int64))[1])
+         for _ in range(4)]
+  assert ran == [3, 3, 2, 0]
+  assert int(interface.global_step.numpy()) == 8
