@@ -178,10 +178,11 @@ def _cpu_seconds(pid):
 def _time_to_first_step(command):
   """(wall, CPU) seconds from starting `command` to its `step 1` line.
 
-  The CPU seconds (read from /proc as the line arrives) do not count time
-  the process waited for a core, so they stay comparable on a shared
-  machine whose wall times swing. The process is killed (by PID) once the
-  line is seen: what it does after its first step is not measured.
+  The CPU seconds are read from /proc as the line arrives: close to the
+  wall time, they show the start is one busy core, not waiting (on this
+  shared machine they swing with the wall time; only the rotation and the
+  rounds tame that). The process is killed (by PID) once the line is seen:
+  what it does after its first step is not measured.
   """
   start = time.perf_counter()
   process = subprocess.Popen(command, stdout=subprocess.DEVNULL,

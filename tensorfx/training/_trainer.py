@@ -356,7 +356,7 @@ class _ChiefRun:
                  f' to {max_steps}' if max_steps else '', training.batch_size)
     last_checkpoint = time.monotonic()
     window_start, window_step = time.monotonic(), step
-    graph_written = False
+    first_call = True
     while True:
       # Run up to the next log, checkpoint, validation or final step in one
       # call.
@@ -395,18 +395,18 @@ class _ChiefRun:
         self._report_bad_records(step, summaries)
       else:
         progress.update(step)
-      if not graph_written:
-        # Written once step 1 is reported, which then does not wait for it.
+      if first_call:
+        # Once step 1 is reported, which then waits for neither: the graph
+        # summary, and the serving signatures (traced once training runs,
+        # so a serving bug surfaces in the first minute, not at export).
+        first_call = False
         if hasattr(training.loop, 'get_concrete_function'):
           summaries.graph('train', training.loop.get_concrete_function(
               iterator, tf.constant(1, tf.int64)).graph)
-        graph_written = True
-        window_start, window_step = time.monotonic(), step
-      if self._untraced_prediction is not None:
-        # Traced once training runs: a serving bug surfaces in the first
-        # minute rather than after training, and step 1 does not wait.
-        _ = self._untraced_prediction.signatures
-        self._untraced_prediction = None
+        if self._untraced_prediction is not None:
+          _ = self._untraced_prediction.signatures
+          self._untraced_prediction = None
+        # Examples/s leave out this one-off work.
         window_start, window_step = time.monotonic(), step
       done = exhausted or (max_steps is not None and step >= max_steps)
       # Replicas of a multi-worker cluster must take the same decisions.
