@@ -2,7 +2,51 @@
 
 import tensorflow as tf
 
+from tensorfx._errors import ConfigurationError
+
 COMBINERS = ('sum', 'mean', 'sqrtn')
+
+
+def as_bag(keys, owner):
+  """The keys of a lookup, flat, and the bag they came in (None for [B]).
+
+  Example:
+    >>> flat, bag = as_bag(tf.ragged.constant([[1, 2], [3]]), 'table')
+    >>> flat.numpy().tolist(), bag.nrows().numpy()
+    ([1, 2, 3], 2)
+
+  Args:
+    keys: [B] keys, or a list per instance: [B, N] keys, a [B, None]
+      `tf.RaggedTensor` or a [B, None] `tf.SparseTensor`.
+    owner: who looks them up, for error messages.
+
+  Returns:
+    `(flat keys, bag)`: the bag is a `tf.RaggedTensor` of one list per
+    instance, or None for [B] keys (one each).
+
+  Raises:
+    ConfigurationError: keys of another shape.
+  """
+  bag = None
+  if isinstance(keys, tf.SparseTensor):
+    bag = tf.RaggedTensor.from_sparse(keys)
+  elif isinstance(keys, tf.RaggedTensor):
+    bag = keys
+  else:
+    keys = tf.convert_to_tensor(keys)
+    if keys.shape.rank == 2:
+      bag = tf.RaggedTensor.from_tensor(keys)
+    elif keys.shape.rank != 1:
+      raise ConfigurationError(
+          f'{owner} looks up [B] keys or lists of keys ([B, N], ragged or '
+          f'sparse). Received: keys of shape {keys.shape}')
+  if bag is None:
+    return keys, None
+  if bag.ragged_rank != 1:
+    raise ConfigurationError(
+        f'{owner} looks up one list of keys per instance. Received: a '
+        f'ragged tensor of ragged_rank {bag.ragged_rank}')
+  return bag.flat_values, bag
 
 
 def combine(vectors, segments, num_segments, combiner):

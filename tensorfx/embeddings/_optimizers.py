@@ -20,9 +20,10 @@ import tensorflow as tf
 import tf_keras
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.embeddings import _args
 from tensorfx.embeddings import _sharding
 
-OPTIMIZERS = ('lazy-adam', 'adam', 'adagrad', 'ftrl', 'sgd')
+OPTIMIZERS = _args.OPTIMIZERS
 
 
 class _SparseOptimizer(tf_keras.optimizers.Optimizer):
@@ -35,6 +36,9 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
     kwargs.setdefault('weight_decay', None)
     super().__init__(name=name, **kwargs)
     self._learning_rate = self._build_learning_rate(learning_rate)
+    # Exact-key tables whose rows' slots their checkpoints hold, by key.
+    self._keyed_tables = self._no_dependency([])
+    self._keyed_children = self._no_dependency({})
 
   def build(self, var_list):
     super().build(var_list)
@@ -71,12 +75,17 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
   def reset_slots(self, variable, rows):
     """Returns the slots of some rows of a table to their initial values.
 
-    `EmbeddingTable.evict` calls it for the rows it resets.
+    `EmbeddingTable` calls it for the rows it resets (hashed keys) or gives
+    to a new key (exact keys).
 
     Args:
       variable: the table's variable (a `ShardedVariable` or a variable).
       rows: int64 [N] global row numbers.
+
+    Returns:
+      The list of the slots' updates (for control dependencies).
     """
+    updates = []
     for shard, local in _sharding.split_rows(variable, rows):
       if self._var_key(shard) not in getattr(self, '_index_dict', {}):
         continue  # Not trained by this optimizer.
@@ -84,8 +93,66 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
         values = tf.fill(tf.stack([tf.size(local, out_type=tf.int64),
                                    shard.shape[1]]),
                          tf.cast(initial, shard.dtype))
-        self._slot(slot, shard).scatter_update(
-            tf.IndexedSlices(values, local))
+        updates.append(self._slot(slot, shard).scatter_update(
+            tf.IndexedSlices(values, local)))
+    return updates
+
+  def slot_shards(self, variable):
+    """The slots of a table's variable: `[(name, [slot of each shard])]`.
+
+    Empty when this optimizer has not been built for the variable.
+
+    Example:
+      >>> [name for name, _ in LazyAdam().slot_shards(table.embeddings)]
+      ['m', 'v']   # once built
+    """
+    parts = _sharding.shards(variable)
+    index = getattr(self, '_index_dict', {})
+    if not all(self._var_key(p) in index for p in parts):
+      return []
+    return [(slot, [self._slot(slot, p) for p in parts])
+            for slot, _ in self._slot_specs()]
+
+  def save_slots_by_key(self, table):
+    """Leaves an exact-key table's slots to the table's checkpoint.
+
+    `EmbeddingTable` calls it when bound to this optimizer: the table saves
+    its rows' slots by key, with the rows, so that it can restore them into
+    a larger table; this optimizer's own checkpoint leaves them out.
+    """
+    if all(t is not table for t in self._keyed_tables):
+      self._keyed_tables.append(table)
+
+  def _trackable_children(self, save_type='checkpoint', **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    if save_type != 'checkpoint' or not self._keyed_tables:
+      return children
+    left_out = set()
+    for table in self._keyed_tables:
+      if not table.built:
+        continue
+      for _, slots in self.slot_shards(table.embeddings):
+        for slot in slots:
+          left_out.add(id(slot))
+          container = getattr(slot, '_sharded_container', None)
+          if container is not None and container() is not None:
+            left_out.add(id(container()))
+    if not left_out:
+      return children
+    # Checkpoints match objects by identity: the same filtered lists each
+    # call, as long as the slots left out are the same.
+    key = frozenset(left_out)
+    if key not in self._keyed_children:
+      kept = {}
+      for name, value in children.items():
+        if isinstance(value, (list, tuple)):
+          kept[name] = tf.__internal__.tracking.wrap(
+              [v for v in value if id(v) not in left_out])
+        elif id(value) not in left_out:
+          kept[name] = value
+      self._keyed_children.clear()
+      self._keyed_children[key] = kept
+    return self._keyed_children[key]
 
   def _slot_specs(self):
     """(slot name, initial value) pairs, in creation order."""
@@ -261,30 +328,34 @@ class SparseFtrl(_SparseOptimizer):
         l2_regularization_strength=self.l2_regularization_strength)
 
 
-def build_sparse_optimizer(args):
+def build_sparse_optimizer(args, learning_rate=None):
   """The optimizer of embedding tables that the arguments describe.
 
   `--embedding-optimizer` (lazy-adam by default; adam is Keras' Adam, which
-  decays every row's moments each step) at `--embedding-learning-rate`
-  (default: `--learning-rate`, with its schedule). Arguments without these
-  flags (a plain `ModelArguments`) get LazyAdam at the learning rate.
+  decays every row's moments each step) at `--embedding-learning-rate`, or
+  else at `learning_rate`. Arguments without these flags (a plain
+  `ModelArguments`) get LazyAdam.
 
   Example:
-    >>> args = EmbeddingArguments.parse(['--embedding-optimizer', 'ftrl'])
-    >>> type(build_sparse_optimizer(args)).__name__
-    'SparseFtrl'
+    >>> args = Arguments.parse(['--embedding-optimizer', 'ftrl'])  # a mix
+    >>> type(build_sparse_optimizer(args)).__name__                 # of
+    'SparseFtrl'                                                    # EmbeddingArguments
 
   Args:
-    args: the `ModelArguments`.
+    args: the parsed arguments.
+    learning_rate: the rate when `--embedding-learning-rate` is not given: a
+      float or a `LearningRateSchedule` (`ModelBuilder` passes the dense
+      optimizer's, schedule included). Default: `--learning-rate`.
 
   Returns:
     A `tf_keras.optimizers.Optimizer`.
   """
-  from tensorfx.training import _optimizers  # pylint: disable=g-import-not-at-top
-  name = getattr(args, 'embedding_optimizer', None) or 'lazy-adam'
-  rate = getattr(args, 'embedding_learning_rate', None)
-  learning_rate = (float(rate) if rate is not None else
-                   _optimizers.build_learning_rate(args))
+  settings = _args.EmbeddingSettings.from_args(args)
+  if settings.learning_rate is not None:
+    learning_rate = settings.learning_rate
+  elif learning_rate is None:
+    learning_rate = float(getattr(args, 'learning_rate', None) or 0.001)
+  name = settings.optimizer
   if name == 'lazy-adam':
     return LazyAdam(learning_rate=learning_rate)
   if name == 'adam':

@@ -1,19 +1,24 @@
 """EmbeddingTable: a large embedding table over raw keys.
 
-One row per hash bucket of the key space plus a default row. Keys (int64
-ids or strings, any number of them) hash to `capacity` rows; a key seen
-fewer than `admit_after` times in training reads the default row, and a
-row not looked up for `evict_after_steps` steps is reset (re-initialized,
-its count and its optimizer state cleared), so a long-running job keeps
-room for new keys. The counts and last-seen steps are variables: they are
-checkpointed and exported with the rows.
+Rows for an unbounded space of keys (int64 ids or strings), plus a default
+row. Two ways to give keys rows:
+- hashed (`hashing='mod'` or `'fingerprint'`): a key's row is a hash of the
+  key, so colliding keys share a row; admission counts and eviction stamps
+  are per row (`_hashed.py`);
+- exact (`hashing='exact'`): an index gives each admitted key a row of its
+  own from a free list, and eviction returns it; counts and stamps are per
+  key (`_exact.py`).
+A key seen fewer than `admit_after` times in training reads the default row,
+and keys not looked up for `evict_after_steps` steps are evicted, so a
+long-running job keeps room for new keys.
 
 Under `ParameterServerStrategy` with a variable partitioner (tensorfx sets
-one when there are several parameter servers) the rows, counts and stamps
-are `ShardedVariable`s: each parameter server holds a block of rows, and a
-lookup reads only the rows it needs. Checkpoints store each variable whole
-(with slice information), so a table saved over N parameter servers
-restores over M.
+one when there are several parameter servers) the rows (and a hashed
+table's counts and stamps) are `ShardedVariable`s: each parameter server
+holds a block of rows, and a lookup reads only the rows it needs.
+Checkpoints store each variable whole (with slice information), or an
+exact table by key, so a table saved over N parameter servers restores
+over M.
 """
 
 import functools
@@ -24,11 +29,13 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _combine
+from tensorfx.embeddings import _exact
+from tensorfx.embeddings import _hashed
+from tensorfx.embeddings import _options
 from tensorfx.embeddings import _sharding
 
 COMBINERS = _combine.COMBINERS
-HASHINGS = ('mod', 'fingerprint')
-KEY_DTYPES = ('int64', 'string')
+HASHINGS = _options.HASHINGS
 
 # The default initializer: uniform in [-0.05, 0.05], as tf_keras' Embedding.
 _INIT_SCALE = 0.05
@@ -37,12 +44,25 @@ _INIT_SCALE = 0.05
 class EmbeddingTable(tf.Module):
   """A table of embeddings over an unbounded space of int64 or string keys.
 
-  Keys map to rows by hashing: strings with `tf.strings.to_hash_bucket_fast`,
-  int64 ids by `mod` (id modulo `capacity`: dense ids below `capacity`
-  never collide) or `fingerprint` (FarmHash, for ids with structure). Size
-  `capacity` several times the number of live keys to keep collisions rare.
-  Row `capacity` is the default row: keys not admitted yet read it (it starts
-  at zero and is trained like any other row).
+  Hashed keys (the default): strings hash with
+  `tf.strings.to_hash_bucket_fast`, int64 ids by `mod` (id modulo
+  `capacity`: dense ids below `capacity` never collide) or `fingerprint`
+  (FarmHash, for ids with structure). Size `capacity` several times the
+  number of live keys to keep collisions rare.
+
+  Exact keys (`hashing='exact'`): each admitted key owns a row (an index
+  maps keys to rows; rows come from a free list), so keys never share a
+  row; admission counts and eviction stamps are per key, eviction frees a
+  key's row for another, and a key admitted to a row starts from fresh
+  initial values. `capacity` is the number of keys that can hold a row at
+  once; when all rows are taken, new keys read the default row until an
+  eviction frees one. Restoring a checkpoint into a table with a larger
+  `capacity` keeps every key's row, vector and optimizer slots. Exact keys
+  train on one device or under parameter servers (not synchronous
+  replicas).
+
+  Row `capacity` is the default row: keys not admitted yet read it (it
+  starts at zero and is trained like any other row).
 
   Variables are made on the first `lookup` (or `build()`), under the
   distribution strategy's scope that is current then, as Keras layers do;
@@ -58,29 +78,34 @@ class EmbeddingTable(tf.Module):
     >>> vectors = users.lookup(tf.constant([7, 123456789]))          # [2, 16]
     >>> histories = tf.ragged.constant([[1, 2, 3], [4]], tf.int64)
     >>> users.lookup(histories, combiner='sqrtn', training=True)     # [2, 16]
+    >>> items = EmbeddingTable('items', dim=tf.TensorShape([16]),   # mxRec's
+    ...                        capacity=500_000, hashing='exact')    # spelling
 
   Args:
     name: the table's name (letters, digits, underscores); its variables
       are `NAME/embeddings`, `NAME/counts`, ...
-    dim: the embedding dimension.
-    capacity: the number of rows keys hash to (the default row is extra).
+    dim: the embedding dimension: an int, or a `tf.TensorShape` of one known
+      dimension (`tf.TensorShape([16])`, as mxRec's `create_table` takes).
+    capacity: the number of rows keys get (the default row is extra).
     key_dtype: `tf.int64` (or 'int64') or `tf.string` (or 'string').
-    initializer: a `tf_keras` initializer or a callable `(shape, dtype)` for
-      the rows, also used to re-initialize evicted rows. Default: uniform in
-      [-0.05, 0.05], drawn statelessly from `seed`, so every worker of a
-      multi-worker job resets an evicted row to the same values (pass a
-      seeded initializer for the same guarantee).
+    initializer: a `tf_keras` initializer, its name or config, or a callable
+      `(shape, dtype)` for the rows, also used to re-initialize evicted
+      rows. Default: uniform in [-0.05, 0.05], drawn statelessly from
+      `seed`, so every worker of a multi-worker job resets an evicted row
+      to the same values (pass a seeded initializer for the same
+      guarantee).
     combiner: how `lookup` reduces the keys of one instance: 'sum', 'mean'
       or 'sqrtn'.
-    hashing: for int64 keys, 'mod' or 'fingerprint'.
+    hashing: 'mod' or 'fingerprint' (int64 keys; string keys always hash
+      the same way), or 'exact' (int64 or string keys: no collisions).
     admit_after: a key reads its own row once it has been looked up this
       many times in training (1: at once). Before that, and for keys never
       seen in training (at serving time too), it reads the default row.
-    evict_after_steps: reset the rows not looked up in training for this
-      many steps (None: never).
-    evict_every_steps: how often to look for rows to evict (default: every
+    evict_after_steps: evict the keys (hashed: rows) not looked up in
+      training for this many steps (None: never).
+    evict_every_steps: how often to look for keys to evict (default: every
       `evict_after_steps // 10` steps, at least 1). A sweep reads every
-      row's stamp, so it is not done every step.
+      row's stamp (or every key's), so it is not done every step.
     optimizer: this table's own optimizer (default: the builder's sparse
       optimizer).
     step_counter: the int64 variable counting training steps, the clock of
@@ -100,48 +125,55 @@ class EmbeddingTable(tf.Module):
           'name must be letters, digits and underscores, not starting with '
           f'a digit. Received: name={name!r}')
     super().__init__(name=name)
-    self._dim = _positive('dim', dim)
-    self._capacity = _positive('capacity', capacity)
-    self._key_dtype = _key_dtype(key_dtype)
-    if combiner not in COMBINERS:
-      raise ConfigurationError(f'combiner must be one of '
-                               f'{", ".join(COMBINERS)}. Received: '
-                               f'combiner={combiner!r}')
-    self._combiner = combiner
-    if hashing not in HASHINGS:
-      raise ConfigurationError(f'hashing must be one of {", ".join(HASHINGS)}.'
-                               f' Received: hashing={hashing!r}')
-    self._hashing = hashing
-    self._admit_after = _positive('admit_after', admit_after)
-    self._evict_after = (None if evict_after_steps is None else
-                         _positive('evict_after_steps', evict_after_steps))
-    if evict_every_steps is not None:
-      _positive('evict_every_steps', evict_every_steps)
-      if self._evict_after is None:
-        raise ConfigurationError(
-            'evict_every_steps needs evict_after_steps. Received: '
-            f'evict_every_steps={evict_every_steps}, evict_after_steps=None')
-    self._evict_every = evict_every_steps or (
-        max(1, self._evict_after // 10) if self._evict_after else None)
-    if initializer is not None and not callable(initializer):
-      import tf_keras  # pylint: disable=g-import-not-at-top
-      try:
-        initializer = tf_keras.initializers.get(initializer)
-      except ValueError:
-        raise ConfigurationError(
-            'initializer must be a tf_keras initializer, its name, or a '
-            f'callable (shape, dtype). Received: initializer={initializer!r}'
-        ) from None
-    self._initializer = initializer
+    self._dim = _options.dimension(dim)
+    self._capacity = _options.positive('capacity', capacity)
+    self._key_dtype = _options.key_dtype(key_dtype)
+    self._combiner = _options.one_of('combiner', combiner, COMBINERS)
+    self._hashing = _options.one_of('hashing', hashing, HASHINGS)
+    self._admit_after = _options.positive('admit_after', admit_after)
+    self._evict_after, self._evict_every = _options.eviction(
+        evict_after_steps, evict_every_steps)
+    self._initializer = _options.initializer(initializer)
     self._seed = int(seed) if seed is not None else (
         zlib.crc32(name.encode('utf-8')) & 0x7fffffff)
     if optimizer is not None:
       # Tracked: checkpointed with the table.
       self._own_optimizer = optimizer
-    # Not tracked: whoever bound them (the builder) checkpoints them.
-    self._bound = types.SimpleNamespace(optimizer=optimizer,
-                                        step_counter=step_counter)
+    # Not tracked: whoever bound them (the builder) checkpoints them. The
+    # key mode holds an exact table's index, which is checkpointed by key.
+    self._bound = types.SimpleNamespace(optimizer=None, step_counter=None)
+    self._keys = (_exact.ExactKeys(self) if hashing == 'exact' else
+                  _hashed.HashedKeys(self))
     self._built = False
+    self.bind(step_counter=step_counter, optimizer=optimizer)
+
+  @classmethod
+  def from_params(cls, name, params, key_dtype=tf.int64):
+    """The table an `embedding` feature of features.yaml describes.
+
+    Reads the table's parameters (`dim`, `capacity`, `combiner`,
+    `initializer`, `hashing`, `admit_after`, `evict_after_steps`,
+    `evict_every_steps`) and ignores the feature's others.
+
+    Example:
+      >>> table = EmbeddingTable.from_params(
+      ...     'item', {'dim': 8, 'capacity': 1000, 'hashing': 'exact'})
+      >>> table.hashing
+      'exact'
+
+    Args:
+      name: the table's name (the feature owning it).
+      params: the feature's parameters (a mapping).
+      key_dtype: the dtype of the field's raw values.
+
+    Raises:
+      ConfigurationError: naming the feature and the parameter.
+    """
+    try:
+      return cls(name, key_dtype=key_dtype, **_options.table_kwargs(params))
+    except ConfigurationError as e:
+      raise ConfigurationError(f'Feature {name!r} (features.yaml): {e}') \
+          from None
 
   # Configuration.
 
@@ -152,7 +184,7 @@ class EmbeddingTable(tf.Module):
 
   @property
   def capacity(self):
-    """The number of rows keys hash to; the default row is row `capacity`."""
+    """The number of rows keys get; the default row is row `capacity`."""
     return self._capacity
 
   @property
@@ -166,6 +198,11 @@ class EmbeddingTable(tf.Module):
     return self._key_dtype
 
   @property
+  def hashing(self):
+    """'mod', 'fingerprint' or 'exact'."""
+    return self._hashing
+
+  @property
   def combiner(self):
     """The default combiner of `lookup`."""
     return self._combiner
@@ -177,7 +214,7 @@ class EmbeddingTable(tf.Module):
 
   @property
   def evict_after_steps(self):
-    """Steps without a training lookup after which a row is reset, or None."""
+    """Steps without a training lookup after which a key is evicted, or None."""
     return self._evict_after
 
   @property
@@ -205,8 +242,11 @@ class EmbeddingTable(tf.Module):
     """
     if self._bound.step_counter is None:
       self._bound.step_counter = step_counter
-    if self._bound.optimizer is None:
+    if self._bound.optimizer is None and optimizer is not None:
       self._bound.optimizer = optimizer
+      if self._keys.exact and hasattr(optimizer, 'save_slots_by_key'):
+        # Checkpoints hold the rows' slots by key, with the rows.
+        optimizer.save_slots_by_key(self)
 
   # Variables.
 
@@ -222,18 +262,10 @@ class EmbeddingTable(tf.Module):
     rows, dim = self._capacity + 1, self._dim
     with self.name_scope:
       self.embeddings = tf.Variable(
-          functools.partial(self._initial_rows, shape=(rows, dim)),
+          functools.partial(self._keys.initial_rows, shape=(rows, dim)),
           shape=(rows, dim), dtype=tf.float32, name='embeddings')
-      self.counts = tf.Variable(
-          functools.partial(_zeros, shape=(self._capacity,), dtype=tf.int32),
-          shape=(self._capacity,), dtype=tf.int32, trainable=False,
-          name='counts')
+      self._keys.build()
       if self._evict_after is not None:
-        self.last_seen = tf.Variable(
-            functools.partial(_zeros, shape=(self._capacity,),
-                              dtype=tf.int64),
-            shape=(self._capacity,), dtype=tf.int64, trainable=False,
-            name='last_seen')
         self.next_sweep = tf.Variable(
             tf.constant(self._evict_every, tf.int64), trainable=False,
             name='next_sweep')
@@ -274,10 +306,22 @@ class EmbeddingTable(tf.Module):
     return tf.random.stateless_uniform(shape, seed, minval=-_INIT_SCALE,
                                        maxval=_INIT_SCALE)
 
+  def _trackable_children(self, save_type='checkpoint', **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    if not (self._built and self._keys.exact):
+      return children
+    if save_type == 'checkpoint':
+      return self._keys.checkpoint_children(children)
+    return self._keys.saved_model_children(children)
+
   # Lookups.
 
   def rows(self, keys):
-    """The row of each key (before admission), int64 in [0, capacity).
+    """The row of each key: its hash bucket, or (exact keys) its own row.
+
+    Hashed keys: int64 in [0, capacity), before admission. Exact keys: the
+    row the key owns, -1 for a key without one (never seen in training, not
+    admitted yet, or evicted).
 
     Example:
       >>> EmbeddingTable('t', dim=4, capacity=10).rows(
@@ -288,21 +332,38 @@ class EmbeddingTable(tf.Module):
       keys: a tensor of keys of `key_dtype` (int32 is accepted for int64).
     """
     keys = self._check_keys(keys)
-    if self._key_dtype == tf.string:
-      return tf.strings.to_hash_bucket_fast(keys, self._capacity)
-    if self._hashing == 'fingerprint':
-      flat = tf.reshape(keys, [-1])
-      hashed = tf.bitcast(tf.fingerprint(flat), tf.int64)
-      keys = tf.reshape(hashed, tf.shape(keys))
-    return tf.math.floormod(keys, tf.constant(self._capacity, tf.int64))
+    if self._keys.exact:
+      self.build()
+    return self._keys.rows(keys)
+
+  def statistics(self, keys):
+    """The admission count and last training step behind each key.
+
+    Exact keys: the key's own (`row` -1 while it has none). Hashed keys:
+    its row's, shared by every key that hashes there.
+
+    Example:
+      >>> stats = table.statistics(tf.constant([7, 9], tf.int64))
+      >>> stats['count'].numpy().tolist(), stats['last_seen'].numpy().tolist()
+      ([3, 1], [120, 118])
+
+    Args:
+      keys: [N] keys of `key_dtype`.
+
+    Returns:
+      A dict of int64 [N] tensors: `row`, `count`, `last_seen` (0 when the
+      table does not evict).
+    """
+    self.build()
+    return self._keys.statistics(self._check_keys(keys))
 
   def lookup(self, keys, combiner=None, training=False):
     """Looks keys up: one vector per key, or per instance's list of keys.
 
     Called anywhere a tensor is computed: in a `ModelBuilder` hook (inside
     `tf.function`, once per replica), or eagerly. A training lookup counts
-    each key (admission), stamps its row with the step (eviction) and, when
-    a sweep is due, evicts stale rows first. Only the rows looked up get a
+    each key (admission), stamps it with the step (eviction) and, when a
+    sweep is due, evicts stale keys first. Only the rows looked up get a
     gradient, as `tf.IndexedSlices`.
 
     Example:
@@ -321,35 +382,10 @@ class EmbeddingTable(tf.Module):
       float32 [B, dim].
     """
     self.build()
-    combiner = combiner or self._combiner
-    if combiner not in COMBINERS:
-      raise ConfigurationError(f'combiner must be one of '
-                               f'{", ".join(COMBINERS)}. Received: '
-                               f'combiner={combiner!r}')
-    bag = None
-    if isinstance(keys, tf.SparseTensor):
-      bag = tf.RaggedTensor.from_sparse(keys)
-    elif isinstance(keys, tf.RaggedTensor):
-      bag = keys
-    else:
-      keys = tf.convert_to_tensor(keys)
-      if keys.shape.rank == 2:
-        bag = tf.RaggedTensor.from_tensor(keys)
-      elif keys.shape.rank != 1:
-        raise ConfigurationError(
-            f'EmbeddingTable {self.name!r} looks up [B] keys or lists of '
-            f'keys ([B, N], ragged or sparse). Received: keys of shape '
-            f'{keys.shape}')
-    if bag is not None and bag.ragged_rank != 1:
-      raise ConfigurationError(
-          f'EmbeddingTable {self.name!r} looks up one list of keys per '
-          f'instance. Received: a ragged tensor of ragged_rank '
-          f'{bag.ragged_rank}')
-    flat = bag.flat_values if bag is not None else keys
-    rows = self.rows(flat)
-    if training:
-      self._record(rows)
-    rows = self._admitted(rows, training)
+    combiner = _options.one_of('combiner', combiner or self._combiner,
+                               COMBINERS)
+    keys, bag = _combine.as_bag(keys, f'EmbeddingTable {self.name!r}')
+    rows = self._keys.lookup_rows(self._check_keys(keys), training)
     vectors = tf.nn.embedding_lookup(self.embeddings, rows)
     if bag is None:
       return vectors
@@ -370,50 +406,6 @@ class EmbeddingTable(tf.Module):
           f'dtype {keys.dtype.name}')
     return tf.cast(keys, tf.int64)
 
-  def _admitted(self, rows, training):
-    """Rows of keys not admitted yet become the default row."""
-    if training and self._admit_after == 1:
-      return rows  # Just counted: every key is admitted.
-    counts = tf.nn.embedding_lookup(self.counts, rows)
-    return tf.where(counts >= self._admit_after, rows,
-                    tf.constant(self._capacity, tf.int64))
-
-  def _record(self, rows):
-    """Counts and stamps the rows of a training batch; evicts when due."""
-    context = tf.distribute.get_replica_context()
-    if (context is not None and context.num_replicas_in_sync > 1 and
-        not isinstance(tf.distribute.get_strategy(),
-                       tf.distribute.ParameterServerStrategy)):
-      self._record_replicated(context, rows)
-    else:
-      self.counts.scatter_add(
-          tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
-      if self._evict_after is not None:
-        self.last_seen.scatter_update(
-            tf.IndexedSlices(tf.fill(tf.shape(rows), self._now()), rows))
-    if self._evict_after is None:
-      return
-    now = self._now()
-    due = now >= tf.convert_to_tensor(self.next_sweep)
-    tf.cond(due, lambda: self.evict(now), lambda: tf.constant(0, tf.int64))
-
-  def _record_replicated(self, context, rows):
-    """Synchronous replicas: every copy counts the keys of all replicas.
-
-    Each replica keeps its own copy of the statistics and applies the same
-    update, the sum of every replica's counts. The sum is a dense
-    all-reduce over the rows: collectives of varying sizes (an all-gather
-    of the keys) fail inside a training loop's `tf.while_loop`. Parameter
-    servers, which hold one copy, count sparsely instead.
-    """
-    seen = tf.math.unsorted_segment_sum(
-        tf.ones_like(rows, tf.int32), rows, self._capacity)
-    seen = context.all_reduce(tf.distribute.ReduceOp.SUM, seen)
-    self.counts.assign_add(seen)
-    if self._evict_after is not None:
-      self.last_seen.assign(tf.where(
-          seen > 0, self._now(), tf.convert_to_tensor(self.last_seen)))
-
   def _now(self):
     counter = self._bound.step_counter
     if counter is None:
@@ -425,13 +417,23 @@ class EmbeddingTable(tf.Module):
           'its global step. Received: step_counter=None')
     return tf.cast(tf.convert_to_tensor(counter), tf.int64)
 
+  def _sweep_if_due(self):
+    """Evicts when a sweep is due (training lookups call it)."""
+    if self._evict_after is None:
+      return
+    now = self._now()
+    due = now >= tf.convert_to_tensor(self.next_sweep)
+    tf.cond(due, lambda: self.evict(now), lambda: tf.constant(0, tf.int64))
+
   def evict(self, now=None):
-    """Resets the rows not looked up in training for `evict_after_steps`.
+    """Evicts the keys (hashed: rows) not looked up for `evict_after_steps`.
 
     Runs by itself from training lookups every `evict_every_steps` steps;
-    call it to sweep at another time. A reset row gets fresh initial values,
-    a count of zero (its keys start admission again) and cleared optimizer
-    state (with the tensorfx sparse optimizers).
+    call it to sweep at another time. Hashed keys: a stale row gets fresh
+    initial values, a count of zero (its keys start admission again) and
+    cleared optimizer state (with the tensorfx sparse optimizers). Exact
+    keys: a stale key is forgotten (its count starts over) and its row
+    returns to the free list; the next key admitted to it starts fresh.
 
     Example:
       >>> int(table.evict(now=tf.constant(50_000, tf.int64)))
@@ -441,7 +443,7 @@ class EmbeddingTable(tf.Module):
       now: the current step (default: the step counter's value).
 
     Returns:
-      int64: the number of rows reset.
+      int64: the number of rows reset (hashed) or freed (exact).
     """
     if self._evict_after is None:
       raise ConfigurationError(
@@ -449,33 +451,23 @@ class EmbeddingTable(tf.Module):
           'evict_after_steps. Received: evict_after_steps=None')
     self._require_built('evict()')
     now = self._now() if now is None else tf.cast(now, tf.int64)
-    counts = tf.convert_to_tensor(self.counts)
-    last = tf.convert_to_tensor(self.last_seen)
-    stale = tf.where((counts > 0) & (now - last >= self._evict_after))[:, 0]
-    size = tf.shape(stale, out_type=tf.int64)[0]
-    self.embeddings.scatter_update(tf.IndexedSlices(
-        self._draw(tf.stack([size, self._dim]), now), stale))
-    self.counts.scatter_update(
-        tf.IndexedSlices(tf.zeros_like(stale, tf.int32), stale))
-    self.last_seen.scatter_update(
-        tf.IndexedSlices(tf.zeros_like(stale), stale))
-    optimizer = self._bound.optimizer
-    if hasattr(optimizer, 'reset_slots'):
-      optimizer.reset_slots(self.embeddings, stale)
+    size = self._keys.sweep(now)
     self.next_sweep.assign(now + self._evict_every)
     self.evicted.assign_add(size)
     return size
 
   def live_rows(self):
-    """The number of rows with admitted keys (count >= admit_after).
+    """The number of rows held by admitted keys.
+
+    Hashed keys: rows with a count of at least `admit_after`. Exact keys:
+    rows not on the free list.
 
     Example:
       >>> int(table.live_rows())
       40213
     """
     self._require_built('live_rows()')
-    counts = tf.convert_to_tensor(self.counts)
-    return tf.reduce_sum(tf.cast(counts >= self._admit_after, tf.int64))
+    return self._keys.live_rows()
 
 
 def find_tables(module):
@@ -491,28 +483,3 @@ def find_tables(module):
       with_path=False):
     found.setdefault(id(table), table)
   return list(found.values())
-
-
-def _zeros(shape, dtype, partition_shape=None, partition_offset=None):
-  del partition_offset
-  return tf.zeros(partition_shape or shape, dtype)
-
-
-def _positive(name, value):
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ConfigurationError(f'{name} must be a positive integer. '
-                             f'Received: {name}={value!r}')
-  return value
-
-
-def _key_dtype(value):
-  try:
-    dtype = tf.as_dtype(value)
-  except TypeError:
-    dtype = None
-  if dtype in (tf.int64, tf.int32):
-    return tf.int64
-  if dtype == tf.string:
-    return tf.string
-  raise ConfigurationError(f'key_dtype must be one of {", ".join(KEY_DTYPES)}.'
-                           f' Received: key_dtype={value!r}')

@@ -23,7 +23,7 @@ def _table(**kwargs):
      'Received: key_dtype=tf.float32'),
     ({'combiner': 'max'}, "combiner must be one of sum, mean, sqrtn. "
      "Received: combiner='max'"),
-    ({'hashing': 'md5'}, "hashing must be one of mod, fingerprint. "
+    ({'hashing': 'md5'}, "hashing must be one of mod, fingerprint, exact. "
      "Received: hashing='md5'"),
     ({'admit_after': 0}, 'admit_after must be a positive integer. '
      'Received: admit_after=0'),

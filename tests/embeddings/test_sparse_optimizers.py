@@ -12,6 +12,10 @@ from tensorfx.training import ModelArguments
 ROWS = 8
 
 
+class _Arguments(ModelArguments, embeddings.EmbeddingArguments):
+  """The embedding flags mixed into the standard ones."""
+
+
 def _train(optimizer, batches, dim=3):
   """Trains a fresh table on `batches` of keys; returns (table, values)."""
   table = embeddings.EmbeddingTable('t', dim=dim, capacity=ROWS,
@@ -122,7 +126,7 @@ def test_reset_slots_returns_rows_to_their_initial_slots():
     ('lazy-adam', 'LazyAdam'), ('adam', 'Adam'), ('adagrad', 'SparseAdagrad'),
     ('ftrl', 'SparseFtrl'), ('sgd', 'SGD')])
 def test_build_sparse_optimizer_follows_the_flags(flag, kind):
-  args = embeddings.EmbeddingArguments.parse(
+  args = _Arguments.parse(
       ['--embedding-optimizer', flag, '--embedding-learning-rate', '0.05'])
   optimizer = embeddings.build_sparse_optimizer(args)
   assert type(optimizer).__name__ == kind
@@ -130,17 +134,27 @@ def test_build_sparse_optimizer_follows_the_flags(flag, kind):
 
 
 def test_sparse_learning_rate_defaults_to_the_dense_one():
-  optimizer = embeddings.build_sparse_optimizer(
-      ModelArguments.parse(['--learning-rate', '0.02']))
+  args = ModelArguments.parse(['--learning-rate', '0.02'])
+  optimizer = embeddings.build_sparse_optimizer(args)
   assert isinstance(optimizer, embeddings.LazyAdam)
   assert float(optimizer.learning_rate) == pytest.approx(0.02)
+  # A builder passes the dense rate with its schedule.
+  schedule = tf_keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+  optimizer = embeddings.build_sparse_optimizer(args, schedule)
+  config = optimizer.get_config()['learning_rate']
+  assert config['class_name'] == 'ExponentialDecay'
+  assert config['config']['decay_rate'] == 0.5
+  # --embedding-learning-rate wins over both.
+  args = _Arguments.parse(['--embedding-learning-rate', '0.3'])
+  assert float(embeddings.build_sparse_optimizer(
+      args, schedule).learning_rate) == pytest.approx(0.3)
 
 
 def test_bad_optimizer_arguments_name_them():
   with pytest.raises(ConfigurationError,
                      match='--embedding-learning-rate must be a positive '
                      'number'):
-    embeddings.EmbeddingArguments.parse(['--embedding-learning-rate', '0'])
+    _Arguments.parse(['--embedding-learning-rate', '0'])
   with pytest.raises(ConfigurationError, match='learning_rate_power must be '
                      '<= 0. Received: learning_rate_power=0.5'):
     embeddings.SparseFtrl(learning_rate_power=0.5)

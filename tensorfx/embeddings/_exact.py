@@ -1,0 +1,225 @@
+"""Exact keys: every admitted key owns a row; no two keys ever share one.
+
+The index (`KeyIndex`, a hash table per shard of rows) maps each key seen in
+training to its row, its count and the step it was last looked up:
+admission and eviction are per key. Rows come from a free stack; eviction
+forgets stale keys and returns their rows to it. A row gets fresh initial
+values, and its optimizer slots are cleared, when a key is admitted to it.
+
+Under parameter servers each shard of rows has its own index on the same
+server, and keys go to an index by a hash of the key; an index hands out
+its own shard's rows first. Checkpoints hold the table by key (see
+`KeyedRows`), so a restart may use more rows or another number of servers.
+"""
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.embeddings import _index
+from tensorfx.embeddings import _keyed
+from tensorfx.embeddings import _sharding
+
+
+class ExactKeys:
+  """The `exact` mode of an `EmbeddingTable` (`hashing='exact'`)."""
+
+  exact = True
+
+  def __init__(self, table):
+    self._table = table
+    self.indexes = None
+    self.ranges = None
+    self.state = None
+
+  def build(self):
+    """Makes one index per shard of the table's rows, beside it."""
+    table = self._table
+    strategy = tf.distribute.get_strategy()
+    parameter_servers = isinstance(strategy,
+                                   tf.distribute.ParameterServerStrategy)
+    if strategy.num_replicas_in_sync > 1 and not parameter_servers:
+      raise ConfigurationError(
+          f'EmbeddingTable {table.name!r} has exact keys, which need one '
+          'index that every replica updates in turn: train it on one device '
+          'or with parameter servers, or use hashing=\'mod\' or '
+          f'\'fingerprint\'. Received: {type(strategy).__name__} with '
+          f'{strategy.num_replicas_in_sync} replicas')
+    shards = _sharding.shards(table.embeddings)
+    starts = _sharding.starts(shards) + [table.capacity + 1]
+    self.ranges = []
+    self.indexes = []
+    for i, shard in enumerate(shards):
+      # The default row (the last) is nobody's.
+      first = starts[i]
+      limit = max(first, min(starts[i + 1], table.capacity))
+      self.ranges.append((first, limit))
+      placement = (strategy.extended.colocate_vars_with(shard)
+                   if parameter_servers else tf.device(_cpu(shard.device)))
+      self.indexes.append(_index.KeyIndex(
+          table.key_dtype, first, limit, table.capacity,
+          name=f'index{i}' if len(shards) > 1 else 'index',
+          placement=placement, device=_cpu(shard.device)))
+    self.state = _keyed.KeyedRows(table, self)
+
+  def initial_rows(self, shape, partition_shape=None, partition_offset=None):
+    # A row gets its values when a key is admitted to it.
+    del partition_offset
+    return tf.zeros(partition_shape or shape, tf.float32)
+
+  # Lookups.
+
+  def rows(self, keys):
+    """The row each key owns, -1 for keys without one."""
+    return self._per_index(keys, lambda index, part: index.find(part))
+
+  def lookup_rows(self, keys, training):
+    """The rows to read: the keys' own, or the default row."""
+    table = self._table
+    if training:
+      unique, position = tf.unique(keys, out_idx=tf.int64)
+      occurrences = tf.math.unsorted_segment_sum(
+          tf.ones_like(position), position, tf.size(unique, out_type=tf.int64))
+      now = self._now()
+      rows = self._per_index(
+          unique, lambda index, part, seen: index.record(
+              part, seen, now, table.admit_after, self._admit(now)),
+          occurrences)
+      table._sweep_if_due()  # pylint: disable=protected-access
+      rows = tf.gather(rows, position)
+    else:
+      rows = self.rows(keys)
+    return tf.where(rows >= 0, rows, tf.constant(table.default_row, tf.int64))
+
+  def _now(self):
+    table = self._table
+    if table.step_counter is None and table.evict_after_steps is None:
+      return tf.constant(0, tf.int64)  # Stamps serve eviction only.
+    return table._now()  # pylint: disable=protected-access
+
+  def _admit(self, now):
+    """Fresh values and cleared slots for the rows keys were just given."""
+    table = self._table
+
+    def prepare(rows):
+      size = tf.size(rows, out_type=tf.int64)
+      # Workers admitting at the same step draw different values: the salt
+      # holds the first row each was given, and their rows are disjoint.
+      first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
+      salt = now * (table.capacity + 1) + first
+      values = table._draw(tf.stack([size, table.dim]), salt)  # pylint: disable=protected-access
+      updates = _sharding.scatter_update(table.embeddings, rows, values)
+      optimizer = table.optimizer
+      if hasattr(optimizer, 'reset_slots'):
+        updates += optimizer.reset_slots(table.embeddings, rows) or []
+      return updates
+
+    return prepare
+
+  def _per_index(self, keys, run, *extra):
+    """Runs `run(index, keys, *extra)` on each index with its keys; stitches."""
+    if len(self.indexes) == 1:
+      return run(self.indexes[0], keys, *extra)
+    owner = self.route(keys)
+    count = len(self.indexes)
+    parts = tf.dynamic_partition(keys, owner, count)
+    extras = [tf.dynamic_partition(e, owner, count) for e in extra]
+    positions = tf.dynamic_partition(
+        tf.range(tf.size(keys, out_type=tf.int32)), owner, count)
+    results = [run(index, parts[i], *[e[i] for e in extras])
+               for i, index in enumerate(self.indexes)]
+    return tf.dynamic_stitch(positions, results)
+
+  def route(self, keys):
+    """The index (int32) of each key: a hash of the key."""
+    count = len(self.indexes)
+    if self._table.key_dtype == tf.string:
+      return tf.cast(tf.strings.to_hash_bucket_fast(keys, count), tf.int32)
+    hashed = tf.bitcast(tf.fingerprint(keys), tf.int64)
+    return tf.cast(tf.math.floormod(hashed, count), tf.int32)
+
+  # Eviction and statistics.
+
+  def sweep(self, now):
+    total = tf.constant(0, tf.int64)
+    for index in self.indexes:
+      total += index.sweep(now, self._table.evict_after_steps)
+    return total
+
+  def live_rows(self):
+    free = tf.add_n([index.free_rows() for index in self.indexes])
+    return tf.constant(self._table.capacity, tf.int64) - free
+
+  def statistics(self, keys):
+    entries = self._per_index(keys, lambda index, part: index.entries(part))
+    return {'row': entries[:, 0], 'count': entries[:, 1],
+            'last_seen': entries[:, 2]}
+
+  # Checkpoints and export.
+
+  def checkpoint_children(self, children):
+    """Checkpoints hold the rows by key: the state replaces the variable."""
+    children = dict(children)
+    children.pop('embeddings', None)
+    children['index'] = self.state
+    return children
+
+  def saved_model_children(self, children):
+    """A SavedModel serves from the rows and the index's hash tables."""
+    children = dict(children)
+    for i, index in enumerate(self.indexes):
+      children[f'index{i}'] = index.table
+    return children
+
+  def export(self):
+    """Every shard's (keys, entries, free rows), concatenated."""
+    parts = [index.export() for index in self.indexes]
+    return tuple(tf.concat(list(column), 0) for column in zip(*parts))
+
+  def load(self, keys, entries, free):
+    """Lays a checkpoint's keys and free rows out over this table's indexes.
+
+    Admitted keys keep their rows; the rows a checkpoint does not know (a
+    larger capacity) go under the saved free rows of their range.
+
+    Returns:
+      The updates.
+    """
+    table = self._table
+    capacity = table.capacity
+    rows = entries[:, 0]
+    highest = tf.reduce_max(tf.concat([rows, [-1]], 0))
+    check = tf.debugging.assert_less(
+        highest, tf.constant(capacity, tf.int64), message=(
+            f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
+            f'at or above capacity={capacity}; a table can grow, not shrink '
+            'below the rows in use. Restore it with the capacity it was '
+            'saved with or a larger one'))
+    with tf.control_dependencies(_index._ops([check])):  # pylint: disable=protected-access
+      held = tf.boolean_mask(rows, rows >= 0)
+    free = tf.boolean_mask(free, (free >= 0) & (free < capacity))
+    marks = tf.zeros([capacity], tf.int32)
+    owned = tf.tensor_scatter_nd_add(marks, held[:, None],
+                                     tf.ones_like(held, tf.int32))
+    listed = tf.tensor_scatter_nd_add(marks, free[:, None],
+                                      tf.ones_like(free, tf.int32))
+    fresh = (owned == 0) & (listed == 0)
+    owner = self.route(keys) if len(self.indexes) > 1 else None
+    updates = []
+    for i, (index, (first, limit)) in enumerate(zip(self.indexes,
+                                                    self.ranges)):
+      new = tf.where(fresh[first:limit])[:, 0] + first
+      saved = tf.boolean_mask(free, (free >= first) & (free < limit))
+      stack = tf.concat([tf.reverse(new, [0]), saved], 0)
+      if owner is None:
+        updates += index.load(keys, entries, stack)
+      else:
+        mine = tf.equal(owner, i)
+        updates += index.load(tf.boolean_mask(keys, mine),
+                              tf.boolean_mask(entries, mine), stack)
+    return updates, held
+
+
+def _cpu(device):
+  """The CPU of a variable's task: hash tables and locks have no GPU kernels."""
+  spec = tf.DeviceSpec.from_string(device or '')
+  return spec.replace(device_type='CPU', device_index=0).to_string()
