@@ -279,6 +279,17 @@ class EmbeddingTable(tf.Module):
     self._require_built('shards')
     return _sharding.shards(self.embeddings)
 
+  @property
+  def index_tables(self):
+    """The hash tables of an exact-key table's index (hashed keys: none).
+
+    A SavedModel that serves the table must track them, as it tracks the
+    variables its functions read.
+    """
+    if not (self._built and self._keys.exact):
+      return []
+    return [index.table for index in self._keys.indexes]
+
   def _require_built(self, what):
     if not self._built:
       raise ConfigurationError(
