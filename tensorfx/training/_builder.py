@@ -223,7 +223,8 @@ class ModelBuilder(tf.Module):
       A `tf_keras.optimizers.Optimizer`.
     """
     from tensorfx.embeddings import _optimizers as sparse  # pylint: disable=g-import-not-at-top
-    return sparse.build_sparse_optimizer(self._args)
+    return sparse.build_sparse_optimizer(
+        self._args, _optimizers.build_learning_rate(self._args))
 
   def build_evaluation(self, inputs, outputs):
     """Builds the evaluation metrics and updates them with a batch.
@@ -780,6 +781,10 @@ class ModelBuilder(tf.Module):
       for variable in function.variables:
         captured[id(variable)] = variable
     module.model_variables = list(captured.values())
+    # Exact-key tables serve through their indexes' hash tables.
+    module.embedding_indexes = [
+        index for table in _table.find_tables(self)
+        for index in table.index_tables]
     return _interfaces.PredictionInterface(signatures=signatures,
                                            module=module)
 
