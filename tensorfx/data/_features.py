@@ -184,9 +184,32 @@ def _feature_name(value):
   return value
 
 
+# How a table over raw keys gives them rows (tensorfx.embeddings).
+_HASHINGS = ('mod', 'fingerprint', 'exact')
+
+
+def _hashing(value):
+  if value not in _HASHINGS:
+    raise ValueError(f'must be one of {", ".join(_HASHINGS)}')
+  return value
+
+
+def _initializer(value):
+  # A tf_keras initializer's name, or its config; the table checks which.
+  if isinstance(value, str) and value:
+    return value
+  if isinstance(value, collections.abc.Mapping) and isinstance(
+      value.get('class_name'), str) and set(value) <= {'class_name',
+                                                       'config'}:
+    return value
+  raise ValueError("must be a tf_keras initializer's name (e.g. "
+                   'truncated_normal) or {class_name: ..., config: {...}}')
+
+
 # Embedding parameters of a table over raw keys (`capacity`), and the ones a
 # feature sharing another's table (`table`) takes from it.
-_TABLE_ONLY = ('admit_after', 'evict_after_steps')
+_TABLE_ONLY = ('admit_after', 'evict_after_steps', 'evict_every_steps',
+               'hashing', 'initializer')
 _VOCABULARY_PARAMS = ('top_k', 'oov_buckets', 'hash_buckets')
 
 # Per type: parameter name -> (check, default or _NOTHING when optional).
@@ -205,7 +228,10 @@ _PARAMS = {
                             'capacity': (_POSITIVE, _NOTHING),
                             'table': (_feature_name, _NOTHING),
                             'admit_after': (_POSITIVE, _NOTHING),
-                            'evict_after_steps': (_POSITIVE, _NOTHING)},
+                            'evict_after_steps': (_POSITIVE, _NOTHING),
+                            'evict_every_steps': (_POSITIVE, _NOTHING),
+                            'hashing': (_hashing, _NOTHING),
+                            'initializer': (_initializer, _NOTHING)},
     FeatureType.HASH: {'buckets': (_POSITIVE, _NOTHING)},
     FeatureType.CROSS: {'buckets': (_POSITIVE, _NOTHING)},
 }
@@ -255,7 +281,10 @@ class Feature:
       numbers) or `buckets` (>= 2, quantiles from analysis). onehot:
       `top_k` (optional), `oov_buckets` (1). embedding: `dim` (required),
       then `top_k` and `oov_buckets` (1) for a vocabulary, or
-      `hash_buckets` instead. hash and cross: `buckets` (required).
+      `hash_buckets` instead, or a table over raw keys: `capacity` and the
+      table's options (`hashing`, `initializer`, `admit_after`,
+      `evict_after_steps`, `evict_every_steps`), or `table` (another's),
+      and `combiner`. hash and cross: `buckets` (required).
       identity, target, key, zscore and concat: none.
 
   Raises:
@@ -415,6 +444,10 @@ class Feature:
                     'itself')
           raise _yaml.Invalid(subject, (key,), f'{reason} (this feature has '
                               f'{owner!r})', given[key])
+      if 'evict_every_steps' in given and 'evict_after_steps' not in given:
+        raise _yaml.Invalid(subject, ('evict_every_steps',), "'evict_every_"
+                            "steps' needs 'evict_after_steps'",
+                            given['evict_every_steps'])
       return
     for key in _TABLE_ONLY:
       if key in given:
