@@ -4,6 +4,8 @@ Each check returns the value the table keeps, or raises a
 `ConfigurationError` that names the argument and the value received.
 """
 
+import collections.abc
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
@@ -77,7 +79,7 @@ def initializer(value):
     return value
   import tf_keras  # pylint: disable=g-import-not-at-top
   try:
-    return tf_keras.initializers.get(value)
+    return tf_keras.initializers.get(_plain(value))
   except (ValueError, TypeError):
     raise ConfigurationError(
         'initializer must be a tf_keras initializer, its name or config, '
@@ -96,3 +98,12 @@ def key_dtype(value):
     return tf.string
   raise ConfigurationError(f'key_dtype must be one of {", ".join(KEY_DTYPES)}.'
                            f' Received: key_dtype={value!r}')
+
+
+def _plain(value):
+  """Dicts and lists from read-only mappings and tuples (features.yaml's)."""
+  if isinstance(value, collections.abc.Mapping):
+    return {k: _plain(v) for k, v in value.items()}
+  if isinstance(value, tuple):
+    return [_plain(v) for v in value]
+  return value

@@ -3,6 +3,7 @@
 import pytest
 import tensorflow as tf
 
+from tensorfx import embeddings
 from tensorfx._errors import DataError
 from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
@@ -61,7 +62,72 @@ features:
   assert FeatureSet.parse(features.format()) == features
 
 
+def test_table_options_reach_the_table():
+  features = FeatureSet.parse("""\
+features:
+- name: item
+  type: embedding
+  dim: 8
+  capacity: 1000
+  hashing: exact
+  initializer:
+    class_name: TruncatedNormal
+    config: {stddev: 0.02, seed: 7}
+  admit_after: 2
+  evict_after_steps: 500
+  evict_every_steps: 50
+- name: history
+  type: embedding
+  table: item
+  combiner: sum
+- name: user
+  type: embedding
+  dim: 4
+  capacity: 64
+  hashing: fingerprint
+  initializer: zeros
+""")
+  features.validate(SCHEMA)
+  assert FeatureSet.parse(features.format()) == features
+  item = embeddings.EmbeddingTable.from_params('item',
+                                               features['item'].params)
+  assert (item.hashing, item.capacity, item.dim, item.admit_after,
+          item.evict_after_steps, item.combiner) == ('exact', 1000, 8, 2,
+                                                     500, 'mean')
+  assert item._evict_every == 50  # pylint: disable=protected-access
+  config = item._initializer.get_config()  # pylint: disable=protected-access
+  assert type(item._initializer).__name__ == 'TruncatedNormal'  # pylint: disable=protected-access
+  assert (config['stddev'], config['seed']) == (0.02, 7)
+  item.bind(step_counter=tf.Variable(0, dtype=tf.int64))
+  item.lookup(tf.constant([5, 5], tf.int64), training=True)
+  assert item.rows(tf.constant([5, 6], tf.int64)).numpy().tolist() == [0, -1]
+  assert 0 < abs(item.embeddings.numpy()[0]).max() <= 0.04  # 2 stddev
+  user = embeddings.EmbeddingTable.from_params('user',
+                                               features['user'].params)
+  assert user.hashing == 'fingerprint'
+  user.build()
+  assert not user.embeddings.numpy().any()
+
+
 @pytest.mark.parametrize('yaml,problem', [
+    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+     '  capacity: 5\n  hashing: md5',
+     'hashing must be one of mod, fingerprint, exact'),
+    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+     '  capacity: 5\n  initializer: [1, 2]',
+     "initializer must be a tf_keras initializer's name"),
+    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+     '  capacity: 5\n  initializer: {name: zeros}',
+     "initializer must be a tf_keras initializer's name"),
+    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+     '  capacity: 5\n  evict_every_steps: 3',
+     "'evict_every_steps' needs 'evict_after_steps'"),
+    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+     '  hashing: exact',
+     "'hashing' needs an embedding table: give the feature 'capacity'"),
+    ('- name: a\n  type: embedding\n  fields: user\n  table: b\n'
+     '  initializer: zeros',
+     "'initializer' belongs to the table's own feature"),
     ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
      '  admit_after: 3',
      "'admit_after' needs an embedding table: give the feature 'capacity'"),

@@ -156,14 +156,10 @@ class _FeedForward(ModelBuilder):
         # Raw keys: a table sharded over parameter servers, trained by the
         # sparse optimizer, with admission and eviction.
         feature = features[owner]
-        params = feature.params
         field = self.dataset.schema[feature.fields[0]]
-        tables[owner] = EmbeddingTable(
-            owner, dim=params['dim'], capacity=params['capacity'],
-            key_dtype=tf.int64 if field.numeric else tf.string,
-            combiner=params.get('combiner', 'mean'),
-            admit_after=params.get('admit_after', 1),
-            evict_after_steps=params.get('evict_after_steps'))
+        tables[owner] = EmbeddingTable.from_params(
+            owner, feature.params,
+            key_dtype=tf.int64 if field.numeric else tf.string)
       self._embeddings[name] = tables[owner]
     self._layers = [
         tf_keras.layers.Dense(units, activation='relu', name=f'hidden{i}')
