@@ -57,7 +57,7 @@ class ExactKeys:
                    if parameter_servers else tf.device(_cpu(shard.device)))
       self.indexes.append(_index.KeyIndex(
           table.key_dtype, first, limit, table.capacity,
-          name=f'index{i}' if len(shards) > 1 else 'index',
+          name=f'{table.name}_index{i}',
           placement=placement, device=_cpu(shard.device)))
     self.state = _keyed.KeyedRows(table, self)
 

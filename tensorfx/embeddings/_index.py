@@ -44,7 +44,8 @@ class KeyIndex:
       self.table = tf.lookup.experimental.MutableHashTable(
           key_dtype, tf.int64, default_value=tf.constant(_ABSENT, tf.int64),
           name=name)
-      self.lock = tf.CriticalSection(name=f'{name}_lock')
+      # Its own mutex: a shared name would join every lock of that name.
+      self.lock = tf.CriticalSection(name=f'{name}_lock', shared_name='')
     # Lowest row on top: keys get rows in order of admission.
     stack = tf.range(limit - 1, first - 1, -1, dtype=tf.int64)
     with placement:

@@ -53,17 +53,23 @@ class KeyedRows(tf.__internal__.tracking.Trackable):
 
   def _restore_from_tensors(self, restored_tensors):
     table = self._table
-    updates, held = self._keys.load(restored_tensors['keys'],
-                                    restored_tensors['entries'],
-                                    restored_tensors['free'])
+    # Inside a tf.function (a checkpoint over several tasks) the tensors
+    # read have no static shape.
+    restored = {name: tf.reshape(value, [-1, table.dim])
+                for name, value in restored_tensors.items()
+                if name == 'vectors' or name.startswith(_SLOT)}
+    updates, held = self._keys.load(
+        tf.reshape(restored_tensors['keys'], [-1]),
+        tf.reshape(restored_tensors['entries'], [-1, 3]),
+        tf.reshape(restored_tensors['free'], [-1]))
     targets = tf.concat([held, tf.constant([table.default_row], tf.int64)],
                         0)
     updates += _sharding.scatter_update(table.embeddings, targets,
-                                        restored_tensors['vectors'])
+                                        restored['vectors'])
     for name, shards in self._slots():
-      if _SLOT + name in restored_tensors:
-        updates += _sharding.scatter_update(
-            shards, targets, restored_tensors[_SLOT + name])
+      if _SLOT + name in restored:
+        updates += _sharding.scatter_update(shards, targets,
+                                            restored[_SLOT + name])
     if tf.executing_eagerly():
       return None
     return tf.group(*[u if isinstance(u, tf.Operation) else u.op
