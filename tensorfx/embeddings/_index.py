@@ -7,7 +7,12 @@ lock (`tf.CriticalSection`), so the workers of a parameter-server job, which
 run their steps concurrently, never hand one row to two keys.
 """
 
+import itertools
+
 import tensorflow as tf
+
+# Numbers the locks of this process: each index's mutex is its own.
+_LOCKS = itertools.count()
 
 # The entry of a key not in the index: no row, never counted.
 _ABSENT = (-1, 0, 0)
@@ -44,8 +49,10 @@ class KeyIndex:
       self.table = tf.lookup.experimental.MutableHashTable(
           key_dtype, tf.int64, default_value=tf.constant(_ABSENT, tf.int64),
           name=name)
-      # Its own mutex: a shared name would join every lock of that name.
-      self.lock = tf.CriticalSection(name=f'{name}_lock', shared_name='')
+      # Its own mutex: locks of one shared name (an empty one included) are
+      # one mutex, and two of them in a step deadlock.
+      self.lock = tf.CriticalSection(
+          name=f'{name}_lock', shared_name=f'{name}_lock_{next(_LOCKS)}')
     # Lowest row on top: keys get rows in order of admission.
     stack = tf.range(limit - 1, first - 1, -1, dtype=tf.int64)
     with placement:

@@ -115,6 +115,34 @@ def test_a_full_table_reads_the_default_row_until_eviction_frees_one():
   assert int(step.numpy()) == 5
 
 
+def test_two_tables_admit_keys_in_one_step():
+  # Each index has its own lock: two tables in a step, in a loop, finish.
+  step = tf.Variable(0, dtype=tf.int64)
+  optimizer = embeddings.LazyAdam(0.1)
+  users = _exact('users', step_counter=step, optimizer=optimizer)
+  items = _exact('items', step_counter=step, optimizer=optimizer)
+
+  @tf.function
+  def train(keys):
+    def body(i):
+      with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(users.lookup(keys[i], training=True) *
+                             items.lookup(keys[i] + 1, training=True))
+      variables = users.shards + items.shards
+      optimizer.apply_gradients(zip(tape.gradient(loss, variables),
+                                    variables))
+      step.assign_add(1)
+      return i + 1
+    return tf.while_loop(lambda i: i < 4, body, [0])
+
+  users.build()
+  items.build()
+  optimizer.build(users.shards + items.shards)
+  train(tf.constant([[1, 2], [3, 4], [5, 6], [7, 8]], tf.int64))
+  assert int(users.live_rows()) == int(items.live_rows()) == 8
+  assert items.rows(_keys(2, 9)).numpy().tolist() == [0, 7]
+
+
 def test_the_default_row_and_new_rows_start_as_documented():
   table = _exact(capacity=5)
   table.build()
