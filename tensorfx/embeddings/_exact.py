@@ -10,7 +10,15 @@ Under parameter servers each shard of rows has its own index on the same
 server, and keys go to an index by a hash of the key; an index hands out
 its own shard's rows first. Checkpoints hold the table by key (see
 `KeyedRows`), so a restart may use more rows or another number of servers.
+
+A training lookup and a sweep read the indexes, then write them: they run
+under the table's lock (a `tf.CriticalSection`), so the workers of a
+parameter-server job, which run steps at once, never hand one row to two
+keys. One lock per table, not per index: a step that looked a table up
+twice took two locks of each index in turns and deadlocked.
 """
+
+import itertools
 
 import tensorflow as tf
 
@@ -18,6 +26,10 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _index
 from tensorfx.embeddings import _keyed
 from tensorfx.embeddings import _sharding
+
+# Numbers the locks of this process: a lock's mutex is its own (locks of
+# one shared name, an empty one included, are one mutex).
+_LOCKS = itertools.count()
 
 
 class ExactKeys:
@@ -30,6 +42,7 @@ class ExactKeys:
     self.indexes = None
     self.ranges = None
     self.state = None
+    self.lock = None
 
   def build(self):
     """Makes one index per shard of the table's rows, beside it."""
@@ -59,6 +72,10 @@ class ExactKeys:
           table.key_dtype, first, limit, table.capacity,
           name=f'{table.name}_index{i}',
           placement=placement, device=_cpu(shard.device)))
+    with tf.device(_cpu(shards[0].device)):
+      self.lock = tf.CriticalSection(
+          name=f'{table.name}_lock',
+          shared_name=f'{table.name}_lock_{next(_LOCKS)}')
     self.state = _keyed.KeyedRows(table, self)
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
@@ -79,16 +96,32 @@ class ExactKeys:
       unique, position = tf.unique(keys, out_idx=tf.int64)
       occurrences = tf.math.unsorted_segment_sum(
           tf.ones_like(position), position, tf.size(unique, out_type=tf.int64))
-      now = self._now()
-      rows = self._per_index(
-          unique, lambda index, part, seen: index.record(
-              part, seen, now, table.admit_after, self._admit(now)),
-          occurrences)
+      rows = self._record(unique, occurrences, self._now())
       table._sweep_if_due()  # pylint: disable=protected-access
       rows = tf.gather(rows, position)
     else:
       rows = self.rows(keys)
     return tf.where(rows >= 0, rows, tf.constant(table.default_row, tf.int64))
+
+  def _record(self, keys, occurrences, now):
+    """Records distinct keys in their indexes, under the lock; their rows."""
+    table = self._table
+
+    def locked():
+      given, updates = [], []
+
+      def record(index, part, seen):
+        rows, new, changes = index.record(part, seen, now, table.admit_after)
+        given.append(new)
+        updates.extend(changes)
+        return rows
+
+      rows = self._per_index(keys, record, occurrences)
+      updates.extend(self._prepare(tf.concat(given, 0), now))
+      with tf.control_dependencies(_index.control_ops(updates)):
+        return tf.identity(rows)
+
+    return self.lock.execute(locked, exclusive_resource_access=False)
 
   def _now(self):
     table = self._table
@@ -96,24 +129,20 @@ class ExactKeys:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
     return table._now()  # pylint: disable=protected-access
 
-  def _admit(self, now):
+  def _prepare(self, rows, now):
     """Fresh values and cleared slots for the rows keys were just given."""
     table = self._table
-
-    def prepare(rows):
-      size = tf.size(rows, out_type=tf.int64)
-      # Workers admitting at the same step draw different values: the salt
-      # holds the first row each was given, and their rows are disjoint.
-      first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
-      salt = now * (table.capacity + 1) + first
-      values = table._draw(tf.stack([size, table.dim]), salt)  # pylint: disable=protected-access
-      updates = _sharding.scatter_update(table.embeddings, rows, values)
-      optimizer = table.optimizer
-      if hasattr(optimizer, 'reset_slots'):
-        updates += optimizer.reset_slots(table.embeddings, rows) or []
-      return updates
-
-    return prepare
+    size = tf.size(rows, out_type=tf.int64)
+    # Workers admitting at the same step draw different values: the salt
+    # holds the first row each was given, and their rows are disjoint.
+    first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
+    salt = now * (table.capacity + 1) + first
+    values = table._draw(tf.stack([size, table.dim]), salt)  # pylint: disable=protected-access
+    updates = _sharding.scatter_update(table.embeddings, rows, values)
+    optimizer = table.optimizer
+    if hasattr(optimizer, 'reset_slots'):
+      updates += optimizer.reset_slots(table.embeddings, rows) or []
+    return updates
 
   def _per_index(self, keys, run, *extra):
     """Runs `run(index, keys, *extra)` on each index with its keys; stitches."""
@@ -140,10 +169,18 @@ class ExactKeys:
   # Eviction and statistics.
 
   def sweep(self, now):
-    total = tf.constant(0, tf.int64)
-    for index in self.indexes:
-      total += index.sweep(now, self._table.evict_after_steps)
-    return total
+    """Forgets stale keys in every index, under the lock; rows freed."""
+
+    def locked():
+      total, updates = tf.constant(0, tf.int64), []
+      for index in self.indexes:
+        freed, changes = index.sweep(now, self._table.evict_after_steps)
+        total += freed
+        updates.extend(changes)
+      with tf.control_dependencies(_index.control_ops(updates)):
+        return tf.identity(total)
+
+    return self.lock.execute(locked, exclusive_resource_access=False)
 
   def live_rows(self):
     free = tf.add_n([index.free_rows() for index in self.indexes])
@@ -194,7 +231,7 @@ class ExactKeys:
             f'at or above capacity={capacity}; a table can grow, not shrink '
             'below the rows in use. Restore it with the capacity it was '
             'saved with or a larger one'))
-    with tf.control_dependencies(_index._ops([check])):  # pylint: disable=protected-access
+    with tf.control_dependencies(_index.control_ops([check])):
       held = tf.boolean_mask(rows, rows >= 0)
     free = tf.boolean_mask(free, (free >= 0) & (free < capacity))
     marks = tf.zeros([capacity], tf.int32)

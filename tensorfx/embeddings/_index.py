@@ -2,24 +2,18 @@
 
 Each key the table has seen in training has an entry `[row, count,
 last_seen]`: the row it owns (-1 until admitted), its training lookups and
-the step of the last one. Free rows wait on a stack. Updates run under a
-lock (`tf.CriticalSection`), so the workers of a parameter-server job, which
-run their steps concurrently, never hand one row to two keys.
+the step of the last one. Free rows wait on a stack. `record` and `sweep`
+read, then write: the table runs them under its lock (see `ExactKeys`).
 """
 
-import itertools
-
 import tensorflow as tf
-
-# Numbers the locks of this process: each index's mutex is its own.
-_LOCKS = itertools.count()
 
 # The entry of a key not in the index: no row, never counted.
 _ABSENT = (-1, 0, 0)
 
 
 class KeyIndex:
-  """A key -> (row, count, last step) map, a free-row stack and a lock.
+  """A key -> (row, count, last step) map and a free-row stack.
 
   The state lives on one device (a parameter server's, under
   `ParameterServerStrategy`), beside the rows it hands out first.
@@ -27,9 +21,11 @@ class KeyIndex:
   Example:
     >>> index = KeyIndex(tf.int64, first=0, limit=100, capacity=100,
     ...                  name='items_index')
-    >>> index.record(tf.constant([7, 9], tf.int64), tf.constant([1, 1],
-    ...              tf.int64), now=0, admit_after=1).numpy().tolist()
-    [0, 1]
+    >>> rows, given, _ = index.record(tf.constant([7, 9], tf.int64),
+    ...                              tf.constant([1, 1], tf.int64), now=0,
+    ...                              admit_after=1)
+    >>> rows.numpy().tolist(), given.numpy().tolist()
+    ([0, 1], [0, 1])
 
   Args:
     key_dtype: `tf.int64` or `tf.string`.
@@ -39,7 +35,7 @@ class KeyIndex:
     name: the prefix of the state's names.
     placement: a context manager placing the free-row variables (the
       strategy's colocation with the rows, under parameter servers).
-    device: the device of the hash table and the lock (a CPU).
+    device: the device of the hash table (a CPU).
   """
 
   def __init__(self, key_dtype, first, limit, capacity, name, placement,
@@ -49,10 +45,6 @@ class KeyIndex:
       self.table = tf.lookup.experimental.MutableHashTable(
           key_dtype, tf.int64, default_value=tf.constant(_ABSENT, tf.int64),
           name=name)
-      # Its own mutex: locks of one shared name (an empty one included) are
-      # one mutex, and two of them in a step deadlock.
-      self.lock = tf.CriticalSection(
-          name=f'{name}_lock', shared_name=f'{name}_lock_{next(_LOCKS)}')
     # Lowest row on top: keys get rows in order of admission.
     stack = tf.range(limit - 1, first - 1, -1, dtype=tf.int64)
     with placement:
@@ -76,75 +68,62 @@ class KeyIndex:
     return (tf.reshape(keys, [-1]),
             tf.reshape(entries, [-1, len(_ABSENT)]))
 
-  def record(self, keys, occurrences, now, admit_after, on_admit=None):
+  def record(self, keys, occurrences, now, admit_after):
     """Counts and stamps distinct keys; gives rows to the keys admitted now.
 
     A key is admitted when its count reaches `admit_after` and a row is free;
     with no row free it stays pending (and reads the default row) until an
-    eviction frees one.
+    eviction frees one. The caller holds the table's lock.
 
     Args:
       keys: [U] distinct keys.
       occurrences: int64 [U], how many times each was looked up.
       now: int64, the current step.
       admit_after: the count that admits a key.
-      on_admit: called under the lock with the rows just handed out (int64
-        [M]); returns the updates that prepare them (fresh values, cleared
-        optimizer slots).
 
     Returns:
-      int64 [U]: each key's row, -1 for keys not admitted.
+      `(rows, given, updates)`: int64 [U] each key's row (-1 for keys not
+      admitted), int64 [M] the rows just handed out, and the updates.
     """
-
-    def locked():
-      entries = self.entries(keys)
-      rows = entries[:, 0]
-      counts = entries[:, 1] + tf.cast(occurrences, tf.int64)
-      wanting = (rows < 0) & (counts >= admit_after)
-      rank = tf.cumsum(tf.cast(wanting, tf.int64)) - 1
-      top = self.free_count.read_value()
-      granted = wanting & (rank < top)
-      given = tf.gather(self.free, top - 1 - tf.boolean_mask(rank, granted))
-      rows = tf.tensor_scatter_nd_update(rows, tf.where(granted), given)
-      stamps = tf.fill(tf.shape(rows), tf.cast(now, tf.int64))
-      updates = [
-          self.free_count.assign_sub(tf.size(given, out_type=tf.int64)),
-          self.table.insert(keys, tf.stack([rows, counts, stamps], axis=1))]
-      if on_admit is not None:
-        updates += list(on_admit(given))
-      with tf.control_dependencies(_ops(updates)):
-        return tf.identity(rows)
-
-    return self.lock.execute(locked, exclusive_resource_access=False)
+    entries = self.entries(keys)
+    rows = entries[:, 0]
+    counts = entries[:, 1] + tf.cast(occurrences, tf.int64)
+    wanting = (rows < 0) & (counts >= admit_after)
+    rank = tf.cumsum(tf.cast(wanting, tf.int64)) - 1
+    top = self.free_count.read_value()
+    granted = wanting & (rank < top)
+    given = tf.gather(self.free, top - 1 - tf.boolean_mask(rank, granted))
+    rows = tf.tensor_scatter_nd_update(rows, tf.where(granted), given)
+    stamps = tf.fill(tf.shape(rows), tf.cast(now, tf.int64))
+    updates = [
+        self.free_count.assign_sub(tf.size(given, out_type=tf.int64)),
+        self.table.insert(keys, tf.stack([rows, counts, stamps], axis=1))]
+    return rows, given, updates
 
   def sweep(self, now, evict_after):
     """Forgets the keys not looked up for `evict_after` steps; frees their rows.
 
     Pending keys (no row yet) are forgotten too: their counts start over.
+    The caller holds the table's lock.
 
     Returns:
-      int64: the number of rows freed.
+      `(freed, updates)`: int64, the number of rows freed, and the updates.
     """
-
-    def locked():
-      keys, entries = self._export()
-      stale = tf.cast(now, tf.int64) - entries[:, 2] >= evict_after
-      # Lowest row on top, whatever order the hash table lists keys in: a
-      # restored index (its keys inserted anew) frees rows in the same order.
-      freed = tf.sort(tf.boolean_mask(entries[:, 0],
-                                      stale & (entries[:, 0] >= 0)),
-                      direction='DESCENDING')
-      size = tf.size(freed, out_type=tf.int64)
-      top = self.free_count.read_value()
-      updates = [
-          self.free.scatter_update(tf.IndexedSlices(
-              freed, tf.range(top, top + size))),
-          self.free_count.assign_add(size),
-          self.table.remove(tf.boolean_mask(keys, stale))]
-      with tf.control_dependencies(_ops(updates)):
-        return tf.identity(size)
-
-    return self.lock.execute(locked, exclusive_resource_access=False)
+    keys, entries = self._export()
+    stale = tf.cast(now, tf.int64) - entries[:, 2] >= evict_after
+    # Lowest row on top, whatever order the hash table lists keys in: a
+    # restored index (its keys inserted anew) frees rows in the same order.
+    freed = tf.sort(tf.boolean_mask(entries[:, 0],
+                                    stale & (entries[:, 0] >= 0)),
+                    direction='DESCENDING')
+    size = tf.size(freed, out_type=tf.int64)
+    top = self.free_count.read_value()
+    updates = [
+        self.free.scatter_update(tf.IndexedSlices(
+            freed, tf.range(top, top + size))),
+        self.free_count.assign_add(size),
+        self.table.remove(tf.boolean_mask(keys, stale))]
+    return size, updates
 
   def export(self):
     """(keys [K], entries [K, 3], free rows [F], bottom of the stack first)."""
@@ -156,7 +135,7 @@ class KeyIndex:
     """Replaces the whole state: these entries, this free stack (top last)."""
     old, _ = self._export()
     removed = self.table.remove(old)
-    with tf.control_dependencies(_ops([removed])):
+    with tf.control_dependencies(control_ops([removed])):
       inserted = self.table.insert(keys, entries)
     size = tf.size(free, out_type=tf.int64)
     padding = tf.fill([self._capacity - size], tf.constant(-1, tf.int64))
@@ -168,7 +147,7 @@ class KeyIndex:
     return self.free_count.read_value()
 
 
-def _ops(updates):
+def control_ops(updates):
   """What control dependencies take of updates (nothing when eager)."""
   if tf.executing_eagerly():
     return []

@@ -2,7 +2,8 @@
 
 Each run is a child process with an in-process cluster (a chief, 2 workers
 and N parameter servers on free ports). Two workers run steps at once on
-overlapping, drifting keys (admission races, evictions). A table trained
+overlapping, drifting keys (admission races, evictions), each step looking
+the table up twice (as an item and a history share one). A table trained
 over 2 parameter servers is saved and restored over 1 with twice the
 capacity; a table grown there is restored over 2 again.
 """
@@ -83,7 +84,9 @@ if restore != '-':
 
 def train_step(keys):
   with tf.GradientTape() as tape:
-    vectors = table.lookup(keys, 'sum', training=True)
+    # Twice in a step, as an item and a history of items share a table.
+    vectors = (table.lookup(keys, 'sum', training=True) +
+               table.lookup(keys + 1, 'mean', training=True))
     loss = tf.reduce_sum(tf.square(vectors - 1.0))
   gradients = tape.gradient(loss, table.shards)
   optimizer.apply_gradients(zip(gradients, table.shards))

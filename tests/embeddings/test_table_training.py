@@ -3,7 +3,9 @@
 One tiny generated dataset (the recommendation sample's generator, small
 tables) is analyzed once. A hand-written builder looks tables up from its
 hook; the sample trains single-node in this process and on a local
-parameter-server cluster (2 ps, 2 workers) in child processes.
+parameter-server cluster (2 ps, 2 workers) in child processes, with hashed
+tables and with exact-key tables (the same analysis: a table's options do
+not change the transform).
 """
 
 import importlib.util
@@ -46,6 +48,43 @@ features:
 - name: clicked
   type: target
 """
+
+
+
+def _exact_features(capacity):
+  """The sample's features with exact-key tables of `capacity` rows."""
+  return f"""\
+features:
+- name: user
+  type: embedding
+  dim: 8
+  capacity: {capacity}
+  hashing: exact
+  initializer: {{class_name: RandomUniform, config: {{minval: -0.03,
+                maxval: 0.03, seed: 5}}}}
+  admit_after: 2
+  evict_after_steps: 5000
+  evict_every_steps: 500
+- name: item
+  type: embedding
+  dim: 8
+  capacity: {capacity}
+  hashing: exact
+- name: history
+  type: embedding
+  table: item
+  combiner: mean
+- name: clicked
+  type: target
+"""
+
+
+def _with_features(data, text, name):
+  """`data` with another features.yaml (the same analysis)."""
+  data_dir, features, analysis = data
+  path = features.parent / name
+  path.write_text(text)
+  return data_dir, path, analysis
 
 
 def _load_trainer():
@@ -266,3 +305,99 @@ def test_the_sample_trains_on_a_parameter_server_cluster(data, tmp_path):
   user, item, history = _first(data)
   scores = model.predict([_example(user, item, history)])[0]['scores']
   assert np.isclose(sum(scores), 1.0)
+
+
+@pytest.fixture(scope='module')
+def exact(data, tmp_path_factory):
+  """The sample with exact-key tables, trained here: (builder, output, Model)."""
+  data = _with_features(data, _exact_features(CAPACITY), 'exact.yaml')
+  trainer = _load_trainer()
+  output = tmp_path_factory.mktemp('exact') / 'output'
+  args, job = trainer.RecommenderArguments.parse(
+      _args(data, output, '--max-steps', '300', '--hidden-layers:1', '16'),
+      parse_job=True)
+  builder = trainer.Recommender(args, _dataset(data))
+  model = training.ModelTrainer().train(builder, job)
+  return builder, output, model
+
+
+def _held_rows(table):
+  _, entries, _ = table._keys.export()  # pylint: disable=protected-access
+  rows = entries.numpy()[:, 0]
+  return rows[rows >= 0]
+
+
+def test_exact_tables_from_features_yaml_train_without_collisions(exact):
+  builder, output, _ = exact
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed' and job['metrics']['auc'] > 0.6
+  tables = {t.name: t for t in embeddings.find_tables(builder)}
+  assert sorted(tables) == ['item', 'user']
+  user, item = tables['user'], tables['item']
+  # The options of features.yaml reached the tables.
+  assert user.hashing == item.hashing == 'exact'
+  assert (user.admit_after, user.evict_after_steps) == (2, 5000)
+  assert user._evict_every == 500  # pylint: disable=protected-access
+  initializer = user._initializer  # pylint: disable=protected-access
+  assert type(initializer).__name__ == 'RandomUniform'
+  assert initializer.get_config()['maxval'] == 0.03
+  for table in (user, item):
+    held = _held_rows(table)
+    assert len(set(held.tolist())) == len(held) == int(table.live_rows()) > 0
+  # Every item the data showed has its own row (admitted at first sight).
+  assert int(item.live_rows()) <= 400 < CAPACITY
+
+
+def test_the_exported_exact_model_serves_raw_ids(exact, data):
+  _, output, model = exact
+  user, item, history = _first(data)
+  seen, = model.predict([_example(user, item, history)])
+  # Ids no training example had read the default row: any two agree.
+  first, second = model.predict([_example(-5, item, history),
+                                 _example(1 << 50, item, history)])
+  assert first['scores'] == pytest.approx(second['scores'])
+  assert first['scores'] != pytest.approx(seen['scores'])
+  loaded = prediction.Model.load(str(output / 'model'))
+  again, = loaded.predict([_example(user, item, history)])
+  assert again['scores'] == pytest.approx(seen['scores'], abs=1e-6)
+
+
+def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
+                                                                   tmp_path):
+  output = tmp_path / 'ps'
+  small = _with_features(data, _exact_features(CAPACITY), 'exact-small.yaml')
+  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+             '--cluster', 'ps=2,workers=2',
+             *_args(small, output, '--max-steps', '300', '--hidden-layers:1',
+                    '16', '--log-interval-steps', '100')]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  result = subprocess.run(command, cwd=RECOMMEND, env=env,
+                          capture_output=True, text=True, timeout=600,
+                          check=False)
+  assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed' and job['global_step'] >= 300
+  # The checkpoint holds the tables by key, not as CAPACITY-row variables.
+  saved = dict(tf.train.list_variables(str(output / 'checkpoints')))
+  assert not [n for n in saved if n.endswith(
+      'embeddings/.ATTRIBUTES/VARIABLE_VALUE')]
+  vectors = sorted(shape for name, shape in saved.items()
+                   if name.endswith('index/.ATTRIBUTES/vectors'))
+  assert len(vectors) == 2 and all(0 < n <= 601 for n, _ in vectors)
+  # The same checkpoint exported with twice the rows serves the same.
+  grown = _with_features(data, _exact_features(2 * CAPACITY),
+                         'exact-grown.yaml')
+  export = subprocess.run(
+      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+       *_args(grown, output, '--hidden-layers:1', '16', '--action',
+              'export', '--export-dir', str(tmp_path / 'grown'))],
+      cwd=RECOMMEND, env=env, capture_output=True, text=True, timeout=600,
+      check=False)
+  assert export.returncode == 0, (export.stdout + export.stderr)[-4000:]
+  user, item, history = _first(data)
+  examples = [_example(user, item, history), _example(-5, item, history),
+              _example(user, item, [])]
+  before = prediction.Model.load(str(output / 'model')).predict(examples)
+  after = prediction.Model.load(str(tmp_path / 'grown')).predict(examples)
+  for old, new in zip(before, after):
+    assert new['scores'] == pytest.approx(old['scores'], abs=1e-6)
