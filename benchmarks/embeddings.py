@@ -1,4 +1,4 @@
-"""Embedding tables: sparse against dense updates, one process against a cluster.
+"""Embedding tables: sparse against dense updates, hashed against exact keys.
 
 Trains the recommendation sample (`samples/recommend`: raw user and item
 ids, 1,048,576-row tables of 16 floats, history sharing the item table)
@@ -6,20 +6,28 @@ with `tensorfx train`, and measures training examples/s (the trainer's own
 `examples_per_sec` summaries, the first window, which holds tracing,
 dropped) and the peak RSS (VmHWM) of every process:
 
-1. single node, tables trained by lazy Adam (`--embedding-optimizer
+1. single node, hashed tables trained by lazy Adam (`--embedding-optimizer
    lazy-adam`: only the rows a step looked up are read and written);
 2. single node, the same tables trained by Keras' Adam (`adam`: every row's
    moments decay each step, a pass over both tables);
 3. a local cluster of 2 workers and 2 parameter servers (plus the chief),
-   lazy Adam: each table split over the two servers.
+   lazy Adam: each table split over the two servers;
+4. and 5. as 1. and 3. with exact-key tables (`hashing: exact`: an index
+   gives each admitted id a row of its own).
 
-Variants run interleaved (1 2 3 1 2 3 ...) and the medians are reported.
+Then, in this process, lookups/s of one table (1,048,576 rows of 16
+floats) hashed and with exact keys: training lookups (count, stamp and,
+for exact keys, admit each key) and serving lookups, on batches of the
+sample's Zipf-distributed ids.
 
-  python benchmarks/embeddings.py --rounds 3   # 500,000 interactions, ~15 min
-  python benchmarks/embeddings.py --quick      # 40,000 interactions, ~5 min
+Variants run interleaved (1 2 3 4 5 1 2 ...) and the medians are reported.
+
+  python benchmarks/embeddings.py --rounds 3   # 500,000 interactions, ~25 min
+  python benchmarks/embeddings.py --quick      # 40,000 interactions, ~8 min
+  python benchmarks/embeddings.py --variants lazy-adam exact  # a subset
 
 Writes benchmarks/results/embeddings.json and embeddings.md and prints the
-table. No timing is asserted anywhere.
+tables. No timing is asserted anywhere.
 """
 
 import argparse
@@ -100,21 +108,52 @@ def _rates(output, warmup):
   return found
 
 
+# variant -> (label, --embedding-optimizer, on a cluster, exact keys).
+VARIANTS = {
+    'lazy-adam': ('single node, lazy Adam', 'lazy-adam', False, False),
+    'dense-adam': ("single node, Keras' Adam (dense)", 'adam', False, False),
+    'cluster': ('2 workers + 2 ps, lazy Adam', 'lazy-adam', True, False),
+    'exact': ('single node, lazy Adam, exact keys', 'lazy-adam', False,
+              True),
+    'cluster-exact': ('2 workers + 2 ps, lazy Adam, exact keys', 'lazy-adam',
+                      True, True),
+}
+# Each variant's hashed counterpart, for the "vs hashed" ratios.
+HASHED = {'exact': 'lazy-adam', 'cluster-exact': 'cluster'}
+
+
+def exact_features(directory):
+  """Writes the sample's features.yaml with exact keys in every table there."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(SAMPLE, 'features.yaml')) as f:
+    features = yaml.safe_load(f)
+  for feature in features['features']:
+    if 'capacity' in feature:
+      feature['hashing'] = 'exact'
+  path = os.path.join(directory, 'features-exact.yaml')
+  with open(path, 'w') as f:
+    yaml.safe_dump(features, f, sort_keys=False)
+  return path
+
+
 def train(variant, data, analysis, output, steps, window, batch):
   """Runs one variant; returns examples/s and peak RSS per process."""
+  _, optimizer, cluster, exact = VARIANTS[variant]
+  # The analysis holds for both: a table's options leave the transform be.
+  features = (exact_features(os.path.dirname(output)) if exact else
+              'features.yaml')
   command = [
       sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
       '--output', output,
       '--data-train', os.path.join(data, 'train-*.tfrecord.gz'),
       '--data-eval', os.path.join(data, 'eval.tfrecord.gz'),
-      '--data-schema', 'schema.yaml', '--data-features', 'features.yaml',
+      '--data-schema', 'schema.yaml', '--data-features', features,
       '--data-metadata', analysis, '--hidden-layers:1', '64',
       '--hidden-layers:2', '32', '--batch-size', str(batch),
       '--max-steps', str(steps), '--log-interval-steps', str(window),
       '--checkpoint-interval-secs', '1000000', '--seed', '1',
-      '--embedding-optimizer', 'adam' if variant == 'dense-adam'
-      else 'lazy-adam']
-  if variant == 'cluster':
+      '--embedding-optimizer', optimizer]
+  if cluster:
     command += ['--cluster', 'ps=2,workers=2']
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   started = time.monotonic()
@@ -131,15 +170,74 @@ def train(variant, data, analysis, output, steps, window, batch):
     import yaml  # pylint: disable=g-import-not-at-top
     job = yaml.safe_load(f)
   peaks = {name: round(peak) for name, peak in watcher.peaks.items()
-           if name != 'process' or variant != 'cluster'}
+           if name != 'process' or not cluster}
   return {'examples_per_sec': statistics.mean(rates) if rates else None,
           'windows': len(rates), 'peak_rss_mib': peaks,
           'auc': job.get('metrics', {}).get('auc'),
           'wall_seconds': round(time.monotonic() - started, 1)}
 
 
+def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
+                 batches=100, seed=1):
+  """Lookups/s of one table, hashed and with exact keys, in this process.
+
+  Keys are `ids` random 40-bit ids drawn with Zipf weights (as the sample's
+  users), `batches` batches of `batch` keys. Each table admits a key at its
+  second sighting and evicts after 20,000 steps, as the sample's (no sweep
+  falls in the measured passes). Per table: a training pass over the
+  batches (count, stamp, admit; exact keys also give rows), a second one
+  (steady state: the keys are known), then a serving pass (no counting).
+  Each pass is one `tf.function` call looping over the batches.
+
+  Returns:
+    {mode: {'train_first', 'train', 'serve': keys/s, 'rows': rows held}}.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorfx import embeddings  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  space = np.unique(rng.integers(1, 1 << 40, size=ids))
+  weights = 1.0 / np.arange(1, space.size + 1)
+  keys = tf.constant(space[rng.choice(space.size, size=(batches, batch),
+                                      p=weights / weights.sum())], tf.int64)
+  spec = [tf.TensorSpec([None, batch], tf.int64)]
+  rates = {}
+  for mode in ('mod', 'exact'):
+    step = tf.Variable(0, dtype=tf.int64)
+    table = embeddings.EmbeddingTable(
+        f'lookups_{mode}', dim=dim, capacity=capacity, hashing=mode,
+        admit_after=2, evict_after_steps=20000, step_counter=step)
+    table.build()
+
+    def loop(training, table=table, step=step):
+      @tf.function(input_signature=spec)
+      def run(keys):
+        def body(i, total):
+          vectors = table.lookup(keys[i], training=training)
+          if training:
+            step.assign_add(1)
+          return i + 1, total + tf.reduce_sum(vectors)
+        return tf.while_loop(lambda i, _: i < tf.shape(keys)[0], body,
+                             [tf.constant(0), tf.constant(0.0)])[1]
+      return run
+
+    train, serve = loop(True), loop(False)
+    # Traced on one batch; the rows it admits are the measured passes' too.
+    train(keys[:1])
+    serve(keys[:1])
+    timed = {}
+    for name, run in (('train_first', train), ('train', train),
+                      ('serve', serve)):
+      started = time.perf_counter()
+      float(run(keys))
+      timed[name] = round(batches * batch / (time.perf_counter() - started))
+    timed['rows'] = int(table.live_rows())
+    rates[mode] = timed
+  return rates
+
+
 def markdown(result):
-  """The Markdown table of a result."""
+  """The Markdown tables of a result."""
   lines = [
       f"Recommendation sample, {result['train']:,} training interactions "
       f"({result['distinct_users']:,} users, {result['distinct_items']:,} "
@@ -147,21 +245,42 @@ def markdown(result):
       f"(64 MiB each), batch {result['batch']}; {result['cpus']} CPU cores, "
       f"no GPU, TensorFlow {result['tensorflow']}, Python "
       f"{result['python']}; medians of {result['rounds']} interleaved "
-      'rounds.', '',
-      '| variant | steps | examples/s | vs dense Adam | peak RSS (MiB) | '
-      'AUC |', '| --- | ---: | ---: | ---: | --- | ---: |']
-  dense = result['medians']['dense-adam']['examples_per_sec']
-  names = {'lazy-adam': 'single node, lazy Adam',
-           'dense-adam': "single node, Keras' Adam (dense)",
-           'cluster': '2 workers + 2 ps, lazy Adam'}
-  for variant, label in names.items():
-    m = result['medians'][variant]
+      'round(s).', '',
+      '| variant | steps | examples/s | vs dense Adam | vs hashed | '
+      'peak RSS (MiB) | AUC |',
+      '| --- | ---: | ---: | ---: | ---: | --- | ---: |']
+  medians = result['medians']
+  dense = medians.get('dense-adam', {}).get('examples_per_sec')
+  for variant, m in medians.items():
     rss = ', '.join(f'{k} {v:,}' for k, v in m['peak_rss_mib'].items())
+    versus_dense = (f"**{m['examples_per_sec'] / dense:.1f}x**" if dense
+                    else '-')
+    hashed = medians.get(HASHED.get(variant), {}).get('examples_per_sec')
+    versus_hashed = (f"**{m['examples_per_sec'] / hashed:.2f}x**" if hashed
+                     else '-')
     lines.append(
-        f"| {label} | {result['steps'][variant]:,} | "
-        f"{m['examples_per_sec']:,.0f} | "
-        f"**{m['examples_per_sec'] / dense:.1f}x** | {rss} | "
-        f"{m['auc']:.3f} |")
+        f"| {VARIANTS[variant][0]} | {result['steps'][variant]:,} | "
+        f"{m['examples_per_sec']:,.0f} | {versus_dense} | {versus_hashed} | "
+        f"{rss} | {m['auc']:.3f} |")
+  lookups = result.get('lookups')
+  if lookups:
+    setup = lookups['setup']
+    lines += [
+        '', f"Lookups of one table ({setup['capacity']:,} rows x "
+        f"{setup['dim']} floats), {setup['batches']} batches of "
+        f"{setup['batch']:,} keys drawn from {setup['ids']:,} Zipf-"
+        'distributed 40-bit ids, keys/s:', '',
+        '| keys | training, first pass | training, steady | serving | '
+        'rows held |', '| --- | ---: | ---: | ---: | ---: |']
+    for mode, label in (('mod', 'hashed (mod)'), ('exact', 'exact')):
+      r = lookups[mode]
+      lines.append(f"| {label} | {r['train_first']:,} | {r['train']:,} | "
+                   f"{r['serve']:,} | {r['rows']:,} |")
+    h, e = lookups['mod'], lookups['exact']
+    lines.append(
+        f"| exact / hashed | **{e['train_first'] / h['train_first']:.2f}x** "
+        f"| **{e['train'] / h['train']:.2f}x** | "
+        f"**{e['serve'] / h['serve']:.2f}x** | |")
   return '\n'.join(lines) + '\n'
 
 
@@ -184,6 +303,11 @@ def main(argv=None):
                       help='40,000 interactions, fewer steps, one round')
   parser.add_argument('--rounds', type=int)
   parser.add_argument('--batch', type=int, default=256)
+  parser.add_argument('--variants', nargs='+', choices=list(VARIANTS),
+                      default=list(VARIANTS),
+                      help='the training variants to run (default: all)')
+  parser.add_argument('--no-lookups', action='store_true',
+                      help='skip the lookups/s measurement')
   parser.add_argument('--data', help='where the generated data and its '
                       'analysis go (default benchmarks/results/'
                       'recommend-data[-quick])')
@@ -197,10 +321,13 @@ def main(argv=None):
           {'users': 300000, 'items': 200000, 'train': 500000, 'eval': 10000})
   # Dense Adam sweeps both tables each step: fewer steps measure it.
   window = 50 if quick else 100
-  steps = {'lazy-adam': window * (4 if quick else 10),
-           'dense-adam': 20 * (3 if quick else 5),
-           'cluster': window * (4 if quick else 10)}
-  windows = {'lazy-adam': window, 'dense-adam': 20, 'cluster': window}
+  sparse_steps = window * (4 if quick else 10)
+  all_steps = {'lazy-adam': sparse_steps,
+               'dense-adam': 20 * (3 if quick else 5),
+               'cluster': sparse_steps, 'exact': sparse_steps,
+               'cluster-exact': sparse_steps}
+  steps = {v: all_steps[v] for v in VARIANTS if v in args.variants}
+  windows = {v: 20 if v == 'dense-adam' else window for v in steps}
   data = args.data or os.path.join(
       HERE, 'results', 'recommend-data' + ('-quick' if quick else ''))
   out = args.output or os.path.join(HERE, 'results')
@@ -230,6 +357,12 @@ def main(argv=None):
         print(variant, json.dumps(run), flush=True)
         runs[variant].append(run)
         shutil.rmtree(output, ignore_errors=True)
+  lookups = None
+  if not args.no_lookups:
+    setup = {'ids': 300_000, 'capacity': 1 << 20, 'dim': 16,
+             'batch': 4096, 'batches': 30 if quick else 100}
+    lookups = dict(lookup_rates(**setup), setup=setup)
+    print('lookups', json.dumps(lookups), flush=True)
   result = {
       'train': summary['train'], 'distinct_users': summary['distinct_users'],
       'distinct_items': summary['distinct_items'],
@@ -238,7 +371,8 @@ def main(argv=None):
       'cpus': os.cpu_count(), 'tensorflow': tf.__version__,
       'python': platform.python_version(),
       'time': time.strftime('%Y-%m-%d %H:%M:%S'), 'runs': runs,
-      'medians': {v: _median_run(r) for v, r in runs.items()}}
+      'medians': {v: _median_run(r) for v, r in runs.items()},
+      'lookups': lookups}
   name = 'embeddings-quick' if quick else 'embeddings'
   with open(os.path.join(out, f'{name}.json'), 'w') as f:
     json.dump(result, f, indent=2)
