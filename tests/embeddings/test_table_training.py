@@ -399,5 +399,7 @@ def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
               _example(user, item, [])]
   before = prediction.Model.load(str(output / 'model')).predict(examples)
   after = prediction.Model.load(str(tmp_path / 'grown')).predict(examples)
+  # The index travelled: a trained user and an unknown one differ.
+  assert before[0]['scores'] != pytest.approx(before[1]['scores'])
   for old, new in zip(before, after):
     assert new['scores'] == pytest.approx(old['scores'], abs=1e-6)
