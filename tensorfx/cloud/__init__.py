@@ -9,12 +9,12 @@ Nothing here imports TensorFlow or the Google Cloud clients until a
 function needs them.
 """
 
-from tensorfx.cloud._environment import output_dirs
+from tensorfx._jobdirs import output_dirs
 from tensorfx.cloud._errors import CloudError
 from tensorfx.cloud._errors import JobFailedError
-from tensorfx.cloud._hypertune import report_metric
-from tensorfx.cloud._hypertune import report_metrics
-from tensorfx.cloud._hypertune import trial_id
+from tensorfx._hypertune import report_metric
+from tensorfx._hypertune import report_metrics
+from tensorfx._hypertune import trial_id
 from tensorfx.cloud._jobconfig import ConfigFile
 from tensorfx.cloud._jobconfig import job_spec
 from tensorfx.cloud._jobconfig import load_config

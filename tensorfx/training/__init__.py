@@ -7,12 +7,16 @@ answer without importing TensorFlow.
 import importlib
 
 _EXPORTS = {
+    'Callback': 'tensorfx.training._callbacks',
     'Configuration': 'tensorfx.training._config',
+    'EarlyStopping': 'tensorfx.training._callbacks',
+    'EvaluationResults': 'tensorfx.training._evaluation',
     'EvaluationInterface': 'tensorfx.training._interfaces',
     'ModelArguments': 'tensorfx.training._args',
     'ModelBuilder': 'tensorfx.training._builder',
     'ModelTrainer': 'tensorfx.training._trainer',
     'PredictionInterface': 'tensorfx.training._interfaces',
+    'RunContext': 'tensorfx.training._callbacks',
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',

@@ -52,7 +52,8 @@ class Checkpoints:
                        f'best_mode={best_mode!r}')
     self.directory = directory
     self._global_step = global_step
-    self._checkpoint = tf.train.Checkpoint(global_step=global_step, **objects)
+    self._objects = dict(objects, global_step=global_step)
+    self._checkpoint = tf.train.Checkpoint(**self._objects)
     self._manager = tf.train.CheckpointManager(
         self._checkpoint, directory, max_to_keep=max_to_keep,
         step_counter=global_step, checkpoint_name='ckpt')
@@ -105,7 +106,9 @@ class Checkpoints:
     Raises:
       TrainingError: when the checkpoint does not match the model.
     """
-    status = self._checkpoint.restore(path)
+    # read(), not restore(): restore() expects the save counter, which
+    # copies written apart (best/, early_stopping/) do not hold.
+    status = tf.train.Checkpoint(**self._objects).read(path)
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:
@@ -161,6 +164,24 @@ class Checkpoints:
                 f'{value:.6g}')
     return path
 
+  def snapshot(self, directory, step):
+    """Writes the current state to `directory/ckpt-STEP`, alone there.
+
+    A copy that no rotation deletes, replaced by the next snapshot (what
+    early stopping keeps of the best state); `tf.train.latest_checkpoint`
+    of `directory` names it.
+
+    Returns:
+      The path written.
+    """
+    tf.io.gfile.makedirs(directory)
+    old = tf.train.latest_checkpoint(directory)
+    path = self._checkpoint.write(os.path.join(directory, f'ckpt-{step}'))
+    _write_index(directory, [os.path.basename(path)])
+    if old and old != path:
+      _delete_checkpoint(old)
+    return path
+
   def _load_best(self):
     if self._best is None:
       state = os.path.join(self.best_directory, _BEST_STATE)
@@ -178,13 +199,18 @@ class Checkpoints:
     # The index `tf.train.latest_checkpoint(best/)` reads (and so
     # --warm-start and --checkpoint best/) names the best one.
     if self._best:
-      names = [os.path.basename(e['path']) for e in self._best]
-      text = f'model_checkpoint_path: "{names[0]}"\n' + ''.join(
-          f'all_model_checkpoint_paths: "{n}"\n' for n in names)
-      index = os.path.join(self.best_directory, 'checkpoint')
-      with tf.io.gfile.GFile(index + '.tmp', 'w') as f:
-        f.write(text)
-      tf.io.gfile.rename(index + '.tmp', index, overwrite=True)
+      _write_index(self.best_directory,
+                   [os.path.basename(e['path']) for e in self._best])
+
+
+def _write_index(directory, names):
+  """Writes the `checkpoint` index of `directory`, naming `names[0]` first."""
+  text = f'model_checkpoint_path: "{names[0]}"\n' + ''.join(
+      f'all_model_checkpoint_paths: "{n}"\n' for n in names)
+  index = os.path.join(directory, 'checkpoint')
+  with tf.io.gfile.GFile(index + '.tmp', 'w') as f:
+    f.write(text)
+  tf.io.gfile.rename(index + '.tmp', index, overwrite=True)
 
 
 def _delete_checkpoint(prefix):

@@ -4,7 +4,6 @@ import os
 
 import tensorflow as tf
 
-from tensorfx import _yaml
 from tensorfx._logging import logger
 
 

@@ -23,7 +23,6 @@ class TrainingInterface:
     optimizer: the optimizer the training step applies.
     variables: the trainable variables being trained.
     batch_size: the global batch size (examples per step).
-    graph: a `tf.Graph` of the training step, for TensorBoard.
   """
   dataset: Any
   global_step: Any
@@ -31,7 +30,6 @@ class TrainingInterface:
   optimizer: Any
   variables: tuple
   batch_size: int
-  graph: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

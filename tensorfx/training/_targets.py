@@ -121,12 +121,17 @@ class ValidationTarget:
   @property
   def summaries(self):
     """The target's directory under `summaries/`."""
-    return 'eval' if self.name == DEFAULT else f'eval_{self.name}'
+    return summaries_dir(self.name)
 
   @property
   def streaming(self):
     """Whether the metrics stream over all batches in one call."""
     return self.online_agg == 'mean'
+
+
+def summaries_dir(name):
+  """The directory under `summaries/` of target `name`."""
+  return 'eval' if name == DEFAULT else f'eval_{name}'
 
 
 def from_spec(name, spec, where=None):
@@ -226,34 +231,6 @@ def parse_flag(values):
           f'--eval-target {name}: items are KEY=VALUE. Received: {item!r}')
     spec[key] = value
   return name, spec
-
-
-def from_args(args, has_eval=True):
-  """The validation targets the arguments describe, the default first.
-
-  The default target `eval` (the dataset's `eval` source, `--eval-batches`,
-  `--eval-online-agg`, `--eval-agg`) is included when the dataset has an
-  `eval` source (`has_eval`), then each `--eval-target` (run.yaml: a
-  mapping under `validation`) in order.
-
-  Args:
-    args: the `ModelArguments`.
-    has_eval: whether the dataset has an `eval` source.
-
-  Returns:
-    A list of `ValidationTarget`s (the default one first, if any).
-  """
-  targets = []
-  if has_eval:
-    targets.append(ValidationTarget(
-      DEFAULT, batches=getattr(args, 'eval_batches', None),
-      batch_size=getattr(args, 'eval_batch_size', None),
-      online_agg=getattr(args, 'eval_online_agg', None) or 'mean',
-      agg=getattr(args, 'eval_agg', None)))
-  for name, spec in (getattr(args, 'eval_targets', None) or {}).items():
-    targets.append(spec if isinstance(spec, ValidationTarget)
-                   else from_spec(name, spec))
-  return targets
 
 
 def _paths(value):

@@ -17,6 +17,7 @@ import yaml
 from conftest import IRIS
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _jobinfo
+from tensorfx.training import _settings
 from tensorfx.training import _tracking
 from tensorfx.training._args import ModelArguments
 from test_trainer import _train
@@ -107,8 +108,9 @@ def test_another_experiment_on_the_same_store_is_another_run(
 
 def test_tracking_is_off_unless_asked(tmp_path):
   args = ModelArguments.parse(['--output', str(tmp_path)])
-  assert not _tracking.requested(args)
-  tracker = _tracking.create(args, str(tmp_path))
+  settings = _settings.TrackingSettings.from_args(args)
+  assert not settings.enabled
+  tracker = _tracking.create(settings, str(tmp_path))
   assert not tracker.enabled
   tracker.start({}, {})
   tracker.log_train(1, {'loss': 1.0})

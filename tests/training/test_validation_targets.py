@@ -12,6 +12,7 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
+from tensorfx.training import _settings
 from tensorfx.training import _targets
 from test_trainer import _scalars
 
@@ -115,7 +116,8 @@ def test_validation_from_a_run_configuration(tmp_path):
       'holdout': {'data': ['h1.csv', 'h2.csv'], 'batches': 5,
                   'online_agg': 'append', 'agg': 'median'},
       'extra': {'source': 'eval'}}
-  targets = _targets.from_args(args)
+  targets = _settings.ValidationSettings.from_args(args).all_targets(
+      has_eval=True)
   assert [t.name for t in targets] == ['eval', 'holdout', 'extra']
   assert targets[0].batches == 3 and targets[0].batch_size == 16
 
