@@ -21,6 +21,13 @@ _TRACKING = [
     'psycopg2-binary>=2.9',
 ]
 
+# The documentation site (mkdocs.yml): MkDocs and the API reference from the
+# docstrings.
+_DOCS = [
+    'mkdocs>=1.6',
+    'mkdocstrings[python]>=0.26',
+]
+
 setuptools.setup(
     name='tensorfx',
     version=_version(),
@@ -48,6 +55,7 @@ setuptools.setup(
         # Experiment records (--experiment): MLflow's client and its SQL
         # stores (embedded SQLite, PostgreSQL).
         'tracking': _TRACKING,
+        'docs': _DOCS,
         'test': [
             'pytest>=8',
             'pytest-timeout>=2.3',
@@ -57,6 +65,8 @@ setuptools.setup(
             'build>=1.0',
             # The tracking tests run against SQLite and PostgreSQL stores.
             *_TRACKING,
+            # tests/test_docs.py builds the site.
+            *_DOCS,
         ],
     },
     entry_points={

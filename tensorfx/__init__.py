@@ -5,6 +5,7 @@ command line's `--help`) does not import TensorFlow.
 """
 
 import importlib
+import typing
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
@@ -12,6 +13,17 @@ from tensorfx._errors import HighLossError
 from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
+
+# Type checkers and IDEs see the subpackages here; at run time they are
+# imported on first use by __getattr__ below.
+if typing.TYPE_CHECKING:
+  from tensorfx import cloud
+  from tensorfx import data
+  from tensorfx import embeddings
+  from tensorfx import models
+  from tensorfx import prediction
+  from tensorfx import tools
+  from tensorfx import training
 
 _SUBPACKAGES = ('cloud', 'data', 'embeddings', 'models', 'prediction',
                 'tools', 'training')
