@@ -29,7 +29,7 @@ _DOCS = [
 ]
 
 setuptools.setup(
-    name='tensorfx',
+    name='tensorfx-sdk',
     version=_version(),
     description='Build, train and serve TensorFlow models from one ModelBuilder.',
     long_description=open(os.path.join(_HERE, 'README.md')).read(),

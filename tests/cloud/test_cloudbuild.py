@@ -108,7 +108,7 @@ def test_dockerfile_installs_the_built_wheel_on_the_pinned_python():
   assert lines[0] == 'FROM python:3.11-slim'
   assert 'ARG TENSORFLOW_EXTRA=' in lines
   assert 'COPY dist/*.whl /tmp/wheels/' in lines
-  assert any('pip install /tmp/wheels/tensorfx-*.whl' in l for l in lines)
+  assert any('pip install /tmp/wheels/tensorfx_sdk-*.whl' in l for l in lines)
   # Vertex replaces the entrypoint with the request's command; run by hand,
   # the image is the tensorfx command line.
   assert 'ENTRYPOINT ["python", "-m", "tensorfx"]' in lines
