@@ -7,12 +7,16 @@ command line's `--help`) does not import TensorFlow.
 import importlib
 import typing
 
+from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx._errors import HighLossError
 from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
+
+# TensorFlow's C++ start-up chatter is held back (see tensorfx._logging).
+_logging.install_import_hook()
 
 # Type checkers and IDEs see the subpackages here; at run time they are
 # imported on first use by __getattr__ below.
