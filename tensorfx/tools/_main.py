@@ -20,6 +20,8 @@ _COMMANDS = {
     'submit': 'tensorfx.tools._submit',
     'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',
+    'logs': 'tensorfx.tools._logs',
+    'cancel': 'tensorfx.tools._cancel',
 }
 
 
