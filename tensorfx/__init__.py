@@ -49,10 +49,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-  if name in _SUBPACKAGES:
-    return importlib.import_module(f'tensorfx.{name}')
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    if name in _SUBPACKAGES:
+      return importlib.import_module(f'tensorfx.{name}')
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 def __dir__():

@@ -18,6 +18,7 @@ from typing import Any, Callable, TextIO
 
 from tensorfx.cloud import _jobs
 from tensorfx.cloud._errors import CloudError
+from tensorfx.cloud._errors import JobFailedError
 
 # Vertex's states in which a job may still write logs.
 _RUNNING = frozenset({'JOB_STATE_QUEUED', 'JOB_STATE_PENDING',
@@ -106,6 +107,7 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
   out = out or sys.stdout
   name = _jobs.resolve_name(job, project, region)
   match = _jobs.NAME.match(name)
+  assert match is not None  # resolve_name returns only names that match.
   client = _jobs.job_client(match['region'], api_endpoint)
   found = _jobs.read_job(client, name)
   since = found.get('createTime') or (
@@ -182,7 +184,9 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
   from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
   out = out or sys.stdout
   name = _jobs.resolve_name(job, project, region)
-  client = _jobs.job_client(_jobs.NAME.match(name)['region'], api_endpoint)
+  match = _jobs.NAME.match(name)
+  assert match is not None  # resolve_name returns only names that match.
+  client = _jobs.job_client(match['region'], api_endpoint)
   found = _jobs.read_job(client, name)
   state = found.get('state', 'JOB_STATE_UNSPECIFIED')
   if state in _jobs.TERMINAL_STATES:
@@ -203,8 +207,8 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
   try:
     return _jobs.wait(name, poll_interval=poll_interval, out=out,
                       client=client)
-  except CloudError as e:
-    if getattr(e, 'state', None) == 'JOB_STATE_CANCELLED':
-      return e.job
+  except JobFailedError as e:
+    if e.state == 'JOB_STATE_CANCELLED':
+      return e.job or {}
     raise
 

@@ -42,13 +42,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-  module = _EXPORTS.get(name)
-  if module is None:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(module), name)
-  globals()[name] = value
-  return value
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+      raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__():
