@@ -1,6 +1,9 @@
 """Model: predictions from an exported tensorfx SavedModel."""
 
+from __future__ import annotations
+
 import os
+from typing import Any, Sequence
 
 from tensorfx._errors import DataError
 from tensorfx.data._schema import Schema
@@ -23,7 +26,8 @@ class Model:
     path: where it was loaded from.
   """
 
-  def __init__(self, saved_model, path=None, schema=None):
+  def __init__(self, saved_model: Any, path: str | None = None,
+               schema: Schema | None = None) -> None:
     self._model = saved_model
     self.path = path
     self.schema = schema
@@ -33,7 +37,7 @@ class Model:
     self._feature_specs = {n: specs[n] for n in order if n in specs}
 
   @classmethod
-  def load(cls, path):
+  def load(cls, path: str) -> Model:
     """Loads the SavedModel at `path` (a tensorfx export, local or gs://)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if not tf.io.gfile.exists(path):
@@ -53,11 +57,11 @@ class Model:
     return cls(loaded, path, schema)
 
   @property
-  def features(self):
+  def features(self) -> list[str]:
     """The raw features of an instance, in schema order (no targets)."""
     return list(self._feature_specs)
 
-  def predict(self, instances):
+  def predict(self, instances: Sequence[Any]) -> list[dict[str, Any]]:
     """Predicts a list of raw instances.
 
     Args:

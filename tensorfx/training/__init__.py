@@ -5,6 +5,20 @@ answer without importing TensorFlow.
 """
 
 import importlib
+import typing
+
+# Type checkers and IDEs see the names here; at run time they are imported
+# on first use by __getattr__ below.
+if typing.TYPE_CHECKING:
+  from tensorfx.training._args import ModelArguments
+  from tensorfx.training._builder import ModelBuilder
+  from tensorfx.training._config import Configuration
+  from tensorfx.training._config import TaskSpec
+  from tensorfx.training._interfaces import EvaluationInterface
+  from tensorfx.training._interfaces import PredictionInterface
+  from tensorfx.training._interfaces import TrainingInterface
+  from tensorfx.training._targets import ValidationTarget
+  from tensorfx.training._trainer import ModelTrainer
 
 _EXPORTS = {
     'Callback': 'tensorfx.training._callbacks',
@@ -22,16 +36,29 @@ _EXPORTS = {
     'ValidationTarget': 'tensorfx.training._targets',
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    'Configuration',
+    'EvaluationInterface',
+    'ModelArguments',
+    'ModelBuilder',
+    'ModelTrainer',
+    'PredictionInterface',
+    'TaskSpec',
+    'TrainingInterface',
+    'ValidationTarget',
+]
 
 
-def __getattr__(name):
-  module = _EXPORTS.get(name)
-  if module is None:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(module), name)
-  globals()[name] = value
-  return value
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+      raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__():

@@ -33,7 +33,7 @@ import time
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 
-INSTALL = 'pip install tensorfx[tracking]'
+INSTALL = 'pip install "tensorfx-sdk[tracking]"'
 DEFAULT_DB = 'mlruns.db'
 # MLflow's limits on a parameter's and a tag's value.
 _PARAM_LIMIT = 6000

@@ -23,7 +23,7 @@ from tensorfx.training._args import ModelArguments
 from test_trainer import _train
 
 mlflow = pytest.importorskip('mlflow', reason='the tracking extra '
-                             '(pip install tensorfx[tracking]) is not '
+                             '(pip install "tensorfx-sdk[tracking]") is not '
                              'installed')
 from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -124,7 +124,7 @@ def test_asking_for_tracking_without_mlflow_names_the_extra(monkeypatch):
       importlib.util, 'find_spec',
       lambda name, *a: None if name == 'mlflow' else find_spec(name, *a))
   with pytest.raises(ConfigurationError,
-                     match=r'pip install tensorfx\[tracking\]'):
+                     match=r'pip install "tensorfx-sdk\[tracking\]"'):
     ModelArguments.parse(['--experiment', 'iris'])
   # Without the flags nothing needs MLflow.
   assert ModelArguments.parse([]).experiment is None
