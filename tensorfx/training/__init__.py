@@ -11,6 +11,10 @@ import typing
 # on first use by __getattr__ below.
 if typing.TYPE_CHECKING:
   from tensorfx.training._args import ModelArguments
+  from tensorfx.training._callbacks import Callback
+  from tensorfx.training._callbacks import EarlyStopping
+  from tensorfx.training._callbacks import RunContext
+  from tensorfx.training._evaluation import EvaluationResults
   from tensorfx.training._builder import ModelBuilder
   from tensorfx.training._config import Configuration
   from tensorfx.training._config import TaskSpec
@@ -37,12 +41,16 @@ _EXPORTS = {
 }
 
 __all__ = [
+    'Callback',
     'Configuration',
+    'EarlyStopping',
     'EvaluationInterface',
+    'EvaluationResults',
     'ModelArguments',
     'ModelBuilder',
     'ModelTrainer',
     'PredictionInterface',
+    'RunContext',
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
