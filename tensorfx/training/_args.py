@@ -17,6 +17,7 @@ import os
 import shlex
 import sys
 
+from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
@@ -78,7 +79,7 @@ class ModelArguments(argparse.Namespace):
     # An embedded interpreter can have an empty sys.argv, where argparse's
     # own default for prog fails.
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    parser = argparse.ArgumentParser(
+    parser = _argparsing.SuggestingParser(
         prog=prog or 'trainer', description=_description(cls),
         allow_abbrev=False,
         # Trainers written before --learning-rate was standard add their
@@ -167,7 +168,9 @@ class ModelArguments(argparse.Namespace):
         with `parse_job`, an invalid run configuration (naming its file,
         line and key), or a value `process()` rejects.
       SystemExit: argparse rejected the arguments (unknown flag, bad value);
-        it has printed the usage and the error.
+        it has printed the usage and the error, with the closest flag names
+        for a mistyped one. Also (code 0) after `--print-config` has
+        printed the resolved configuration.
     """
     if args is None:
       args = sys.argv[1:]
@@ -188,6 +191,12 @@ class ModelArguments(argparse.Namespace):
     arguments = parser.parse_args(argv, namespace=cls())
     for dest, values in indexed.items():
       setattr(arguments, dest, values)
+    if getattr(arguments, 'print_config', False):
+      # Before --output is required: a configuration may not name one.
+      arguments.process()
+      sys.stdout.write(_runconfig.dump(parser, arguments.to_dict()))
+      sys.stdout.flush()
+      raise SystemExit(0)
     if parse_job and not arguments.output:
       raise ConfigurationError(
           '--output (or --job-dir) is required to run a training job: the '
