@@ -16,12 +16,16 @@ import inspect
 import os
 import shlex
 import sys
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
 from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
 from tensorfx.training import _settings
+
+
+_A = TypeVar('_A', bound='ModelArguments')
 
 
 class ModelArguments(argparse.Namespace):
@@ -57,7 +61,7 @@ class ModelArguments(argparse.Namespace):
   """
 
   @classmethod
-  def build_parser(cls):
+  def build_parser(cls) -> argparse.ArgumentParser:
     """Builds the argument parser with the standard job arguments.
 
     Subclasses override it to add their model's flags, or to change a
@@ -90,8 +94,9 @@ class ModelArguments(argparse.Namespace):
     return parser
 
   @staticmethod
-  def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
-                        **kwargs):
+  def add_list_argument(  # pylint: disable=redefined-builtin
+      parser: Any, *names: str, type: Any = None, help: Optional[str] = None,
+      default: Optional[list] = None, **kwargs: Any) -> argparse.Action:
     """Adds a list flag, settable whole or one item at a time by index.
 
     On the command line `--hidden-layers 20 10` and
@@ -126,7 +131,7 @@ class ModelArguments(argparse.Namespace):
                                         help=help, default=default, **kwargs)
 
   @classmethod
-  def default(cls):
+  def default(cls: Type[_A]) -> _A:
     """Creates an instance with the default value of every argument.
 
     Example:
@@ -139,7 +144,8 @@ class ModelArguments(argparse.Namespace):
     return cls.parse([])
 
   @classmethod
-  def parse(cls, args=None, parse_job=False):
+  def parse(cls, args: Union[None, str, Sequence[str]] = None,
+            parse_job: bool = False) -> Any:
     """Parses training arguments.
 
     Example:
@@ -207,7 +213,7 @@ class ModelArguments(argparse.Namespace):
       return arguments, arguments.output
     return arguments
 
-  def process(self):
+  def process(self) -> None:
     """Validates the parsed arguments and derives values from them.
 
     `parse()` calls it. Subclasses override it to check their own flags or
@@ -232,7 +238,7 @@ class ModelArguments(argparse.Namespace):
         hasattr(self, 'batch_size')):
       self.eval_batch_size = self.batch_size
 
-  def to_dict(self):
+  def to_dict(self) -> Dict[str, Any]:
     """Returns every argument as plain values, to write as YAML or JSON.
 
     Example:
