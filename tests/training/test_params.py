@@ -8,6 +8,9 @@ back from the MLflow store, as a tfutils user read MongoDB.
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -21,7 +24,8 @@ from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 from tensorfx.training._params import _optimizer
 from tensorfx.training._params import _store
-from test_tracking import postgres_uri  # pylint: disable=unused-import
+from conftest import ROOT
+from test_tracking import postgres_uri  # noqa: F401  pylint: disable=unused-import
 
 DB, COLL = 'blobs', 'mlp'
 
@@ -67,6 +71,8 @@ def _client(home):
 
 def _runs(client, **tags):
   experiment = client.get_experiment_by_name(f'{DB}/{COLL}')
+  if experiment is None:
+    return []
   conditions = ' and '.join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
   return client.search_runs([experiment.experiment_id], conditions,
                             order_by=['attributes.start_time ASC'])
@@ -269,6 +275,7 @@ def test_test_from_params_evaluates_and_records_a_trained_experiment(
 
 
 def test_the_same_exp_id_resumes_from_its_latest_checkpoint(base, home):
+  # After the tests that read 'base' at step 40: this one trains it on.
   first = _FirstValues()
   result = training.train_from_params(
       save_params=_save('base'), model_params=_model(),
@@ -333,6 +340,60 @@ def test_a_postgresql_store(tmp_path, postgres_uri):  # pylint: disable=redefine
   assert [s for s, _ in _history(client, run, 'top1/top1')] == [0, 10]
 
 
+_MIRRORED = textwrap.dedent('''
+    import json, os, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices('CPU')[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import tfutils_model as tm
+    from tensorfx import training
+
+
+    class Mirrored(training.Configuration):
+      """One machine, two replicas: MirroredStrategy over the 2 CPUs."""
+
+      def create_device_setter(self, args=None):
+        if getattr(self, '_mirrored', None) is None:
+          self._mirrored = tf.distribute.MirroredStrategy(
+              ['/cpu:0', '/cpu:1'])
+        return self._mirrored
+
+
+    result = training.train_from_params(
+        save_params={'dbname': 'd', 'collname': 'c', 'exp_id': 'mirrored',
+                     'do_save': False, 'cache_dir': sys.argv[1],
+                     'save_metrics_freq': 10, 'save_valid_freq': 10},
+        model_params={'func': tm.mlp},
+        train_params={'data_params': {'func': tm.blobs, 'batch_size': 32},
+                      'targets': {'func': tm.train_accuracy},
+                      'num_steps': 20},
+        learning_rate_params={'learning_rate': 0.1},
+        validation_params={'top1': {
+            'data': {'func': tm.blobs, 'batch_size': 50, 'split': 'valid'},
+            'targets': {'func': tm.top1}, 'num_steps': 2}},
+        config=Mirrored.local())
+    print(json.dumps({'step': result['step'],
+                      'validation': result['validation']}))
+''')
+
+
+def test_two_mirrored_replicas(tmp_path):
+  # Logical devices are set before TensorFlow starts: a fresh process. Each
+  # replica calls the model function (and the targets) on its half batch.
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [ROOT, os.path.dirname(os.path.abspath(__file__))] +
+      [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
+  done = subprocess.run([sys.executable, '-c', _MIRRORED,
+                         str(tmp_path / 'mirrored')], env=env,
+                        capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert done.returncode == 0, done.stderr[-4000:]
+  result = json.loads(done.stdout.strip().splitlines()[-1])
+  assert result['step'] == 20
+  assert result['validation']['top1']['top1'] > 0.8
+
+
 @pytest.mark.parametrize('params, message', [
     ({'train_params': {'data_params': {'batch_size': 32}}},
      r"train_params\['data_params'\]\['func'\] is required: the function "
@@ -377,6 +438,39 @@ def test_a_bad_dictionary_names_the_key_by_its_path(params, message,
           **params}
   with pytest.raises(ConfigurationError, match=message):
     training.train_from_params(**call)
+
+
+def test_the_dictionaries_become_the_engine_settings_with_tfutils_defaults(
+    monkeypatch, tmp_path):
+  monkeypatch.setenv('TFUTILS_HOME', str(tmp_path))
+  built = training.train_from_params(
+      save_params={'dbname': DB, 'collname': COLL, 'exp_id': 'defaults',
+                   'do_save': False},
+      model_params=_model(),
+      train_params={'data_params': {'func': tm.blobs, 'batch_size': 16,
+                                    'split': 'train'}},
+      learning_rate_params={'learning_rate': 0.1},
+      validation_params={'v': {'data': {'func': tm.blobs, 'batch_size': 8,
+                                        'split': 'valid'},
+                               'num_steps': 4}},
+      dont_run=True)
+  settings = built['builder'].settings
+  assert built['output'] == str(tmp_path / DB / COLL / 'defaults')
+  # tfutils' defaults where tensorfx's own differ.
+  assert settings.guards.thres_loss == 100.0
+  assert settings.validation.validate_first is True
+  assert settings.loop.max_steps is None  # num_steps None: until stopped.
+  assert settings.loop.batch_size == 16
+  assert settings.loop.log_interval_steps == 5  # save_metrics_freq
+  assert settings.validation.interval_steps == 3000  # save_valid_freq
+  # cache_filters_freq and save_filters_freq, by step only.
+  assert settings.checkpoints.interval_steps == 3000
+  assert settings.checkpoints.interval_secs >= 10**9
+  assert settings.checkpoints.keep == 6  # cache_max_num
+  assert not settings.tracking.enabled  # do_save False
+  target, = settings.validation.targets
+  assert (target.name, target.batches, target.batch_size) == ('v', 4, 8)
+  assert target.compute is None  # No targets function: the loss.
 
 
 def test_bad_optimizer_keys_name_the_optimizer():

@@ -58,7 +58,10 @@ class FunctionSource(DataSource):
       ConfigurationError: the function returned something else than a
         dataset of dicts of tensors (or a dict of arrays).
     """
-    if self._made is not None and self._made[0] == batch_size:
+    if self._made is not None and self._made[0] == batch_size and \
+        tf.executing_eagerly():
+      # The dataset made to describe the inputs serves the first read (a
+      # parameter-server worker's function makes its own).
       return self._made[1]
     data = _as_dataset(self.func(batch_size=batch_size, **self.kwargs),
                        batch_size, f"{self.where}['func']")

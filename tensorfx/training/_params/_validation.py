@@ -61,25 +61,14 @@ class Validation:
 
   def target(self):
     """The engine's `ValidationTarget`."""
-    compute = None
-    if self.targets is not None:
-      function = self.targets
-
-      def compute(inputs, outputs):
-        return _functions.call_targets(
-            function, inputs, _functions.model_outputs(outputs))
-
-      # Named as the user's function, in records and errors.
-      compute.__module__ = getattr(function.func, '__module__', None)
-      compute.__qualname__ = getattr(function.func, '__qualname__',
-                                     repr(function.func))
     online = self.online_agg_func or 'append'
     agg = self.agg_func
     if agg is None and not callable(online):
       agg = 'mean'
     return _targets.ValidationTarget(
-        self.name, source=self.source_name, batches=self.num_steps, batch_size=self.batch_size,
-        online_agg=online, agg=agg, compute=compute)
+        self.name, source=self.source_name, batches=self.num_steps,
+        batch_size=self.batch_size, online_agg=online, agg=agg,
+        compute=_compute(self.targets) if self.targets else None)
 
   def describe(self):
     return _keys.describe({
@@ -87,6 +76,20 @@ class Validation:
         'targets': self.targets.describe() if self.targets else None,
         'num_steps': self.num_steps, 'agg_func': self.agg_func,
         'online_agg_func': self.online_agg_func})
+
+
+def _compute(function):
+  """`ValidationTarget.compute` of a tfutils targets function."""
+
+  def compute(inputs, outputs):
+    return _functions.call_targets(function, inputs,
+                                   _functions.model_outputs(outputs))
+
+  # Named as the user's function, in records and errors.
+  compute.__module__ = getattr(function.func, '__module__', None)
+  compute.__qualname__ = getattr(function.func, '__qualname__',
+                                 repr(function.func))
+  return compute
 
 
 def from_params(params):

@@ -77,10 +77,23 @@ class VariableStore(tf.Module):
       self._calls.requested.append(name)
       return variable
 
-    with _fresh_get_variable_store(), tf.variable_creator_scope(creator):
+    with _fresh_get_variable_store(), _root_variable_scope(), \
+        tf.variable_creator_scope(creator):
       result = function(*args, **kwargs)
     self._calls.sealed = True
     return result
+
+
+def _root_variable_scope():
+  """The root variable scope, creating: each call builds the model anew.
+
+  A mirrored strategy runs replicas after the first under a reusing
+  scope; here every call asks for its variables afresh and the creator
+  scope, not `get_variable`'s store, hands back the existing ones.
+  """
+  return tf.compat.v1.variable_scope(
+      tf.compat.v1.VariableScope(reuse=False, name=''),
+      auxiliary_name_scope=False)
 
 
 def _fresh_get_variable_store():
