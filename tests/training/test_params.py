@@ -119,6 +119,12 @@ def test_trains_and_validates_two_targets_computing_different_things(
   shares = predictions['predicted_share']
   assert sum(shares) == pytest.approx(1.0)
   assert shares[0] > shares[2]
+  # The model's TensorFlow 1 variables left no trace in the process's graph
+  # collections, where later graph code (tf.Transform) would find them.
+  collected = tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+  assert not [v for v in collected if v.name.startswith(('hidden/',
+                                                          'logits/'))]
 
 
 def test_the_store_holds_what_tfutils_kept_in_its_database(base, home):
@@ -404,7 +410,8 @@ def test_two_mirrored_replicas(tmp_path):
     ({'train_params': {'data_params': {'func': 'blobs', 'batch_size': 2}}},
      r"train_params\['data_params'\]\['func'\] must be a function"),
     ({'train_params': dict(_train(5), num_step=5)},
-     r"train_params\['num_step'\] is not a key tensorfx reads"),
+     r"train_params\['num_step'\] is not a key tensorfx reads. Did you "
+     "mean 'num_steps'\\?"),
     ({'train_params': dict(_train(5), thres_loss=-1)},
      r"train_params\['thres_loss'\] must be a positive number"),
     ({'save_params': {'dbname': DB, 'collname': COLL}},

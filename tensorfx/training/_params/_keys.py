@@ -5,6 +5,7 @@ missing or bad key is reported with its whole path, so the user finds it
 in their script at once.
 """
 
+import difflib
 import inspect
 import re
 
@@ -153,9 +154,11 @@ class Params:
     """
     for key in self.value:
       if key not in known:
+        close = difflib.get_close_matches(str(key), known, n=1)
+        guess = f' Did you mean {close[0]!r}?' if close else ''
         raise ConfigurationError(
-            f'{self.where(key)} is not a key tensorfx reads; the keys of '
-            f'{self.path} are {", ".join(known)}.{hint}')
+            f'{self.where(key)} is not a key tensorfx reads.{guess} The keys '
+            f'of {self.path} are {", ".join(known)}.{hint}')
 
 
 def accepts(func, name):

@@ -77,11 +77,31 @@ class VariableStore(tf.Module):
       self._calls.requested.append(name)
       return variable
 
-    with _fresh_get_variable_store(), _root_variable_scope(), \
-        tf.variable_creator_scope(creator):
+    with _no_trace_in_collections(), _fresh_get_variable_store(), \
+        _root_variable_scope(), tf.variable_creator_scope(creator):
       result = function(*args, **kwargs)
     self._calls.sealed = True
     return result
+
+
+@contextlib.contextmanager
+def _no_trace_in_collections():
+  """Leaves the graph's collections as they were before the call.
+
+  TensorFlow 1 code (`get_variable`, `tf.compat.v1.layers`) adds its
+  variables and losses to the default graph's collections, which eager
+  code and every function traced from it share: TensorFlow 1 graph code
+  that runs later in the process (tf.Transform's analysis) would find
+  them there.
+  """
+  graph = tf.compat.v1.get_default_graph()
+  before = {key: list(graph.get_collection(key))
+            for key in graph.get_all_collection_keys()}
+  try:
+    yield
+  finally:
+    for key in graph.get_all_collection_keys():
+      graph.get_collection_ref(key)[:] = before.get(key, [])
 
 
 def _root_variable_scope():
