@@ -48,11 +48,17 @@ class EvaluationInterface:
       `result()`, cleared with `reset_state()`.
     step: `tf.function(batch) -> count`: updates `metrics` with one batch of
       the dataset; validation targets that aggregate batch by batch call it.
+    compute: `compute(fn) -> tf.function(batch) -> (values, count)`: a step
+      that runs the model on one batch and returns `fn(inputs, outputs)`
+      (a dict of tensors) and the batch's examples, for validation targets
+      that compute their own values (`ValidationTarget.compute`); traced
+      once per `fn`.
   """
   dataset: Callable
   loop: Callable
   metrics: Mapping[str, Any]
   step: Optional[Callable] = None
+  compute: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)
