@@ -238,10 +238,14 @@ class Checkpoints:
     # copies written apart (best/, early_stopping/) do not hold.
     try:
       status = tf.train.Checkpoint(**self._objects).read(path)
-    except (tf.errors.OpError, ValueError) as e:
-      message = getattr(e, 'message', str(e)).splitlines()[0]
+    except ValueError as e:  # A variable of another shape.
       raise TrainingError(
-          f'Cannot read the checkpoint {path}: {message}') from None
+          f'The checkpoint {path} does not match this model (was it written '
+          f'by a different model or arguments?): {e}') from None
+    except tf.errors.OpError as e:
+      raise TrainingError(
+          f'Cannot read the checkpoint {path}: '
+          f'{e.message.splitlines()[0]}') from None
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:
