@@ -176,9 +176,9 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
         versions.append(int(name))
   if not versions:
     raise DataError(
-        f'There is no SavedModel at {path!r}: expected saved_model.pb '
-        'there, or version directories holding one (VERSION/saved_model.pb, '
-        'as --export-versioned writes).')
+        f'Cannot load the model at {path!r}: it holds no saved_model.pb, '
+        'nor version directories holding one (VERSION/saved_model.pb, as '
+        '--export-versioned writes).')
   version = max(versions)
   return os.path.join(path, str(version)), version
 
