@@ -90,8 +90,9 @@ class TrainingLoop:
     (`when='after'`: before the log, checkpoint and validation due at
     `step`) or right before the next call (`when='before'`: after them,
     so only training steps follow). A hook whose step is already behind
-    when training starts runs before the first call; an 'after' hook
-    whose step is never reached does not run.
+    when training starts runs at the first call (before or after it); one
+    whose step is never reached (the data ended, the run stopped) does not
+    run.
     """
     if when not in self._hooks:
       raise ValueError("when must be 'before' or 'after'. Received: "

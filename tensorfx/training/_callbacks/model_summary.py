@@ -116,7 +116,7 @@ class ModelSummaryCallback(base.Callback):
       strategy = 'the default strategy'
     rows = [(g.name, f'{g.parameters:,}',
              ', '.join(f'{k} {_shape(s)}' for k, s in g.shapes.items()),
-             ', '.join(g.devices)) for g in groups]
+             ', '.join(sorted(g.devices))) for g in groups]
     header = ('group', 'parameters', 'variables', 'placement')
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
 
