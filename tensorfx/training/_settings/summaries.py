@@ -10,11 +10,11 @@ from tensorfx.training._settings import _section
 def add_arguments(parser):
   logging = _section.group(parser, 'logging')
   logging.add_argument('--profile-steps', metavar='FIRST[,LAST]',
-                       help='write a TensorBoard profile (Profile tab; '
-                       'needs the profile extra: pip install '
-                       '"tensorfx-sdk[profile]") of training steps FIRST '
-                       'to LAST, counted from 1 like the global step, to '
-                       'summaries/train/plugins/profile/ (default: none)')
+                       help='write a profile of training steps FIRST to '
+                       'LAST (counted from 1, like the global step) to '
+                       'summaries/train/plugins/profile/, for TensorBoard\'s '
+                       'Profile tab (pip install "tensorfx-sdk[profile]") '
+                       '(default: none)')
 
 
 def check(args):
