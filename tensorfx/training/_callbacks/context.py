@@ -75,7 +75,8 @@ class RunContext:
       self.stop_reason = str(reason)
       self.exit_code = exit_code
 
-  def at_step(self, step, fn, when='after'):
+  def at_step(self, step: int, fn: Callable[[int], Any],
+              when: str = 'after') -> bool:
     """Asks the loop to call `fn(step)` when the global step is `step`.
 
     The training loop runs steps in calls of several (one `tf.function`
