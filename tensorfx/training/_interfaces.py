@@ -23,6 +23,9 @@ class TrainingInterface:
     optimizer: the optimizer the training step applies.
     variables: the trainable variables being trained.
     batch_size: the global batch size (examples per step).
+    gradient_norm: a float32 variable the training step sets to the
+      global norm of the gradient it applied (before clipping); None when
+      the step does not report it. Read it at log intervals, not per step.
   """
   dataset: Any
   global_step: Any
@@ -30,6 +33,7 @@ class TrainingInterface:
   optimizer: Any
   variables: tuple
   batch_size: int
+  gradient_norm: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
