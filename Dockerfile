@@ -24,7 +24,7 @@ COPY dist/*.whl /tmp/wheels/
 # setuptools and wheel: run-package builds trainer sdists without build
 # isolation, so a job does not fetch them at start-up.
 RUN pip install setuptools wheel \
- && pip install /tmp/wheels/tensorfx-*.whl \
+ && pip install /tmp/wheels/tensorfx_sdk-*.whl \
  && if [ -n "$TENSORFLOW_EXTRA" ]; then \
       pip install "tensorflow[$TENSORFLOW_EXTRA]==$(python -c \
           'import importlib.metadata as m; print(m.version("tensorflow"))')"; \

@@ -5,13 +5,29 @@ command line's `--help`) does not import TensorFlow.
 """
 
 import importlib
+import typing
 
+from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx._errors import HighLossError
 from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
+
+# TensorFlow's C++ start-up chatter is held back (see tensorfx._logging).
+_logging.install_import_hook()
+
+# Type checkers and IDEs see the subpackages here; at run time they are
+# imported on first use by __getattr__ below.
+if typing.TYPE_CHECKING:
+  from tensorfx import cloud
+  from tensorfx import data
+  from tensorfx import embeddings
+  from tensorfx import models
+  from tensorfx import prediction
+  from tensorfx import tools
+  from tensorfx import training
 
 _SUBPACKAGES = ('cloud', 'data', 'embeddings', 'models', 'prediction',
                 'tools', 'training')
@@ -33,10 +49,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-  if name in _SUBPACKAGES:
-    return importlib.import_module(f'tensorfx.{name}')
-  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    if name in _SUBPACKAGES:
+      return importlib.import_module(f'tensorfx.{name}')
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 def __dir__():

@@ -2,19 +2,20 @@
 
 `submit` a `JobSpec` (built from gcloud-style flags and a Vertex AI or
 legacy AI Platform `config.yaml` by `job_spec`), follow it with `status`
-or `wait`. Inside a job, `output_dirs` says where outputs go and
+or `wait`, read its log lines with `logs`, stop it with `cancel`. Inside
+a job, `output_dirs` says where outputs go and
 `report_metrics` reports tuning metrics the way Vertex AI reads them.
 
 Nothing here imports TensorFlow or the Google Cloud clients until a
 function needs them.
 """
 
-from tensorfx.cloud._environment import output_dirs
+from tensorfx._jobdirs import output_dirs
 from tensorfx.cloud._errors import CloudError
 from tensorfx.cloud._errors import JobFailedError
-from tensorfx.cloud._hypertune import report_metric
-from tensorfx.cloud._hypertune import report_metrics
-from tensorfx.cloud._hypertune import trial_id
+from tensorfx._hypertune import report_metric
+from tensorfx._hypertune import report_metrics
+from tensorfx._hypertune import trial_id
 from tensorfx.cloud._jobconfig import ConfigFile
 from tensorfx.cloud._jobconfig import job_spec
 from tensorfx.cloud._jobconfig import load_config
@@ -22,6 +23,9 @@ from tensorfx.cloud._jobs import job_client
 from tensorfx.cloud._jobs import status
 from tensorfx.cloud._jobs import submit
 from tensorfx.cloud._jobs import wait
+from tensorfx.cloud._logs import cancel
+from tensorfx.cloud._logs import logging_client
+from tensorfx.cloud._logs import logs
 from tensorfx.cloud._package import build_sdist
 from tensorfx.cloud._package import check_module
 from tensorfx.cloud._runpackage import install_packages
@@ -52,6 +56,7 @@ __all__ = [
     'StudySpec',
     'WorkerPool',
     'build_sdist',
+    'cancel',
     'check_bucket',
     'check_module',
     'download',
@@ -61,6 +66,8 @@ __all__ = [
     'job_spec',
     'list_uris',
     'load_config',
+    'logging_client',
+    'logs',
     'output_dirs',
     'parse_gcs_uri',
     'report_metric',

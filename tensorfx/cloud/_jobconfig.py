@@ -30,6 +30,7 @@ from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx.cloud import _spec
+from tensorfx.cloud import _vertexschema
 
 _logger = logging.getLogger('tensorfx')
 
@@ -92,21 +93,28 @@ _LEGACY_HYPER = ('goal', 'params', 'maxTrials', 'maxParallelTrials',
 _LEGACY_PARAM = ('parameterName', 'type', 'minValue', 'maxValue',
                  'discreteValues', 'categoricalValues', 'scaleType')
 
-_VERTEX_TOP = ('workerPoolSpecs', 'serviceAccount', 'network', 'scheduling',
-               'baseOutputDirectory', 'labels', 'displayName', 'studySpec',
-               'maxTrialCount', 'parallelTrialCount', 'maxFailedTrialCount',
-               'trialJobSpec')
+# The Vertex AI fields tensorfx reads itself; the others are checked against
+# aiplatform_v1's messages (_vertexschema) and sent as they are.
 _VERTEX_JOB = ('workerPoolSpecs', 'serviceAccount', 'network', 'scheduling',
                'baseOutputDirectory')
-_VERTEX_POOL = ('machineSpec', 'replicaCount', 'diskSpec',
-                'pythonPackageSpec', 'containerSpec')
-_VERTEX_MACHINE = ('machineType', 'acceleratorType', 'acceleratorCount')
-_VERTEX_PACKAGE = ('executorImageUri', 'packageUris', 'pythonModule', 'args')
-_VERTEX_CONTAINER = ('imageUri', 'command', 'args')
-_VERTEX_STUDY = ('metrics', 'parameters', 'algorithm',
-                 'medianAutomatedStoppingSpec')
-_VERTEX_PARAM = ('parameterId', 'doubleValueSpec', 'integerValueSpec',
-                 'discreteValueSpec', 'categoricalValueSpec', 'scaleType')
+_MODELED_TOP = {'workerPoolSpecs': True, 'serviceAccount': True,
+                'network': True, 'scheduling': {'timeout': True},
+                'baseOutputDirectory': {'outputUriPrefix': True},
+                'labels': True, 'displayName': True, 'studySpec': True,
+                'maxTrialCount': True, 'parallelTrialCount': True,
+                'maxFailedTrialCount': True, 'trialJobSpec': True}
+_MODELED_JOB = {k: v for k, v in _MODELED_TOP.items() if k in _VERTEX_JOB}
+_MODELED_POOL = {
+    'machineSpec': {'machineType': True, 'acceleratorType': True,
+                    'acceleratorCount': True},
+    'replicaCount': True,
+    'diskSpec': {'bootDiskType': True, 'bootDiskSizeGb': True},
+    'pythonPackageSpec': {'executorImageUri': True, 'packageUris': True,
+                          'pythonModule': True, 'args': True},
+    'containerSpec': {'imageUri': True, 'command': True, 'args': True},
+}
+_MODELED_STUDY = {'metrics': True, 'parameters': True, 'algorithm': True,
+                  'medianAutomatedStoppingSpec': True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -516,25 +524,39 @@ def _legacy_study(where, value):
 
 
 def _study(where, metric, goal, parameters, max_trials, parallel, failed,
-           algorithm, early):
+           algorithm, early, extra=None):
   try:
     return _spec.StudySpec(metric, goal, tuple(parameters), max_trials,
-                           parallel, failed, algorithm, early)
+                           parallel, failed, algorithm, early,
+                           types.MappingProxyType(extra or {}))
   except ConfigurationError as e:
     raise _fail(where, str(e).rstrip('.')) from None
 
 
+def _snake_free(mapping):
+  """The mapping with snake_case keys spelled camelCase (as the API's JSON)."""
+  if not isinstance(mapping, dict):
+    return mapping
+  camel = _vertexschema.camel
+  result = _yaml.LineDict(((camel(k), v) for k, v in mapping.items()),
+                          line=getattr(mapping, 'line', None))
+  lines = getattr(mapping, 'lines', {})
+  result.lines = {camel(k): line for k, line in lines.items()}
+  return result
+
+
 def _vertex_pool(where, value, role):
-  item = _mapping(where, value, 'a worker pool spec')
+  item = _snake_free(_mapping(where, value, 'a worker pool spec'))
   if not item:
     return None  # A placeholder for an unused pool.
-  _check_keys(where, item, _VERTEX_POOL, 'a worker pool spec')
   pool, extra = {}, {}
+  rest = _vertexschema.split(_snake_free(item), _MODELED_POOL)
+  if rest:
+    pool['extra'] = rest
   if 'machineSpec' not in item:
     raise _fail(where, 'a worker pool spec needs machineSpec')
   mat = where.at(item, 'machineSpec')
   spec = _mapping(mat, item['machineSpec'], 'machineSpec')
-  _check_keys(mat, spec, _VERTEX_MACHINE, 'machineSpec')
   if 'machineType' not in spec:
     raise _fail(mat, 'machineSpec needs machineType')
   _set_machine(pool, spec['machineType'],
@@ -557,12 +579,10 @@ def _vertex_pool(where, value, role):
   if 'diskSpec' in item:
     dat = where.at(item, 'diskSpec')
     disk = _mapping(dat, item['diskSpec'], 'diskSpec')
-    _check_keys(dat, disk, ('bootDiskType', 'bootDiskSizeGb'), 'diskSpec')
     _disk(dat, disk, pool)
   if 'pythonPackageSpec' in item:
     pat = where.at(item, 'pythonPackageSpec')
     package = _mapping(pat, item['pythonPackageSpec'], 'pythonPackageSpec')
-    _check_keys(pat, package, _VERTEX_PACKAGE, 'pythonPackageSpec')
     if 'executorImageUri' in package:
       pool['executor_image_uri'] = _string(
           pat.at(package, 'executorImageUri'), package['executorImageUri'])
@@ -578,7 +598,6 @@ def _vertex_pool(where, value, role):
   if 'containerSpec' in item:
     cat = where.at(item, 'containerSpec')
     container = _mapping(cat, item['containerSpec'], 'containerSpec')
-    _check_keys(cat, container, _VERTEX_CONTAINER, 'containerSpec')
     if 'imageUri' not in container:
       raise _fail(cat, 'containerSpec needs imageUri')
     pool['image_uri'] = _string(cat.at(container, 'imageUri'),
@@ -595,7 +614,7 @@ def _vertex_pool(where, value, role):
 def _vertex_study(where, doc):
   at = where.at(doc, 'studySpec')
   spec = _mapping(at, doc['studySpec'], 'studySpec')
-  _check_keys(at, spec, _VERTEX_STUDY, 'studySpec')
+  study_extra = _vertexschema.split(spec, _MODELED_STUDY)
   for key in ('metrics', 'parameters'):
     if key not in spec:
       raise _fail(at, f'studySpec needs {key}')
@@ -604,7 +623,6 @@ def _vertex_study(where, doc):
   if len(metrics) != 1:
     raise _fail(mat, 'expected exactly one metric', metrics)
   metric = _mapping(mat.at(metrics, 0), metrics[0], 'a metric')
-  _check_keys(mat.at(metrics, 0), metric, ('metricId', 'goal'), 'a metric')
   for key in ('metricId', 'goal'):
     if key not in metric:
       raise _fail(mat.at(metrics, 0), f'a metric needs {key}')
@@ -619,7 +637,6 @@ def _vertex_study(where, doc):
   for index, item in enumerate(items):
     iat = pat.at(items, index)
     param = _mapping(iat, item, 'a parameter')
-    _check_keys(iat, param, _VERTEX_PARAM, 'a parameter spec')
     if 'parameterId' not in param:
       raise _fail(iat, 'a parameter needs parameterId')
     given = [(k, t) for k, t in kinds if k in param]
@@ -631,7 +648,6 @@ def _vertex_study(where, doc):
     values = _mapping(vat, param[key], key)
     kwargs = {}
     if kind in ('DOUBLE', 'INTEGER'):
-      _check_keys(vat, values, ('minValue', 'maxValue'), key)
       for name, field in (('minValue', 'min_value'),
                           ('maxValue', 'max_value')):
         if name not in values:
@@ -639,7 +655,6 @@ def _vertex_study(where, doc):
         number = _number(vat.at(values, name), values[name])
         kwargs[field] = int(number) if kind == 'INTEGER' else number
     else:
-      _check_keys(vat, values, ('values',), key)
       if 'values' not in values:
         raise _fail(vat, f'{key} needs values')
       lat = vat.at(values, 'values')
@@ -678,12 +693,14 @@ def _vertex_study(where, doc):
   failed = _count(where.at(doc, 'maxFailedTrialCount'),
                   doc.get('maxFailedTrialCount', 0))
   return _study(at, metric['metricId'], goal, parameters, max_trials,
-                parallel, failed, algorithm, early)
+                parallel, failed, algorithm, early, study_extra)
 
 
 def _vertex(where, doc):
   """Reads Vertex AI's form (a CustomJobSpec, or a tuning job's fields)."""
-  _check_keys(where, doc, _VERTEX_TOP, 'a Vertex AI job config')
+  _vertexschema.check(where, doc, _vertexschema.top_level_fields(),
+                      'job config')
+  doc = _snake_free(doc)
   fields, pools = {}, {}
   job, job_at = doc, where
   if 'trialJobSpec' in doc:
@@ -692,8 +709,7 @@ def _vertex(where, doc):
       raise _fail(where.at(doc, clash[0]), f'{clash[0]} belongs under '
                   'trialJobSpec when that is given')
     job_at = where.at(doc, 'trialJobSpec')
-    job = _mapping(job_at, doc['trialJobSpec'], 'trialJobSpec')
-    _check_keys(job_at, job, _VERTEX_JOB, 'trialJobSpec')
+    job = _snake_free(_mapping(job_at, doc['trialJobSpec'], 'trialJobSpec'))
   for key in ('maxTrialCount', 'parallelTrialCount', 'maxFailedTrialCount'):
     if key in doc and 'studySpec' not in doc:
       raise _fail(where.at(doc, key), f'{key} needs a studySpec', doc[key])
@@ -722,14 +738,12 @@ def _vertex(where, doc):
   if 'scheduling' in job:
     sat = job_at.at(job, 'scheduling')
     scheduling = _mapping(sat, job['scheduling'], 'scheduling')
-    _check_keys(sat, scheduling, ('timeout',), 'scheduling')
     if 'timeout' in scheduling:
       fields['timeout_seconds'] = _duration(
           sat.at(scheduling, 'timeout'), scheduling['timeout'])
   if 'baseOutputDirectory' in job:
     bat = job_at.at(job, 'baseOutputDirectory')
     base = _mapping(bat, job['baseOutputDirectory'], 'baseOutputDirectory')
-    _check_keys(bat, base, ('outputUriPrefix',), 'baseOutputDirectory')
     if 'outputUriPrefix' in base:
       fields['job_dir'] = _string(bat.at(base, 'outputUriPrefix'),
                                   base['outputUriPrefix'])
@@ -740,6 +754,17 @@ def _vertex(where, doc):
                                      doc['displayName'])
   if 'studySpec' in doc:
     fields['study'] = _vertex_study(where, doc)
+  spec_names = _vertexschema.job_spec_fields()
+  if 'trialJobSpec' in doc:
+    top = doc
+  else:  # The CustomJobSpec's fields are at the top level.
+    job = {k: v for k, v in doc.items() if k in spec_names}
+    top = {k: v for k, v in doc.items() if k not in spec_names}
+  for key, found in (('job_spec_extra', _vertexschema.split(job,
+                                                            _MODELED_JOB)),
+                     ('extra', _vertexschema.split(top, _MODELED_TOP))):
+    if found:
+      fields[key] = found
   return fields, pools
 
 
@@ -986,4 +1011,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
       timeout_seconds=timeout_seconds,
       study=fields.get('study'),
       trainer_image=trainer_image,
+      extra=types.MappingProxyType(dict(fields.get('extra', {}))),
+      job_spec_extra=types.MappingProxyType(
+          dict(fields.get('job_spec_extra', {}))),
       **roles)

@@ -394,3 +394,10 @@ def status(job, project=None, region=None, *, follow=True, api_endpoint=None,
   if state in TERMINAL_STATES and state != SUCCEEDED:
     raise _failure(name, found, state)
   return found
+
+
+# For the other job commands (logs, cancel).
+NAME = _NAME
+read_job = _get
+api_message = _api_message
+short_state = _short

@@ -23,9 +23,11 @@ pool with `executor_image_uri` runs on that prebuilt executor instead
 import dataclasses
 import re
 import types
+from typing import Any, Mapping
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.cloud import _storage
+from tensorfx.cloud import _vertexschema
 
 # Vertex AI's prebuilt TensorFlow training images lag TensorFlow releases:
 # the newest, when this was written, is TensorFlow 2.17 on Python 3.10
@@ -155,6 +157,10 @@ class WorkerPool:
       image.
     boot_disk_type: 'pd-ssd' or 'pd-standard', or None for Vertex's default.
     boot_disk_size_gb: the boot disk size, or None for Vertex's default.
+    extra: other `WorkerPoolSpec` fields, as Vertex AI's JSON (e.g.
+      `{'containerSpec': {'env': [...]}}`, `nfsMounts`), merged into the
+      pool's request; `containerSpec`/`pythonPackageSpec` fields go to
+      whichever of the two the pool runs.
   """
 
   machine_type: str
@@ -166,8 +172,12 @@ class WorkerPool:
   executor_image_uri: str | None = None
   boot_disk_type: str | None = None
   boot_disk_size_gb: int | None = None
+  extra: Mapping[str, Any] = dataclasses.field(
+      default_factory=lambda: types.MappingProxyType({}))
 
   def __post_init__(self):
+    object.__setattr__(self, 'extra', types.MappingProxyType(
+        dict(self.extra or {})))
     _require(isinstance(self.machine_type, str) and self.machine_type,
              'machine_type', 'a machine type such as n1-standard-4',
              self.machine_type)
@@ -234,7 +244,14 @@ class WorkerPool:
       if args:
         package['args'] = list(args)
       pool['pythonPackageSpec'] = package
-    return pool
+    extra = dict(self.extra)
+    # Task fields (env, args, ...) go to the task spec the pool runs.
+    task = 'containerSpec' if 'containerSpec' in pool else 'pythonPackageSpec'
+    for other in ('containerSpec', 'pythonPackageSpec'):
+      if other != task and other in extra:
+        extra[task] = _vertexschema.merge(extra.get(task, {}),
+                                          extra.pop(other))
+    return _vertexschema.merge(pool, extra)
 
 
 def _is_count(value):
@@ -345,6 +362,8 @@ class StudySpec:
     algorithm: 'GRID_SEARCH', 'RANDOM_SEARCH', or None for Vertex's default
       (Bayesian optimization).
     early_stopping: stop unpromising trials early (median rule).
+    extra: other `StudySpec` fields, as Vertex AI's JSON (e.g.
+      `measurementSelectionType`), merged into the request.
   """
 
   metric: str
@@ -355,6 +374,8 @@ class StudySpec:
   max_failed_trial_count: int = 0
   algorithm: str | None = None
   early_stopping: bool = False
+  extra: Mapping[str, Any] = dataclasses.field(
+      default_factory=lambda: types.MappingProxyType({}))
 
   def __post_init__(self):
     _require(isinstance(self.metric, str) and self.metric, 'metric',
@@ -387,7 +408,7 @@ class StudySpec:
       study['algorithm'] = self.algorithm
     if self.early_stopping:
       study['medianAutomatedStoppingSpec'] = {}
-    return study
+    return _vertexschema.merge(study, self.extra)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -433,6 +454,11 @@ class JobSpec:
     trainer_image: the image Python package pools run on (see the module
       docstring); by default `trainer_image(project, region, gpu)`, the
       GPU variant for pools with GPUs.
+    extra: other fields of the `CustomJob` (or `HyperparameterTuningJob`),
+      as Vertex AI's JSON, merged into the request.
+    job_spec_extra: other `CustomJobSpec` fields, as Vertex AI's JSON
+      (e.g. `{'scheduling': {'strategy': 'SPOT'}, 'enableWebAccess':
+      True}`), merged into the job (or trial job) spec.
   """
 
   project: str
@@ -454,6 +480,10 @@ class JobSpec:
   timeout_seconds: int | None = None
   study: StudySpec | None = None
   trainer_image: str | None = None
+  extra: Mapping[str, Any] = dataclasses.field(
+      default_factory=lambda: types.MappingProxyType({}))
+  job_spec_extra: Mapping[str, Any] = dataclasses.field(
+      default_factory=lambda: types.MappingProxyType({}))
 
   def __post_init__(self):
     _require(isinstance(self.project, str) and bool(self.project), '--project',
@@ -564,7 +594,7 @@ class JobSpec:
       spec['network'] = self.network
     if self.timeout_seconds:
       spec['scheduling'] = {'timeout': f'{self.timeout_seconds}s'}
-    return spec
+    return _vertexschema.merge(spec, self.job_spec_extra)
 
   def request(self):
     """The create request as Vertex AI's JSON: `parent` and the job.
@@ -577,7 +607,8 @@ class JobSpec:
              'jobSpec': self.job_spec_json()}
       if self.labels:
         job['labels'] = dict(self.labels)
-      return {'parent': self.parent, 'customJob': job}
+      return {'parent': self.parent,
+              'customJob': _vertexschema.merge(job, self.extra)}
     job = {
         'displayName': self.display_name,
         'studySpec': self.study.to_json(),
@@ -589,4 +620,5 @@ class JobSpec:
     job['trialJobSpec'] = self.job_spec_json()
     if self.labels:
       job['labels'] = dict(self.labels)
-    return {'parent': self.parent, 'hyperparameterTuningJob': job}
+    return {'parent': self.parent,
+            'hyperparameterTuningJob': _vertexschema.merge(job, self.extra)}

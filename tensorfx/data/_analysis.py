@@ -10,6 +10,7 @@ import re
 
 import apache_beam as beam
 
+from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data._metadata import Metadata
@@ -22,6 +23,8 @@ _MAX_COUNTED_VALUES = 100000
 _BEAM_STEP = re.compile(r"(?:\s*\[while running '[^']*'\])+\s*$")
 
 
+# Beam's logging set-up and advisory warnings stay out of the job's output.
+@_logging.quiet_beam()
 def analyze(dataset, output_dir, source='train', pipeline_args=None):
   """Runs the analysis; see `DataSet.analyze`."""
   # pylint: disable=g-import-not-at-top

@@ -5,6 +5,19 @@ importing TensorFlow.
 """
 
 import importlib
+import typing
+
+# Type checkers and IDEs see the names here; at run time they are imported
+# on first use by __getattr__ below.
+if typing.TYPE_CHECKING:
+  from tensorfx.embeddings._args import EmbeddingArguments
+  from tensorfx.embeddings._optimizers import LazyAdam
+  from tensorfx.embeddings._optimizers import SparseAdagrad
+  from tensorfx.embeddings._optimizers import SparseFtrl
+  from tensorfx.embeddings._optimizers import build_sparse_optimizer
+  from tensorfx.embeddings._table import COMBINERS
+  from tensorfx.embeddings._table import EmbeddingTable
+  from tensorfx.embeddings._table import find_tables
 
 _EXPORTS = {
     'COMBINERS': 'tensorfx.embeddings._table',
@@ -17,16 +30,28 @@ _EXPORTS = {
     'find_tables': 'tensorfx.embeddings._table',
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    'COMBINERS',
+    'EmbeddingArguments',
+    'EmbeddingTable',
+    'LazyAdam',
+    'SparseAdagrad',
+    'SparseFtrl',
+    'build_sparse_optimizer',
+    'find_tables',
+]
 
 
-def __getattr__(name):
-  module = _EXPORTS.get(name)
-  if module is None:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(module), name)
-  globals()[name] = value
-  return value
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+      raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__():

@@ -185,7 +185,9 @@ class LazyAdam(_SparseOptimizer):
 
   Args:
     learning_rate: a float or a `LearningRateSchedule`.
-    beta_1, beta_2, epsilon: as Adam's.
+    beta_1: as Adam's.
+    beta_2: as Adam's.
+    epsilon: as Adam's.
     **kwargs: tf_keras optimizer arguments (clipnorm, global_clipnorm, ...).
   """
 
@@ -273,7 +275,8 @@ class SparseFtrl(_SparseOptimizer):
     learning_rate: a float or a `LearningRateSchedule`.
     learning_rate_power: <= 0.
     initial_accumulator_value: >= 0, the accumulators' start (and reset).
-    l1_regularization_strength, l2_regularization_strength: >= 0.
+    l1_regularization_strength: >= 0.
+    l2_regularization_strength: >= 0.
     **kwargs: tf_keras optimizer arguments.
   """
 

@@ -4,10 +4,10 @@ TensorFlow is imported only by the command that needs it, so `--help` and
 argument errors answer at once.
 """
 
-import argparse
-import os
 import sys
 
+from tensorfx import _argparsing
+from tensorfx import _logging
 from tensorfx import _version
 from tensorfx._errors import TensorFXError
 
@@ -20,11 +20,13 @@ _COMMANDS = {
     'submit': 'tensorfx.tools._submit',
     'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',
+    'logs': 'tensorfx.tools._logs',
+    'cancel': 'tensorfx.tools._cancel',
 }
 
 
 def build_parser():
-  parser = argparse.ArgumentParser(
+  parser = _argparsing.SuggestingParser(
       prog='tensorfx',
       description='Train, analyze and serve TensorFlow models built with '
       'tensorfx.')
@@ -41,14 +43,16 @@ def build_parser():
 def main(argv=None):
   """Runs the command line; returns the exit code."""
   argv = list(sys.argv[1:] if argv is None else argv)
-  # TensorFlow's C++ start-up chatter (no GPU, CPU features) is noise here.
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  # TensorFlow's C++ start-up chatter (no GPU, CPU features) is noise here;
+  # the trainer flag --log-level-tensorflow can be anywhere in argv.
+  _logging.install_import_hook(argv)
   parser = build_parser()
   args, rest = parser.parse_known_args(argv)
   if rest and not getattr(args, 'accepts_extra', False):
     parser.error(f'unrecognized arguments: {" ".join(rest)}')
   try:
-    return args.run(args, rest) or 0
+    with _logging.guard_root():
+      return args.run(args, rest) or 0
   except TensorFXError as e:
     print(f'tensorfx {args.command}: error: {e}', file=sys.stderr)
     return 1

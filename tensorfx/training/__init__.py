@@ -5,29 +5,74 @@ answer without importing TensorFlow.
 """
 
 import importlib
+import typing
+
+# Type checkers and IDEs see the names here; at run time they are imported
+# on first use by __getattr__ below.
+if typing.TYPE_CHECKING:
+  from tensorfx.training._args import ModelArguments
+  from tensorfx.training._callbacks import Callback
+  from tensorfx.training._callbacks import EarlyStopping
+  from tensorfx.training._callbacks import RunContext
+  from tensorfx.training._evaluation import EvaluationResults
+  from tensorfx.training._builder import ModelBuilder
+  from tensorfx.training._config import Configuration
+  from tensorfx.training._config import TaskSpec
+  from tensorfx.training._interfaces import EvaluationInterface
+  from tensorfx.training._interfaces import PredictionInterface
+  from tensorfx.training._interfaces import TrainingInterface
+  from tensorfx.training._params import test_from_params
+  from tensorfx.training._params import train_from_params
+  from tensorfx.training._targets import ValidationTarget
+  from tensorfx.training._trainer import ModelTrainer
 
 _EXPORTS = {
+    'Callback': 'tensorfx.training._callbacks',
     'Configuration': 'tensorfx.training._config',
+    'EarlyStopping': 'tensorfx.training._callbacks',
+    'EvaluationResults': 'tensorfx.training._evaluation',
     'EvaluationInterface': 'tensorfx.training._interfaces',
     'ModelArguments': 'tensorfx.training._args',
     'ModelBuilder': 'tensorfx.training._builder',
     'ModelTrainer': 'tensorfx.training._trainer',
     'PredictionInterface': 'tensorfx.training._interfaces',
+    'RunContext': 'tensorfx.training._callbacks',
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'test_from_params': 'tensorfx.training._params',
+    'train_from_params': 'tensorfx.training._params',
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    'Callback',
+    'Configuration',
+    'EarlyStopping',
+    'EvaluationInterface',
+    'EvaluationResults',
+    'ModelArguments',
+    'ModelBuilder',
+    'ModelTrainer',
+    'PredictionInterface',
+    'RunContext',
+    'TaskSpec',
+    'TrainingInterface',
+    'ValidationTarget',
+    'test_from_params',
+    'train_from_params',
+]
 
 
-def __getattr__(name):
-  module = _EXPORTS.get(name)
-  if module is None:
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-  value = getattr(importlib.import_module(module), name)
-  globals()[name] = value
-  return value
+# Hidden from type checkers, so a misspelt name is an error there.
+if not typing.TYPE_CHECKING:
+
+  def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+      raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__():

@@ -1,9 +1,10 @@
 """Actions besides training: evaluate a checkpoint, export a checkpoint.
 
-`ModelTrainer.evaluate` is `002_*`'s `test_from_params`: the same builder
+`ModelTrainer.evaluate` is tfutils' `test_from_params`: the same builder
 and arguments as training, a checkpoint (the latest by default), every
-validation target, no training. `ModelTrainer.export` writes the SavedModel
-of any checkpoint. Both run in this process, on its default device.
+validation target, no training; the same evaluation engine and callbacks
+as the chief's validation. `ModelTrainer.export` writes the SavedModel of
+any checkpoint. Both run in this process, on its default device.
 """
 
 import json
@@ -15,42 +16,44 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
-from tensorfx.training import _args
+from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
+from tensorfx.training import _evaluation
 from tensorfx.training import _export
 from tensorfx.training import _jobinfo
 from tensorfx.training import _restore
 from tensorfx.training import _tracking
-from tensorfx.training import _validator
 from tensorfx.training._config import Configuration
 
 
-def _prepare(builder, output, checkpoint):
-  """Builds the graphs and restores `checkpoint`; returns what evaluation needs."""
-  args = builder.args
-  dataset = builder.dataset
-  if not dataset.analyzed:
-    analysis = os.path.join(output, 'analysis')
-    if not dataset.use_analysis(analysis):
-      raise DataError(
-          'The dataset has not been analyzed: give --data-metadata, or train '
-          f'first (training writes its analysis to {analysis}).')
-  targets = _validator.prepare_targets(args, dataset)
-  with _validation.data_errors():
-    training, evaluation, prediction = builder.build_graph_interfaces(
-        Configuration.local())
-  path = _restore.resolve_checkpoint(
-      checkpoint or os.path.join(output, 'checkpoints'), what='--checkpoint')
-  checkpoints = _checkpoints.Checkpoints(
-      os.path.join(output, 'checkpoints'), training.global_step,
-      model=builder)
-  checkpoints.restore(path, partial=True)
-  step = int(training.global_step.numpy())
-  logger.info('Restored %s (step %d)', path, step)
-  return targets, evaluation, prediction, path, step
+class _Prepared:
+  """A builder built and restored from one checkpoint."""
+
+  def __init__(self, builder, output, checkpoint):
+    dataset = builder.dataset
+    if not dataset.analyzed:
+      analysis = os.path.join(output, 'analysis')
+      if not dataset.use_analysis(analysis):
+        raise DataError(
+            'The dataset has not been analyzed: give --data-metadata, or '
+            f'train first (training writes its analysis to {analysis}).')
+    self.targets = _evaluation.prepare_targets(builder.settings.validation,
+                                               dataset)
+    with _validation.data_errors():
+      training, self.evaluation, self.prediction = (
+          builder.build_graph_interfaces(Configuration.local()))
+    self.path = _restore.resolve_checkpoint(
+        checkpoint or os.path.join(output, 'checkpoints'),
+        what='--checkpoint')
+    self.checkpoints = _checkpoints.Checkpoints(
+        os.path.join(output, 'checkpoints'), training.global_step,
+        model=builder)
+    self.checkpoints.restore(self.path, partial=True)
+    self.step = int(training.global_step.numpy())
+    logger.info('Restored %s (step %d)', self.path, self.step)
 
 
-def evaluate(builder, output, checkpoint=None):
+def evaluate(builder, output, checkpoint=None, callbacks=()):
   """Evaluates a checkpoint on every validation target, without training.
 
   The results are written to `OUTPUT/evaluations/CHECKPOINT.json` and, with
@@ -62,30 +65,50 @@ def evaluate(builder, output, checkpoint=None):
     output: the job's output directory.
     checkpoint: a checkpoint prefix or directory; None for the latest of
       `OUTPUT/checkpoints`.
+    callbacks: the user's callbacks (their `on_evaluate_end` runs).
 
   Returns:
     A dict: `checkpoint` (the prefix evaluated), `step`, and `results` (a
     dict from target name to its metric values).
   """
-  targets, evaluation, _, path, step = _prepare(builder, output, checkpoint)
-  if evaluation is None or not targets:
+  settings = builder.settings
+  prepared = _Prepared(builder, output, checkpoint)
+  if prepared.evaluation is None or not prepared.targets:
     raise ConfigurationError(
         'Nothing to evaluate: give --data-eval or --eval-target.')
-  tracker = _tracking.create(builder.args, output)
-  tracker.start(_arguments(builder.args), _jobinfo.source(),
-                action='evaluate', resume=False)
-  tracker.set_tags(checkpoint=path, global_step=step)
+  evaluation = _evaluation.Evaluation(
+      prepared.evaluation, prepared.targets,
+      settings.checkpoints.best(builder.evaluation_metric))
+  tracker = _tracking.create(settings.tracking, output)
+  context = _callbacks.RunContext(
+      builder=builder, output=output, role='evaluate',
+      checkpoints=prepared.checkpoints, prediction=prepared.prediction)
+  arguments = (builder.args.to_dict() if hasattr(builder.args, 'to_dict')
+               else dict(vars(builder.args)))
+  callback_list = _callbacks.CallbackList(
+      _callbacks.builtin(settings, tracker, role='evaluate',
+                         source=_jobinfo.source(), arguments=arguments)
+      + list(callbacks) + list(builder.build_callbacks()), context)
+  path, step = prepared.path, prepared.step
+  logs = {'status': 'failed', 'step': step, 'reason': None, 'error': None,
+          'metrics': {}, 'model': None}
+  callback_list.on_train_begin({'step': step, 'max_steps': None,
+                                'batch_size': settings.validation.batch_size})
   try:
     with _validation.data_errors():
-      results = _validator.Validator(evaluation, targets,
-                                     tracker=tracker).validate(step)
-  except BaseException:
-    tracker.finish('failed')
+      results = evaluation.evaluate(step, checkpoint=path)
+    callback_list.on_evaluate_end(step, results)
+    logs.update(status='completed', metrics=results.primary)
+  except BaseException as e:
+    logs['error'] = f'{type(e).__name__}: {e}'
     raise
-  tracker.finish('completed')
+  finally:
+    callback_list.on_train_end(logs)
+  results = {name: dict(values) for name, values in results.items()}
   for name, values in results.items():
     logger.info('Evaluated %s at step %d on %s: %s', path, step, name,
-                '  '.join(f'{k} {v:.4g}' for k, v in values.items()))
+                '  '.join(f'{k} {v:.4g}' for k, v in values.items()
+                          if isinstance(v, (int, float))))
   summary = {'checkpoint': path, 'step': step, 'results': results}
   directory = os.path.join(output, 'evaluations')
   tf.io.gfile.makedirs(directory)
@@ -108,19 +131,9 @@ def export(builder, output, checkpoint=None, directory=None):
   Returns:
     The exported `tensorfx.prediction.Model`.
   """
-  _, _, prediction, path, _ = _prepare(builder, output, checkpoint)
+  prepared = _Prepared(builder, output, checkpoint)
   directory = directory or os.path.join(output, 'model')
-  _export.export(prediction, builder.dataset.schema, directory)
-  logger.info('Exported %s to %s', path, directory)
+  _export.export(prepared.prediction, builder.dataset.schema, directory)
+  logger.info('Exported %s to %s', prepared.path, directory)
   from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
   return Model.load(directory)
-
-
-def best_metric(args, builder):
-  """`(target, name, mode)` of `--best-metric`, or the model's default."""
-  return _args.parse_best_metric(getattr(args, 'best_metric', None),
-                                 tuple(builder.evaluation_metric))
-
-
-def _arguments(args):
-  return args.to_dict() if hasattr(args, 'to_dict') else dict(vars(args))

@@ -1,4 +1,13 @@
-"""The evaluator role: evaluate each new checkpoint once, keep the best."""
+"""The evaluator role: evaluate each new checkpoint once, keep the best.
+
+The same evaluation engine and callbacks as the chief's validation: every
+validation target (`--data-eval`, `--eval-batches`, `--eval-target`...),
+`--eval-interval-steps` (the checkpoints of those steps, and the last),
+`--validate-first` (the chief writes a checkpoint of step 0 for it),
+`--best-metric` and `--keep-best-checkpoints` (in `checkpoints/best/`),
+early stopping (it asks the chief to stop), TensorBoard, tuning reports
+and MLflow records (into the chief's run).
+"""
 
 import json
 import os
@@ -7,12 +16,17 @@ import time
 
 import tensorflow as tf
 
-from tensorfx import cloud
+from tensorfx import _jobdirs
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
+from tensorfx.data import _validation
+from tensorfx.training import _callbacks
+from tensorfx.training import _checkpoints
 from tensorfx.training import _cluster
-from tensorfx.training import _export
+from tensorfx.training import _evaluation
+from tensorfx.training import _jobinfo
 from tensorfx.training import _summaries
+from tensorfx.training import _tracking
 
 _STEP = re.compile(r'-(\d+)$')
 
@@ -22,92 +36,144 @@ class EvaluatorRun:
 
   Each checkpoint is evaluated exactly once (the steps done are kept in
   `summaries/eval/evaluated.json`, so a restarted evaluator carries on);
-  results go to `summaries/eval`; the best model by the builder's
-  `evaluation_metric` is exported to `best_model/` beside `model/`.
+  results go to `summaries/eval[_TARGET]`; the best model by
+  `--best-metric` (default: the builder's `evaluation_metric`) is
+  exported to `best_model/` beside `model/`.
+
+  Args:
+    builder: the `ModelBuilder`.
+    output: the job's output directory.
+    config: the `Configuration` (of the evaluator task).
+    poll_secs: seconds between looks for new checkpoints.
+    timeout_secs: how long to wait for the chief's analysis.
+    callbacks: the user's callbacks.
   """
 
   def __init__(self, builder, output, config, poll_secs=1.0,
-               timeout_secs=600.0):
+               timeout_secs=600.0, callbacks=()):
     self.builder = builder
     self.output = output
     self.config = config
     self.poll_secs = poll_secs
     self.timeout_secs = timeout_secs
-    dirs = cloud.output_dirs(output)
-    self.checkpoints = dirs['checkpoints']
-    self.summaries = dirs['summaries']
+    self.user_callbacks = list(callbacks)
+    dirs = _jobdirs.output_dirs(output)
+    self.paths = {
+        'checkpoints': dirs['checkpoints'],
+        'model': dirs['model'],
+        'summaries': dirs['summaries'],
+        'analysis': os.path.join(output, 'analysis'),
+        'job': os.path.join(output, 'job.yaml'),
+    }
     self.best_dir = os.path.join(os.path.dirname(dirs['model']), 'best_model')
     self.state_path = os.path.join(dirs['summaries'], 'eval',
                                    'evaluated.json')
 
   def run(self):
+    """Evaluates checkpoints until the chief records the end of the job.
+
+    Returns:
+      The evaluator's state: `evaluated` (steps), `best`, `best_step`.
+    """
     builder, dataset = self.builder, self.builder.dataset
+    settings = builder.settings
     start = time.time()
-    if getattr(builder.args, 'skip_bad_records', False):
+    if settings.data.skip_bad_records:
       dataset.skip_bad_records()
     if not dataset.analyzed:
-      _cluster.wait_for_analysis(dataset, os.path.join(self.output,
-                                                       'analysis'),
+      _cluster.wait_for_analysis(dataset, self.paths['analysis'],
                                  self.timeout_secs)
-    _, evaluation, prediction = builder.build_graph_interfaces(self.config)
-    if evaluation is None:
+    targets = _evaluation.prepare_targets(settings.validation, dataset)
+    with _validation.data_errors():
+      _, interface, prediction = builder.build_graph_interfaces(self.config)
+    if interface is None or not targets:
       raise ConfigurationError('The evaluator needs an eval source '
-                               '(--data-eval).')
-    checkpoint = tf.train.Checkpoint(global_step=builder.global_step,
-                                     model=builder)
-    summaries = _summaries.Summaries(self.summaries)
-    name, mode = builder.evaluation_metric
+                               '(--data-eval) or a validation target '
+                               '(--eval-target).')
+    best = settings.checkpoints.best(builder.evaluation_metric)
+    evaluation = _evaluation.Evaluation(interface, targets, best)
+    checkpoints = _checkpoints.Checkpoints(
+        self.paths['checkpoints'], builder.global_step,
+        keep_best=settings.checkpoints.keep_best, best_mode=best[2],
+        model=builder)
     state = self._load_state()
-    logger.info('Evaluator following %s (best by %s, %s)', self.checkpoints,
-                name, mode)
+    summaries = _summaries.Summaries(self.paths['summaries'])
+    context = _callbacks.RunContext(
+        builder=builder, output=self.output, role='evaluator',
+        paths=self.paths, checkpoints=checkpoints, summaries=summaries,
+        prediction=prediction)
+    tracker = _tracking.create(settings.tracking, self.output)
+    callbacks = _callbacks.CallbackList(
+        _callbacks.builtin(settings, tracker, role='evaluator',
+                           source=_jobinfo.source())
+        + [_callbacks.BestModelExport(self.best_dir, state.get('best'),
+                                      state.get('best_step'))]
+        + self.user_callbacks + list(builder.build_callbacks()), context)
+    exporter = callbacks.find(_callbacks.BestModelExport)
+    logger.info('Evaluator following %s (best by %s/%s, %s)',
+                self.paths['checkpoints'], best[0] or targets[0].name,
+                best[1], best[2])
+    logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
+            'metrics': {}, 'model': None}
+    callbacks.on_train_begin({'step': int(builder.global_step.numpy()),
+                              'max_steps': settings.loop.max_steps,
+                              'batch_size': settings.validation.batch_size})
+    asked_to_stop = False
     try:
       while True:
         finished = _cluster.job_finished(self.output, start)
-        for path in self._new_checkpoints(state):
+        for path in self._due(state, settings.validation.interval_steps,
+                              finished):
           step = int(_STEP.search(path).group(1))
           try:
-            checkpoint.restore(path).expect_partial()
+            checkpoints.restore(path, partial=True)
           except (tf.errors.NotFoundError, ValueError):
             logger.info('Checkpoint %s went away before evaluation', path)
             continue
-          results = _evaluate(evaluation)
-          summaries.scalars('eval', step, results)
-          if dataset['eval'].bad_records:
-            summaries.scalars('eval', step,
-                              {'bad_records': dataset['eval'].bad_records})
-          summaries.flush()
-          cloud.report_metrics(results, step, checkpoint_path=path)
+          with _validation.data_errors():
+            results = evaluation.evaluate(step, checkpoint=path)
+          callbacks.on_evaluate_end(step, results)
           state['evaluated'].append(step)
-          logger.info('Evaluated step %d: %s', step, '  '.join(
-              f'{k} {v:.4g}' for k, v in results.items()))
-          if name not in results:
-            raise ConfigurationError(
-                f'evaluation_metric {name!r} is not among the evaluation '
-                f'results {sorted(results)}.')
-          if _better(results[name], state.get('best'), mode):
-            _export.export(prediction, dataset.schema, self.best_dir)
-            state['best'] = results[name]
-            state['best_step'] = step
-            logger.info('New best model at step %d: %s %.4g', step, name,
-                        results[name])
+          state['best'], state['best_step'] = exporter.best, exporter.best_step
           self._save_state(state)
+          logs.update(step=step, metrics=results.primary)
+          if context.stop_requested and not asked_to_stop:
+            asked_to_stop = True
+            _callbacks.request_stop(self.output, step, context.stop_reason)
         if finished:
           break
         time.sleep(self.poll_secs)
+      logs.update(status='completed', reason=context.stop_reason)
+    except BaseException as e:
+      logs['error'] = f'{type(e).__name__}: {e}'
+      raise
     finally:
-      summaries.close()
+      try:
+        callbacks.on_train_end(logs)
+      finally:
+        summaries.close()
     logger.info('The job has ended; the evaluator evaluated %d checkpoints',
                 len(state['evaluated']))
     return state
 
-  def _new_checkpoints(self, state):
-    status = tf.train.get_checkpoint_state(self.checkpoints)
+  def _due(self, state, interval, finished):
+    """The checkpoints to evaluate now, oldest first.
+
+    With `--eval-interval-steps N` only those of steps that are multiples
+    of N, and the last one once the job has finished.
+    """
+    status = tf.train.get_checkpoint_state(self.paths['checkpoints'])
     if status is None:
       return []
     done = set(state['evaluated'])
     paths = [p for p in status.all_model_checkpoint_paths
              if _STEP.search(p) and int(_STEP.search(p).group(1)) not in done]
-    return sorted(paths, key=lambda p: int(_STEP.search(p).group(1)))
+    paths.sort(key=lambda p: int(_STEP.search(p).group(1)))
+    if interval:
+      last = status.model_checkpoint_path if finished else None
+      paths = [p for p in paths
+               if int(_STEP.search(p).group(1)) % interval == 0 or p == last]
+    return paths
 
   def _load_state(self):
     if tf.io.gfile.exists(self.state_path):
@@ -117,19 +183,7 @@ class EvaluatorRun:
 
   def _save_state(self, state):
     tf.io.gfile.makedirs(os.path.dirname(self.state_path))
-    with tf.io.gfile.GFile(self.state_path, 'w') as f:
+    with tf.io.gfile.GFile(self.state_path + '.tmp', 'w') as f:
       json.dump(state, f)
-
-
-def _evaluate(evaluation):
-  for metric in evaluation.metrics.values():
-    metric.reset_state()
-  evaluation.loop(evaluation.dataset())
-  return {name: float(metric.result())
-          for name, metric in evaluation.metrics.items()}
-
-
-def _better(value, best, mode):
-  if best is None:
-    return True
-  return value > best if mode == 'max' else value < best
+    tf.io.gfile.rename(self.state_path + '.tmp', self.state_path,
+                       overwrite=True)

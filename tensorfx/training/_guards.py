@@ -2,9 +2,11 @@
 
 The training loop stops inside its `tf.function` at the first step whose
 loss is not finite or above `--thres-loss` (a comparison on the device, no
-host synchronisation), and returns that step's loss. The trainer then hands
-each call's result to `LossGuard.check` on the host: one read per call of
-several steps, which the trainer makes anyway to read the global step.
+host synchronisation; under parameter servers, on each worker), and
+returns that step's loss. The outer loop then hands it to the loss-guard
+callback (`LossGuard.check_loss`) and checks each call's step count
+(`check_steps`): one read per call of several steps, which the loop makes
+anyway to read the global step.
 """
 
 import math
@@ -70,13 +72,19 @@ class LossGuard:
     """
     if not ran:
       return OK
-    if step - previous_step < ran:
-      raise TrainingError(
-          f'{ran} training steps advanced the global step from '
-          f'{previous_step} to {step}: each step must advance it by one '
-          '(a training step that overrides the loop must call '
-          'global_step.assign_add(1)). Stopping rather than repeating '
-          'steps without end.')
+    check_steps(previous_step, step, ran)
+    return self.check_loss(loss, step, checkpoint)
+
+  def check_loss(self, loss, step, checkpoint=None):
+    """Checks the loss the loop stopped on (or its last one).
+
+    Returns:
+      `OK`, or `RESTORE` (see `check`).
+
+    Raises:
+      TrainingError: the loss is not finite and no restore is left.
+      HighLossError: the loss is above `thres_loss`.
+    """
     loss = float(loss)
     last = f' The last checkpoint is {checkpoint}.' if checkpoint else ''
     if not math.isfinite(loss):
@@ -96,3 +104,26 @@ class LossGuard:
           f'--thres-loss {self.thres_loss:g}; stopping a diverging run. '
           f'Lower the learning rate or raise --thres-loss.{last}')
     return OK
+
+
+def check_steps(previous_step, step, ran):
+  """Raises unless `ran` steps advanced the global step by at least `ran`.
+
+  (Parameter-server steps run at least once, maybe twice: more is fine.)
+
+  Raises:
+    TrainingError: a step did not advance the global step, which would
+      repeat steps without end.
+  """
+  if ran and step - previous_step < ran:
+    raise TrainingError(
+        f'{ran} training steps advanced the global step from '
+        f'{previous_step} to {step}: each step must advance it by one '
+        '(a training step that overrides the loop must call '
+        'global_step.assign_add(1)). Stopping rather than repeating '
+        'steps without end.')
+
+
+def bad_loss(loss, limit=math.inf):
+  """Whether the loop stopped on `loss`: not finite, or above `limit`."""
+  return loss is not None and (not math.isfinite(loss) or loss > limit)

@@ -86,6 +86,11 @@ class JobRecord:
     }
 
   @property
+  def arguments(self):
+    """The job's arguments, as recorded (a dict)."""
+    return dict(self._record['arguments'])
+
+  @property
   def source(self):
     """The trainer's path and git provenance (commit, branch, dirty)."""
     return dict(self._record['source'])

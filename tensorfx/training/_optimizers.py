@@ -25,13 +25,10 @@ import tensorflow as tf
 import tf_keras
 
 from tensorfx._errors import ConfigurationError
-
-OPTIMIZERS = ('adam', 'sgd', 'rmsprop', 'adagrad', 'ftrl')
-SCHEDULES = ('constant', 'exponential', 'inverse-time', 'polynomial',
-             'cosine', 'cosine-restarts', 'linear-cosine', 'natural-exp')
-
-# The learning rate when neither the arguments nor a subclass set one.
-DEFAULT_LEARNING_RATE = 0.001
+from tensorfx.training._settings.optimizer import DEFAULT_LEARNING_RATE
+from tensorfx.training._settings.optimizer import OPTIMIZERS
+from tensorfx.training._settings.optimizer import OptimizerSettings
+from tensorfx.training._settings.optimizer import SCHEDULES
 
 
 def build_optimizer(args):
@@ -47,7 +44,7 @@ def build_optimizer(args):
     1.0
 
   Args:
-    args: the `ModelArguments`.
+    args: the `ModelArguments`, or their `OptimizerSettings`.
 
   Returns:
     A `tf_keras.optimizers.Optimizer`.
@@ -56,10 +53,11 @@ def build_optimizer(args):
     ConfigurationError: an unknown optimizer or schedule, or a schedule
       without the values it needs.
   """
-  name = _get(args, 'optimizer', 'adam')
+  settings = _settings(args)
+  name = settings.optimizer
   clipping = {}
-  clip_norm = _get(args, 'clip_norm')
-  clip_value = _get(args, 'clip_value')
+  clip_norm = settings.clip_norm
+  clip_value = settings.clip_value
   if clip_norm is not None and clip_value is not None:
     # tf_keras would silently apply only the norm.
     raise ConfigurationError(
@@ -69,14 +67,14 @@ def build_optimizer(args):
     clipping['global_clipnorm'] = float(clip_norm)
   if clip_value is not None:
     clipping['clipvalue'] = float(clip_value)
-  learning_rate = build_learning_rate(args)
-  momentum = float(_get(args, 'momentum', 0.0) or 0.0)
+  learning_rate = build_learning_rate(settings)
+  momentum = settings.momentum
   if name == 'adam':
     return tf_keras.optimizers.Adam(learning_rate=learning_rate, **clipping)
   if name == 'sgd':
     return tf_keras.optimizers.SGD(
         learning_rate=learning_rate, momentum=momentum,
-        nesterov=bool(_get(args, 'nesterov', False)), **clipping)
+        nesterov=settings.nesterov, **clipping)
   if name == 'rmsprop':
     return tf_keras.optimizers.RMSprop(learning_rate=learning_rate,
                                        momentum=momentum, **clipping)
@@ -100,42 +98,43 @@ def build_learning_rate(args):
     0.0
 
   Args:
-    args: the `ModelArguments`.
+    args: the `ModelArguments`, or their `OptimizerSettings`.
 
   Returns:
     A float for a constant rate without warmup, else a schedule.
   """
-  rate = float(_get(args, 'learning_rate') or DEFAULT_LEARNING_RATE)
-  kind = _get(args, 'learning_rate_schedule', 'constant')
-  warmup = int(_get(args, 'warmup_steps', 0) or 0)
-  schedule = _schedule(args, kind, rate, warmup)
+  settings = _settings(args)
+  rate = settings.learning_rate or DEFAULT_LEARNING_RATE
+  kind = settings.schedule
+  warmup = settings.warmup_steps
+  schedule = _schedule(settings, kind, rate, warmup)
   if warmup > 0:
     return LinearWarmup(schedule if schedule is not None else rate, warmup)
   return rate if schedule is None else schedule
 
 
-def _schedule(args, kind, rate, warmup):
+def _schedule(settings, kind, rate, warmup):
   if kind == 'constant':
     return None
   if kind not in SCHEDULES:
     raise ConfigurationError(
         f'--learning-rate-schedule must be one of {", ".join(SCHEDULES)}. '
         f'Received: --learning-rate-schedule={kind}')
-  steps = _decay_steps(args, kind, warmup)
-  end = _get(args, 'end_learning_rate')
+  steps = _decay_steps(settings, kind, warmup)
+  end = settings.end_learning_rate
   end = 0.0 if end is None else float(end)
   # The cosine schedules express their floor as a fraction of the rate.
   alpha = end / rate
   schedules = tf_keras.optimizers.schedules
   if kind == 'exponential':
-    return schedules.ExponentialDecay(rate, steps, _decay_rate(args, kind))
+    return schedules.ExponentialDecay(rate, steps, _decay_rate(settings, kind))
   if kind == 'natural-exp':
     # rate * exp(-decay_rate * step / decay_steps), TF1's natural_exp_decay,
     # is exponential decay by exp(-decay_rate) per decay_steps.
     return schedules.ExponentialDecay(
-        rate, steps, math.exp(-_decay_rate(args, kind)))
+        rate, steps, math.exp(-_decay_rate(settings, kind)))
   if kind == 'inverse-time':
-    return schedules.InverseTimeDecay(rate, steps, _decay_rate(args, kind))
+    return schedules.InverseTimeDecay(rate, steps, _decay_rate(settings, kind))
   if kind == 'polynomial':
     return schedules.PolynomialDecay(rate, steps, end)
   if kind == 'cosine':
@@ -145,26 +144,26 @@ def _schedule(args, kind, rate, warmup):
   return LinearCosineDecay(rate, steps, end_learning_rate=end)
 
 
-def _decay_steps(args, kind, warmup):
-  steps = _get(args, 'decay_steps')
+def _decay_steps(settings, kind, warmup):
+  steps = settings.decay_steps
+  max_steps = settings.max_steps
   if steps is None:
     # By default the decay spans the run's updates after the warmup.
-    max_steps = _get(args, 'max_steps')
-    accumulation = int(_get(args, 'accumulation_steps', 1) or 1)
-    if max_steps is not None and max_steps > 0:
+    accumulation = settings.accumulation_steps
+    if max_steps is not None:
       steps = max_steps // accumulation - warmup
     if steps is None or steps <= 0:
       raise ConfigurationError(
           f'--learning-rate-schedule {kind} needs --decay-steps (a positive '
           'integer), or a positive --max-steps (divided by '
           '--accumulation-steps) longer than --warmup-steps to default to. '
-          f'Received: --decay-steps={_get(args, "decay_steps")} '
+          f'Received: --decay-steps={settings.decay_steps} '
           f'--max-steps={max_steps}')
   return int(steps)
 
 
-def _decay_rate(args, kind):
-  rate = _get(args, 'decay_rate')
+def _decay_rate(settings, kind):
+  rate = settings.decay_rate
   if rate is None:
     raise ConfigurationError(
         f'--learning-rate-schedule {kind} needs --decay-rate. '
@@ -340,6 +339,7 @@ class GradientAccumulator(tf.Module):
     return tf.constant(True)
 
 
-def _get(args, name, default=None):
-  value = getattr(args, name, None)
-  return default if value is None else value
+def _settings(args):
+  if isinstance(args, OptimizerSettings):
+    return args
+  return OptimizerSettings.from_args(args)

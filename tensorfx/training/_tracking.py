@@ -33,18 +33,12 @@ import time
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 
-INSTALL = 'pip install tensorfx[tracking]'
+INSTALL = 'pip install "tensorfx-sdk[tracking]"'
 DEFAULT_DB = 'mlruns.db'
 # MLflow's limits on a parameter's and a tag's value.
 _PARAM_LIMIT = 6000
 _TAG_LIMIT = 8000
 _BATCH = 100  # Parameters per log_batch call (MLflow's limit).
-
-
-def requested(args):
-  """Whether the arguments ask for experiment tracking."""
-  return bool(getattr(args, 'experiment', None) or
-              getattr(args, 'tracking_uri', None))
 
 
 def require_mlflow():
@@ -74,15 +68,15 @@ def default_uri(output):
   return 'sqlite:///' + os.path.abspath(os.path.join(output, DEFAULT_DB))
 
 
-def create(args, output, enabled=True):
+def create(settings, output, enabled=True):
   """The tracker the arguments ask for: an `MlflowTracker` or a no-op one.
 
   Example:
-    >>> tracker = create(args, '/tmp/job')  # --experiment iris
+    >>> tracker = create(TrackingSettings(experiment='iris'), '/tmp/job')
     >>> tracker.start(args.to_dict(), {'commit': 'abc', 'dirty': False})
 
   Args:
-    args: the `ModelArguments` (`--experiment`, `--tracking-uri`).
+    settings: the `TrackingSettings` (`--experiment`, `--tracking-uri`).
     output: the job's output directory.
     enabled: False gives the no-op tracker (a task that is not the chief).
 
@@ -90,12 +84,12 @@ def create(args, output, enabled=True):
     ConfigurationError: tracking is asked for but MLflow is missing, or
       the store cannot be reached.
   """
-  if not enabled or not requested(args):
+  if not enabled or not settings.enabled:
     return Tracker()
   require_mlflow()
-  uri = (getattr(args, 'tracking_uri', None) or
-         os.environ.get('MLFLOW_TRACKING_URI') or default_uri(output))
-  experiment = getattr(args, 'experiment', None) or 'tensorfx'
+  uri = (settings.uri or os.environ.get('MLFLOW_TRACKING_URI') or
+         default_uri(output))
+  experiment = settings.experiment or 'tensorfx'
   return MlflowTracker(uri, experiment, output)
 
 

@@ -60,6 +60,9 @@ _CREATE = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+)/'
 _GET = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+/'
                   r'(?:customJobs|hyperparameterTuningJobs)/[^/]+)$')
 
+_CANCEL = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+/'
+                     r'(?:customJobs|hyperparameterTuningJobs)/[^/]+):cancel$')
+
 
 class FakeVertex:
   """Vertex AI's job API on loopback: records requests, scripts job states.
@@ -100,6 +103,14 @@ class FakeVertex:
         body = json.loads(self.rfile.read(length) or b'{}')
         path = self.path.split('?')[0]
         fake.requests.append(('POST', path, body))
+        cancel = _CANCEL.match(path)
+        if cancel:
+          job = fake.jobs.get(cancel[1])
+          if job is None:
+            return self._answer(404, _status(404, 'NOT_FOUND', path))
+          fake.states = ['JOB_STATE_CANCELLING', 'JOB_STATE_CANCELLED']
+          fake._reads[cancel[1]] = 0
+          return self._answer(200, {})
         match = _CREATE.match(path)
         if not match:
           return self._answer(404, _status(404, 'NOT_FOUND', path))
@@ -171,3 +182,85 @@ def as_message(cls, body):
   from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   message = cls.from_json(json.dumps(body))
   return json_format.MessageToDict(cls.pb(message))
+
+
+class FakeLogging:
+  """Cloud Logging's `entries.list` on loopback, over scripted entries.
+
+  Answers as the service does: entries matching the request's
+  `resource.labels.job_id` and `timestamp>=` clauses, oldest first, in
+  pages of `pageSize` with a `nextPageToken`. `batches` are revealed one
+  per request, so a follower sees lines arrive.
+
+  Attributes:
+    url: the endpoint to give the client.
+    requests: the JSON bodies received, in order.
+    batches: lists of entries (LogEntry JSON dicts) revealed in turn.
+  """
+
+  def __init__(self):
+    self.requests = []
+    self.batches = []
+    self._visible = []
+    fake = self
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+
+      def log_message(self, *args):  # pylint: disable=arguments-differ
+        pass
+
+      def do_POST(self):  # pylint: disable=invalid-name
+        length = int(self.headers.get('Content-Length') or 0)
+        body = json.loads(self.rfile.read(length) or b'{}')
+        fake.requests.append(body)
+        if self.path.split('?')[0] != '/v2/entries:list':
+          code, payload = 404, _status(404, 'NOT_FOUND', self.path)
+        else:
+          code, payload = 200, fake._list(body)
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    self.url = f'http://127.0.0.1:{self._server.server_port}'
+    self._thread = threading.Thread(target=self._server.serve_forever,
+                                    kwargs={'poll_interval': 0.02},
+                                    daemon=True)
+    self._thread.start()
+
+  def _list(self, body):
+    if self.batches and not body.get('pageToken'):
+      self._visible.extend(self.batches.pop(0))
+    text = body.get('filter', '')
+    job = re.search(r'resource\.labels\.job_id="([^"]+)"', text)
+    since = re.search(r'timestamp>="([^"]+)"', text)
+    entries = [e for e in self._visible
+               if (not job or e['resource']['labels']['job_id'] == job[1])
+               and (not since or _ts(e['timestamp']) >= _ts(since[1]))]
+    entries.sort(key=lambda e: _ts(e['timestamp']))
+    start = int(body.get('pageToken') or 0)
+    size = int(body.get('pageSize') or 50)
+    page = {'entries': entries[start:start + size]}
+    if start + size < len(entries):
+      page['nextPageToken'] = str(start + size)
+    return page
+
+  def close(self):
+    self._server.shutdown()
+    self._server.server_close()
+
+
+def _ts(text):
+  import datetime  # pylint: disable=g-import-not-at-top
+  return datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+
+
+@pytest.fixture
+def cloud_logging():
+  """A FakeLogging, closed after the test."""
+  server = FakeLogging()
+  yield server
+  server.close()

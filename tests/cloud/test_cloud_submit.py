@@ -24,7 +24,7 @@ from tensorfx.tools import main
 
 JOB_DIR = f'gs://{BUCKET}/iris/1'
 SDIST = f'gs://{BUCKET}/staging/iris_1/packages/iris-0.0.0.tar.gz'
-TENSORFX = f'gs://{BUCKET}/tensorfx/tensorfx-0.1.0.tar.gz'
+TENSORFX = f'gs://{BUCKET}/tensorfx/tensorfx_sdk-0.1.0.tar.gz'
 
 
 @pytest.fixture(autouse=True)

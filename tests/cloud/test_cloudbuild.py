@@ -2,7 +2,9 @@
 
 import os
 import subprocess
+import tomllib
 
+from packaging.specifiers import SpecifierSet
 import yaml
 
 from conftest import ROOT
@@ -103,12 +105,13 @@ def test_dockerfile_installs_the_built_wheel_on_the_pinned_python():
   with open(os.path.join(ROOT, 'Dockerfile')) as f:
     lines = [l.strip() for l in f.read().splitlines()
              if l.strip() and not l.lstrip().startswith('#')]
-  with open(os.path.join(ROOT, 'setup.py')) as f:
-    assert "python_requires='>=3.11,<3.12'" in f.read()
+  with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
+    requires = tomllib.load(f)['project']['requires-python']
   assert lines[0] == 'FROM python:3.11-slim'
+  assert SpecifierSet(requires).contains('3.11')
   assert 'ARG TENSORFLOW_EXTRA=' in lines
   assert 'COPY dist/*.whl /tmp/wheels/' in lines
-  assert any('pip install /tmp/wheels/tensorfx-*.whl' in l for l in lines)
+  assert any('pip install /tmp/wheels/tensorfx_sdk-*.whl' in l for l in lines)
   # Vertex replaces the entrypoint with the request's command; run by hand,
   # the image is the tensorfx command line.
   assert 'ENTRYPOINT ["python", "-m", "tensorfx"]' in lines

@@ -19,6 +19,7 @@ import tensorflow as tf
 import yaml
 
 from conftest import IRIS
+from test_trainer import _scalars
 
 TIMEOUT = 240
 _PID = re.compile(r'(\S+) \(pid (\d+)\)')
@@ -154,6 +155,46 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
   assert evaluated['evaluated'] == sorted(set(evaluated['evaluated']))
   assert evaluated['evaluated'][-1] == _step(output)
   assert evaluated['best'] >= 0.93
+  run.assert_all_exited()
+
+
+def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
+  # The evaluator evaluates as the chief would: every target, the interval,
+  # step 0 first, the batches asked for, the best metric and the K best.
+  run = cluster('ev', 'evaluator=1', '--max-steps', '300',
+                '--checkpoint-interval-steps', '50', '--keep-checkpoints', '10',
+                '--eval-interval-steps', '100', '--validate-first',
+                '--eval-batches', '2', '--eval-batch-size', '5',
+                '--eval-target', 'holdout', 'data=data/eval.csv', 'batches=1',
+                'batch_size=8',
+                '--best-metric', 'holdout/accuracy:max',
+                '--keep-best-checkpoints', '2')
+  assert run.wait() == 0, run.text[-4000:]
+  output = tmp_path / 'ev'
+  evaluated = yaml.safe_load(
+      (output / 'summaries' / 'eval' / 'evaluated.json').read_text())
+  assert evaluated['evaluated'] == [0, 100, 200, 300]
+  evaluator = [l for l in run.lines if l.startswith('[evaluator')]
+  assert sum('Evaluation at step' in l and 'on 10 examples' in l
+             for l in evaluator) == 4, '\n'.join(evaluator)
+  assert sum('Validation holdout at step' in l and 'on 8 examples' in l
+             for l in evaluator) == 4, '\n'.join(evaluator)
+  # The chief left validation to the evaluator.
+  assert not any('Evaluation at step' in l for l in run.lines
+                 if l.startswith('[chief'))
+  holdout = dict(_scalars(str(output / 'summaries' / 'eval_holdout'))
+                 ['accuracy'])
+  assert sorted(holdout) == [0, 100, 200, 300]
+  assert sorted(dict(_scalars(str(output / 'summaries' / 'eval'))['loss'])) \
+      == [0, 100, 200, 300]
+  # The best two by holdout accuracy are kept; the best model is the best.
+  kept = yaml.safe_load(
+      (output / 'checkpoints' / 'best' / 'best.json').read_text())['best']
+  ranked = sorted(holdout.items(), key=lambda item: -item[1])
+  assert [e['value'] for e in kept] == [v for _, v in ranked[:2]]
+  assert evaluated['best'] == ranked[0][1]
+  assert holdout[evaluated['best_step']] == ranked[0][1]
+  assert (output / 'best_model' / 'saved_model.pb').exists()
   run.assert_all_exited()
 
 

@@ -17,12 +17,13 @@ import yaml
 from conftest import IRIS
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _jobinfo
+from tensorfx.training import _settings
 from tensorfx.training import _tracking
 from tensorfx.training._args import ModelArguments
 from test_trainer import _train
 
 mlflow = pytest.importorskip('mlflow', reason='the tracking extra '
-                             '(pip install tensorfx[tracking]) is not '
+                             '(pip install "tensorfx-sdk[tracking]") is not '
                              'installed')
 from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -107,8 +108,9 @@ def test_another_experiment_on_the_same_store_is_another_run(
 
 def test_tracking_is_off_unless_asked(tmp_path):
   args = ModelArguments.parse(['--output', str(tmp_path)])
-  assert not _tracking.requested(args)
-  tracker = _tracking.create(args, str(tmp_path))
+  settings = _settings.TrackingSettings.from_args(args)
+  assert not settings.enabled
+  tracker = _tracking.create(settings, str(tmp_path))
   assert not tracker.enabled
   tracker.start({}, {})
   tracker.log_train(1, {'loss': 1.0})
@@ -122,7 +124,7 @@ def test_asking_for_tracking_without_mlflow_names_the_extra(monkeypatch):
       importlib.util, 'find_spec',
       lambda name, *a: None if name == 'mlflow' else find_spec(name, *a))
   with pytest.raises(ConfigurationError,
-                     match=r'pip install tensorfx\[tracking\]'):
+                     match=r'pip install "tensorfx-sdk\[tracking\]"'):
     ModelArguments.parse(['--experiment', 'iris'])
   # Without the flags nothing needs MLflow.
   assert ModelArguments.parse([]).experiment is None

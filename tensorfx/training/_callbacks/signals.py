@@ -1,0 +1,40 @@
+"""Preemption: SIGTERM and SIGINT save a checkpoint and stop the run."""
+
+import signal
+
+from tensorfx._logging import logger
+from tensorfx.training._callbacks import base
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class SignalStop(base.Callback):
+  """Turns SIGTERM (preemption) and SIGINT (Ctrl-C) into a clean stop.
+
+  The first signal asks the loop to stop after the steps in flight; the
+  run saves a checkpoint and exits with 128 + the signal (143, 130). A
+  second signal interrupts at once (KeyboardInterrupt).
+  """
+
+  def __init__(self):
+    super().__init__()
+    self._previous = {}
+
+  def on_train_begin(self, logs):
+    try:
+      self._previous = {s: signal.signal(s, self._stop) for s in _SIGNALS}
+    except ValueError:  # Not the main thread: leave signals alone.
+      self._previous = {}
+
+  def on_train_end(self, logs):
+    for s, handler in self._previous.items():
+      signal.signal(s, handler)
+    self._previous = {}
+
+  def _stop(self, signum, frame):
+    del frame
+    if self.context.exit_code is not None:
+      raise KeyboardInterrupt
+    self.context.stop(f'signal {signum}', exit_code=128 + signum)
+    logger.warning('Received signal %d: saving a checkpoint and stopping',
+                   signum)

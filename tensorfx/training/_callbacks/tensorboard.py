@@ -1,0 +1,37 @@
+"""TensorBoard: training and validation scalars, and the training graph."""
+
+from tensorfx.training import _targets
+from tensorfx.training._callbacks import base
+
+
+class TensorBoardCallback(base.Callback):
+  """Writes `summaries/train` and `summaries/eval[_TARGET]` for TensorBoard.
+
+  Training scalars (loss, examples/s, steps/s, learning rate, gradient
+  norm) at each log interval; each validation target's metrics at each validation; the
+  training loop's graph once training has started (the Graphs tab).
+  """
+
+  def __init__(self):
+    super().__init__()
+    self._graph_written = False
+
+  def on_step_end(self, step, logs):
+    summaries = self.context.summaries
+    summaries.scalars('train', step, {k: v for k, v in logs.items()
+                                      if isinstance(v, (int, float))})
+    if not self._graph_written:
+      # After the line of the first step (which this waits for): the
+      # graph is traced by then.
+      self._graph_written = True
+      trace = self.context.training_graph
+      if trace is not None:
+        summaries.graph('train', trace())
+
+  def on_evaluate_end(self, step, results):
+    summaries = self.context.summaries
+    for name, values in results.items():
+      summaries.scalars(_targets.summaries_dir(name), step,
+                        {k: v for k, v in values.items()
+                         if isinstance(v, (int, float))})
+    summaries.flush()

@@ -1,0 +1,74 @@
+"""MLflow experiment records as a callback."""
+
+import json
+
+from tensorfx.training._callbacks import base
+
+# on_train_end's status -> the tracker's.
+_STATUS = {'completed': 'completed', 'stopped': 'completed',
+           'interrupted': 'interrupted', 'failed': 'failed'}
+
+
+class TrackingCallback(base.Callback):
+  """Records the run in an experiment store (`--experiment`).
+
+  Args:
+    tracker: the `Tracker` (`tensorfx.training._tracking.create`).
+    arguments: the resolved arguments (a dict), recorded as parameters.
+    source: git provenance of the trainer.
+    action: what the run does: 'train' or 'evaluate'.
+    owner: whether this run starts and ends the store's run; the
+      evaluator task records into the chief's run without ending it.
+  """
+
+  def __init__(self, tracker, arguments, source, action='train', owner=True):
+    super().__init__()
+    self.tracker = tracker
+    self._arguments = arguments
+    self._source = source
+    self._action = action
+    self._owner = owner
+    self._tracked_checkpoint = None
+
+  def on_train_begin(self, logs):
+    self.tracker.start(self._arguments, self._source, action=self._action,
+                       resume=self._action == 'train')
+
+  def on_step_end(self, step, logs):
+    self.tracker.log_train(step, {k: logs[k] for k in
+                                  ('loss', 'examples_per_sec') if k in logs})
+
+  def on_checkpoint(self, step, path):
+    if step == self._tracked_checkpoint:
+      return
+    self._tracked_checkpoint = step
+    checkpoints = self.context.checkpoints
+    self.tracker.log_checkpoint(step, path, recent=checkpoints.recent
+                                if checkpoints is not None else ())
+
+  def on_evaluate_end(self, step, results):
+    for name, values in results.items():
+      self.tracker.log_validation(step, name, {
+          k: v for k, v in values.items() if isinstance(v, (int, float))})
+    if results.checkpoint and self._action == 'evaluate':
+      self.tracker.set_tags(checkpoint=results.checkpoint, global_step=step)
+    checkpoints = self.context.checkpoints
+    if checkpoints is not None and checkpoints.keep_best_count:
+      self.tracker.set_tags(**{'checkpoints.best': [
+          e['path'] for e in checkpoints.best]})
+
+  def on_train_end(self, logs):
+    if not self._owner:
+      return
+    tags = {}
+    if logs.get('error'):
+      tags['error'] = logs['error']
+    if logs.get('reason'):
+      tags['stopped'] = logs['reason']
+    if logs.get('model'):
+      tags['model'] = logs['model']
+    if logs.get('nan_restores'):
+      tags['nan_restores'] = json.dumps(logs['nan_restores'])
+    if tags:
+      self.tracker.set_tags(**tags)
+    self.tracker.finish(_STATUS.get(logs.get('status'), 'completed'))

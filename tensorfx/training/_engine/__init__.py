@@ -1,0 +1,29 @@
+"""The engine: what turns a ModelBuilder's hooks into steps and loops.
+
+The user writes hooks (`ModelBuilder`); the trainer owns this engine, which
+calls them: variables are created once (`variables`), the training step is
+traced (`train_step`) and run by a loop for the strategy at hand
+(`local_loop` for one device or mirrored replicas, `ps_loop` for parameter
+servers), evaluation has its own graph (`evaluation_graph`) and the
+exported model its serving signatures (`serving`). `graphs` assembles the
+three interfaces the trainer drives.
+
+The engine keeps the state that must be checkpointed with the model (the
+global step, the optimizer, the evaluation metrics, the gradient
+accumulator) as attributes of the builder, a `tf.Module`: one checkpoint
+of the builder holds all of it.
+"""
+
+from tensorfx.training._engine.graphs import build_graph_interfaces
+from tensorfx.training._engine.graphs import evaluation_graph
+from tensorfx.training._engine.graphs import prediction_graph
+from tensorfx.training._engine.graphs import training_graph
+from tensorfx.training._engine.variables import warm_start_variables
+
+__all__ = [
+    'build_graph_interfaces',
+    'evaluation_graph',
+    'prediction_graph',
+    'training_graph',
+    'warm_start_variables',
+]

@@ -1,0 +1,100 @@
+"""The evaluation graph: metrics over a pass of any source.
+
+Traced inside `tf.function`s and run on each replica: the hooks
+`build_inference`, `build_output`, `build_training` (for the loss) and
+`build_evaluation` (to update the metrics) are called for every batch; a
+validation target with its own computation calls `build_inference` and
+`build_output`, then its function.
+"""
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.training import _interfaces
+from tensorfx.training._engine import strategies
+
+
+def build(builder):
+  """Builds the `EvaluationInterface` (None without anything to evaluate)."""
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  settings = builder.settings
+  default_batch = settings.validation.batch_size or settings.loop.batch_size
+  # The default target reads `eval`; --eval-target adds others.
+  if 'eval' not in builder.dataset and not settings.validation.targets:
+    return None
+
+  loss_metric = tf_keras.metrics.Mean(name='loss')
+  builder._eval_loss = loss_metric  # pylint: disable=protected-access
+  metrics = {'loss': loss_metric}
+  metrics.update(getattr(builder, '_evaluation_metrics', {}))
+  global_step = builder.global_step
+  strategy = builder.strategy
+  replicated = strategies.replicated(strategy)
+
+  def eval_step(inputs):
+    inferences = builder.build_inference(inputs, training=False)
+    outputs = builder.build_output(inferences)
+    loss, _ = builder.build_training(global_step, inputs, inferences)
+    size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
+    loss_metric.update_state(tf.cast(loss, tf.float32),
+                             sample_weight=tf.cast(size, tf.float32))
+    builder.build_evaluation(inputs, outputs)
+    return size
+
+  def run_step(inputs):
+    if replicated:
+      return strategy.reduce(tf.distribute.ReduceOp.SUM,
+                             strategy.run(eval_step, (inputs,)), axis=None)
+    return eval_step(inputs)
+
+  @tf.function
+  def loop(data):
+    count = tf.constant(0, tf.int64)
+    for inputs in data:
+      count += run_step(inputs)
+    return count
+
+  step = tf.function(run_step)
+  computations = {}
+
+  def compute(fn):
+    # A validation target's own computation (ValidationTarget.compute),
+    # traced once per function.
+    if fn not in computations:
+
+      def target_step(inputs):
+        outputs = builder.build_output(
+            builder.build_inference(inputs, training=False))
+        values = fn(inputs, outputs)
+        if not isinstance(values, dict):
+          raise ConfigurationError(
+              'A validation target\'s computation '
+              f'({getattr(fn, "__qualname__", fn)}) must return a dict of '
+              f'tensors by name. Received: {values!r}')
+        size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
+        return dict(values), size
+
+      def run_target_step(inputs):
+        if not replicated:
+          return target_step(inputs)
+        values, size = strategy.run(target_step, (inputs,))
+        # One value per batch: the replicas' mean.
+        return ({k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v,
+                                    axis=None) for k, v in values.items()},
+                strategy.reduce(tf.distribute.ReduceOp.SUM, size, axis=None))
+
+      computations[fn] = tf.function(run_target_step)
+    return computations[fn]
+
+  def dataset(source='eval', batch_size=None, batches=None):
+    data = builder.build_input(source, batch_size or default_batch, 1, False)
+    if batches:
+      data = data.take(batches)
+    if replicated:
+      return strategy.experimental_distribute_dataset(
+          strategies.shard_by_data(data))
+    return data
+
+  return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
+                                         metrics=metrics, step=step,
+                                         compute=compute)

@@ -1,0 +1,55 @@
+"""The three graph interfaces, built under the strategy the job calls for."""
+
+import tensorflow as tf
+
+from tensorfx.training import _interfaces
+from tensorfx.training._engine import evaluation_graph as _evaluation
+from tensorfx.training._engine import serving as _serving
+from tensorfx.training._engine import training_graph as _training
+
+
+def build_graph_interfaces(builder, config):
+  """Builds the training, evaluation and (deferred) prediction interfaces.
+
+  Creates the strategy, then every variable under its scope, then the
+  interfaces.
+
+  What `ModelBuilder.build_graph_interfaces(config)` does by default; it
+  calls the builder's `build_training_graph`, `build_evaluation_graph` and
+  `build_prediction_graph`, so overriding one of them takes effect here.
+  """
+  builder._strategy = config.create_device_setter(builder.args)  # pylint: disable=protected-access
+  if builder.dataset.features is not None:
+    # Made after connecting to the cluster (which renames this task's
+    # devices) but outside the strategy's scope: evaluation and serving
+    # run it here, never on a parameter-server worker.
+    _ = builder.transform_layer
+  strategy = builder.strategy
+  with strategy.scope():
+    builder.global_step = tf.Variable(
+        0, dtype=tf.int64, trainable=False, name='global_step',
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    training = builder.build_training_graph()
+    evaluation = builder.build_evaluation_graph()
+
+  def build_prediction():
+    with strategy.scope():
+      return builder.build_prediction_graph()
+
+  return training, evaluation, _interfaces.DeferredPrediction(
+      build_prediction)
+
+
+def training_graph(builder):
+  """The `TrainingInterface`: what `ModelBuilder.build_training_graph` does."""
+  return _training.build(builder)
+
+
+def evaluation_graph(builder):
+  """The `EvaluationInterface`: `ModelBuilder.build_evaluation_graph`."""
+  return _evaluation.build(builder)
+
+
+def prediction_graph(builder):
+  """The `PredictionInterface`: `ModelBuilder.build_prediction_graph`."""
+  return _serving.build(builder)

@@ -1,0 +1,85 @@
+"""The training loop of a parameter-server cluster's chief.
+
+The chief schedules closures of several steps on the workers through a
+`ClusterCoordinator`; a closure lost with its worker runs again on another
+(so steps run at least once). Each closure stops, on its worker, at the
+first step whose loss is not finite or above `--thres-loss`, and returns
+that loss: the guards see every step's loss, not only the last of each
+closure.
+"""
+
+import math
+
+import tensorflow as tf
+
+
+def make_loop(builder, train_step, epochs, shuffle, loss_limit,
+              steps_per_closure):
+  """The chief's loop over per-worker datasets.
+
+  Args:
+    builder: the `ModelBuilder` (its `build_input` makes each worker's
+      dataset).
+    train_step: the per-replica training step.
+    epochs: passes over the training data per worker (None: forever).
+    shuffle: whether the workers shuffle.
+    loss_limit: the largest loss a step may have (inf for none).
+    steps_per_closure: the steps of each closure.
+
+  Returns:
+    `(loop, per_worker_dataset)`: `loop(iterator, num_steps) -> (loss,
+    steps_run)`, a Python function, and the per-worker dataset to make its
+    iterator from. The loss is the first bad loss of any closure, else the
+    mean of the closures' last losses.
+  """
+  strategy = builder.strategy
+  coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+  builder._untracked.coordinator = coordinator  # pylint: disable=protected-access
+  global_step = builder.global_step
+  batch_size = builder.settings.loop.batch_size
+  # Tables made under the strategy's scope get a copy on each worker.
+  worker_layer = (builder.dataset.transform_output.transform_features_layer()
+                  if builder.dataset.features is not None else None)
+
+  def dataset_fn(context=None):
+    del context
+    builder._untracked.worker_layer = worker_layer  # pylint: disable=protected-access
+    try:
+      return builder.build_input('train', batch_size, epochs, shuffle)
+    finally:
+      builder._untracked.worker_layer = None  # pylint: disable=protected-access
+
+  per_worker = coordinator.create_per_worker_dataset(dataset_fn)
+
+  @tf.function(autograph=False)
+  def worker_loop(iterator, num_steps):
+    def body(steps, _, __):
+      loss = strategy.run(train_step, (next(iterator),))
+      return steps + 1, loss, tf.logical_and(tf.math.is_finite(loss),
+                                             loss <= loss_limit)
+
+    steps, loss, _ = tf.while_loop(
+        lambda steps, _, ok: tf.logical_and(ok, steps < num_steps), body,
+        (tf.constant(0, tf.int64), tf.constant(0.0), tf.constant(True)))
+    return loss, steps
+
+  def loop(iterator, num_steps):
+    remaining = int(num_steps)
+    start = int(global_step.numpy())
+    scheduled = []
+    while remaining > 0:
+      count = min(remaining, steps_per_closure)
+      scheduled.append(coordinator.schedule(
+          worker_loop, args=(iterator, tf.constant(count, tf.int64))))
+      remaining -= count
+    coordinator.join()
+    losses = [float(result.fetch()[0]) for result in scheduled]
+    bad = [loss for loss in losses
+           if not math.isfinite(loss) or loss > loss_limit]
+    if bad:
+      loss = bad[0]
+    else:
+      loss = sum(losses) / len(losses) if losses else 0.0
+    return loss, int(global_step.numpy()) - start
+
+  return loop, per_worker

@@ -1,0 +1,21 @@
+"""Seeding: runs with the same `--seed` on one machine repeat exactly."""
+
+import tensorflow as tf
+
+
+def set_seed(seed):
+  """Seeds Python, NumPy and TensorFlow; makes kernels deterministic.
+
+  Called when a builder is made, before any hook creates a variable:
+  layer initializers and dropout draw from these seeds.
+
+  Args:
+    seed: the seed, or None to leave everything as it is.
+  """
+  if seed is None:
+    return
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  tf_keras.utils.set_random_seed(seed)
+  # Deterministic kernels (reductions, tf.data ordering); slower on GPUs,
+  # and process-wide: asked for by --seed only.
+  tf.config.experimental.enable_op_determinism()

@@ -1,0 +1,36 @@
+"""What the engine asks of a distribution strategy."""
+
+import tensorflow as tf
+
+
+def parameter_servers(strategy):
+  """Whether `strategy` trains with parameter servers (asynchronously)."""
+  return isinstance(strategy, tf.distribute.ParameterServerStrategy)
+
+
+def replicated(strategy):
+  """Whether steps run on several synchronous replicas (mirrored)."""
+  return (not parameter_servers(strategy) and
+          strategy.num_replicas_in_sync > 1)
+
+
+def shard_by_data(dataset):
+  """Shards by element, not file: a job may have fewer files than workers."""
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options)
+
+
+def agree(strategy, flag):
+  """True when any replica says so (just `flag` off multi-worker).
+
+  Replicas of a multi-worker cluster must take the same decisions (save a
+  checkpoint now, stop now) or their collective operations deadlock; each
+  decision that depends on a replica's own clock or signals is voted on.
+  """
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return bool(flag)
+  votes = strategy.run(lambda: tf.constant(1 if flag else 0))
+  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
+                              axis=None) > 0)

@@ -1,0 +1,191 @@
+"""The training step: one batch's gradients, applied (or accumulated).
+
+Traced inside the training loop's `tf.function`, once, and run on each
+replica (`strategy.run`). It calls the hooks `build_inference` and
+`build_training` under a gradient tape.
+"""
+
+import inspect
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.training import _optimizers
+from tensorfx.training._engine import strategies
+
+
+def make_train_step(builder, dense, groups, accumulator):
+  """The per-replica step: `train_step(inputs) -> loss`.
+
+  Each step also writes the global norm of the gradient it applies to
+  `builder._untracked.gradient_norm` (a variable made here, kept out of
+  checkpoints and exports), which the trainer reads at log intervals
+  only: no host synchronisation per step. Under mirrored replicas the
+  replicas' gradients are summed first (the sum the optimizer applies,
+  before clipping), so the norm is that of the global batch's gradient;
+  under parameter servers each worker's step applies its own gradient,
+  and the variable holds the last step's. Two cases report the norm of a
+  replica's own minibatch gradient instead: `--accumulation-steps` (the
+  step does not apply), and mirrored replicas with an optimizer that
+  cannot take summed gradients (`apply_gradients` without
+  `skip_gradients_aggregation`).
+
+  Args:
+    builder: the `ModelBuilder`.
+    dense: the variables the step's own optimizer updates.
+    groups: `[(table_optimizer, variables), ...]` of embedding tables.
+    accumulator: the `GradientAccumulator`, or None to apply each step.
+
+  Returns:
+    The step, converted by autograph once, here (the hooks it calls with
+    it): the loops around it are plain TensorFlow, traced without
+    autograph, which saves seconds of every job's start.
+  """
+  strategy = builder.strategy
+  replicas = strategy.num_replicas_in_sync
+  replicated = strategies.replicated(strategy)
+  global_step = builder.global_step
+  # Dense variables first, then each table optimizer's, in that order.
+  variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
+  # Made under the strategy's scope (the caller's): replicas hold the same
+  # value, the first one's is kept.
+  gradient_norm = tf.Variable(
+      0.0, trainable=False, name='gradient_norm',
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+  builder._untracked.gradient_norm = gradient_norm  # pylint: disable=protected-access
+
+  # Python-only control flow, calling optimizers (which autograph leaves
+  # alone, as Keras' own training step does): converting it would only
+  # cost start-up time.
+  @tf.autograph.experimental.do_not_convert
+  def apply_gradients(step_optimizer, gradients):
+    if replicated:
+      # Sparse gradients' all-reduce is an all-gather of varying size,
+      # which fails inside the training loop's tf.while_loop: reduce them
+      # densely (the sparse optimizers still update only the rows whose
+      # gradient is not zero).
+      gradients = [tf.convert_to_tensor(g)
+                   if isinstance(g, tf.IndexedSlices) else g
+                   for g in gradients]
+    parts = [(step_optimizer, 0, len(dense))]
+    start = len(dense)
+    for table_optimizer, table_variables in groups:
+      parts.append((table_optimizer, start, start + len(table_variables)))
+      start += len(table_variables)
+    # Each optimizer sums the replicas' gradients itself; summed here
+    # instead (by the same optimizer method, so no more communication),
+    # the norm is the global batch's.
+    presum = replicated and all(_sums_apart(o) for o, _, _ in parts)
+    kwargs = {}
+    if presum:
+      kwargs['skip_gradients_aggregation'] = True
+      gradients = list(gradients)
+      for optimizer, begin, end in parts:
+        summed = optimizer.aggregate_gradients(
+            list(zip(gradients[begin:end], variables[begin:end])))
+        gradients[begin:end] = [g for g, _ in summed]
+    norm = tf.linalg.global_norm([g for g in gradients if g is not None])
+    if replicated and not presum:
+      # A replica's gradient is of its loss / replicas.
+      norm *= replicas
+    gradient_norm.assign(norm)
+    for optimizer, begin, end in parts:
+      optimizer.apply_gradients(
+          zip(gradients[begin:end], variables[begin:end]), **kwargs)
+
+  def train_step(inputs):
+    with tf.GradientTape() as tape:
+      inferences = builder.build_inference(inputs, training=True)
+      loss, step_optimizer = builder.build_training(global_step, inputs,
+                                                    inferences)
+      loss = tf.cast(loss, tf.float32)
+      # Each replica's mean loss counts 1/replicas of the global mean:
+      # the optimizer sums the replicas' gradients.
+      scaled = loss / replicas
+    gradients = tape.gradient(scaled, variables)
+    if accumulator is None:
+      # The optimizer sums the replicas' gradients, then clips
+      # (--clip-norm, --clip-value) and applies them; embedding tables'
+      # optimizers update only the rows the step looked up.
+      apply_gradients(step_optimizer, gradients)
+    else:
+      # Applied every --accumulation-steps steps by the step runner.
+      accumulator.add(gradients)
+      gradient_norm.assign(tf.linalg.global_norm(
+          [g for g in gradients if g is not None]) * replicas)
+    global_step.assign_add(1)
+    return loss
+
+  return tf.autograph.to_graph(train_step), variables
+
+
+def _sums_apart(optimizer):
+  """Whether `optimizer` can sum replicas' gradients apart from applying."""
+  if not hasattr(optimizer, 'aggregate_gradients'):
+    return False
+  try:
+    parameters = inspect.signature(optimizer.apply_gradients).parameters
+  except (TypeError, ValueError):
+    return False
+  return 'skip_gradients_aggregation' in parameters
+
+
+def build_accumulator(builder, variables, steps, tables):
+  """The `GradientAccumulator` of `--accumulation-steps`, or None.
+
+  Kept as the builder's `_accumulator` (checkpointed with the model, so a
+  resumed job continues its partial accumulation).
+
+  Raises:
+    ConfigurationError: accumulation under parameter servers or with
+      embedding tables.
+  """
+  if steps <= 1:
+    return None
+  if tables:
+    # Tables' rows change every step (admission, eviction); their
+    # gradients are not accumulated.
+    raise ConfigurationError(
+        '--accumulation-steps is not supported with embedding tables; '
+        'raise --batch-size instead. Received: --accumulation-steps='
+        f'{steps}')
+  if strategies.parameter_servers(builder.strategy):
+    # Workers step asynchronously: there is no shared set of N
+    # minibatches to accumulate. A larger --batch-size does the same.
+    raise ConfigurationError(
+        '--accumulation-steps is not supported with parameter servers '
+        '(asynchronous training); raise --batch-size instead. Received: '
+        f'--accumulation-steps={steps}')
+  if getattr(builder, '_accumulator', None) is None:
+    builder._accumulator = _optimizers.GradientAccumulator(variables, steps)  # pylint: disable=protected-access
+  return builder._accumulator  # pylint: disable=protected-access
+
+
+def make_step_runner(builder, train_step, accumulator, optimizer):
+  """Runs `train_step` on each replica; applies accumulated gradients.
+
+  Called in cross-replica context, inside the training loop's
+  `tf.function`. The update of an accumulation runs here rather than in
+  `train_step`: a synchronisation point (the optimizer's cross-replica
+  sum) may not sit inside control flow in replica context.
+
+  Returns:
+    `run_step(inputs) -> per-replica loss`.
+  """
+  strategy = builder.strategy
+  global_step = builder.global_step
+  if accumulator is None:
+    return lambda inputs: strategy.run(train_step, (inputs,))
+
+  def apply():
+    strategy.run(accumulator.apply, (optimizer,))
+    return tf.constant(True)
+
+  def run_step(inputs):
+    per_replica = strategy.run(train_step, (inputs,))
+    # The global step counts minibatches; every N-th one updates.
+    due = tf.equal(global_step % accumulator.steps, 0)
+    tf.cond(due, apply, lambda: tf.constant(False))
+    return per_replica
+
+  return run_step

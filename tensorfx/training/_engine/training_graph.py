@@ -1,0 +1,69 @@
+"""The training graph: the step, and the loop that runs it for the strategy.
+
+Built once, eagerly, under the strategy's scope: the training input, every
+variable (by one eager call of the hooks), the step and its loop.
+"""
+
+import math
+
+import tensorflow as tf
+
+from tensorfx.training import _interfaces
+from tensorfx.training import _optimizers
+from tensorfx.training._engine import local_loop
+from tensorfx.training._engine import ps_loop
+from tensorfx.training._engine import strategies
+from tensorfx.training._engine import train_step as train_steps
+from tensorfx.training._engine import variables as engine_variables
+
+
+def build(builder):
+  """Builds the `TrainingInterface` of `builder` under its strategy."""
+  settings = builder.settings
+  strategy = builder.strategy
+  parameter_servers = strategies.parameter_servers(strategy)
+  shuffle = settings.loop.shuffle
+  # Parameter-server workers read independently and forever; the step
+  # count (--max-steps) bounds training.
+  epochs = None if parameter_servers else settings.loop.epochs
+  dataset = builder.build_input('train', settings.loop.batch_size, epochs,
+                                shuffle)
+  if not parameter_servers:
+    # The pipeline's threads start with the iterator, not at the first
+    # batch asked for: the first batches are read while the training
+    # loop is traced, on the core tracing does not use.
+    options = tf.data.Options()
+    options.experimental_warm_start = True
+    dataset = dataset.with_options(options)
+  engine_variables.create_variables(builder, dataset)
+  optimizer = builder._training_optimizer  # pylint: disable=protected-access
+  variables = _optimizers.select_variables(
+      engine_variables.trainable(builder),
+      settings.optimizer.trainable_pattern)
+  dense, groups = engine_variables.route(builder, variables, optimizer)
+  accumulator = train_steps.build_accumulator(
+      builder, tuple(dense) + tuple(v for _, vs in groups for v in vs),
+      settings.optimizer.accumulation_steps, tables=bool(groups))
+  train_step, variables = train_steps.make_train_step(builder, dense, groups,
+                                                      accumulator)
+  # The guards stop the loop at the first bad step, compared on the
+  # device: no host synchronisation per step.
+  thres_loss = settings.guards.thres_loss
+  loss_limit = math.inf if thres_loss is None else float(thres_loss)
+  if parameter_servers:
+    loop, distributed = ps_loop.make_loop(
+        builder, train_step, epochs, shuffle, loss_limit,
+        settings.loop.steps_per_closure)
+  else:
+    run_step = train_steps.make_step_runner(builder, train_step, accumulator,
+                                            optimizer)
+    loop = local_loop.make_loop(strategy, run_step, loss_limit)
+    distributed = dataset
+    if strategies.replicated(strategy):
+      distributed = strategy.experimental_distribute_dataset(
+          strategies.shard_by_data(dataset))
+  return _interfaces.TrainingInterface(
+      dataset=distributed, global_step=builder.global_step, loop=loop,
+      optimizer=optimizer, variables=variables,
+      batch_size=settings.loop.batch_size,
+      gradient_norm=builder._untracked.gradient_norm)  # pylint: disable=protected-access

@@ -1,0 +1,134 @@
+"""Variables: created once, eagerly, and routed to their optimizers.
+
+Hooks create their variables (layers, optimizer slots, metrics) on their
+first call. The engine makes that first call eagerly, under the
+strategy's scope, before anything is traced: a `tf.function` that creates
+variables on its first trace is traced twice, and variables made inside a
+trace cannot be placed by every strategy.
+"""
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.embeddings import _sharding
+from tensorfx.embeddings import _table
+from tensorfx.training._engine import strategies
+
+
+def create_variables(builder, dataset):
+  """Calls the hooks eagerly once, so every variable exists before tracing.
+
+  Keeps, as attributes of the builder (checkpointed with it), the
+  optimizer `build_training` returns (`_training_optimizer`) and the
+  metrics `build_evaluation` returns (`_evaluation_metrics`).
+
+  Args:
+    builder: the `ModelBuilder`.
+    dataset: the training dataset; its element spec shapes the call.
+  """
+  if getattr(builder, '_variables_created', False):
+    return
+  inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
+  inferences = builder.build_inference(inputs, training=False)
+  _, optimizer = builder.build_training(builder.global_step, inputs,
+                                        inferences)
+  builder._training_optimizer = optimizer  # pylint: disable=protected-access
+  outputs = builder.build_output(inferences)
+  metrics = {}
+
+  def evaluation_pass():
+    metrics.update(builder.build_evaluation(inputs, outputs))
+    return tf.constant(0)
+
+  if strategies.replicated(builder.strategy):
+    # Metrics of mirrored replicas may only be updated in replica context.
+    builder.strategy.run(evaluation_pass)
+  else:
+    evaluation_pass()
+  builder._evaluation_metrics = metrics  # pylint: disable=protected-access
+  dense, groups = route(builder, trainable(builder), optimizer)
+  if hasattr(optimizer, 'build'):
+    optimizer.build(dense)
+  for table_optimizer, variables in groups:
+    table_optimizer.build(variables)
+  builder._variables_created = True  # pylint: disable=protected-access
+
+
+def trainable(builder):
+  """The builder's trainable variables.
+
+  Raises:
+    ConfigurationError: `build_inference` created none.
+  """
+  variables = tuple(builder.trainable_variables)
+  if not variables:
+    raise ConfigurationError(
+        f'{type(builder).__name__}.build_inference created no trainable '
+        'variables; create layers on its first call and keep them as '
+        'attributes of the builder.')
+  return variables
+
+
+def route(builder, variables, optimizer):
+  """Splits variables into the dense ones and each table optimizer's.
+
+  Embedding tables' rows go to their optimizer (their own, or
+  `builder.sparse_optimizer`), which also becomes their clock's partner
+  for eviction; everything else to `optimizer`.
+
+  Returns:
+    `(dense, [(table_optimizer, table_variables), ...])`.
+  """
+  tables = _table.find_tables(builder)
+  for table in tables:
+    table.bind(step_counter=builder.global_step,
+               optimizer=None if table.optimizer is not None
+               else builder.sparse_optimizer)
+  owner = {}
+  for table in tables:
+    if table.built:
+      for shard in table.shards:
+        owner[id(shard)] = table.optimizer
+  dense, groups = [], {}
+  for variable in variables:
+    table_optimizer = owner.get(id(variable))
+    if table_optimizer is None or table_optimizer is optimizer:
+      dense.append(variable)
+    else:
+      groups.setdefault(id(table_optimizer), (table_optimizer, []))[1].append(
+          variable)
+  return dense, list(groups.values())
+
+
+def warm_start_variables(builder):
+  """The model's variables, without optimizer, metric and step state.
+
+  What a warm start (`--warm-start`) assigns: a warm start begins a new
+  optimization.
+  """
+  skip = {id(builder.global_step)}
+  optimizers = [getattr(builder, '_training_optimizer', None) or
+                builder._optimizer,  # pylint: disable=protected-access
+                builder._sparse_optimizer]  # pylint: disable=protected-access
+  optimizers += [table.optimizer for table in _table.find_tables(builder)]
+  for optimizer in optimizers:
+    for variable in getattr(optimizer, 'variables', ()) or ():
+      # Slots of a table sharded over parameter servers are saved as one
+      # ShardedVariable; the model lists its shards.
+      skip.update(id(v) for v in _sharding.shards(variable))
+  accumulator = getattr(builder, '_accumulator', None)
+  if accumulator is not None:
+    skip.update(id(v) for v in accumulator.sums)
+  metrics = list(getattr(builder, '_evaluation_metrics', {}).values())
+  if getattr(builder, '_eval_loss', None) is not None:
+    metrics.append(builder._eval_loss)  # pylint: disable=protected-access
+  for metric in metrics:
+    skip.update(id(v) for v in metric.variables)
+  return [v for v in builder.variables if id(v) not in skip]
+
+
+def _zeros_like_spec(spec):
+  shape = [1 if d is None else d for d in spec.shape.as_list()]
+  if spec.dtype == tf.string:
+    return tf.fill(shape, '')
+  return tf.zeros(shape, spec.dtype)

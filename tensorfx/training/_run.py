@@ -1,0 +1,306 @@
+"""One training run: set up, run the loop, export.
+
+Runs on the chief, and on every worker of a multi-worker (mirrored)
+cluster, where all replicas step together; only the chief writes the real
+checkpoints, summaries, job record and model, the other workers write
+theirs to a scratch directory that is removed at the end.
+"""
+
+import os
+
+import tensorflow as tf
+
+from tensorfx import _jobdirs
+from tensorfx._errors import TrainingError
+from tensorfx._logging import logger
+from tensorfx.data import _validation
+from tensorfx.training import _callbacks
+from tensorfx.training import _cadence
+from tensorfx.training import _checkpoints
+from tensorfx.training import _cluster
+from tensorfx.training import _evaluation
+from tensorfx.training import _export
+from tensorfx.training import _guards
+from tensorfx.training import _jobinfo
+from tensorfx.training import _loop
+from tensorfx.training import _summaries
+from tensorfx.training import _tracking
+from tensorfx.training._engine import strategies
+
+
+class TrainingRun:
+  """Trains `builder` into `output` as this process's part of the job.
+
+  Args:
+    builder: the `ModelBuilder`.
+    output: the job's output directory.
+    config: the training `Configuration`.
+    callbacks: the user's callbacks (`ModelTrainer(callbacks=...)`).
+  """
+
+  def __init__(self, builder, output, config, callbacks=()):
+    self.builder = builder
+    self.settings = builder.settings
+    self.config = config
+    self.output = output
+    self.chief = config.master
+    base = output if self.chief else os.path.join(
+        output, '.workers', f'{config.task.type}-{config.task.index}')
+    # On Vertex AI, AIP_MODEL_DIR & co. (per trial when tuning) win.
+    dirs = _jobdirs.output_dirs(base, environ=None if self.chief else {})
+    self.paths = {
+        'checkpoints': dirs['checkpoints'],
+        'model': dirs['model'],
+        'summaries': dirs['summaries'],
+        'analysis': os.path.join(output, 'analysis'),
+        'job': os.path.join(base, 'job.yaml'),
+    }
+    self.scratch = None if self.chief else base
+    # With an evaluator task in the cluster, evaluation is its job.
+    self.evaluator_task = (config.cluster is not None and
+                           'evaluator' in config.cluster.jobs)
+    self.user_callbacks = list(callbacks)
+
+  def run(self):
+    """Trains, then exports.
+
+    Returns:
+      The exported `tensorfx.prediction.Model` on the chief; None on the
+      other workers.
+
+    Raises:
+      SystemExit: a stop with an exit code (a signal: 128 + its number).
+    """
+    tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
+    record = _jobinfo.JobRecord(self.paths['job'], _arguments(self.builder),
+                                self.config.to_dict())
+    record.write()
+    try:
+      return self._run(record)
+    except SystemExit:
+      raise
+    except KeyboardInterrupt:
+      record.write(status='interrupted')
+      raise
+    except tf.errors.UnavailableError as e:
+      error = TrainingError(
+          'A task of the cluster became unavailable (a parameter server '
+          f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
+          'resumes from the last checkpoint.')
+      record.write(status='failed', error=str(error))
+      raise error from None
+    except BaseException as e:
+      record.write(status='failed', error=f'{type(e).__name__}: {e}')
+      raise
+    finally:
+      if self.scratch:
+        _remove_scratch(self.scratch)
+
+  def _run(self, record):
+    builder, settings = self.builder, self.settings
+    dataset = builder.dataset
+    # Opened first: a store that cannot be reached stops the job early.
+    tracker = _tracking.create(settings.tracking, self.output,
+                               enabled=self.chief)
+    if settings.data.skip_bad_records:
+      # Parameter-server workers run the input pipeline in their own
+      # processes, which cannot count into this one.
+      dataset.skip_bad_records(
+          count=self.config.strategy_kind != 'parameter_server')
+    if not dataset.analyzed:
+      if self.chief:
+        self._analyze(dataset)
+      else:
+        _cluster.wait_for_analysis(dataset, self.paths['analysis'],
+                                   settings.job.cluster_timeout_secs)
+    targets = _evaluation.prepare_targets(settings.validation, dataset)
+    with _validation.data_errors():
+      training, evaluation, prediction = builder.build_graph_interfaces(
+          self.config)
+    best = settings.checkpoints.best(builder.evaluation_metric)
+    evaluation = _evaluation.Evaluation(
+        evaluation if not self.evaluator_task else None, targets, best)
+    if not settings.restore.resume and self.chief:
+      # --no-resume: what an earlier run left goes aside, never deleted.
+      _checkpoints.move_aside(
+          [self.paths['checkpoints'], self.paths['summaries']])
+    checkpoints = _checkpoints.Checkpoints(
+        self.paths['checkpoints'], training.global_step,
+        max_to_keep=settings.checkpoints.keep,
+        keep_best=settings.checkpoints.keep_best, best_mode=best[2],
+        model=builder)
+    if _checkpoints.resume(checkpoints, settings.restore) is None:
+      builder.build_init()
+    summaries = _summaries.Summaries(self.paths['summaries'])
+    iterator = iter(training.dataset)
+    context = _callbacks.RunContext(
+        builder=builder, output=self.output, role='train', chief=self.chief,
+        paths=self.paths, checkpoints=checkpoints, summaries=summaries,
+        training=training, prediction=prediction,
+        training_graph=_graph_of(training, iterator))
+    callbacks = _callbacks.CallbackList(
+        _callbacks.builtin(settings, tracker, role='train',
+                           source=record.source,
+                           arguments=record.arguments,
+                           evaluator_task=self.evaluator_task)
+        + self.user_callbacks + list(builder.build_callbacks()), context)
+    loop = _loop.TrainingLoop(
+        _step_function(training, iterator, settings.guards.thres_loss),
+        lambda: int(training.global_step.numpy()),
+        _cadence.Cadence(
+            max_steps=settings.loop.max_steps,
+            log_every=settings.loop.log_interval_steps,
+            per_call=settings.loop.steps_per_loop,
+            checkpoint_steps=settings.checkpoints.interval_steps,
+            checkpoint_secs=settings.checkpoints.interval_secs,
+            eval_steps=settings.validation.interval_steps,
+            validate=evaluation.enabled,
+            validate_first=settings.validation.validate_first),
+        callbacks,
+        save=lambda: (_save(checkpoints)),
+        evaluate=evaluation.evaluate if evaluation.enabled else
+        (lambda step: None),
+        agree=lambda flag: strategies.agree(builder.strategy, flag),
+        batch_size=training.batch_size,
+        learning_rate=lambda: _learning_rate(training.optimizer),
+        gradient_norm=lambda: _read(training.gradient_norm))
+    context.save = loop.save_checkpoint
+    context.step_hook = loop.at_step
+    logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
+            'metrics': {}, 'model': None}
+    try:
+      with _validation.data_errors():
+        outcome = loop.run()
+    except BaseException as e:
+      logs.update(error=f'{type(e).__name__}: {e}',
+                  status=('interrupted' if isinstance(e, KeyboardInterrupt)
+                          else 'failed'))
+      _end_after_failure(callbacks, logs)
+      summaries.close()
+      raise
+    results = evaluation.last
+    logs.update(
+        status=('interrupted' if context.exit_code is not None
+                else outcome.status),
+        step=outcome.step, reason=outcome.reason,
+        metrics=results.primary if results is not None else {},
+        model=self.paths['model'] if context.exit_code is None else None,
+        nan_restores=callbacks.find(_callbacks.LossGuardCallback).restores)
+    try:
+      callbacks.on_train_end(logs)
+    finally:
+      summaries.close()
+    step = outcome.step
+    if context.exit_code is not None:
+      record.write(status='interrupted', global_step=step)
+      logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
+                     'command again to resume.', step, checkpoints.latest)
+      raise SystemExit(context.exit_code)
+    model_dir = _export.export(
+        prediction, dataset.schema, self.paths['model'],
+        version=step if settings.export.versioned else None)
+    if not self.chief:
+      return None
+    extra = {}
+    bad = callbacks.find(_callbacks.BadRecordsCallback).counts()
+    if bad:
+      extra['bad_records'] = bad
+    if len(evaluation.targets) > 1 and evaluation.last is not None:
+      extra['validation'] = {name: dict(values) for name, values in
+                             evaluation.last.items()}
+    if checkpoints.best:
+      extra['best_checkpoints'] = checkpoints.best
+    if logs.get('nan_restores'):
+      extra['nan_restores'] = logs['nan_restores']
+    if outcome.reason:
+      extra['stopped'] = outcome.reason
+    record.write(status='completed', global_step=step, metrics=logs['metrics'],
+                 checkpoint=checkpoints.latest, model=model_dir, **extra)
+    from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+    return Model.load(model_dir)
+
+  def _analyze(self, dataset):
+    analysis_dir = self.paths['analysis']
+    # A previous run's complete analysis of the same job is reused.
+    if dataset.use_analysis(analysis_dir):
+      logger.info('Using the analysis in %s', analysis_dir)
+      return
+    logger.info('No analysis given (--data-metadata): analyzing the training '
+                'data into %s', analysis_dir)
+    dataset.analyze(analysis_dir)
+
+
+def _end_after_failure(callbacks, logs):
+  """Ends the callbacks of a failed run; their own errors only logged.
+
+  The failure that ended the run is what the user must see, not a
+  callback's trouble reporting it.
+  """
+  try:
+    callbacks.on_train_end(logs)
+  except Exception as e:  # pylint: disable=broad-except
+    logger.warning('A callback failed while the run ended: %s: %s',
+                   type(e).__name__, e)
+
+
+def _step_function(training, iterator, thres_loss):
+  """`steps(n) -> StepResult` over the training interface's loop."""
+  limit = float('inf') if thres_loss is None else float(thres_loss)
+  global_step = training.global_step
+
+  def steps(num_steps):
+    loss, ran = training.loop(iterator, tf.constant(num_steps, tf.int64))
+    ran = int(ran)
+    # Read back: parameter-server steps run at least once, maybe twice.
+    step = int(global_step.numpy())
+    loss = float(loss) if ran else None
+    return _loop.StepResult(step=step, ran=ran, loss=loss,
+                            bad_loss=_guards.bad_loss(loss, limit))
+
+  return steps
+
+
+def _graph_of(training, iterator):
+  """A callable tracing the training loop's graph, for TensorBoard."""
+  loop = training.loop
+  if not hasattr(loop, 'get_concrete_function'):
+    return None
+  return lambda: loop.get_concrete_function(
+      iterator, tf.constant(1, tf.int64)).graph
+
+
+def _save(checkpoints):
+  path = checkpoints.save()
+  return checkpoints.last_saved_step, path
+
+
+def _learning_rate(optimizer):
+  """The optimizer's learning rate now, or None if it has none to read."""
+  try:
+    return float(optimizer.learning_rate)
+  except (AttributeError, TypeError, ValueError):
+    return None
+
+
+def _read(variable):
+  """A scalar variable's value now, or None when there is none."""
+  if variable is None:
+    return None
+  return float(variable.numpy())
+
+
+def _arguments(builder):
+  args = builder.args
+  return args.to_dict() if hasattr(args, 'to_dict') else dict(vars(args))
+
+
+def _remove_scratch(directory):
+  if tf.io.gfile.exists(directory):
+    tf.io.gfile.rmtree(directory)
+  parent = os.path.dirname(directory)
+  try:
+    # The last replica out removes the shared parent too.
+    if not tf.io.gfile.listdir(parent):
+      tf.io.gfile.rmtree(parent)
+  except tf.errors.NotFoundError:
+    pass

@@ -1,0 +1,108 @@
+"""Typed settings of a training job, one frozen dataclass per concern.
+
+Each concern's module defines its flags (`add_arguments`), the values they
+may take (`check`) and its dataclass (`from_args`). `ModelArguments` builds
+its parser from them; the trainer reads `Settings.from_args(args)` once and
+hands each collaborator the section it needs.
+
+Example:
+  >>> settings = Settings.from_args(ModelArguments.parse(['--max-steps',
+  ...                                                     '500']))
+  >>> settings.loop.max_steps, settings.checkpoints.keep
+  (500, 5)
+
+This package must not import TensorFlow (see `tensorfx.training._args`).
+"""
+
+import dataclasses
+
+from tensorfx.training._settings import checkpoints
+from tensorfx.training._settings import data
+from tensorfx.training._settings import export
+from tensorfx.training._settings import guards
+from tensorfx.training._settings import job
+from tensorfx.training._settings import logging
+from tensorfx.training._settings import loop
+from tensorfx.training._settings import optimizer
+from tensorfx.training._settings import restore
+from tensorfx.training._settings import summaries
+from tensorfx.training._settings import tracking
+from tensorfx.training._settings import validation
+from tensorfx.training._settings.checkpoints import CheckpointSettings
+from tensorfx.training._settings.checkpoints import parse_best_metric
+from tensorfx.training._settings.data import DataSettings
+from tensorfx.training._settings.export import ExportSettings
+from tensorfx.training._settings.guards import GuardSettings
+from tensorfx.training._settings.job import JobSettings
+from tensorfx.training._settings.logging import LoggingSettings
+from tensorfx.training._settings.loop import LoopSettings
+from tensorfx.training._settings.optimizer import OptimizerSettings
+from tensorfx.training._settings.restore import RestoreSettings
+from tensorfx.training._settings.summaries import SummarySettings
+from tensorfx.training._settings.tracking import TrackingSettings
+from tensorfx.training._settings.validation import ValidationSettings
+
+# In the order their flags appear in --help.
+_SECTIONS = (data, job, loop, checkpoints, optimizer, validation, guards,
+             restore, export, tracking, logging, summaries)
+
+
+def add_arguments(parser):
+  """Adds every section's flags to `parser`."""
+  for section in _SECTIONS:
+    section.add_arguments(parser)
+    if section is job:
+      data.add_filter_arguments(parser)
+
+
+def check(args):
+  """Checks every section's values.
+
+  Raises:
+    ConfigurationError: naming the flag and the value received.
+  """
+  for section in _SECTIONS:
+    section.check(args)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """Every concern's settings, built once from the parsed arguments."""
+  data: DataSettings = DataSettings()
+  job: JobSettings = JobSettings()
+  loop: LoopSettings = LoopSettings()
+  checkpoints: CheckpointSettings = CheckpointSettings()
+  optimizer: OptimizerSettings = OptimizerSettings()
+  validation: ValidationSettings = ValidationSettings()
+  guards: GuardSettings = GuardSettings()
+  restore: RestoreSettings = RestoreSettings()
+  export: ExportSettings = ExportSettings()
+  tracking: TrackingSettings = TrackingSettings()
+  logging: LoggingSettings = LoggingSettings()
+  summaries: SummarySettings = SummarySettings()
+
+  @classmethod
+  def from_args(cls, args):
+    """Reads every section from `args` (a `ModelArguments` or namespace)."""
+    return cls(**{field.name: field.type.from_args(args)
+                  for field in dataclasses.fields(cls)})
+
+
+__all__ = [
+    'CheckpointSettings',
+    'DataSettings',
+    'ExportSettings',
+    'GuardSettings',
+    'JobSettings',
+    'LoggingSettings',
+    'LoopSettings',
+    'OptimizerSettings',
+    'RestoreSettings',
+    'Settings',
+    'SummarySettings',
+    'TrackingSettings',
+    'ValidationSettings',
+    'add_arguments',
+    'check',
+    'parse_best_metric',
+]

@@ -1,0 +1,61 @@
+"""What every settings section shares: argument groups, reading, checking.
+
+A section is one concern of a training job (data, loop, checkpoints, ...):
+a module with `add_arguments(parser)` (its flags), `check(args)` (the
+values those flags may take) and a frozen dataclass built once from the
+parsed arguments with `from_args(args)`. The engine reads the dataclass,
+never the argument namespace.
+
+This module must not import TensorFlow (see `tensorfx.training._args`).
+"""
+
+from tensorfx._errors import ConfigurationError
+
+
+def group(parser, title):
+  """The argument group `title` of `parser`, made on first use.
+
+  Sections add their flags to shared groups (`job`, `data`, ...) so that
+  `--help` lists them by what a user looks for, whichever section owns
+  them.
+  """
+  for existing in parser._action_groups:  # pylint: disable=protected-access
+    if existing.title == title:
+      return existing
+  return parser.add_argument_group(title)
+
+
+def read(args, dest, default=None):
+  """The value of flag `dest`, or `default` when it is None or absent.
+
+  Arguments built by hand (`ModelArguments(batch_size=32)`) hold only what
+  they were given; every other flag reads as its default.
+  """
+  value = getattr(args, dest, None)
+  return default if value is None else value
+
+
+def flag(dest):
+  """The command-line spelling of a flag: `batch_size` -> `--batch-size`."""
+  return '--' + dest.replace('_', '-')
+
+
+def check_positive(args, dest, optional=False, expected=None):
+  """Raises unless flag `dest` is positive (or absent, or None if optional)."""
+  value = getattr(args, dest, None)
+  if value is None and (optional or not hasattr(args, dest)):
+    return
+  if value is None or value <= 0:
+    expected = expected or 'a positive integer'
+    raise ConfigurationError(
+        f'{flag(dest)} must be {expected}. Received: {flag(dest)}={value}')
+
+
+def check_not_negative(args, *dests):
+  """Raises unless each of the flags `dests` is zero or more (or absent)."""
+  for dest in dests:
+    value = getattr(args, dest, None)
+    if value is not None and value < 0:
+      raise ConfigurationError(
+          f'{flag(dest)} must be zero or more. Received: '
+          f'{flag(dest)}={value}')
