@@ -219,7 +219,8 @@ class ExactKeys:
     larger capacity) go under the saved free rows of their range.
 
     Returns:
-      The updates.
+      `(updates, held)`: the updates, and int64 [A] the rows of the admitted
+      keys in the order of `entries` (the order of the saved vectors).
     """
     table = self._table
     capacity = table.capacity
