@@ -21,6 +21,7 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
+  from tensorfx.training._losses import regression_loss
   from tensorfx.training._targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
 
@@ -38,6 +39,7 @@ _EXPORTS = {
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'regression_loss': 'tensorfx.training._losses',
 }
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
+    'regression_loss',
 ]
 
 

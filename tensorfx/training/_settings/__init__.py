@@ -21,6 +21,7 @@ from tensorfx.training._settings import data
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
+from tensorfx.training._settings import loss
 from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import restore
@@ -33,14 +34,15 @@ from tensorfx.training._settings.guards import GuardSettings
 from tensorfx.training._settings.job import JobSettings
 from tensorfx.training._settings.logging import LoggingSettings
 from tensorfx.training._settings.loop import LoopSettings
+from tensorfx.training._settings.loss import LossSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.restore import RestoreSettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, checkpoints, optimizer, validation, guards,
-             restore, tracking, logging)
+_SECTIONS = (data, job, loop, checkpoints, optimizer, loss, validation,
+             guards, restore, tracking, logging)
 
 
 def add_arguments(parser):
@@ -69,6 +71,7 @@ class Settings:
   loop: LoopSettings = LoopSettings()
   checkpoints: CheckpointSettings = CheckpointSettings()
   optimizer: OptimizerSettings = OptimizerSettings()
+  loss: LossSettings = LossSettings()
   validation: ValidationSettings = ValidationSettings()
   guards: GuardSettings = GuardSettings()
   restore: RestoreSettings = RestoreSettings()
@@ -89,6 +92,7 @@ __all__ = [
     'JobSettings',
     'LoggingSettings',
     'LoopSettings',
+    'LossSettings',
     'OptimizerSettings',
     'RestoreSettings',
     'Settings',
