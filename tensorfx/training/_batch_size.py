@@ -1,0 +1,57 @@
+"""`--batch-size all`: every training instance in each step.
+
+Gematria trains on the whole data set per step unless told otherwise
+(`--gematria_max_blocks_in_batch`); for small data, `--batch-size all`
+does the same. The number is the analysis' instance count (the training
+data's records, as analyzed), or, without an analysis, the records of the
+`train` source, counted by reading it once. With `--data-filter` a step
+holds the records that pass the filter: all of them.
+"""
+
+import dataclasses
+
+from tensorfx._errors import DataError
+from tensorfx._logging import logger
+from tensorfx.training._settings import _section
+
+# Records read per batch when counting a source.
+_COUNT_BATCH = 8192
+
+
+def resolve(builder):
+  """Replaces `all` in the builder's batch sizes by the training data's size.
+
+  Called once the data is analyzed, before any graph is built.
+  """
+  settings = builder.settings
+  loop, validation = settings.loop, settings.validation
+  if _section.ALL not in (loop.batch_size, validation.batch_size):
+    return
+  count = training_instances(builder.dataset)
+  if loop.batch_size == _section.ALL:
+    loop = dataclasses.replace(loop, batch_size=count)
+  if validation.batch_size == _section.ALL:
+    validation = dataclasses.replace(validation, batch_size=count)
+  builder._settings = dataclasses.replace(  # pylint: disable=protected-access
+      settings, loop=loop, validation=validation)
+
+
+def training_instances(dataset):
+  """The number of training instances: the analysis' count, else counted."""
+  metadata = dataset.metadata if dataset.analyzed else None
+  if metadata is not None and metadata.instances:
+    logger.info('--batch-size all: %d instances (the analysis\' count)',
+                metadata.instances)
+    return int(metadata.instances)
+  if 'train' not in dataset:
+    raise DataError('--batch-size all needs the training data (--data-train) '
+                    'to count its instances.')
+  count = 0
+  for batch in dataset['train'].read(_COUNT_BATCH, epochs=1):
+    first = next(iter(batch.values()))
+    count += int(first.dense_shape[0] if hasattr(first, 'dense_shape')
+                 else first.shape[0])
+  if not count:
+    raise DataError('--batch-size all: the training data has no instances.')
+  logger.info('--batch-size all: %d instances (counted)', count)
+  return count
