@@ -71,7 +71,9 @@ class ModelTrainer:
     `tensorfx evaluate` and `tensorfx export` pass), the trainer script's
     call does that instead, in this process: `evaluate()` prints its results
     as one JSON line and the process exits (code 0); `export()` returns the
-    exported model.
+    exported model. `--action evaluate --follow` evaluates each new
+    checkpoint, as the evaluator task does, printing a JSON line each,
+    and exits (code 0) once the job has ended.
 
     Returns:
       On the chief, the trained `tensorfx.prediction.Model`. Other roles
@@ -84,6 +86,11 @@ class ModelTrainer:
     settings = model_builder.settings
     _configure_logging(settings)
     job = settings.job
+    if job.action == 'evaluate' and job.follow:
+      from tensorfx.training import _follow  # pylint: disable=g-import-not-at-top
+      _follow.follow(model_builder, output, self._callbacks,
+                     timeout_secs=job.cluster_timeout_secs)
+      raise SystemExit(0)
     if job.action == 'evaluate':
       summary = self.evaluate(model_builder, output, job.checkpoint)
       print(json.dumps(summary), flush=True)
