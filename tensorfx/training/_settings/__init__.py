@@ -24,6 +24,7 @@ from tensorfx.training._settings import logging
 from tensorfx.training._settings import loss
 from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
+from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
@@ -36,13 +37,14 @@ from tensorfx.training._settings.logging import LoggingSettings
 from tensorfx.training._settings.loop import LoopSettings
 from tensorfx.training._settings.loss import LossSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
+from tensorfx.training._settings.prediction import PredictionSettings
 from tensorfx.training._settings.restore import RestoreSettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
 _SECTIONS = (data, job, loop, checkpoints, optimizer, loss, validation,
-             guards, restore, tracking, logging)
+             guards, restore, tracking, prediction, logging)
 
 
 def add_arguments(parser):
@@ -76,6 +78,7 @@ class Settings:
   guards: GuardSettings = GuardSettings()
   restore: RestoreSettings = RestoreSettings()
   tracking: TrackingSettings = TrackingSettings()
+  prediction: PredictionSettings = PredictionSettings()
   logging: LoggingSettings = LoggingSettings()
 
   @classmethod
@@ -94,6 +97,7 @@ __all__ = [
     'LoopSettings',
     'LossSettings',
     'OptimizerSettings',
+    'PredictionSettings',
     'RestoreSettings',
     'Settings',
     'TrackingSettings',
