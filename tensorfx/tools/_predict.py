@@ -15,6 +15,7 @@ _OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 def add_parser(commands):
   parser = commands.add_parser(
       'predict', help='predict records with an exported model or a checkpoint',
+      add_help=False,
       description='Reads records from --input (default stdin): TFRecord '
       'files of tf.Example, CSV lines in schema order (target optional) or '
       'JSON lines of raw features; writes each record with the model\'s '
@@ -31,6 +32,9 @@ def add_parser(commands):
       '/tmp/job/checkpoints/ckpt-2000 --input blocks.tfrecord.gz --output '
       'predicted.jsonl --data-train data/train.tfrecord --data-schema '
       'schema.yaml --data-features features.yaml')
+  parser.add_argument('-h', '--help', action='store_true',
+                      help='show this help and, with --module, the '
+                      'trainer\'s own flags, then exit')
   source = parser.add_argument_group('model (one of)')
   source.add_argument('--model', metavar='DIR',
                       help='the exported model directory (OUTPUT/model)')
@@ -68,11 +72,21 @@ def add_parser(commands):
                       help='skip and count records that do not parse or '
                       'do not match the model\'s schema (Gematria\'s '
                       '--gematria_drop_invalid_blocks) instead of failing')
-  parser.set_defaults(run=run, accepts_extra=True)
+  parser.set_defaults(run=run, accepts_extra=True, command_parser=parser)
 
 
 def run(args, rest):
   """Predicts with `--model`, or runs the trainer with `--action predict`."""
+  if args.help:
+    args.command_parser.print_help()
+    if args.module:
+      print(f'\nThe trainer {args.module} takes these flags (after the '
+            'ones above):\n', flush=True)
+      try:
+        _train.run_module(args.module, ['--help'])
+      except SystemExit as e:
+        return e.code or 0
+    return 0
   if args.batch_size < 1:
     raise ConfigurationError('--batch-size must be a positive integer. '
                              f'Received: --batch-size={args.batch_size}')

@@ -165,25 +165,25 @@ class TrainingRun:
     try:
       with _validation.data_errors():
         outcome = loop.run()
-      results = evaluation.last
-      logs.update(
-          status=('interrupted' if context.exit_code is not None
-                  else outcome.status),
-          step=outcome.step, reason=outcome.reason,
-          metrics=results.primary if results is not None else {},
-          model=self.paths['model'] if context.exit_code is None else None,
-          nan_restores=callbacks.find(
-              _callbacks.LossGuardCallback).restores)
     except BaseException as e:
       logs.update(error=f'{type(e).__name__}: {e}',
                   status=('interrupted' if isinstance(e, KeyboardInterrupt)
                           else 'failed'))
+      _end_after_failure(callbacks, logs)
+      summaries.close()
       raise
+    results = evaluation.last
+    logs.update(
+        status=('interrupted' if context.exit_code is not None
+                else outcome.status),
+        step=outcome.step, reason=outcome.reason,
+        metrics=results.primary if results is not None else {},
+        model=self.paths['model'] if context.exit_code is None else None,
+        nan_restores=callbacks.find(_callbacks.LossGuardCallback).restores)
+    try:
+      callbacks.on_train_end(logs)
     finally:
-      try:
-        callbacks.on_train_end(logs)
-      finally:
-        summaries.close()
+      summaries.close()
     step = outcome.step
     if context.exit_code is not None:
       record.write(status='interrupted', global_step=step)
@@ -220,6 +220,19 @@ class TrainingRun:
     logger.info('No analysis given (--data-metadata): analyzing the training '
                 'data into %s', analysis_dir)
     dataset.analyze(analysis_dir)
+
+
+def _end_after_failure(callbacks, logs):
+  """Ends the callbacks of a failed run; their own errors only logged.
+
+  The failure that ended the run is what the user must see, not a
+  callback's trouble reporting it.
+  """
+  try:
+    callbacks.on_train_end(logs)
+  except Exception as e:  # pylint: disable=broad-except
+    logger.warning('A callback failed while the run ended: %s: %s',
+                   type(e).__name__, e)
 
 
 def _step_function(training, iterator, thres_loss):
