@@ -412,7 +412,7 @@ def test_indexed_form_of_a_flag_that_is_not_a_list():
                      r'--batch-size is not a list flag. The indexed form '
                      r'NAME:N is accepted for --activations, --data-eval, '
                      r'--data-filter, --data-train, --hidden-layers, '
-                     r'--restore-rename'):
+                     r'--predict-input, --restore-rename'):
     Arguments.parse(['--batch-size:1', '8'])
 
 
