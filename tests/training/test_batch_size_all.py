@@ -61,6 +61,18 @@ def test_without_an_analysis_the_source_is_counted():
   assert _batch_size.training_instances(dataset) == 120
 
 
+def test_with_a_filter_one_step_is_one_pass_over_what_passes(
+    tmp_path, iris_dataset_factory):
+  builder, _ = _train(tmp_path, iris_dataset_factory(), '--batch-size',
+                      'all', '--max-steps', '3', '--data-filter',
+                      'species=^(setosa|virginica)$',
+                      builder_type=_Counting)
+  # 80 of the 120 rows pass: each step is one pass over them.
+  assert builder.settings.loop.batch_size == 80
+  assert int(builder.largest_step.numpy()) == 80
+  assert int(builder.trained_examples.numpy()) == 240
+
+
 def test_the_flag_takes_all_or_a_positive_number():
   args = ModelArguments.parse(['--batch-size', 'All'])
   assert (args.batch_size, args.eval_batch_size) == ('all', 'all')
