@@ -279,8 +279,11 @@ class FeedForwardRegression(_FeedForward):
       self._rmse = tf_keras.metrics.RootMeanSquaredError(name='rmse')
       self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')
       self._mape = tf_keras.metrics.MeanAbsolutePercentageError(name='mape')
-    target = tf.cast(inputs[self.target.name], tf.float32)
-    self._rmse.update_state(target, outputs['value'])
-    self._mae.update_state(target, outputs['value'])
-    self._mape.update_state(target, outputs['value'])
+    # [B, 1]: Keras' mean metrics average over the last axis first, which
+    # for [B] would weigh each batch, not each example, the same.
+    target = tf.cast(inputs[self.target.name], tf.float32)[:, tf.newaxis]
+    value = outputs['value'][:, tf.newaxis]
+    self._rmse.update_state(target, value)
+    self._mae.update_state(target, value)
+    self._mape.update_state(target, value)
     return {'rmse': self._rmse, 'mae': self._mae, 'mape': self._mape}
