@@ -117,8 +117,11 @@ def predict_files(model, inputs, output='-', input_format='auto',
   if not isinstance(batch_size, int) or batch_size < 1:
     raise DataError('batch_size must be a positive integer. Received: '
                     f'batch_size={batch_size!r}')
-  paths = ['-'] if inputs in ('-', ['-']) else _paths.expand(
-      _paths.as_list(inputs))
+  listed = _paths.as_list(inputs)
+  if '-' in listed and len(listed) > 1:
+    raise DataError('Read stdin (-) or files, not both. Received: '
+                    f'inputs={listed}')
+  paths = listed if listed == ['-'] else _paths.expand(listed, 'input')
   writing_tfrecord = output_format == 'tfrecord' or (
       output_format == 'auto' and output != '-' and _TFRECORD.search(output))
   start = time.monotonic()
