@@ -22,6 +22,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
   from tensorfx.training._losses import regression_loss
+  from tensorfx.training._params import test_from_params
+  from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
 
@@ -40,6 +42,8 @@ _EXPORTS = {
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
     'regression_loss': 'tensorfx.training._losses',
+    'test_from_params': 'tensorfx.training._params',
+    'train_from_params': 'tensorfx.training._params',
 }
 
 __all__ = [
@@ -57,6 +61,8 @@ __all__ = [
     'TrainingInterface',
     'ValidationTarget',
     'regression_loss',
+    'test_from_params',
+    'train_from_params',
 ]
 
 

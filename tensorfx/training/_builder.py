@@ -83,7 +83,8 @@ class ModelBuilder(tf.Module):
     # the model but is not part of the model's checkpoints.
     self._untracked = types.SimpleNamespace(transform_layer=None,
                                             worker_layer=None,
-                                            coordinator=None)
+                                            coordinator=None,
+                                            gradient_norm=None)
 
   @property
   def args(self) -> Any:

@@ -1,4 +1,9 @@
-"""Export: the SavedModel that serves raw instances."""
+"""Export: the SavedModel that serves raw instances.
+
+In `model/` itself, or with `--export-versioned` in `model/<step>/`:
+TensorFlow Serving's layout, a base directory of numbered versions of
+which it serves the highest.
+"""
 
 import os
 
@@ -7,21 +12,40 @@ import tensorflow as tf
 from tensorfx._logging import logger
 
 
-def export(prediction, schema, directory):
+# What a SavedModel has at its top (besides version directories).
+_SAVED_MODEL = ('saved_model.pb', 'saved_model.pbtxt', 'fingerprint.pb',
+                'variables', 'assets', 'assets.extra')
+
+
+def export(prediction, schema, directory, version=None):
   """Saves `prediction` (a PredictionInterface) as a SavedModel.
 
-  The model is written next to `directory` first and moved into place when
+  The model is written next to its place first and moved into place when
   complete, so a reader never sees half a model; the raw schema goes into
   `assets.extra/schema.yaml` for people and tools.
+
+  Example:
+    >>> export(prediction, schema, '/tmp/job/model', version=300)
+    '/tmp/job/model/300'
 
   Args:
     prediction: the `PredictionInterface` to save.
     schema: the raw data `Schema`.
-    directory: the model directory (replaced if it exists).
+    directory: the model directory (replaced if it exists), or with
+      `version` the base directory of the versions.
+    version: a version number (the global step): the model goes to
+      `directory/<version>/` (replaced if it exists; other versions are
+      kept, and a model exported unversioned into `directory` is
+      removed); None for `directory` itself.
 
   Returns:
-    `directory`.
+    The directory of the model written.
   """
+  if version is not None:
+    base = directory.rstrip('/')
+    _remove_unversioned(base)
+    directory = f'{base}/{int(version)}' if '://' in base else \
+        os.path.join(base, str(int(version)))
   local = '://' not in directory
   # Locally, a model is written beside its place and renamed into it, so a
   # reader never sees half a model. Object stores (gs://) have no atomic
@@ -41,6 +65,24 @@ def export(prediction, schema, directory):
     tf.io.gfile.rename(target, directory)
   logger.info('Exported the model to %s', directory)
   return directory
+
+
+def _remove_unversioned(base):
+  """Removes a model exported into `base` itself (not into a version)."""
+  if not tf.io.gfile.isdir(base):
+    return
+  names = [n.rstrip('/') for n in tf.io.gfile.listdir(base)]
+  if 'saved_model.pb' not in names:
+    return
+  logger.info('Removing the unversioned model in %s (--export-versioned '
+              'writes numbered versions)', base)
+  for name in names:
+    if name in _SAVED_MODEL:
+      path = os.path.join(base, name)
+      if tf.io.gfile.isdir(path):
+        _remove(path)
+      else:
+        tf.io.gfile.remove(path)
 
 
 def _remove(directory):

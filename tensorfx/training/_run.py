@@ -120,12 +120,16 @@ class TrainingRun:
     best = settings.checkpoints.best(builder.evaluation_metric)
     evaluation = _evaluation.Evaluation(
         evaluation if not self.evaluator_task else None, targets, best)
+    if not settings.restore.resume and self.chief:
+      # --no-resume: what an earlier run left goes aside, never deleted.
+      _checkpoints.move_aside(
+          [self.paths['checkpoints'], self.paths['summaries']])
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], training.global_step,
         max_to_keep=settings.checkpoints.keep,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
         model=builder)
-    if checkpoints.restore_latest() is None:
+    if _checkpoints.resume(checkpoints, settings.restore) is None:
       builder.build_init()
     summaries = _summaries.Summaries(self.paths['summaries'])
     iterator = iter(training.dataset)
@@ -158,8 +162,10 @@ class TrainingRun:
         (lambda step: None),
         agree=lambda flag: strategies.agree(builder.strategy, flag),
         batch_size=training.batch_size,
-        learning_rate=lambda: _learning_rate(training.optimizer))
+        learning_rate=lambda: _learning_rate(training.optimizer),
+        gradient_norm=lambda: _read(training.gradient_norm))
     context.save = loop.save_checkpoint
+    context.step_hook = loop.at_step
     logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
             'metrics': {}, 'model': None}
     try:
@@ -190,7 +196,9 @@ class TrainingRun:
       logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
                      'command again to resume.', step, checkpoints.latest)
       raise SystemExit(context.exit_code)
-    model_dir = _export.export(prediction, dataset.schema, self.paths['model'])
+    model_dir = _export.export(
+        prediction, dataset.schema, self.paths['model'],
+        version=step if settings.export.versioned else None)
     if not self.chief:
       return None
     extra = {}
@@ -272,6 +280,13 @@ def _learning_rate(optimizer):
     return float(optimizer.learning_rate)
   except (AttributeError, TypeError, ValueError):
     return None
+
+
+def _read(variable):
+  """A scalar variable's value now, or None when there is none."""
+  if variable is None:
+    return None
+  return float(variable.numpy())
 
 
 def _arguments(builder):

@@ -24,8 +24,9 @@ class Callback:
      and validation and before the model is exported.
 
   At each event the built-in callbacks run first (the loss guards,
-  signals, progress, TensorBoard, MLflow, hypertune, bad-record counts,
-  best checkpoints, early stopping), then those given to
+  signals, the model summary, progress, TensorBoard, its hyperparameters,
+  the profiler, best checkpoints, MLflow, hypertune, bad-record counts,
+  early stopping), then those given to
   `ModelTrainer(callbacks=...)`, then those `ModelBuilder.build_callbacks()`
   returns. Every method runs eagerly, on the host, in the process that
   trains: the chief, and each worker of a multi-worker cluster (where
@@ -80,7 +81,9 @@ class Callback:
       step: the global step.
       logs: `loss` (the last step's loss, or the bad one that stopped the
         loop), `examples_per_sec` and `steps_per_sec` (since the previous
-        call), `learning_rate` (None when it cannot be read).
+        call), `learning_rate` (None when it cannot be read),
+        `gradient_norm` (the global norm of the last step's gradient,
+        before clipping; None when the step does not report it).
     """
 
   def on_checkpoint(self, step: int, path: str) -> None:

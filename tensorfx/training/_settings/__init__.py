@@ -18,6 +18,7 @@ import dataclasses
 
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
+from tensorfx.training._settings import export
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
@@ -26,11 +27,13 @@ from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
+from tensorfx.training._settings import summaries
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
 from tensorfx.training._settings.checkpoints import CheckpointSettings
 from tensorfx.training._settings.checkpoints import parse_best_metric
 from tensorfx.training._settings.data import DataSettings
+from tensorfx.training._settings.export import ExportSettings
 from tensorfx.training._settings.guards import GuardSettings
 from tensorfx.training._settings.job import JobSettings
 from tensorfx.training._settings.logging import LoggingSettings
@@ -39,12 +42,14 @@ from tensorfx.training._settings.loss import LossSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.prediction import PredictionSettings
 from tensorfx.training._settings.restore import RestoreSettings
+from tensorfx.training._settings.summaries import SummarySettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
 _SECTIONS = (data, job, loop, checkpoints, optimizer, loss, validation,
-             guards, restore, tracking, prediction, logging)
+             guards, restore, export, tracking, prediction, logging,
+             summaries)
 
 
 def add_arguments(parser):
@@ -77,9 +82,11 @@ class Settings:
   validation: ValidationSettings = ValidationSettings()
   guards: GuardSettings = GuardSettings()
   restore: RestoreSettings = RestoreSettings()
+  export: ExportSettings = ExportSettings()
   tracking: TrackingSettings = TrackingSettings()
   prediction: PredictionSettings = PredictionSettings()
   logging: LoggingSettings = LoggingSettings()
+  summaries: SummarySettings = SummarySettings()
 
   @classmethod
   def from_args(cls, args):
@@ -91,6 +98,7 @@ class Settings:
 __all__ = [
     'CheckpointSettings',
     'DataSettings',
+    'ExportSettings',
     'GuardSettings',
     'JobSettings',
     'LoggingSettings',
@@ -100,6 +108,7 @@ __all__ = [
     'PredictionSettings',
     'RestoreSettings',
     'Settings',
+    'SummarySettings',
     'TrackingSettings',
     'ValidationSettings',
     'add_arguments',
