@@ -21,8 +21,10 @@ class _Counting(nn.FeedForwardClassification):
 
   def build_inference(self, inputs, training):
     if not hasattr(self, 'trained_examples'):
-      self.trained_examples = tf.Variable(0, dtype=tf.int64, trainable=False)
-      self.largest_step = tf.Variable(0, dtype=tf.int64, trainable=False)
+      self.trained_examples = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                          name='trained_examples')
+      self.largest_step = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                      name='largest_step')
     if training:
       size = tf.shape(inputs['Y'], out_type=tf.int64)[0]
       self.trained_examples.assign_add(size)
