@@ -157,7 +157,7 @@ class DataSet:
       if not source.supports_skipping:
         raise DataError(
             f'Source {name!r} ({type(source).__name__}) cannot skip bad '
-            'records; only CSV sources can.')
+            'records; CSV and TFRecord sources can.')
       source.enable_skipping(count)
 
   def bad_records(self):

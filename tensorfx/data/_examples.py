@@ -11,12 +11,21 @@ The Beam reader parses each record in Python, by the same rules: a field of
 length 1 or N needs exactly that many values (or takes its default when
 absent), a field of length 0 any number; the value list must be of the
 schema's type (int64_list, float_list, bytes_list).
+
+With `skip_bad_records` (Gematria's `--gematria_drop_invalid_blocks`) a
+record that is not a tf.Example or does not match the schema is dropped and
+counted instead, as CSV rows are: each batch is checked from Python (one
+parse of the whole batch; record by record only when it fails), which
+keeps the good records at some cost in throughput. A truncated or corrupt
+file still fails: that is the storage's fault, not a record's.
 """
 
 import os
 import re
+import threading
 
 from tensorfx._errors import DataError
+from tensorfx._logging import logger
 from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -28,6 +37,8 @@ _SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
 _SCAN_BATCH = 1024
+# Bad records a reader logs one by one before only counting.
+_LOGGED_BAD_RECORDS = 10
 _KINDS = {'integer': 'int64_list', 'real': 'float_list',
           'discrete': 'bytes_list'}
 # DataLossErrors that reading a TFRecord file raises (others, e.g. from a
@@ -89,12 +100,48 @@ class ExamplesDataSource(DataSource):
     schema: the `Schema` of the features.
     compression: None, 'GZIP', 'ZLIB', or 'auto' (by each file's suffix:
       .gz is GZIP).
+    skip_bad_records: whether records that are not a tf.Example or do not
+      match the schema are dropped (and counted in `bad_records`, and in
+      the analysis log) instead of failing the job. Batches with dropped
+      records are smaller than the batch size.
   """
 
-  def __init__(self, paths, schema, compression='auto'):
+  supports_skipping = True
+
+  def __init__(self, paths, schema, compression='auto',
+               skip_bad_records=False):
     super().__init__(paths, schema)
     _check_compression(compression)
+    if not isinstance(skip_bad_records, bool):
+      raise DataError('skip_bad_records must be True or False. Received: '
+                      f'skip_bad_records={skip_bad_records!r}')
     self.compression = compression
+    self._counting = False
+    self._bad_records = 0
+    self._lock = threading.Lock()
+    if skip_bad_records:
+      self.enable_skipping()
+
+  def enable_skipping(self, count=True):
+    """Makes `read()` drop bad records instead of failing.
+
+    Args:
+      count: whether to count (and log the first few of) the dropped
+        records, from Python. Pipelines that run in another process (the
+        workers of a parameter-server cluster) cannot call back into this
+        one: they parse record by record and drop bad ones uncounted.
+    """
+    self.skip_bad_records = True
+    self._counting = count
+
+  @property
+  def bad_records(self):
+    """How many bad records the `read()` pipelines of this source skipped.
+
+    Counted as batches are read (so far, not in the whole data); always 0
+    unless `skip_bad_records`.
+    """
+    return self._bad_records
 
   def compressions(self):
     """The compression type of each of `files()`, in order."""
@@ -122,13 +169,51 @@ class ExamplesDataSource(DataSource):
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
+    if self.skip_bad_records and not self._counting:
+      # Elsewhere than this process: each record parsed alone, bad ones
+      # dropped by tf.data (uncounted), then batched.
+      ds = ds.map(no_autograph(lambda record: tf.io.parse_example(
+          record[tf.newaxis], spec)), num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic).ignore_errors().unbatch()
+      return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
     # Batch first: one vectorized parse per batch, not one call per record.
     ds = ds.batch(batch_size)
+    if self.skip_bad_records:
+      ds = ds.map(no_autograph(lambda records: tf.io.parse_example(
+          tf.boolean_mask(records, self._good_records(records)), spec)),
+                  num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic)
+      # A batch of bad records only is empty.
+      return ds.filter(_not_empty).prefetch(tf.data.AUTOTUNE)
     ds = ds.map(no_autograph(lambda records: tf.io.parse_example(records,
                                                                  spec)),
                 num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+  def _good_records(self, records):
+    """[B] bool: which records of a batch parse (from Python, counting)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    good = tf.py_function(self._check_records, [records], tf.bool)
+    good.set_shape(records.shape)
+    return good
+
+  def _check_records(self, records):
+    """Parses a batch; on failure finds, counts and logs its bad records."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    spec = _transforms.parsing_spec(self.schema)
+    values = records.numpy()
+    if _records_problem(values, spec) is None:
+      return np.ones(len(values), dtype=bool)
+    problems = [_records_problem([value], spec) for value in values]
+    bad = [p for p in problems if p is not None]
+    with self._lock:
+      first = self._bad_records
+      self._bad_records += len(bad)
+    for problem in bad[:max(0, _LOGGED_BAD_RECORDS - first)]:
+      logger.warning('Skipping a bad record: %s', problem)
+    return np.array([p is None for p in problems], dtype=bool)
 
   def diagnose(self, error):
     """Finds the record behind a failed `read()` pipeline.
@@ -169,17 +254,54 @@ class ExamplesDataSource(DataSource):
 
   def beam_source(self, pipeline, label='ReadExamples'):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    from tensorfx.data._csv import BAD_RECORDS_COUNTER  # pylint: disable=g-import-not-at-top
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
+    skip_bad = self.skip_bad_records
+    counter = beam.metrics.Metrics.counter('tensorfx', BAD_RECORDS_COUNTER)
+
+    def rows(pair):
+      logged = 0
+
+      def on_bad_record(message):
+        nonlocal logged
+        counter.inc()
+        if logged < _LOGGED_BAD_RECORDS:
+          logger.warning('Skipping a bad record: %s', message)
+          logged += 1
+
+      return read_examples(pair[0], schema, pair[1], skip_bad,
+                           on_bad_record)
+
     return (pipeline
             | f'{label}Files' >> beam.Create(pairs)
             # Spreads the files over workers (Create makes one bundle).
             | f'{label}Spread' >> beam.Reshuffle()
-            | f'{label}Rows' >> beam.FlatMap(
-                lambda pair: read_examples(pair[0], schema, pair[1])))
+            | f'{label}Rows' >> beam.FlatMap(rows))
 
 
 _NOT_AN_EXAMPLE = 'Could not parse example input'
+
+
+def _not_empty(features):
+  """Whether a batch of parsed features holds any record."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  value = next(iter(features.values()))
+  size = value.dense_shape[0] if isinstance(value, tf.SparseTensor) else \
+      tf.shape(value, out_type=tf.int64)[0]
+  return size > 0
+
+
+def _records_problem(records, spec):
+  """What is wrong with a batch of records (from Python), or None."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    tf.io.parse_example(records, spec)
+    return None
+  except tf.errors.InvalidArgumentError as e:
+    return _validation.example_error(e) or 'not a serialized tf.Example'
+  except UnicodeDecodeError:
+    return 'not a serialized tf.Example'
 # Where a record is, in ParseExample's messages: differs between the
 # pipeline (unnamed, index in its batch) and the scan (named, other batches).
 _RECORD_NAME = re.compile(r'Name: [^,]*, |Index: \d+\.')
@@ -276,15 +398,25 @@ def _parse_problem(path, records, count, spec):
   return None
 
 
-def read_examples(path, schema, compression=''):
+def read_examples(path, schema, compression='', skip_bad_records=False,
+                  on_bad_record=None):
   """Yields the records of one TFRecord file as dicts of Python values.
 
   Streams the file (bounded memory); used by the Beam analysis. Scalars are
   Python values, lists (length 0 or N) Python lists; discrete values are
   bytes, as tf.Example holds them.
 
+  Args:
+    path: the file.
+    schema: the `Schema` of its features.
+    compression: '', 'GZIP' or 'ZLIB'.
+    skip_bad_records: whether to skip records that are not a tf.Example or
+      do not match the schema instead of raising.
+    on_bad_record: called with the message of each skipped record.
+
   Raises:
-    DataError: naming the file and record of the first bad record.
+    DataError: naming the file and record of the first bad record (unless
+      `skip_bad_records`), or of a truncated or corrupt file.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
@@ -302,11 +434,19 @@ def read_examples(path, schema, compression=''):
     for record in records.numpy():
       count += 1
       try:
-        example = example_pb2.Example.FromString(record)
-      except pb_message.DecodeError:
-        raise DataError(f'{path}: record {count}: not a serialized '
-                        'tf.Example') from None
-      yield example_row(example, schema, f'{path}: record {count}')
+        try:
+          example = example_pb2.Example.FromString(record)
+        except pb_message.DecodeError:
+          raise DataError(f'{path}: record {count}: not a serialized '
+                          'tf.Example') from None
+        row = example_row(example, schema, f'{path}: record {count}')
+      except DataError as e:
+        if not skip_bad_records:
+          raise
+        if on_bad_record is not None:
+          on_bad_record(str(e))
+        continue
+      yield row
 
 
 def example_row(example, schema, where='a tf.Example'):
@@ -363,12 +503,15 @@ class ExamplesDataSet(DataSet):
     features: a `FeatureSet` or the path of its YAML file.
     compression: None, 'GZIP', 'ZLIB' or 'auto' (by file suffix: .gz is
       GZIP) for every source.
+    skip_bad_records: whether records that are not a tf.Example or do not
+      match the schema are skipped (and counted: each source's
+      `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
       or list of them.
   """
 
   def __init__(self, schema, metadata=None, features=None, compression='auto',
-               **sources):
+               skip_bad_records=False, **sources):
     super().__init__(schema, metadata=metadata, features=features)
     _check_compression(compression)
     for name, paths in sources.items():
@@ -377,4 +520,4 @@ class ExamplesDataSet(DataSet):
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
       self._sources[name] = ExamplesDataSource(paths, self.schema,
-                                               compression)
+                                               compression, skip_bad_records)

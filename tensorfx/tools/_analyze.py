@@ -26,7 +26,9 @@ def add_parser(commands):
   parser.add_argument('--skip-header', action='store_true',
                       help='each CSV file starts with a header line')
   parser.add_argument('--skip-bad-records', action='store_true',
-                      help='skip (and count) bad CSV rows instead of failing')
+                      help='skip (and count) bad records (CSV rows; '
+                      'TFRecord records that are not a tf.Example or do not '
+                      'match the schema) instead of failing')
   parser.add_argument('--compression', default='auto',
                       choices=['auto', 'none', 'gzip', 'zlib'],
                       help='TFRecord compression (auto: by suffix, .gz is '
@@ -55,6 +57,7 @@ def run(args, beam_args):
     dataset = data.ExamplesDataSet(args.data_schema,
                                    features=args.data_features,
                                    compression=compression,
+                                   skip_bad_records=args.skip_bad_records,
                                    train=args.data_train)
   else:
     dataset = data.CsvDataSet(args.data_schema, features=args.data_features,

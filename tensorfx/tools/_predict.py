@@ -1,91 +1,128 @@
-"""`tensorfx predict`: predictions for instances in a file or on stdin."""
+"""`tensorfx predict`: batch prediction with an exported model or a checkpoint.
 
-import json
-import sys
+Gematria's `--gematria_action=predict`: records in (TFRecord of tf.Example,
+CSV or JSON lines), the same records out with the predictions added
+(TFRecord or JSON lines), streamed in batches with progress on stderr.
+"""
 
-from tensorfx._errors import DataError
+from tensorfx._errors import ConfigurationError
+from tensorfx.tools import _train
 
-_CHUNK = 1024
+_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
+_OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 
 
 def add_parser(commands):
   parser = commands.add_parser(
-      'predict', help='predict instances with an exported model',
-      description='Reads instances, one per line, from --input (or stdin) '
-      'and writes one JSON object of outputs per line. A line is a CSV '
-      'record in schema order (target optional) or a JSON object of raw '
-      'features.')
-  parser.add_argument('--model', required=True,
+      'predict', help='predict records with an exported model or a checkpoint',
+      add_help=False,
+      description='Reads records from --input (default stdin): TFRecord '
+      'files of tf.Example, CSV lines in schema order (target optional) or '
+      'JSON lines of raw features; writes each record with the model\'s '
+      'outputs added to --output: a .tfrecord[.gz] file (tf.Example, one '
+      'feature per output) or JSON lines (default: stdout). The model is an '
+      'exported one (--model) or a checkpoint of a job (--module and '
+      '--job-dir, as tensorfx export builds it, without writing a model; '
+      'arguments after the known ones go to the trainer: give it the data '
+      'flags it was trained with). Records are read and predicted a batch '
+      'at a time, so memory does not grow with the input.',
+      epilog='Examples: tensorfx predict --model /tmp/job/model --input '
+      'blocks.tfrecord --output predicted.tfrecord; tensorfx predict '
+      '--module trainer --job-dir /tmp/job --checkpoint '
+      '/tmp/job/checkpoints/ckpt-2000 --input blocks.tfrecord.gz --output '
+      'predicted.jsonl --data-train data/train.tfrecord --data-schema '
+      'schema.yaml --data-features features.yaml')
+  parser.add_argument('-h', '--help', action='store_true',
+                      help='show this help and, with --module, the '
+                      'trainer\'s own flags, then exit')
+  source = parser.add_argument_group('model (one of)')
+  source.add_argument('--model', metavar='DIR',
                       help='the exported model directory (OUTPUT/model)')
-  parser.add_argument('--input', default='-',
-                      help='the instances file (default: stdin)')
-  parser.add_argument('--output', default='-',
-                      help='where to write JSON lines (default: stdout)')
-  parser.set_defaults(run=run)
+  source.add_argument('--module',
+                      help='with --job-dir: the trainer (a module name or '
+                      'the path of a .py file) that builds the model of a '
+                      'checkpoint')
+  source.add_argument('--job-dir', metavar='DIR',
+                      help='the job output directory of the checkpoint')
+  source.add_argument('--checkpoint', metavar='PATH',
+                      help='with --module: a checkpoint prefix or directory '
+                      '(default: the latest of JOB_DIR/checkpoints)')
+  parser.add_argument('--input', nargs='+', default=['-'], metavar='PATH',
+                      help='files or patterns (local or gs://), or - for '
+                      'stdin (default)')
+  parser.add_argument('--output', default='-', metavar='PATH',
+                      help='PATH.tfrecord[.gz] or a JSON lines file '
+                      '(default: - for stdout)')
+  parser.add_argument('--format', type=str.lower, choices=_FORMATS,
+                      default='auto',
+                      help='the input format (default: by each file\'s '
+                      'name: .tfrecord[.gz], .csv, .json[l]; others and '
+                      'stdin are lines, each JSON or CSV)')
+  parser.add_argument('--output-format', type=str.lower,
+                      choices=_OUTPUT_FORMATS, default='auto',
+                      help='the output format (default: tfrecord for a '
+                      '.tfrecord[.gz] --output, else json)')
+  parser.add_argument('--batch-size', type=int, default=256, metavar='N',
+                      help='records predicted per call (default: '
+                      '%(default)s)')
+  parser.add_argument('--prefix', default='',
+                      help='prepended to the name of each output added to '
+                      'a record (default: none)')
+  parser.add_argument('--skip-bad-records', action='store_true',
+                      help='skip and count records that do not parse or '
+                      'do not match the model\'s schema (Gematria\'s '
+                      '--gematria_drop_invalid_blocks) instead of failing')
+  parser.set_defaults(run=run, accepts_extra=True, command_parser=parser)
 
 
 def run(args, rest):
-  del rest
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
-  model = Model.load(args.model)
-  source = sys.stdin if args.input == '-' else tf.io.gfile.GFile(args.input)
-  sink = sys.stdout if args.output == '-' else tf.io.gfile.GFile(
-      args.output, 'w')
-  try:
-    chunk, number = [], 0
-    for number, line in enumerate(source, start=1):
-      line = line.rstrip('\r\n')
-      if not line.strip():
-        continue
-      chunk.append((number, _instance(line, number, args.input)))
-      if len(chunk) == _CHUNK:
-        _write(model, chunk, sink, args.input)
-        chunk = []
-    if chunk:
-      _write(model, chunk, sink, args.input)
-  finally:
-    if sink is not sys.stdout:
-      sink.close()
-  return 0
-
-
-def _instance(line, number, name):
-  if line.lstrip().startswith('{'):
-    try:
-      return json.loads(line)
-    except json.JSONDecodeError as e:
-      raise DataError(f'{_name(name)}:{number}: invalid JSON: {e}') from None
-  return line
-
-
-def _write(model, chunk, sink, name):
-  kinds = {type(i) for _, i in chunk}
-  # One call per run of same-kind instances keeps input order.
-  start = 0
-  while start < len(chunk):
-    kind = type(chunk[start][1])
-    end = start
-    while end < len(chunk) and type(chunk[end][1]) is kind:
-      end += 1
-    part = chunk[start:end]
-    try:
-      outputs = model.predict([i for _, i in part])
-    except DataError as e:
-      # Map 'instance N' back to the input's line number.
-      message = str(e)
-      for index, (number, _) in enumerate(part, start=1):
-        prefix = f'instance:{index}:'
-        if message.startswith(prefix):
-          message = f'{_name(name)}:{number}:' + message[len(prefix):]
-          break
-      raise DataError(message) from None
-    for output in outputs:
-      sink.write(json.dumps(output) + '\n')
-    start = end
-  del kinds
-  sink.flush()
-
-
-def _name(name):
-  return '<stdin>' if name == '-' else name
+  """Predicts with `--model`, or runs the trainer with `--action predict`."""
+  if args.help:
+    args.command_parser.print_help()
+    if args.module:
+      print(f'\nThe trainer {args.module} takes these flags (after the '
+            'ones above):\n', flush=True)
+      try:
+        _train.run_module(args.module, ['--help'])
+      except SystemExit as e:
+        return e.code or 0
+    return 0
+  if args.batch_size < 1:
+    raise ConfigurationError('--batch-size must be a positive integer. '
+                             f'Received: --batch-size={args.batch_size}')
+  if bool(args.model) == bool(args.module or args.job_dir):
+    raise ConfigurationError(
+        'tensorfx predict needs a model: --model DIR (an exported model), or '
+        '--module and --job-dir (a checkpoint of the job). Received: '
+        f'--model={args.model} --module={args.module} '
+        f'--job-dir={args.job_dir}')
+  if args.model:
+    if rest or args.checkpoint:
+      extra = ' '.join(rest + (['--checkpoint'] if args.checkpoint else []))
+      raise ConfigurationError(
+          f'With --model, tensorfx predict takes no trainer arguments. '
+          f'Received: {extra}')
+    from tensorfx import _logging  # pylint: disable=g-import-not-at-top
+    from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+    from tensorfx.prediction import predict_files  # pylint: disable=g-import-not-at-top
+    _logging.configure('info')
+    predict_files(Model.load(args.model), args.input, args.output,
+                  input_format=args.format, output_format=args.output_format,
+                  batch_size=args.batch_size, prefix=args.prefix,
+                  skip_bad_records=args.skip_bad_records)
+    return 0
+  if not (args.module and args.job_dir):
+    raise ConfigurationError(
+        'A checkpoint needs both --module (the trainer) and --job-dir (the '
+        f'job). Received: --module={args.module} --job-dir={args.job_dir}')
+  argv = ['--output', args.job_dir, '--action', 'predict',
+          '--predict-input', *args.input, '--predict-output', args.output,
+          '--predict-format', args.format,
+          '--predict-output-format', args.output_format,
+          '--predict-batch-size', str(args.batch_size),
+          '--predict-prefix', args.prefix, *rest]
+  if args.checkpoint:
+    argv += ['--checkpoint', args.checkpoint]
+  if args.skip_bad_records:
+    argv.append('--skip-bad-records')
+  return _train.run_module(args.module, argv)

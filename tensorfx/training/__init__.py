@@ -21,6 +21,7 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
+  from tensorfx.training._losses import regression_loss
   from tensorfx.training._params import test_from_params
   from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
@@ -40,6 +41,7 @@ _EXPORTS = {
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'regression_loss': 'tensorfx.training._losses',
     'test_from_params': 'tensorfx.training._params',
     'train_from_params': 'tensorfx.training._params',
 }
@@ -58,6 +60,7 @@ __all__ = [
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
+    'regression_loss',
     'test_from_params',
     'train_from_params',
 ]

@@ -47,11 +47,16 @@ class EvaluatorRun:
     poll_secs: seconds between looks for new checkpoints.
     timeout_secs: how long to wait for the chief's analysis.
     callbacks: the user's callbacks.
+    since: the unix time after which an end recorded in `job.yaml` is the
+      job's end; None for when `run()` starts (an end recorded earlier is
+      a previous run's: the task starts with the chief). `tensorfx
+      evaluate --follow` passes 0: a job that has ended ends the following.
   """
 
   def __init__(self, builder, output, config, poll_secs=1.0,
-               timeout_secs=600.0, callbacks=()):
+               timeout_secs=600.0, callbacks=(), since=None):
     self.builder = builder
+    self.since = since
     self.output = output
     self.config = config
     self.poll_secs = poll_secs
@@ -121,7 +126,8 @@ class EvaluatorRun:
     asked_to_stop = False
     try:
       while True:
-        finished = _cluster.job_finished(self.output, start)
+        finished = _cluster.job_finished(
+            self.output, start if self.since is None else self.since)
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))

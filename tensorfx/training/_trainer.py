@@ -73,7 +73,11 @@ class ModelTrainer:
     `tensorfx evaluate` and `tensorfx export` pass), the trainer script's
     call does that instead, in this process: `evaluate()` prints its results
     as one JSON line and the process exits (code 0); `export()` returns the
-    exported model.
+    exported model. `--action evaluate --follow` evaluates each new
+    checkpoint, as the evaluator task does, printing a JSON line each,
+    and exits (code 0) once the job has ended. `--action predict` predicts
+    the `--predict-input` records with a checkpoint (no model is written)
+    into `--predict-output`, then exits (code 0).
 
     Returns:
       On the chief, the trained `tensorfx.prediction.Model`. Other roles
@@ -86,6 +90,11 @@ class ModelTrainer:
     settings = model_builder.settings
     _configure_logging(settings)
     job = settings.job
+    if job.action == 'evaluate' and job.follow:
+      from tensorfx.training import _follow  # pylint: disable=g-import-not-at-top
+      _follow.follow(model_builder, output, self._callbacks,
+                     timeout_secs=job.cluster_timeout_secs)
+      raise SystemExit(0)
     if job.action == 'evaluate':
       summary = self.evaluate(model_builder, output, job.checkpoint)
       print(json.dumps(summary), flush=True)
@@ -93,6 +102,12 @@ class ModelTrainer:
     if job.action == 'export':
       return self.export(model_builder, output, job.checkpoint,
                          job.export_dir)
+    if job.action == 'predict':
+      from tensorfx.training import _batch_predict  # pylint: disable=g-import-not-at-top
+      _batch_predict.predict(model_builder, output, job.checkpoint,
+                             settings.prediction,
+                             settings.data.skip_bad_records)
+      raise SystemExit(0)
     timeout = job.cluster_timeout_secs
     if config.evaluator:
       from tensorfx.training import _evaluator  # pylint: disable=g-import-not-at-top

@@ -210,9 +210,15 @@ def test_abbreviations_are_not_accepted():
 
 def test_bad_int_exits_with_usage_error(capsys):
   with pytest.raises(SystemExit) as e:
+    ModelArguments.parse(['--max-steps', 'many'])
+  assert e.value.code == 2
+  assert "--max-steps/--training-num-epochs: invalid int value: 'many'" in \
+      capsys.readouterr().err
+  with pytest.raises(SystemExit) as e:
     ModelArguments.parse(['--batch-size', 'many'])
   assert e.value.code == 2
-  assert "--batch-size: invalid int value: 'many'" in capsys.readouterr().err
+  assert ("--batch-size: expected a positive integer or 'all'. Received: "
+          "'many'") in capsys.readouterr().err
 
 
 def test_bad_log_level_exits_with_usage_error(capsys):
@@ -238,9 +244,6 @@ def test_help_lists_the_flags(capsys):
 
 
 @pytest.mark.parametrize('flag, value', [
-    ('--batch-size', '0'),
-    ('--batch-size', '-5'),
-    ('--eval-batch-size', '0'),
     ('--checkpoint-interval-secs', '0'),
     ('--checkpoint-interval-steps', '-1'),
     ('--log-interval-steps', '0'),
@@ -249,6 +252,19 @@ def test_help_lists_the_flags(capsys):
 def test_positive_flags(flag, value):
   with pytest.raises(ConfigurationError,
                      match=f'^{flag} must be a positive integer. '
+                     f'Received: {flag}={value}$'):
+    ModelArguments.parse([flag, value])
+
+
+@pytest.mark.parametrize('flag, value', [
+    ('--batch-size', '0'),
+    ('--batch-size', '-5'),
+    ('--eval-batch-size', '0'),
+])
+def test_batch_sizes_are_positive_or_all(flag, value):
+  with pytest.raises(ConfigurationError,
+                     match=f"^{flag} must be a positive integer, or 'all' "
+                     'for the whole training data in one batch. '
                      f'Received: {flag}={value}$'):
     ModelArguments.parse([flag, value])
 
@@ -396,7 +412,7 @@ def test_indexed_form_of_a_flag_that_is_not_a_list():
                      r'--batch-size is not a list flag. The indexed form '
                      r'NAME:N is accepted for --activations, --data-eval, '
                      r'--data-filter, --data-train, --hidden-layers, '
-                     r'--restore-rename'):
+                     r'--predict-input, --restore-rename'):
     Arguments.parse(['--batch-size:1', '8'])
 
 

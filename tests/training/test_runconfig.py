@@ -10,14 +10,12 @@ from tensorfx.training import _runconfig
 
 
 class Arguments(ModelArguments):
-  """A model's arguments: hidden layers and a loss."""
+  """A model's arguments: hidden layers (the loss flags are standard)."""
 
   @classmethod
   def build_parser(cls):
     parser = super().build_parser()
     cls.add_list_argument(parser, '--hidden-layers', type=int)
-    parser.add_argument('--loss', choices=('mse', 'mae'), default='mse')
-    parser.add_argument('--loss-normalization', default='none')
     return parser
 
 
@@ -90,7 +88,8 @@ def test_sections_map_to_flags(tmp_path):
   assert args.data_train == ['t.csv']
   assert args.data_schema == 'schema.yaml'
   assert args.hidden_layers == [4]
-  assert (args.loss, args.loss_normalization) == ('mae', 'percentage')
+  assert (args.loss, args.loss_normalization) == ('mean_absolute_error',
+                                                'percentage_error')
   assert args.learning_rate == pytest.approx(0.1)
   assert args.learning_rate_schedule == 'cosine'
   assert args.warmup_steps == 3
@@ -104,7 +103,7 @@ def test_sections_map_to_flags(tmp_path):
 def test_section_as_a_plain_value(tmp_path):
   path = _write(tmp_path, 'optimizer: rmsprop\nloss: mae\n')
   args = Arguments.parse(['--config', path])
-  assert (args.optimizer, args.loss) == ('rmsprop', 'mae')
+  assert (args.optimizer, args.loss) == ('rmsprop', 'mean_absolute_error')
 
 
 def test_output_from_the_file_satisfies_parse_job(tmp_path):

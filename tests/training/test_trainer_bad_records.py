@@ -4,9 +4,12 @@ import logging
 import os
 
 import pytest
+import tensorflow as tf
 import yaml
 
 from conftest import IRIS
+from iris_examples import example
+from iris_examples import write_records
 from tensorfx import data
 from tensorfx._errors import DataError
 from test_trainer import _scalars
@@ -79,14 +82,49 @@ def test_without_the_flag_the_first_bad_row_fails_the_job(tmp_path,
     _train(tmp_path / 'out', dataset, '--max-steps', '5', '--no-shuffle')
 
 
-def test_the_flag_is_refused_for_a_source_that_cannot_skip(tmp_path,
-                                                          iris_analysis):
-  path = tmp_path / 'train.tfrecord'
-  path.write_bytes(b'')
+def test_tfrecord_records_are_skipped_and_counted(tmp_path, iris_analysis):
+  # Gematria's --gematria_drop_invalid_blocks: not a tf.Example, a feature
+  # of the wrong type, a missing feature.
+  with open(os.path.join(IRIS, 'data', 'train.csv')) as f:
+    records = [example(line.strip().split(',')) for line in f if line.strip()]
+  wrong_type = tf.train.Example.FromString(records[10])
+  wrong_type.features.feature['petal_width'].CopyFrom(tf.train.Feature(
+      bytes_list=tf.train.BytesList(value=[b'0.2'])))
+  missing = tf.train.Example.FromString(records[20])
+  del missing.features.feature['species']
+  records[5] = b'\x0a\x02not a tf.Example'
+  records[10] = wrong_type.SerializeToString()
+  records[20] = missing.SerializeToString()
+  path = tmp_path / 'train.tfrecord.gz'
+  write_records(path, records, 'GZIP')
   dataset = data.ExamplesDataSet(os.path.join(IRIS, 'schema.yaml'),
                                  metadata=iris_analysis,
                                  features=os.path.join(IRIS, 'features.yaml'),
                                  train=str(path))
-  with pytest.raises(DataError, match=r"Source 'train' \(ExamplesDataSource\) "
-                     'cannot skip bad records'):
+  output = tmp_path / 'out'
+  # 117 good records of 120, batches of 40 (less what is dropped of
+  # each), one epoch: 3 steps.
+  builder, _ = _train(output, dataset, '--skip-bad-records', '--epochs', '1',
+                      '--max-steps', '0', '--batch-size', '40',
+                      '--no-shuffle')
+  assert int(builder.global_step.numpy()) == 3
+  assert dataset.bad_records() == {'train': 3}
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed'
+  assert job['bad_records'] == {'train': 3}
+  assert _scalars(output / 'summaries' / 'train')['bad_records'][-1][1] == 3
+
+
+def test_the_flag_is_refused_for_a_source_that_cannot_skip(tmp_path,
+                                                          iris_analysis):
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  frame = pd.read_csv(os.path.join(IRIS, 'data', 'train.csv'), header=None,
+                      names=['species', 'sepal_length', 'sepal_width',
+                             'petal_length', 'petal_width'])
+  dataset = data.DataFrameDataSet(os.path.join(IRIS, 'schema.yaml'),
+                                  metadata=iris_analysis,
+                                  features=os.path.join(IRIS, 'features.yaml'),
+                                  train=frame)
+  with pytest.raises(DataError, match=r"Source 'train' \(DataFrameDataSource\) "
+                     'cannot skip bad records; CSV and TFRecord sources can'):
     _train(tmp_path / 'out', dataset, '--skip-bad-records')

@@ -7,6 +7,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.data import _transforms
 from tensorfx.data._features import FeatureType
 from tensorfx.embeddings._table import EmbeddingTable
+from tensorfx.training import _losses
 from tensorfx.training._args import ModelArguments
 from tensorfx.training._builder import ModelBuilder
 
@@ -39,45 +40,23 @@ class FeedForwardClassificationArguments(FeedForwardArguments):
   """Arguments of `FeedForwardClassification`."""
 
 
-LOSSES = ('mse', 'mae', 'huber')
-LOSS_NORMALIZATIONS = ('none', 'percentage')
-
-
 class FeedForwardRegressionArguments(FeedForwardArguments):
-  """Arguments of `FeedForwardRegression`: the loss and its normalization.
+  """Arguments of `FeedForwardRegression`.
 
-  `--loss` is mse (mean squared error), mae (mean absolute error) or huber
-  (squared below `--huber-delta`, linear above); `--loss-normalization
-  percentage` divides each error by the target's magnitude first, as
-  Gematria's PERCENTAGE_ERROR does.
+  The loss flags are those of every trainer (see
+  `tensorfx.training.regression_loss`): `--loss` (or `--loss-type`)
+  mean_squared_error, mean_absolute_error or huber (with `--huber-delta`),
+  and `--loss-normalization` none, percentage_error or
+  expected_value_greater_than_one, in Gematria's spelling or any case;
+  `mse`, `mae` and `percentage` are accepted too.
 
   Example:
     >>> args = FeedForwardRegressionArguments.parse(
-    ...     ['--loss', 'mae', '--loss-normalization', 'percentage'])
+    ...     ['--loss', 'MEAN_ABSOLUTE_ERROR',
+    ...      '--loss-normalization', 'PERCENTAGE_ERROR'])
     >>> args.loss, args.loss_normalization
-    ('mae', 'percentage')
+    ('mean_absolute_error', 'percentage_error')
   """
-
-  @classmethod
-  def build_parser(cls):
-    parser = super().build_parser()
-    loss = parser.add_argument_group('loss')
-    loss.add_argument('--loss', type=str.lower, choices=LOSSES,
-                      default='mse',
-                      help='the training loss (default: %(default)s)')
-    loss.add_argument('--loss-normalization', type=str.lower,
-                      choices=LOSS_NORMALIZATIONS, default='none',
-                      help='percentage: each error is divided by |target| '
-                      'before the loss (default: %(default)s)')
-    loss.add_argument('--huber-delta', type=float, default=1.0,
-                      metavar='DELTA',
-                      help='where the huber loss turns linear (default: '
-                      '%(default)s)')
-    return parser
-
-  def process(self):
-    super().process()
-    self._check_positive('huber_delta', expected='a positive number')
 
 
 class _FeedForward(ModelBuilder):
@@ -176,52 +155,6 @@ class _FeedForward(ModelBuilder):
     return x
 
 
-# Bounds |target| from below in percentage errors: a zero target would
-# make the error infinite.
-_PERCENTAGE_EPSILON = 1e-6
-
-
-def regression_loss(predictions, targets, loss='mse', normalization='none',
-                    huber_delta=1.0):
-  """The mean regression loss of a batch.
-
-  Example:
-    >>> float(regression_loss(tf.constant([3.0]), tf.constant([2.0]), 'mae',
-    ...                       'percentage'))
-    0.5
-
-  Args:
-    predictions: [B] float predictions.
-    targets: [B] float targets.
-    loss: 'mse', 'mae' or 'huber'.
-    normalization: 'none', or 'percentage' to divide each error by
-      max(|target|, 1e-6) first (Gematria's percentage error).
-    huber_delta: where the huber loss turns from squared to linear.
-
-  Returns:
-    The scalar mean loss.
-  """
-  errors = predictions - targets
-  if normalization == 'percentage':
-    errors = errors / tf.maximum(tf.abs(targets), _PERCENTAGE_EPSILON)
-  elif normalization != 'none':
-    raise ConfigurationError(
-        f'--loss-normalization must be one of {", ".join(LOSS_NORMALIZATIONS)}.'
-        f' Received: --loss-normalization={normalization}')
-  absolute = tf.abs(errors)
-  if loss == 'mse':
-    losses = tf.square(errors)
-  elif loss == 'mae':
-    losses = absolute
-  elif loss == 'huber':
-    quadratic = tf.minimum(absolute, huber_delta)
-    losses = 0.5 * tf.square(quadratic) + huber_delta * (absolute - quadratic)
-  else:
-    raise ConfigurationError(f'--loss must be one of {", ".join(LOSSES)}. '
-                             f'Received: --loss={loss}')
-  return tf.reduce_mean(losses)
-
-
 def _embed(layer, indices, combiner='mean'):
   """Embeds [B] indices; combines the embeddings of [B, N] or sparse ones."""
   if isinstance(indices, tf.SparseTensor):
@@ -259,6 +192,17 @@ class FeedForwardClassification(_FeedForward):
   """
 
   evaluation_metric = ('accuracy', 'max')
+
+  def __init__(self, args, dataset):
+    super().__init__(args, dataset)
+    loss = self.settings.loss
+    if loss.given:
+      raise ConfigurationError(
+          'FeedForwardClassification trains on the cross-entropy; --loss, '
+          '--loss-normalization and --huber-delta choose a regression loss '
+          '(use FeedForwardRegression). Received: '
+          f'--loss={loss.type} --loss-normalization={loss.normalization} '
+          f'--huber-delta={loss.huber_delta}')
 
   def _output_units(self):
     classes = self.target.cardinality
@@ -308,9 +252,10 @@ class FeedForwardRegression(_FeedForward):
   """A feed-forward regressor over the features of a dataset.
 
   The target is a numeric field; outputs `value`. The training loss follows
-  `--loss` and `--loss-normalization` (see
-  `FeedForwardRegressionArguments`); arguments without them train on the
-  mean squared error.
+  `--loss`, `--loss-normalization` and `--huber-delta` (see
+  `tensorfx.training.regression_loss`); without them it is the mean
+  squared error. Evaluation reports `rmse`, `mae` and `mape` (the mean
+  absolute percentage error, Gematria's figure of merit).
 
   Example:
     >>> args = FeedForwardRegressionArguments.parse(['--loss', 'huber'])
@@ -325,11 +270,8 @@ class FeedForwardRegression(_FeedForward):
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
     target = tf.cast(inputs[self.target.name], tf.float32)
-    args = self.args
-    loss = regression_loss(
-        inferences[:, 0], target, getattr(args, 'loss', 'mse'),
-        getattr(args, 'loss_normalization', 'none'),
-        getattr(args, 'huber_delta', 1.0))
+    loss = _losses.regression_loss(inferences[:, 0], target,
+                                   self.settings.loss)
     return loss, self.optimizer
 
   def build_output(self, inferences):
@@ -339,7 +281,12 @@ class FeedForwardRegression(_FeedForward):
     if not hasattr(self, '_rmse'):
       self._rmse = tf_keras.metrics.RootMeanSquaredError(name='rmse')
       self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')
-    target = tf.cast(inputs[self.target.name], tf.float32)
-    self._rmse.update_state(target, outputs['value'])
-    self._mae.update_state(target, outputs['value'])
-    return {'rmse': self._rmse, 'mae': self._mae}
+      self._mape = tf_keras.metrics.MeanAbsolutePercentageError(name='mape')
+    # [B, 1]: Keras' mean metrics average over the last axis first, which
+    # for [B] would weigh each batch, not each example, the same.
+    target = tf.cast(inputs[self.target.name], tf.float32)[:, tf.newaxis]
+    value = outputs['value'][:, tf.newaxis]
+    self._rmse.update_state(target, value)
+    self._mae.update_state(target, value)
+    self._mape.update_state(target, value)
+    return {'rmse': self._rmse, 'mae': self._mae, 'mape': self._mape}

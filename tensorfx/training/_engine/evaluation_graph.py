@@ -24,7 +24,9 @@ def build(builder):
     return None
 
   loss_metric = tf_keras.metrics.Mean(name='loss')
-  builder._eval_loss = loss_metric  # pylint: disable=protected-access
+  # Not checkpointed: a job trained without evaluation data has no such
+  # values, and `tensorfx evaluate [--follow]` restores its checkpoints.
+  builder._untracked.eval_loss = loss_metric  # pylint: disable=protected-access
   metrics = {'loss': loss_metric}
   metrics.update(getattr(builder, '_evaluation_metrics', {}))
   global_step = builder.global_step

@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from tensorfx.training import _batch_size
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import evaluation_graph as _evaluation
 from tensorfx.training._engine import serving as _serving
@@ -18,6 +19,8 @@ def build_graph_interfaces(builder, config):
   calls the builder's `build_training_graph`, `build_evaluation_graph` and
   `build_prediction_graph`, so overriding one of them takes effect here.
   """
+  # --batch-size all: the data is analyzed by now, so it can be counted.
+  _batch_size.resolve(builder)
   builder._strategy = config.create_device_setter(builder.args)  # pylint: disable=protected-access
   if builder.dataset.features is not None:
     # Made after connecting to the cluster (which renames this task's

@@ -33,7 +33,8 @@ def build(builder):
       elif feature.type == FeatureType.KEY:
         key_names.append(feature.name)
   serving = [f for f in schema if f.name not in target_fields]
-  spec = dataset.raw_feature_spec()
+  # As training reads records: a field with a default may be left out.
+  spec = _transforms.parsing_spec(schema)
   serving_spec = {f.name: spec[f.name] for f in serving}
   # CSV cells and feature tensors hold list fields as text: "7 8 9".
   text_schema = _listtext.text_schema(schema)

@@ -120,8 +120,9 @@ def warm_start_variables(builder):
   if accumulator is not None:
     skip.update(id(v) for v in accumulator.sums)
   metrics = list(getattr(builder, '_evaluation_metrics', {}).values())
-  if getattr(builder, '_eval_loss', None) is not None:
-    metrics.append(builder._eval_loss)  # pylint: disable=protected-access
+  eval_loss = getattr(builder._untracked, 'eval_loss', None)  # pylint: disable=protected-access
+  if eval_loss is not None:
+    metrics.append(eval_loss)
   for metric in metrics:
     skip.update(id(v) for v in metric.variables)
   return [v for v in builder.variables if id(v) not in skip]

@@ -22,8 +22,10 @@ from tensorfx.training._settings import export
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
+from tensorfx.training._settings import loss
 from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
+from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
 from tensorfx.training._settings import summaries
 from tensorfx.training._settings import tracking
@@ -36,15 +38,18 @@ from tensorfx.training._settings.guards import GuardSettings
 from tensorfx.training._settings.job import JobSettings
 from tensorfx.training._settings.logging import LoggingSettings
 from tensorfx.training._settings.loop import LoopSettings
+from tensorfx.training._settings.loss import LossSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
+from tensorfx.training._settings.prediction import PredictionSettings
 from tensorfx.training._settings.restore import RestoreSettings
 from tensorfx.training._settings.summaries import SummarySettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, checkpoints, optimizer, validation, guards,
-             restore, export, tracking, logging, summaries)
+_SECTIONS = (data, job, loop, checkpoints, optimizer, loss, validation,
+             guards, restore, export, tracking, prediction, logging,
+             summaries)
 
 
 def add_arguments(parser):
@@ -73,11 +78,13 @@ class Settings:
   loop: LoopSettings = LoopSettings()
   checkpoints: CheckpointSettings = CheckpointSettings()
   optimizer: OptimizerSettings = OptimizerSettings()
+  loss: LossSettings = LossSettings()
   validation: ValidationSettings = ValidationSettings()
   guards: GuardSettings = GuardSettings()
   restore: RestoreSettings = RestoreSettings()
   export: ExportSettings = ExportSettings()
   tracking: TrackingSettings = TrackingSettings()
+  prediction: PredictionSettings = PredictionSettings()
   logging: LoggingSettings = LoggingSettings()
   summaries: SummarySettings = SummarySettings()
 
@@ -96,7 +103,9 @@ __all__ = [
     'JobSettings',
     'LoggingSettings',
     'LoopSettings',
+    'LossSettings',
     'OptimizerSettings',
+    'PredictionSettings',
     'RestoreSettings',
     'Settings',
     'SummarySettings',

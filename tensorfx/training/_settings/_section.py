@@ -51,6 +51,35 @@ def check_positive(args, dest, optional=False, expected=None):
         f'{flag(dest)} must be {expected}. Received: {flag(dest)}={value}')
 
 
+# `--batch-size all`: every instance of the training data in one batch.
+ALL = 'all'
+
+
+def batch_size(text):
+  """Parses a batch size: a positive integer, or `all` (any case)."""
+  import argparse  # pylint: disable=g-import-not-at-top
+  value = str(text).strip()
+  if value.lower() == ALL:
+    return ALL
+  try:
+    return int(value)
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        f"expected a positive integer or 'all'. Received: {text!r}") from None
+
+
+def check_batch_size(args, dest, optional=False):
+  """Raises unless flag `dest` is a positive integer or `all`."""
+  value = getattr(args, dest, None)
+  if value is None and (optional or not hasattr(args, dest)):
+    return
+  if isinstance(value, str) and value.lower() == ALL:
+    return
+  check_positive(args, dest, optional,
+                 expected="a positive integer, or 'all' for the whole "
+                 'training data in one batch')
+
+
 def check_not_negative(args, *dests):
   """Raises unless each of the flags `dests` is zero or more (or absent)."""
   for dest in dests:

@@ -23,8 +23,10 @@ def add_arguments(parser):
   data.add_argument('--data-features', metavar='PATH',
                     help='the features of the model (YAML)')
   data.add_argument('--skip-bad-records', action='store_true',
-                    help='skip bad records (wrong column count, unparsable '
-                    'values, a missing target) instead of failing the job; '
+                    help='skip bad records (CSV: wrong column count, '
+                    'unparsable values, a missing target; TFRecord: not a '
+                    'tf.Example, a feature of the wrong type or count, a '
+                    'missing required feature) instead of failing the job; '
                     'they are counted in the log and the summaries')
 
 

@@ -3,9 +3,10 @@
 import dataclasses
 from typing import Optional
 
+from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
-ACTIONS = ('train', 'evaluate', 'export')
+ACTIONS = ('train', 'evaluate', 'export', 'predict')
 
 
 def add_arguments(parser):
@@ -25,11 +26,19 @@ def add_arguments(parser):
                    default='train',
                    help='what ModelTrainer.train() does: train; evaluate '
                    'a checkpoint (--checkpoint, default the latest) on the '
-                   'validation targets without training, then exit; or '
-                   'export a checkpoint as the SavedModel (default: '
-                   '%(default)s)')
+                   'validation targets without training, then exit (with '
+                   '--follow: each new checkpoint until the job ends); '
+                   'export a checkpoint as the SavedModel; or predict the '
+                   'instances of --predict-input with a checkpoint, then '
+                   'exit (default: %(default)s)')
+  job.add_argument('--follow', action='store_true',
+                   help='with --action evaluate: evaluate each new '
+                   'checkpoint of the job once, as the evaluator task does '
+                   '(the steps done are kept in summaries/eval/'
+                   'evaluated.json), until the job records its end')
   job.add_argument('--checkpoint', metavar='PATH',
-                   help='the checkpoint --action evaluate/export reads: a '
+                   help='the checkpoint --action evaluate/export/predict '
+                   'reads: a '
                    'prefix (OUTPUT/checkpoints/ckpt-200), a directory (its '
                    'latest) (default: the latest of OUTPUT/checkpoints)')
   job.add_argument('--export-dir', metavar='PATH',
@@ -48,6 +57,11 @@ def add_arguments(parser):
 
 
 def check(args):
+  if getattr(args, 'follow', False) and \
+      _section.read(args, 'action', 'train') != 'evaluate':
+    raise ConfigurationError(
+        '--follow follows a job\'s checkpoints with --action evaluate. '
+        f'Received: --follow --action={args.action}')
   _section.check_positive(args, 'cluster_timeout_secs')
   _section.check_positive(args, 'min_shard_bytes')
 
@@ -58,9 +72,11 @@ class JobSettings:
 
   Attributes:
     output: the job's output directory (`--output`, `--job-dir`).
-    action: `train`, `evaluate` or `export` (`--action`).
-    checkpoint: the checkpoint `evaluate`/`export` read (`--checkpoint`);
-      None for the latest.
+    action: `train`, `evaluate`, `export` or `predict` (`--action`).
+    follow: with `evaluate`, evaluate each new checkpoint until the job
+      ends (`--follow`).
+    checkpoint: the checkpoint `evaluate`/`export`/`predict` read
+      (`--checkpoint`); None for the latest.
     export_dir: where `export` writes the model (`--export-dir`).
     cluster_timeout_secs: how long a task waits for the rest of the
       cluster and for the chief's analysis (`--cluster-timeout-secs`).
@@ -69,6 +85,7 @@ class JobSettings:
   """
   output: Optional[str] = None
   action: str = 'train'
+  follow: bool = False
   checkpoint: Optional[str] = None
   export_dir: Optional[str] = None
   cluster_timeout_secs: float = 300.0
@@ -79,6 +96,7 @@ class JobSettings:
     read = _section.read
     return cls(output=read(args, 'output'),
                action=read(args, 'action', 'train'),
+               follow=bool(read(args, 'follow', False)),
                checkpoint=read(args, 'checkpoint'),
                export_dir=read(args, 'export_dir'),
                cluster_timeout_secs=float(read(args, 'cluster_timeout_secs',

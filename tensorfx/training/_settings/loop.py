@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Optional
+from typing import Optional, Union
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -16,9 +16,11 @@ def add_arguments(parser):
                    help='training steps to run; 0 or less runs until the '
                    'data (see --epochs) runs out or the job is stopped '
                    '(default: %(default)s)')
-  job.add_argument('--batch-size', type=int, default=64, metavar='N',
-                   help='training instances per step (default: '
-                   '%(default)s)')
+  job.add_argument('--batch-size', type=_section.batch_size, default=64,
+                   metavar='N',
+                   help='training instances per step, or all: the whole '
+                   'training data in each step (its size from the '
+                   'analysis, else counted) (default: %(default)s)')
   job.add_argument('--epochs', type=int, metavar='N',
                    help='passes over the training data (default: no limit, '
                    'see --max-steps)')
@@ -45,7 +47,7 @@ def add_arguments(parser):
 
 
 def check(args):
-  _section.check_positive(args, 'batch_size')
+  _section.check_batch_size(args, 'batch_size')
   _section.check_positive(
       args, 'epochs', optional=True,
       expected='a positive integer, or no --epochs to repeat the data '
@@ -67,7 +69,9 @@ class LoopSettings:
   Attributes:
     max_steps: the global step training stops at; None runs until the
       data ends or the job is stopped (`--max-steps` 0 or less).
-    batch_size: training instances per step (`--batch-size`).
+    batch_size: training instances per step (`--batch-size`); `'all'`
+      until the graphs are built, which replace it by the number of
+      training instances.
     epochs: passes over the training data; None repeats it (`--epochs`).
     shuffle: whether the training data is shuffled (`--shuffle`).
     seed: the random seed (`--seed`); None for none.
@@ -80,7 +84,7 @@ class LoopSettings:
       a worker runs (`--steps-per-closure`).
   """
   max_steps: Optional[int] = 1000
-  batch_size: int = 64
+  batch_size: Union[int, str] = 64
   epochs: Optional[int] = None
   shuffle: bool = True
   seed: Optional[int] = None
@@ -93,10 +97,16 @@ class LoopSettings:
     read = _section.read
     max_steps = read(args, 'max_steps', 1000)
     return cls(max_steps=max_steps if max_steps > 0 else None,
-               batch_size=int(read(args, 'batch_size', 64)),
+               batch_size=_batch(read(args, 'batch_size', 64)),
                epochs=read(args, 'epochs'),
                shuffle=bool(read(args, 'shuffle', True)),
                seed=read(args, 'seed'),
                steps_per_loop=read(args, 'steps_per_loop'),
                log_interval_steps=int(read(args, 'log_interval_steps', 100)),
                steps_per_closure=int(read(args, 'steps_per_closure', 10)))
+
+
+def _batch(value):
+  if isinstance(value, str) and value.lower() == _section.ALL:
+    return _section.ALL
+  return int(value)

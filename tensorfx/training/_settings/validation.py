@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _targets
@@ -35,9 +35,10 @@ class TargetAction(argparse.Action):
 
 def add_arguments(parser):
   job = _section.group(parser, 'job')
-  job.add_argument('--eval-batch-size', type=int, metavar='N',
-                   help='evaluation instances per step (default: '
-                   '--batch-size)')
+  job.add_argument('--eval-batch-size', type=_section.batch_size,
+                   metavar='N',
+                   help='evaluation instances per step, or all (as many as '
+                   'the training data has) (default: --batch-size)')
   validation = _section.group(parser, 'validation')
   validation.add_argument('--eval-batches', type=int, metavar='N',
                           help='batches of --data-eval per validation '
@@ -82,7 +83,7 @@ def add_arguments(parser):
 
 
 def check(args):
-  _section.check_positive(args, 'eval_batch_size', optional=True)
+  _section.check_batch_size(args, 'eval_batch_size', optional=True)
   _section.check_positive(args, 'eval_batches', optional=True)
   _section.check_positive(args, 'eval_interval_steps', optional=True)
   _section.check_positive(args, 'early_stopping_patience', optional=True)
@@ -107,7 +108,8 @@ class ValidationSettings:
   Attributes:
     targets: the `ValidationTarget`s besides the default one
       (`--eval-target`, run.yaml's `validation` mappings), in order.
-    batch_size: evaluation instances per batch (`--eval-batch-size`).
+    batch_size: evaluation instances per batch (`--eval-batch-size`);
+      `'all'` until the graphs are built (then the training data's size).
     batches: batches of the default target per validation
       (`--eval-batches`); None for all of it.
     online_agg: how the default target's batch results combine
@@ -123,7 +125,7 @@ class ValidationSettings:
       (`--early-stopping-min-delta`).
   """
   targets: Tuple[_targets.ValidationTarget, ...] = ()
-  batch_size: Optional[int] = None
+  batch_size: Union[int, str, None] = None
   batches: Optional[int] = None
   online_agg: object = 'mean'
   agg: object = None
@@ -160,7 +162,10 @@ class ValidationSettings:
     """
     default = ()
     if has_eval:
+      # 'all' is resolved when the graphs are built; None reads it then.
+      batch_size = None if self.batch_size == _section.ALL else \
+          self.batch_size
       default = (_targets.ValidationTarget(
-          _targets.DEFAULT, batches=self.batches, batch_size=self.batch_size,
+          _targets.DEFAULT, batches=self.batches, batch_size=batch_size,
           online_agg=self.online_agg or 'mean', agg=self.agg),)
     return list(default + self.targets)
