@@ -329,3 +329,16 @@ def test_step_hooks_split_the_calls_and_run_between_them():
       ('call', 4, 7), ('after', 7),
       ('call', 7, 8), ('log', 8),
       ('call', 8, 12), ('log', 12)]
+
+
+def test_model_summary_counts_unnamed_variables_apart():
+  # Two unnamed scalars share the name `Variable`: they are two variables,
+  # not the shards of one.
+  from tensorfx.training._callbacks import model_summary  # pylint: disable=g-import-not-at-top
+  group = model_summary.Group('model')
+  for _ in range(2):
+    group.add('Variable', tf.Variable(1.0))
+  group.add('kernel', tf.Variable(tf.zeros([3, 2])))
+  assert group.parameters == 8
+  assert dict(group.shapes) == {'Variable': [], 'Variable_1': [],
+                                'kernel': [3, 2]}

@@ -32,7 +32,7 @@ def summarize(builder):
       name = shard.group(1)
     layer, _, short = name.rpartition('/')
     group = groups.setdefault(layer or name, Group(layer or name))
-    group.add(short, variable)
+    group.add(short, variable, shard=bool(shard))
   return list(groups.values())
 
 
@@ -46,20 +46,31 @@ class Group:
     self.shapes = collections.OrderedDict()
     self.devices = []
 
-  def add(self, short, variable):
+  def add(self, short, variable, shard=False):
+    """Adds a variable (`shard`: one more part of a partitioned one)."""
     count = int(variable.shape.num_elements() or 0)
     self.parameters += count
     if variable.trainable:
       self.trainable += count
     shape = variable.shape.as_list()
-    if short in self.shapes:
+    if short in self.shapes and shard and shape:
       # Another shard: rows add up.
       previous = self.shapes[short]
       shape = [previous[0] + shape[0]] + shape[1:]
+    elif short in self.shapes:
+      # Another variable of the same name (unnamed ones are `Variable`).
+      short = _unique(short, self.shapes)
     self.shapes[short] = shape
     for device in _devices(variable):
       if device not in self.devices:
         self.devices.append(device)
+
+
+def _unique(name, taken):
+  index = 1
+  while f'{name}_{index}' in taken:
+    index += 1
+  return f'{name}_{index}'
 
 
 def _devices(variable):
