@@ -66,8 +66,9 @@ def test_bad_records_are_dropped_and_counted(tmp_path, warnings, batch_size):
   assert source.bad_records == 4
   skipped = [m for m in warnings if m.startswith('Skipping a bad record')]
   assert len(skipped) == 4
-  for message, (_, problem) in zip(skipped, sorted(BAD.items())):
-    assert problem[1] in message
+  # Batches parse in parallel: their warnings may come in any order.
+  for _, problem in BAD.values():
+    assert len([m for m in skipped if problem in m]) == 1, (problem, skipped)
 
 
 def test_no_batch_is_left_empty(tmp_path):
