@@ -14,7 +14,8 @@ def add_parser(commands):
       description='Reads instances, one per line, from --input (or stdin) '
       'and writes one JSON object of outputs per line. A line is a CSV '
       'record in schema order (target optional) or a JSON object of raw '
-      'features.')
+      'features. A missing value (an empty cell, an absent key, null) means '
+      'what the schema says, as in training.')
   parser.add_argument('--model', required=True,
                       help='the exported model directory (OUTPUT/model)')
   parser.add_argument('--input', default='-',
@@ -75,8 +76,10 @@ def _write(model, chunk, sink, name):
       # Map 'instance N' back to the input's line number.
       message = str(e)
       for index, (number, _) in enumerate(part, start=1):
-        prefix = f'instance:{index}:'
-        if message.startswith(prefix):
+        # CSV lines are named 'instance:N:', dicts 'instance N:'.
+        prefix = next((p for p in (f'instance:{index}:', f'instance {index}:')
+                       if message.startswith(p)), None)
+        if prefix:
           message = f'{_name(name)}:{number}:' + message[len(prefix):]
           break
       raise DataError(message) from None
