@@ -322,14 +322,9 @@ class _ChiefRun:
     return Model.load(model_dir)
 
   def _analyze(self, dataset):
-    analysis_dir = self.paths['analysis']
-    # A previous run's complete analysis of the same job is reused.
-    if dataset.use_analysis(analysis_dir):
-      logger.info('Using the analysis in %s', analysis_dir)
-      return
-    logger.info('No analysis given (--data-metadata): analyzing the training '
-                 'data into %s', analysis_dir)
-    dataset.analyze(analysis_dir)
+    # A previous run's analysis of the same data is reused (the dataset
+    # compares fingerprints and logs its decision).
+    dataset.analyze(self.paths['analysis'])
 
   def _train(self, training, checkpoints, summaries, progress, max_steps):
     args = self.args
