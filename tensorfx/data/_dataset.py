@@ -140,6 +140,7 @@ class DataSet:
         schema, [name for t in targets for name in t.fields])
     self._metadata = None
     self._analysis_dir = None
+    self._legacy_metadata = None
     self._transform_output = None
     if isinstance(metadata, Metadata):
       self._metadata = metadata
@@ -150,9 +151,8 @@ class DataSet:
       else:
         file = os.path.join(path, _METADATA_FILE)
       if _metadata.is_legacy(file):
-        logger.info('%s holds the statistics of the original tensorfx, not '
-                    'an analysis (no transform graph): the data will be '
-                    'analyzed instead', file)
+        # Said when the analysis runs: logging is set up by then.
+        self._legacy_metadata = file
         path = None
       self._analysis_dir = path
     self._sources = {}
@@ -323,6 +323,10 @@ class DataSet:
     """
     from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
     self._require_features('Analysis')
+    if self._legacy_metadata:
+      logger.info('%s holds the original tensorfx\'s statistics, not an '
+                  'analysis (no transform graph): analyzing the data instead',
+                  self._legacy_metadata)
     metadata = _analysis.analyze(self, output_dir, source, pipeline_args,
                                  reuse)
     self._analysis_dir = output_dir

@@ -165,14 +165,20 @@ def _mode(field, present):
   text = present if dtype == tf.string else tf.strings.as_string(
       present, precision=9, scientific=True) if dtype.is_floating else \
       tf.strings.as_string(present)
+  from tensorflow_transform import tf_utils  # pylint: disable=g-import-not-at-top
   vocabulary = tft.vocabulary(
       text, top_k=1, weights=tf.ones_like(text, tf.float32),
       vocab_filename=f'missing_mode_{field.name}')
-  table = tf.lookup.StaticHashTable(
-      tf.lookup.TextFileInitializer(
-          vocabulary, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER,
-          tf.string, tf.lookup.TextFileIndex.WHOLE_LINE), default_value='')
-  mode = table.lookup(tf.constant(0, tf.int64))
+
+  def line_table(path):
+    return tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
+        path, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
+        tf.lookup.TextFileIndex.WHOLE_LINE), default_value='')
+
+  # As tf.Transform builds its own tables: initialized once, not per call.
+  mode, _ = tf_utils.construct_and_lookup_table(
+      line_table, vocabulary, tf.constant([0], tf.int64))
+  mode = mode[0]
   if dtype == tf.string:
     return mode
   # An empty vocabulary holds a placeholder, not a number: impute zero.
