@@ -13,6 +13,10 @@ with `FILE:LINE: what is wrong`, found by the Python rules in its block, and
 skipped rows are logged by file and line.
 """
 
+import collections
+from concurrent import futures
+import os
+
 import apache_beam as beam
 
 from tensorfx._errors import DataError
@@ -24,11 +28,14 @@ SPLIT_BYTES = 64 << 20
 BLOCK_BYTES = 4 << 20
 # Bad rows a worker logs one by one, per range, before only counting.
 LOGGED_BAD_ROWS = 10
+# Blocks decoded at once by a worker.
+_THREADS = min(os.cpu_count() or 1, 4)
 
 
-def splits(files, split_bytes=SPLIT_BYTES):
+def splits(files, split_bytes=None):
   """`(path, start, end)` byte ranges covering the files."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  split_bytes = split_bytes or SPLIT_BYTES
   ranges = []
   for path in files:
     size = int(tf.io.gfile.stat(path).length)
@@ -48,13 +55,14 @@ def record_batches(source, pipeline, label='ReadCsv'):
               source.skip_bad_records)))
 
 
-def blocks(path, start, end, block_bytes=BLOCK_BYTES):
+def blocks(path, start, end, block_bytes=None):
   """Yields `(offset, data)`: whole lines of a file that start in [start, end).
 
   `data` ends with the end of a line (its newline included, except at the
   end of the file); `offset` is its position in the file.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  block_bytes = block_bytes or BLOCK_BYTES
   with tf.io.gfile.GFile(path, 'rb') as f:
     offset = start
     if start > 0:
@@ -124,63 +132,67 @@ class _DecodeRanges(beam.DoFn):
         _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER)
 
   def setup(self):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    schema, delimiter = self._schema, self._delimiter
-    signature = [tf.TensorSpec([], tf.string)]
-
-    def lines_of(data):
-      # As TextLineDataset cuts lines: at \n, without a \r before it.
-      lines = tf.strings.split(tf.strings.regex_replace(data, '\n$', ''),
-                               '\n')
-      return tf.strings.regex_replace(lines, '\r$', '')
-
-    if self._skip_bad_records:
-      def parse(data):
-        lines = lines_of(data)
-        features, reasons = _csvrules.parse_lines(lines, schema, delimiter)
-        return features, reasons, lines
-    else:
-      def parse(data):
-        return _csvrules.decode_lines(lines_of(data), schema, delimiter)
-    self._parse = tf.function(parse, input_signature=signature,
-                              autograph=False)
+    self._parse = _parser(self._schema, self._delimiter,
+                          self._skip_bad_records)
 
   def process(self, split):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     path, start, end = split
     first = _FirstLine(path)
-    logged = 0
+    # Blocks decode in threads (TensorFlow releases the GIL), in order, a
+    # few ahead of the one tf.Transform works on: every core is busy even
+    # in a single-process runner.
+    with futures.ThreadPoolExecutor(_THREADS) as pool:
+      ahead = collections.deque()
+      for item in self._blocks(path, start, end, first):
+        ahead.append((pool.submit(self._parse, tf.constant(item[0])),) + item)
+        if len(ahead) > _THREADS:
+          yield from self._batches(path, first, ahead.popleft())
+      while ahead:
+        yield from self._batches(path, first, ahead.popleft())
+
+  def _blocks(self, path, start, end, first):
+    """Yields `(data, header lines dropped)` of the range's blocks."""
     for offset, data in blocks(path, start, end):
       first.begin(offset)
+      header = 0
       if self._skip_header and offset == 0:
         newline = data.find(b'\n')
         data = data[newline + 1:] if newline >= 0 else b''
-        first.skip(1)
-      if not data:
-        continue
-      if not self._skip_bad_records:
-        try:
-          features = self._parse(tf.constant(data))
-        except tf.errors.OpError as e:
-          raise DataError(self._locate(path, first, data, e)) from None
-        first.skip(_line_count(data))
-        yield _arrow.record_batch(features, self._schema)
-        continue
-      features, reasons, lines = self._parse(tf.constant(data))
-      reasons, lines = reasons.numpy(), lines.numpy()
-      kept = (reasons == b'') & (lines != b'')
-      bad = ((reasons != b'') & (lines != b'')).nonzero()[0]
-      if len(bad):
-        self._bad_records.inc(len(bad))
-        for index in bad[:max(0, LOGGED_BAD_ROWS - logged)]:
-          logger.warning('Skipping a bad record: %s:%d: %s', path,
-                         first.number() + index,
-                         reasons[index].decode('utf-8', 'replace'))
-        logged += len(bad)
-      first.skip(len(lines))
-      yield _arrow.record_batch(
-          {name: value.numpy()[kept] for name, value in features.items()},
-          self._schema)
+        header = 1
+      if data:
+        yield data, header
+      elif header:
+        first.skip(header)
+
+  def _batches(self, path, first, item):
+    """The RecordBatch of one decoded block (checked, or bad rows dropped)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    future, data, header = item
+    first.skip(header)
+    if not self._skip_bad_records:
+      try:
+        features = future.result()
+      except tf.errors.OpError as e:
+        raise DataError(self._locate(path, first, data, e)) from None
+      first.skip(_line_count(data))
+      yield _arrow.record_batch(features, self._schema)
+      return
+    features, reasons, lines = future.result()
+    reasons, lines = reasons.numpy(), lines.numpy()
+    kept = (reasons == b'') & (lines != b'')
+    bad = ((reasons != b'') & (lines != b'')).nonzero()[0]
+    if len(bad):
+      self._bad_records.inc(len(bad))
+      for index in bad[:max(0, LOGGED_BAD_ROWS - first.logged)]:
+        logger.warning('Skipping a bad record: %s:%d: %s', path,
+                       first.number() + index,
+                       reasons[index].decode('utf-8', 'replace'))
+      first.logged += len(bad)
+    first.skip(len(lines))
+    yield _arrow.record_batch(
+        {name: value.numpy()[kept] for name, value in features.items()},
+        self._schema)
 
   def _locate(self, path, first, data, error):
     """The `FILE:LINE: reason` of the first bad line of a block."""
@@ -198,6 +210,36 @@ class _DecodeRanges(beam.DoFn):
     return f'{path}:{first.number()}: a line from here on is bad: {message}'
 
 
+# Traced parsers by (schema, delimiter, skipping): a runner makes a DoFn per
+# bundle, and tracing one costs more than decoding a block.
+_PARSERS = {}
+
+
+def _parser(schema, delimiter, skip_bad_records):
+  """The tf.function decoding a block of CSV lines (a scalar string)."""
+  key = (schema, delimiter, skip_bad_records)
+  if key in _PARSERS:
+    return _PARSERS[key]
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def lines_of(data):
+    # As TextLineDataset cuts lines: at \n, without a \r before it.
+    lines = tf.strings.split(tf.strings.regex_replace(data, '\n$', ''), '\n')
+    return tf.strings.regex_replace(lines, '\r$', '')
+
+  if skip_bad_records:
+    def parse(data):
+      lines = lines_of(data)
+      features, reasons = _csvrules.parse_lines(lines, schema, delimiter)
+      return features, reasons, lines
+  else:
+    def parse(data):
+      return _csvrules.decode_lines(lines_of(data), schema, delimiter)
+  _PARSERS[key] = tf.function(
+      parse, input_signature=[tf.TensorSpec([], tf.string)], autograph=False)
+  return _PARSERS[key]
+
+
 def _line_count(data):
   """The lines in a block of whole lines."""
   if not data:
@@ -213,6 +255,7 @@ class _FirstLine:
     self._start = None
     self._before = None
     self._read = 0
+    self.logged = 0  # Bad rows logged so far.
 
   def begin(self, offset):
     """Notes the offset of the range's first line (the first call only)."""

@@ -297,11 +297,7 @@ def record_batches(path, schema, compression=''):
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
-  spec = _transforms.parsing_spec(schema)
-  parse = tf.function(lambda records: tf.io.parse_example(records, spec),
-                      input_signature=[tf.TensorSpec([None], tf.string)],
-                      autograph=False)
+  parse = _parser(schema)
   count = 0
   batches = iter(tf.data.TFRecordDataset(path, compression).batch(
       _ANALYSIS_BATCH))
@@ -321,6 +317,23 @@ def record_batches(path, schema, compression=''):
                       f'parse: {_clean(e)}') from None
     count += int(records.shape[0])
     yield _arrow.record_batch(features, schema)
+
+
+# Traced parsers by schema: tracing one per file would cost more than
+# parsing a small file.
+_PARSERS = {}
+
+
+def _parser(schema):
+  """The tf.function parsing a batch of serialized tf.Examples."""
+  if schema not in _PARSERS:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    spec = _transforms.parsing_spec(schema)
+    _PARSERS[schema] = tf.function(
+        lambda records: tf.io.parse_example(records, spec),
+        input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  return _PARSERS[schema]
 
 
 def with_hint(message, schema):
