@@ -18,6 +18,7 @@ from tensorfx.data._schema import is_identifier
 # Rows per RecordBatch the analysis reads.
 _BATCH_ROWS = 65536
 
+
 def _is_list(value):
   import numpy as np  # pylint: disable=g-import-not-at-top
   return isinstance(value, (list, tuple, np.ndarray))

@@ -32,8 +32,6 @@ _CYCLE_LENGTH = 16
 _SCAN_BATCH = 1024
 # Records per RecordBatch the analysis reads.
 _ANALYSIS_BATCH = 16384
-_KINDS = {'integer': 'int64_list', 'real': 'float_list',
-          'discrete': 'bytes_list'}
 # DataLossErrors that reading a TFRecord file raises (others, e.g. from a
 # checkpoint, are not this source's business).
 _RECORD_LOSS = re.compile(r'(truncated|corrupted) record at (\d+)|inflate|'

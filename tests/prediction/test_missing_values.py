@@ -20,8 +20,6 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from tensorfx import DataError
-from tensorfx import prediction
 from tensorfx.data import CsvDataSet
 from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
