@@ -68,6 +68,7 @@ def _child(variant, data, output):
   # pylint: enable=g-import-not-at-top,unused-import
   imports = time.perf_counter() - start
   start = time.perf_counter()
+  cpu = _cpu_seconds()
   if variant == 'floor':
     rows = _floor(data)
   else:
@@ -82,10 +83,20 @@ def _child(variant, data, output):
       metadata = dataset.analyze(output, pipeline_args=options, reuse=False)
     rows = metadata.instances
   seconds = time.perf_counter() - start
+  cpu = _cpu_seconds() - cpu
   peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
   print(json.dumps({'rows': rows, 'seconds': seconds, 'imports': imports,
-                    'peak_rss_mib': peak / 1024}))
+                    'cpu_seconds': cpu, 'peak_rss_mib': peak / 1024}))
+
+
+def _cpu_seconds():
+  """CPU time of this process and its ended children (worker processes)."""
+  total = 0.0
+  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+    usage = resource.getrusage(who)
+    total += usage.ru_utime + usage.ru_stime
+  return total
 
 
 def _floor(path):
@@ -240,31 +251,32 @@ def _median(values):
 def _report(runs, sizes):
   lines = [
       f'Analysis of the census schema and features, {os.cpu_count()} CPU '
-      'cores; medians over the rounds; the time excludes imports; the load '
-      'is the 1-minute load average before the run.', '',
-      '| rows | CSV | variant | time | rows/s | vs before | vs floor | '
+      'cores; medians over the rounds. Time: wall seconds of the analysis '
+      'call (imports excluded); CPU: CPU seconds of its process and worker '
+      'processes; load: the 1-minute load average before the run (the '
+      'machine may be shared).', '',
+      '| rows | CSV | variant | time | rows/s | vs before | vs floor | CPU | '
       'peak RSS | load |',
-      '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: |']
+      '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
   for rows in sizes:
     medians = {}
     for variant in VARIANTS:
       mine = [r for r in runs if r['size'] == rows and r['variant'] == variant]
       if mine:
+        cpu = [r['cpu_seconds'] for r in mine if 'cpu_seconds' in r]
         medians[variant] = (
             _median([r['seconds'] for r in mine]),
             max(r['peak_rss_mib'] for r in mine),
-            _median([r['load'] for r in mine]), mine[0]['file_mib'])
-    for variant, (seconds, peak, load, mib) in medians.items():
-      versus = []
-      for other in ('before', 'floor'):
-        if other in medians and other != variant:
-          versus.append(f'{medians[other][0] / seconds:.2f}x' if
-                        other == 'before' else
-                        f'{seconds / medians[other][0]:.2f}x')
-        else:
-          versus.append('')
+            _median([r['load'] for r in mine]), mine[0]['file_mib'],
+            _median(cpu) if cpu else None)
+    for variant, (seconds, peak, load, mib, cpu) in medians.items():
+      before = (f"{medians['before'][0] / seconds:.1f}x"
+                if 'before' in medians and variant != 'before' else '')
+      floor = (f"{seconds / medians['floor'][0]:.1f}x"
+               if 'floor' in medians and variant != 'floor' else '')
+      cpu = f'{cpu:.1f} s' if cpu is not None else ''
       lines.append(f'| {rows:,} | {mib:,.0f} MiB | {variant} | {seconds:.1f} s'
-                   f' | {rows / seconds:,.0f} | {versus[0]} | {versus[1]} | '
+                   f' | {rows / seconds:,.0f} | {before} | {floor} | {cpu} | '
                    f'{peak:,.0f} MiB | {load:.1f} |')
   lines += ['', '"vs before": how many times faster than the path before; '
             '"vs floor": how many times slower than the tf.data pass.']

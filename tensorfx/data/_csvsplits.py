@@ -46,13 +46,14 @@ def splits(files, split_bytes=None):
 
 def record_batches(source, pipeline, label='ReadCsv'):
   """The RecordBatches of a `CsvDataSource`, as a PCollection."""
-  return (pipeline
-          | f'{label}Ranges' >> beam.Create(splits(source.files()))
-          # Spreads the ranges over workers (Create makes one bundle).
-          | f'{label}Spread' >> beam.Reshuffle()
-          | f'{label}Decode' >> beam.ParDo(_DecodeRanges(
-              source.schema, source.delimiter, source.skip_header,
-              source.skip_bad_records)))
+  ranges = splits(source.files())
+  elements = pipeline | f'{label}Ranges' >> beam.Create(ranges)
+  if len(ranges) > 1:
+    # Spreads the ranges over workers (Create makes one bundle).
+    elements |= f'{label}Spread' >> beam.Reshuffle()
+  return elements | f'{label}Decode' >> beam.ParDo(_DecodeRanges(
+      source.schema, source.delimiter, source.skip_header,
+      source.skip_bad_records))
 
 
 def blocks(path, start, end, block_bytes=None):

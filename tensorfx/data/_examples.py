@@ -177,12 +177,12 @@ class ExamplesDataSource(DataSource):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
-    return (pipeline
-            | f'{label}Files' >> beam.Create(pairs)
-            # Spreads the files over workers (Create makes one bundle).
-            | f'{label}Spread' >> beam.Reshuffle()
-            | f'{label}Batches' >> beam.FlatMap(
-                lambda pair: record_batches(pair[0], schema, pair[1])))
+    files = pipeline | f'{label}Files' >> beam.Create(pairs)
+    if len(pairs) > 1:
+      # Spreads the files over workers (Create makes one bundle).
+      files |= f'{label}Spread' >> beam.Reshuffle()
+    return files | f'{label}Batches' >> beam.FlatMap(
+        lambda pair: record_batches(pair[0], schema, pair[1]))
 
 
 _NOT_AN_EXAMPLE = 'Could not parse example input'

@@ -119,10 +119,15 @@ def build_preprocessing_fn(feature_set, schema):
   return preprocessing_fn
 
 
-def _transform(feature, inputs, schema, raw):
-  """One feature's tensor from the imputed `inputs` (and the `raw` ones)."""
+def _transform(feature, inputs, schema, raw=None):
+  """One feature's tensor from the imputed `inputs`.
+
+  Indicator features read the `raw` inputs (before imputation; by default
+  `inputs`).
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  raw = inputs if raw is None else raw
   kind = feature.type
   params = feature.params
   if kind == FeatureType.CONCAT:

@@ -160,3 +160,30 @@ def test_worker_processes_analyze_as_this_process_does(tmp_path,
         open(os.path.join(iris_analysis, name)).read())
   assert (output / 'transform_fn' / 'assets' / 'Y').read_text() == open(
       os.path.join(iris_analysis, 'transform_fn', 'assets', 'Y')).read()
+
+
+def test_a_second_training_run_reuses_its_analysis(tmp_path):
+  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+
+  def train(steps):
+    args, job = nn.FeedForwardClassificationArguments.parse(
+        ['--output', str(tmp_path / 'job'), '--max-steps', steps],
+        parse_job=True)
+    dataset = data.CsvDataSet(SCHEMA, features=FEATURES, train=TRAIN)
+    with _Records() as records:
+      training.ModelTrainer().train(nn.FeedForwardClassification(args,
+                                                                 dataset), job)
+    return records.messages
+
+  analysis = tmp_path / 'job' / 'analysis'
+  first = train('2')
+  assert any(m.startswith(f'Analyzing {TRAIN} into {analysis}')
+             for m in first), first
+  graph = (analysis / 'transform_fn' / 'saved_model.pb').stat().st_mtime_ns
+  second = train('4')
+  assert any(m.startswith(f'Reusing the analysis in {analysis}')
+             for m in second), second
+  assert (analysis / 'transform_fn' / 'saved_model.pb').stat(
+      ).st_mtime_ns == graph
