@@ -30,9 +30,13 @@ from tensorfx.data._metadata import Metadata
 
 # What Beam appends to the message of an error raised in a step.
 _BEAM_STEP = re.compile(r"(?:\s*\[while running '[^']*'\])+\s*$")
-# Below this much data the DirectRunner runs in this process: starting its
-# worker processes (each imports TensorFlow) costs more than they save.
+# Below this much data, or on fewer cores, the DirectRunner runs in this
+# process (whose CSV decoding keeps two cores busy already): starting its
+# worker processes (each imports TensorFlow and tf.Transform) costs more
+# than they save. Measured on 2 cores: worker processes 1.5x slower at 3M
+# rows (benchmarks/analysis.py).
 MULTI_PROCESSING_BYTES = 256 << 20
+MULTI_PROCESSING_CORES = 4
 _METADATA_FILE = 'metadata.json'
 _DIRECT = ('directrunner', 'direct')
 
@@ -128,7 +132,7 @@ def _run(dataset, data_source, output_dir, options):
 
 
 def pipeline_options(pipeline_args, files=()):
-  """Beam options: the DirectRunner by default, on every core for big data.
+  """Beam options: the DirectRunner by default, a process per core for big data.
 
   Example:
     >>> pipeline_options(['--direct_num_workers=1']).get_all_options()[
@@ -138,8 +142,8 @@ def pipeline_options(pipeline_args, files=()):
   Args:
     pipeline_args: options as command-line flags; any given wins.
     files: the data files, whose total size decides the DirectRunner's
-      mode: in this process below `MULTI_PROCESSING_BYTES`, else one worker
-      process per core.
+      mode: one worker process per core from `MULTI_PROCESSING_BYTES` on a
+      machine of `MULTI_PROCESSING_CORES` or more, else in this process.
   """
   # pylint: disable=g-import-not-at-top
   import tensorflow as tf
@@ -157,7 +161,7 @@ def pipeline_options(pipeline_args, files=()):
     return options
   cores = os.cpu_count() or 1
   size = sum(int(tf.io.gfile.stat(f).length) for f in files)
-  if cores > 1 and size >= MULTI_PROCESSING_BYTES:
+  if cores >= MULTI_PROCESSING_CORES and size >= MULTI_PROCESSING_BYTES:
     args += ['--direct_running_mode=multi_processing',
              f'--direct_num_workers={cores}']
   return PipelineOptions(args)

@@ -5,8 +5,9 @@ its first byte is in), so the workers of a runner share even one big file.
 A worker reads its range in blocks of whole lines and decodes each block
 with one call of the training reader's function (`decode_lines`, or
 `parse_lines` when bad records are skipped), then hands tf.Transform one
-Arrow RecordBatch per block. Memory is bounded by the block, whatever the
-size of the data.
+Arrow RecordBatch per block. Blocks decode in threads, a few ahead of the
+one tf.Transform works on. Memory is bounded by the blocks in flight,
+whatever the size of the data.
 
 Line numbers are counted only when needed: a bad row stops the analysis
 with `FILE:LINE: what is wrong`, found by the Python rules in its block, and

@@ -312,8 +312,9 @@ class DataSet:
       source: the source to analyze.
       pipeline_args: Beam pipeline options as command-line flags, e.g.
         `['--runner=DataflowRunner', '--project=p']`. By default the
-        DirectRunner, in this process for small data and with a worker
-        process per core from 256 MiB of files on; any option given wins.
+        DirectRunner: in this process, or with a worker process per core
+        from 256 MiB of files on a machine of 4 cores or more; any option
+        given wins.
       reuse: whether an analysis already in `output_dir` of the same data
         files (paths, sizes, modification times), schema, features and
         reading options is reused instead of run again (logged either way).

@@ -13,9 +13,9 @@ def add_parser(commands):
       'transform graph to --output. Unknown flags are Beam pipeline options '
       '(e.g. --runner=DataflowRunner --project=P --region=R, or '
       '--direct_num_workers=1); the default runner is the DirectRunner, in '
-      'this process for small data and with a worker process per core from '
-      '256 MiB of files on. A second run over the same files, schema and '
-      'features reuses the analysis in --output.')
+      'this process, or with a worker process per core from 256 MiB of '
+      'files on a machine of 4 cores or more. A second run over the same '
+      'files, schema and features reuses the analysis in --output.')
   parser.add_argument('--data-train', required=True, nargs='+',
                       help='the data files or patterns to analyze')
   parser.add_argument('--data-schema', required=True, help='schema YAML')

@@ -126,6 +126,11 @@ def test_big_data_runs_on_every_core(monkeypatch):
   options = _analysis.pipeline_options([], [TRAIN]).get_all_options()
   assert options['direct_running_mode'] == 'multi_processing'
   assert options['direct_num_workers'] == 6
+  # On 2 cores this process decodes on both already: worker processes
+  # would only add their start-up.
+  monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+  options = _analysis.pipeline_options([], [TRAIN]).get_all_options()
+  assert options['direct_running_mode'] == 'in_memory'
 
 
 @pytest.mark.parametrize('given,mode,workers', [
