@@ -31,8 +31,6 @@ from tensorfx.data._dataset import DataSource
 
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
-# Bad rows a reader logs one by one before only counting.
-LOGGED_BAD_ROWS = 10
 
 
 class CsvDataSource(DataSource):
@@ -109,7 +107,8 @@ class CsvDataSource(DataSource):
     with self._lock:
       first = self._bad_records
       self._bad_records += len(reasons)
-    for index in range(max(0, min(len(reasons), LOGGED_BAD_ROWS - first))):
+    logged = max(0, _csvrules.LOGGED_BAD_ROWS - first)
+    for index in range(min(len(reasons), logged)):
       logger.warning('Skipping a bad record: %s: %r',
                      reasons[index].decode('utf-8', 'replace'),
                      lines[index].decode('utf-8', 'replace')[:80])

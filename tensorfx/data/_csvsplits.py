@@ -27,8 +27,6 @@ from tensorfx.data import _csvrules
 
 SPLIT_BYTES = 64 << 20
 BLOCK_BYTES = 4 << 20
-# Bad rows a worker logs one by one, per range, before only counting.
-LOGGED_BAD_ROWS = 10
 # Blocks decoded at once by a worker.
 _THREADS = min(os.cpu_count() or 1, 4)
 
@@ -186,7 +184,8 @@ class _DecodeRanges(beam.DoFn):
     bad = ((reasons != b'') & (lines != b'')).nonzero()[0]
     if len(bad):
       self._bad_records.inc(len(bad))
-      for index in bad[:max(0, LOGGED_BAD_ROWS - first.logged)]:
+      logged = max(0, _csvrules.LOGGED_BAD_ROWS - first.logged)
+      for index in bad[:logged]:
         logger.warning('Skipping a bad record: %s:%d: %s', path,
                        first.number() + index,
                        reasons[index].decode('utf-8', 'replace'))

@@ -1,4 +1,4 @@
-"""CSV files read for the analysis in byte ranges: every line once, lines named."""
+"""CSV read for the analysis in byte ranges: every line once, lines named."""
 
 import logging
 import os

@@ -1,4 +1,4 @@
-"""Missing values: one meaning per field, for every source, imputed in the graph.
+"""Missing values: one meaning per field for every source, imputed in the graph.
 
 An empty CSV cell, an absent tf.Example feature and NaN/None in a DataFrame
 read the same; the transform graph imputes what the analysis computed.
