@@ -1,10 +1,21 @@
 """Analysis of a data source with tf.Transform on Apache Beam.
 
+The source is read as Arrow RecordBatches (tf.Transform's TFXIO format) by
+the readers training uses; tf.Transform computes the analyzers of the
+feature set's `preprocessing_fn` and writes the transform graph, and one
+vectorized combiner computes metadata.json's statistics over the same
+batches. The DirectRunner runs on every core for data large enough to pay
+for starting its worker processes; any runner and option can be given.
+
+A second analysis of the same data (files, schema, features, reading
+options: see `_fingerprint`) into the same directory reuses the first.
+
 Imported lazily: it imports Apache Beam.
 """
 
+import contextlib
 import json
-import math
+import logging
 import os
 import re
 
@@ -13,63 +24,94 @@ import apache_beam as beam
 from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
+from tensorfx.data import _arrow
+from tensorfx.data import _fingerprint
+from tensorfx.data import _statistics
 from tensorfx.data._metadata import Metadata
 
-# Past this many distinct values metadata.json lists the most frequent ones
-# only; the full vocabulary is in the transform graph's assets.
-_MAX_LISTED_VALUES = 1000
-_MAX_COUNTED_VALUES = 100000
 # What Beam appends to the message of an error raised in a step.
 _BEAM_STEP = re.compile(r"(?:\s*\[while running '[^']*'\])+\s*$")
+# Below this much data, or on fewer cores, the DirectRunner runs in this
+# process (whose CSV decoding keeps two cores busy already): starting its
+# worker processes (each imports TensorFlow and tf.Transform) costs more
+# than they save. Measured on 2 cores: worker processes 1.5x slower at 3M
+# rows (benchmarks/analysis.py).
+MULTI_PROCESSING_BYTES = 256 << 20
+MULTI_PROCESSING_CORES = 4
+_METADATA_FILE = 'metadata.json'
+_DIRECT = ('directrunner', 'direct')
 
 
 # Beam's logging set-up and advisory warnings stay out of the job's output.
 @_logging.quiet_beam()
-def analyze(dataset, output_dir, source='train', pipeline_args=None):
-  """Runs the analysis; see `DataSet.analyze`."""
+def analyze(dataset, output_dir, source='train', pipeline_args=None,
+            reuse=True):
+  """Runs the analysis (or reuses an equal one); see `DataSet.analyze`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  data_source = dataset[source]
+  files = data_source.files()  # Fail fast, before Beam starts.
+  fingerprint = _fingerprint.fingerprint(dataset, source)
+  complete = tf.io.gfile.exists(os.path.join(output_dir, _METADATA_FILE))
+  if reuse and complete:
+    change = _fingerprint.difference(_fingerprint.load(output_dir),
+                                     fingerprint)
+    if change is None:
+      logger.info('Reusing the analysis in %s: the data, schema and '
+                  'features are those it analyzed', output_dir)
+      return Metadata.load(os.path.join(output_dir, _METADATA_FILE))
+    logger.info('Analyzing %s again into %s: %s', source, output_dir, change)
+  if complete:
+    # Not complete any more: no task may take it while it is rewritten.
+    tf.io.gfile.remove(os.path.join(output_dir, _METADATA_FILE))
+  metadata, skipped = _run(dataset, data_source, output_dir,
+                           pipeline_options(pipeline_args, files))
+  _fingerprint.save(output_dir, fingerprint)
+  # metadata.json last: its presence marks a complete analysis.
+  metadata.save(os.path.join(output_dir, _METADATA_FILE))
+  logger.info('Analyzed %d instances of %s', metadata.instances, source)
+  if skipped or data_source.skip_bad_records:
+    logger.warning('Skipped %d bad records of %s', skipped, source)
+  return metadata
+
+
+def _run(dataset, data_source, output_dir, options):
+  """Runs the pipeline; returns (the `Metadata`, bad records skipped)."""
   # pylint: disable=g-import-not-at-top
-  from apache_beam.options.pipeline_options import PipelineOptions
   import tensorflow as tf
   import tensorflow_transform.beam as tft_beam
   from tensorflow_transform.tf_metadata import dataset_metadata
   from tensorflow_transform.tf_metadata import metadata_io
   from tensorflow_transform.tf_metadata import schema_utils
+  from tensorfx.data import _transforms
   # pylint: enable=g-import-not-at-top
-  schema = dataset.schema
-  raw_metadata = dataset_metadata.DatasetMetadata(
-      schema_utils.schema_from_feature_spec(dataset.raw_feature_spec()))
+  schema = data_source.schema
   preprocessing_fn = dataset.preprocessing_fn
-  data_source = dataset[source]
-  data_source.files()  # Fail fast, before Beam starts, on missing files.
-
   tf.io.gfile.makedirs(output_dir)
   work_dir = os.path.join(output_dir, 'tmp')
   # Written by a Beam worker, so on a path every runner's workers can reach.
   stats_path = os.path.join(work_dir, 'statistics.json')
-  pipeline_args = list(pipeline_args or [])
-  if not any(a.startswith('--runner') for a in pipeline_args):
-    # Beam's default (Prism) downloads a binary at start; run in-process.
-    pipeline_args.append('--runner=DirectRunner')
-  options = PipelineOptions(pipeline_args)
   files = data_source.files()
-  logger.info('Analyzing %s (%s) into %s', source,
-              f'{len(files)} files' if files else 'in memory', output_dir)
+  logger.info('Analyzing %s into %s (%s; %s)', ', '.join(files[:3]) + (
+      f' and {len(files) - 3} more' if len(files) > 3 else '') if files
+              else 'in-memory data', output_dir, _describe(options),
+              'every core' if _workers(options) > 1 else 'one process')
   try:
-    pipeline = beam.Pipeline(options=options)
-    with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
-      rows = data_source.beam_source(pipeline)
-      transform_fn = ((rows, raw_metadata)
-                      | 'Analyze' >> tft_beam.AnalyzeDataset(
-                          preprocessing_fn))
-      _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(
-          output_dir)
-      _ = (rows
-           | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
-           | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
-    # As `with beam.Pipeline()` would, keeping the result: its metrics
-    # count the bad records skipped.
-    result = pipeline.run()
-    result.wait_until_finish()
+    with _quiet_beam():
+      pipeline = beam.Pipeline(options=options)
+      with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
+        batches = data_source.record_batches(pipeline)
+        transform_fn = ((batches, _arrow.tensor_adapter_config(schema))
+                        | 'Analyze' >> tft_beam.AnalyzeDataset(
+                            preprocessing_fn))
+        _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(
+            output_dir)
+        _ = (batches
+             | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
+             | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
+      # As `with beam.Pipeline()` would, keeping the result: its metrics
+      # count the bad records skipped.
+      result = pipeline.run()
+      result.wait_until_finish()
   except DataError as e:
     # Beam re-raises a worker's error as the same type, its message suffixed
     # with the step that failed: keep just the data error's text.
@@ -80,28 +122,94 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
     if match:
       raise DataError(_BEAM_STEP.sub('', match.group(1))) from None
     raise
-  metadata_io.write_metadata(raw_metadata, os.path.join(output_dir,
-                                                        'metadata'))
+  # The raw schema, which `raw_feature_spec()` of the output reads.
+  metadata_io.write_metadata(
+      dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(
+          _transforms.raw_feature_spec(schema))),
+      os.path.join(output_dir, 'metadata'))
   with tf.io.gfile.GFile(stats_path) as f:
     metadata = Metadata.from_dict(json.load(f))
-  # metadata.json last: its presence marks a complete analysis.
-  metadata.save(os.path.join(output_dir, 'metadata.json'))
   if tf.io.gfile.exists(work_dir):
     tf.io.gfile.rmtree(work_dir)
-  logger.info('Analyzed %d instances of %s', metadata.instances, source)
-  skipped = bad_records(result)
-  if skipped or getattr(data_source, 'skip_bad_records', False):
-    logger.warning('Skipped %d bad records of %s', skipped, source)
-  return metadata
+  return metadata, bad_records(result)
+
+
+def pipeline_options(pipeline_args, files=()):
+  """Beam options: the DirectRunner by default, a process per core for big data.
+
+  Example:
+    >>> pipeline_options(['--direct_num_workers=1']).get_all_options()[
+    ...     'direct_num_workers']
+    1
+
+  Args:
+    pipeline_args: options as command-line flags; any given wins.
+    files: the data files, whose total size decides the DirectRunner's
+      mode: one worker process per core from `MULTI_PROCESSING_BYTES` on a
+      machine of `MULTI_PROCESSING_CORES` or more, else in this process.
+  """
+  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  from apache_beam.options.pipeline_options import PipelineOptions
+  # pylint: enable=g-import-not-at-top
+  args = list(pipeline_args or [])
+  given = {a.split('=')[0].lstrip('-') for a in args if a.startswith('--')}
+  if 'runner' not in given:
+    # Beam's default (Prism) downloads a binary at start; run in-process.
+    args.append('--runner=DirectRunner')
+  options = PipelineOptions(args)
+  runner = str(options.get_all_options()['runner'] or '').lower()
+  if runner not in _DIRECT or given & {'direct_num_workers',
+                                       'direct_running_mode'}:
+    return options
+  cores = os.cpu_count() or 1
+  size = sum(int(tf.io.gfile.stat(f).length) for f in files)
+  if cores >= MULTI_PROCESSING_CORES and size >= MULTI_PROCESSING_BYTES:
+    args += ['--direct_running_mode=multi_processing',
+             f'--direct_num_workers={cores}']
+  return PipelineOptions(args)
+
+
+def _workers(options):
+  values = options.get_all_options()
+  if values.get('direct_running_mode') == 'multi_processing':
+    return values.get('direct_num_workers') or 1
+  return 1
+
+
+def _describe(options):
+  values = options.get_all_options()
+  text = str(values.get('runner'))
+  if values.get('direct_running_mode'):
+    text += (f", {values['direct_running_mode']} x"
+             f"{values.get('direct_num_workers') or 1}")
+  return text
+
+
+@contextlib.contextmanager
+def _quiet_beam():
+  """Keeps Beam's own report of a failed step (a traceback) off the console.
+
+  The error itself reaches the caller as one line; `--log-level debug`
+  shows Beam's report too.
+  """
+  beam_logger = logging.getLogger('apache_beam')
+  previous = beam_logger.level
+  if not logger.isEnabledFor(logging.DEBUG):
+    beam_logger.setLevel(logging.CRITICAL)
+  try:
+    yield
+  finally:
+    beam_logger.setLevel(previous)
 
 
 def bad_records(result):
   """How many bad records the sources of a finished pipeline skipped."""
   from apache_beam.metrics.metric import MetricsFilter  # pylint: disable=g-import-not-at-top
-  from tensorfx.data._csv import BAD_RECORDS_COUNTER  # pylint: disable=g-import-not-at-top
   try:
     counters = result.metrics().query(MetricsFilter().with_namespace(
-        'tensorfx').with_name(BAD_RECORDS_COUNTER))['counters']
+        _arrow.COUNTER_NAMESPACE).with_name(
+            _arrow.BAD_RECORDS_COUNTER))['counters']
   except (AttributeError, NotImplementedError, KeyError):
     return 0
   total = 0
@@ -121,97 +229,24 @@ def _write_json(value, path):
 
 
 class _StatisticsFn(beam.CombineFn):
-  """Computes metadata.json's statistics in one pass."""
+  """metadata.json's statistics over RecordBatches, in one pass."""
 
   def __init__(self, schema):
     super().__init__()
-    self._fields = [(f.name, f.type.value) for f in schema]
+    self._schema = schema
 
   def create_accumulator(self):
-    return {'instances': 0,
-            'fields': {name: _new(kind) for name, kind in self._fields}}
+    return _statistics.Statistics(self._schema)
 
-  def add_input(self, acc, row):
-    acc['instances'] += 1
-    for name, kind in self._fields:
-      _add(acc['fields'][name], kind, row.get(name))
-    return acc
+  def add_input(self, mutable_accumulator, element):
+    return mutable_accumulator.add(element)
 
-  def merge_accumulators(self, accs):
-    accs = list(accs)
-    merged = accs[0]
-    for acc in accs[1:]:
-      merged['instances'] += acc['instances']
-      for name, kind in self._fields:
-        _merge(merged['fields'][name], acc['fields'][name], kind)
+  def merge_accumulators(self, accumulators):
+    accumulators = iter(accumulators)
+    merged = next(accumulators)
+    for accumulator in accumulators:
+      merged.merge(accumulator)
     return merged
 
-  def extract_output(self, acc):
-    fields = {}
-    for name, kind in self._fields:
-      fields[name] = _finish(acc['fields'][name], kind)
-    return {'instances': acc['instances'], 'fields': fields}
-
-
-def _new(kind):
-  if kind == 'discrete':
-    return {'count': 0, 'values': {}, 'truncated': False}
-  return {'count': 0, 'min': math.inf, 'max': -math.inf, 'sum': 0.0,
-          'sum_sq': 0.0}
-
-
-def _add(stats, kind, value):
-  if value is None:
-    return
-  values = value if isinstance(value, (list, tuple)) else [value]
-  for v in values:
-    stats['count'] += 1
-    if kind == 'discrete':
-      if isinstance(v, bytes):
-        # tf.Example holds bytes; metadata.json holds text.
-        v = v.decode('utf-8', errors='replace')
-      counts = stats['values']
-      if v in counts or len(counts) < _MAX_COUNTED_VALUES:
-        counts[v] = counts.get(v, 0) + 1
-      else:
-        stats['truncated'] = True
-    else:
-      v = float(v)
-      stats['min'] = min(stats['min'], v)
-      stats['max'] = max(stats['max'], v)
-      stats['sum'] += v
-      stats['sum_sq'] += v * v
-
-
-def _merge(into, other, kind):
-  into['count'] += other['count']
-  if kind == 'discrete':
-    for v, c in other['values'].items():
-      if v in into['values'] or len(into['values']) < _MAX_COUNTED_VALUES:
-        into['values'][v] = into['values'].get(v, 0) + c
-      else:
-        into['truncated'] = True
-    into['truncated'] = into['truncated'] or other['truncated']
-  else:
-    into['min'] = min(into['min'], other['min'])
-    into['max'] = max(into['max'], other['max'])
-    into['sum'] += other['sum']
-    into['sum_sq'] += other['sum_sq']
-
-
-def _finish(stats, kind):
-  count = stats['count']
-  if kind == 'discrete':
-    ordered = sorted(stats['values'].items(), key=lambda kv: (-kv[1], kv[0]))
-    result = {'type': kind, 'count': count,
-              'vocabulary': dict(ordered[:_MAX_LISTED_VALUES]),
-              'vocabulary_size': len(ordered)}
-    if stats['truncated'] or len(ordered) > _MAX_LISTED_VALUES:
-      result['vocabulary_truncated'] = True
-    return result
-  if not count:
-    return {'type': kind, 'count': 0}
-  mean = stats['sum'] / count
-  variance = max(stats['sum_sq'] / count - mean * mean, 0.0)
-  return {'type': kind, 'count': count, 'min': stats['min'],
-          'max': stats['max'], 'mean': mean, 'std': math.sqrt(variance)}
+  def extract_output(self, accumulator):
+    return accumulator.result()

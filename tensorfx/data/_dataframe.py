@@ -8,11 +8,15 @@ the batch in one vectorized call.
 import numbers
 
 from tensorfx._errors import DataError
+from tensorfx.data import _missing
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
 from tensorfx.data._schema import is_identifier
+
+# Rows per RecordBatch the analysis reads.
+_BATCH_ROWS = 65536
 
 
 def _is_list(value):
@@ -89,8 +93,9 @@ def infer_schema(frame):
 class DataFrameDataSource(DataSource):
   """A pandas DataFrame: one row per instance, one column per schema field.
 
-  Missing values (NaN, None) take the field's default; without one they are
-  an error naming the column and row. Columns the schema lacks are ignored.
+  Missing values (NaN, None) are what the schema says (see `Schema`'s
+  `default` and `missing`): a fill value, or an error naming the column and
+  row. Columns the schema lacks are ignored.
 
   Example:
     >>> source = DataFrameDataSource(frame, schema, name='train')
@@ -143,11 +148,12 @@ class DataFrameDataSource(DataSource):
               for row, cell in column.items()]
     missing = column.isna().to_numpy()
     if missing.any():
-      if field.default is None:
+      fill = _missing.fill_value(field)
+      if fill is None:
         row = column.index[int(np.argmax(missing))]
         raise DataError(f'{where}: row {row!r}: column {field.name!r} is '
-                        'empty')
-      column = column.astype(object).where(~missing, field.default)
+                        f'empty; {_missing.hint(field)}')
+      column = column.astype(object).where(~missing, fill)
     if kind == 'discrete':
       return np.array([v.decode('utf-8') if isinstance(v, bytes) else str(v)
                        for v in column], dtype=object)
@@ -238,24 +244,30 @@ class DataFrameDataSource(DataSource):
                 deterministic=not shuffle or seed is not None)
     return ds.prefetch(tf.data.AUTOTUNE)
 
-  def rows(self):
-    """Yields the rows as dicts of Python values, as the Beam analysis reads.
-
-    Discrete values are str, numbers int or float, lists Python lists.
-    """
+  def arrow_batches(self, rows=_BATCH_ROWS):
+    """Yields the rows as Arrow RecordBatches of `rows` rows (see `_arrow`)."""
+    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
     columns = self.columns()
-    names = list(columns)
-    lists = {f.name for f in self.schema if f.length != 1}
-    for i in range(len(self.frame)):
-      row = {}
-      for name in names:
-        value = columns[name][i]
-        row[name] = value if name in lists else _plain(value)
-      yield row
+    for start in range(0, len(self.frame), rows):
+      yield _arrow.record_batch(
+          {name: column[start:start + rows]
+           for name, column in columns.items()}, self.schema)
 
-  def beam_source(self, pipeline, label='ReadDataFrame'):
+  def record_batches(self, pipeline, label='ReadDataFrame'):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
-    return pipeline | f'{label}Rows' >> beam.Create(list(self.rows()))
+    return pipeline | f'{label}Batches' >> beam.Create(
+        list(self.arrow_batches()))
+
+  def content_digest(self):
+    import hashlib  # pylint: disable=g-import-not-at-top
+    import pickle  # pylint: disable=g-import-not-at-top
+    import pandas as pd  # pylint: disable=g-import-not-at-top
+    try:
+      data = pd.util.hash_pandas_object(self.frame, index=True).to_numpy()
+      data = data.tobytes() + repr(list(self.frame.columns)).encode()
+    except TypeError:  # Cells holding lists cannot be hashed by pandas.
+      data = pickle.dumps(self.frame)
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def _isna(value):
@@ -270,13 +282,6 @@ def _as_int(value):
   if isinstance(value, float) and not value.is_integer():
     raise ValueError(value)
   return int(value)
-
-
-def _plain(value):
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  if isinstance(value, np.generic):
-    return value.item()
-  return value
 
 
 def _dtype(field):
@@ -319,7 +324,8 @@ class DataFrameDataSet(DataSet):
       schema = infer_schema(frame)
     super().__init__(schema, metadata=metadata, features=features)
     for name, frame in sources.items():
-      self._sources[name] = DataFrameDataSource(frame, self.schema, name)
+      self._sources[name] = DataFrameDataSource(frame, self._reading_schema,
+                                                name)
 
   def infer_metadata(self, source='train'):
     """Computes a source's statistics and vocabularies in memory (no Beam).
@@ -327,10 +333,10 @@ class DataFrameDataSet(DataSet):
     The same `Metadata` that `analyze()` writes to `metadata.json`, without
     the transform graph; for looking at the data.
     """
-    from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
     from tensorfx.data._metadata import Metadata  # pylint: disable=g-import-not-at-top
-    combine = _analysis._StatisticsFn(self.schema)  # pylint: disable=protected-access
-    accumulator = combine.create_accumulator()
-    for row in self[source].rows():
-      accumulator = combine.add_input(accumulator, row)
-    return Metadata.from_dict(combine.extract_output(accumulator))
+    data_source = self[source]
+    statistics = _statistics.Statistics(data_source.schema)
+    for batch in data_source.arrow_batches():
+      statistics.add(batch)
+    return Metadata.from_dict(statistics.result())

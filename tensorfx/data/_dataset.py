@@ -4,6 +4,9 @@ import copy
 import os
 
 from tensorfx._errors import DataError
+from tensorfx._logging import logger
+from tensorfx.data import _metadata
+from tensorfx.data import _missing
 from tensorfx.data import _paths
 from tensorfx.data._features import FeatureSet
 from tensorfx.data._metadata import Metadata
@@ -17,7 +20,8 @@ class DataSource:
   """One named source of a DataSet (e.g. its training files).
 
   Subclasses read their format: `read()` into batches of raw features for
-  TensorFlow, `beam_source()` into rows for the Beam analysis.
+  TensorFlow, `record_batches()` into Arrow RecordBatches for the Beam
+  analysis, by the same rules.
   """
 
   # Sources that can drop bad records instead of failing say so.
@@ -78,9 +82,25 @@ class DataSource:
     """
     raise NotImplementedError
 
-  def beam_source(self, pipeline, label='Read'):
-    """A PCollection of dicts of raw Python values, by field name."""
+  def record_batches(self, pipeline, label='Read'):
+    """A PCollection of `pyarrow.RecordBatch`es of the raw data.
+
+    One column per schema field (see `_arrow`); what the analysis feeds
+    tf.Transform.
+    """
     raise NotImplementedError
+
+  def reading_options(self):
+    """What, besides the files, decides the records read (a JSON-able dict).
+
+    Part of the fingerprint that lets a second analysis of the same data
+    reuse the first.
+    """
+    return {'source': type(self).__name__}
+
+  def content_digest(self):
+    """A digest of data that is not in files (a DataFrame), else None."""
+    return None
 
 
 class DataSet:
@@ -90,8 +110,13 @@ class DataSet:
     schema: a `Schema`, or the path of its YAML file.
     metadata: the analysis output directory (as written by
       `tensorfx analyze`), its `metadata.json`, or None when the data has not
-      been analyzed yet.
+      been analyzed yet. A `metadata.json` of the original tensorfx (field
+      statistics without a transform graph) is recognized: the data is
+      analyzed instead, as without one.
     features: a `FeatureSet`, or the path of its YAML file.
+
+  Sources read records with the fields of targets required (a record
+  without its label is bad), whatever the schema says about them.
   """
 
   def __init__(self, schema, metadata=None, features=None):
@@ -109,15 +134,26 @@ class DataSet:
       features.validate(schema)
     self._schema = schema
     self._features = features
+    targets = features.targets if features is not None else ()
+    # What the sources read: a target's field is never missing.
+    self._reading_schema = _missing.required(
+        schema, [name for t in targets for name in t.fields])
     self._metadata = None
     self._analysis_dir = None
+    self._legacy_metadata = None
     self._transform_output = None
     if isinstance(metadata, Metadata):
       self._metadata = metadata
     elif metadata:
       path = str(metadata)
-      if os.path.basename(path.rstrip('/')) == _METADATA_FILE:
-        path = os.path.dirname(path)
+      if path.endswith('.json'):
+        file, path = path, os.path.dirname(path)
+      else:
+        file = os.path.join(path, _METADATA_FILE)
+      if _metadata.is_legacy(file):
+        # Said when the analysis runs: logging is set up by then.
+        self._legacy_metadata = file
+        path = None
       self._analysis_dir = path
     self._sources = {}
 
@@ -259,24 +295,41 @@ class DataSet:
     return _transforms.build_preprocessing_fn(
         self._require_features('Preprocessing'), self._schema)
 
-  def analyze(self, output_dir, source='train', pipeline_args=None):
+  def analyze(self, output_dir, source='train', pipeline_args=None,
+              reuse=True):
     """Analyzes a source on Apache Beam and uses the result from then on.
 
     Writes the transform graph (`transform_fn/`), the transformed and raw
-    schemas (`transformed_metadata/`, `metadata/`) and `metadata.json`.
+    schemas (`transformed_metadata/`, `metadata/`), `fingerprint.json` and
+    `metadata.json`.
+
+    Example:
+      >>> dataset.analyze('/tmp/analysis', pipeline_args=[
+      ...     '--direct_num_workers=1'])  # doctest: +SKIP
 
     Args:
       output_dir: the directory to write to (local or `gs://`).
       source: the source to analyze.
       pipeline_args: Beam pipeline options as command-line flags, e.g.
-        `['--runner=DataflowRunner', '--project=p']`; DirectRunner by default.
+        `['--runner=DataflowRunner', '--project=p']`. By default the
+        DirectRunner: in this process, or with a worker process per core
+        from 256 MiB of files on a machine of 4 cores or more; any option
+        given wins.
+      reuse: whether an analysis already in `output_dir` of the same data
+        files (paths, sizes, modification times), schema, features and
+        reading options is reused instead of run again (logged either way).
 
     Returns:
-      The `Metadata` computed.
+      The `Metadata` computed (or reused).
     """
     from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
     self._require_features('Analysis')
-    metadata = _analysis.analyze(self, output_dir, source, pipeline_args)
+    if self._legacy_metadata:
+      logger.info('%s holds the original tensorfx\'s statistics, not an '
+                  'analysis (no transform graph): analyzing the data instead',
+                  self._legacy_metadata)
+    metadata = _analysis.analyze(self, output_dir, source, pipeline_args,
+                                 reuse)
     self._analysis_dir = output_dir
     self._metadata = metadata
     self._transform_output = None
@@ -304,9 +357,14 @@ class DataSet:
                                 self.transform_output)
 
   def raw_feature_spec(self):
-    """The tf.io feature spec of the raw data."""
+    """The tf.io feature spec that parses raw tf.Examples.
+
+    A feature that may be missing (see `Schema`'s `default` and `missing`)
+    has its fill value as `default_value`, so an absent feature is a
+    missing value, as an empty CSV cell is; targets are required.
+    """
     from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
-    return _transforms.raw_feature_spec(self._schema)
+    return _transforms.parsing_spec(self._reading_schema)
 
   def transform(self, dataset, layer=None):
     """Applies the transform graph to each batch of a raw `tf.data.Dataset`.

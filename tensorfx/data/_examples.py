@@ -7,16 +7,18 @@ when it fails (a truncated or corrupt file, a record that does not match the
 schema) `data_errors()` asks the source to find the record by scanning its
 files, so the error names the file, the record and the feature.
 
-The Beam reader parses each record in Python, by the same rules: a field of
-length 1 or N needs exactly that many values (or takes its default when
-absent), a field of length 0 any number; the value list must be of the
-schema's type (int64_list, float_list, bytes_list).
+The analysis reads each file with the same parse, a batch of records at a
+time, into Arrow RecordBatches: a field of length 1 or N needs exactly that
+many values (or, when absent, takes its fill value: see `_missing`), a field
+of length 0 any number; the value list must be of the schema's type
+(int64_list, float_list, bytes_list).
 
 With `skip_bad_records` (Gematria's `--gematria_drop_invalid_blocks`) a
 record that is not a tf.Example or does not match the schema is dropped and
-counted instead, as CSV rows are: each batch is checked from Python (one
-parse of the whole batch; record by record only when it fails), which
-keeps the good records at some cost in throughput. A truncated or corrupt
+counted instead, as CSV rows are, by the training reader and the analysis:
+each batch is checked from Python (one parse of the whole batch; record by
+record only when it fails), which keeps the good records at some cost in
+throughput. A truncated or corrupt
 file still fails: that is the storage's fault, not a record's.
 """
 
@@ -26,6 +28,7 @@ import threading
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
+from tensorfx.data import _missing
 from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -39,8 +42,8 @@ _CYCLE_LENGTH = 16
 _SCAN_BATCH = 1024
 # Bad records a reader logs one by one before only counting.
 _LOGGED_BAD_RECORDS = 10
-_KINDS = {'integer': 'int64_list', 'real': 'float_list',
-          'discrete': 'bytes_list'}
+# Records per RecordBatch the analysis reads.
+_ANALYSIS_BATCH = 16384
 # DataLossErrors that reading a TFRecord file raises (others, e.g. from a
 # checkpoint, are not this source's business).
 _RECORD_LOSS = re.compile(r'(truncated|corrupted) record at (\d+)|inflate|'
@@ -87,8 +90,9 @@ class ExamplesDataSource(DataSource):
   int64_list for integer fields, a float_list for real fields and a
   bytes_list for discrete ones. A field of length 1 holds one value, of
   length N exactly N, of length 0 any number (read as a `tf.SparseTensor`).
-  A field with a default may be left out of a record (not for length 0,
-  where a missing feature is an empty list).
+  A field whose values may be missing (a default, a `missing` policy, a
+  discrete field) may be left out of a record: it is a missing value. (For
+  length 0 a missing feature is an empty list.)
 
   Example:
     >>> source = ExamplesDataSource('data/train-*.tfrecord.gz', schema)
@@ -252,15 +256,19 @@ class ExamplesDataSource(DataSource):
         return found[0]
     return None
 
-  def beam_source(self, pipeline, label='ReadExamples'):
+  def reading_options(self):
+    return dict(super().reading_options(), compressions=self.compressions())
+
+  def record_batches(self, pipeline, label='ReadExamples'):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
-    from tensorfx.data._csv import BAD_RECORDS_COUNTER  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
     skip_bad = self.skip_bad_records
-    counter = beam.metrics.Metrics.counter('tensorfx', BAD_RECORDS_COUNTER)
+    counter = beam.metrics.Metrics.counter(_arrow.COUNTER_NAMESPACE,
+                                           _arrow.BAD_RECORDS_COUNTER)
 
-    def rows(pair):
+    def batches(pair):
       logged = 0
 
       def on_bad_record(message):
@@ -270,17 +278,18 @@ class ExamplesDataSource(DataSource):
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 
-      return read_examples(pair[0], schema, pair[1], skip_bad,
-                           on_bad_record)
+      return record_batches(pair[0], schema, pair[1], skip_bad,
+                            on_bad_record)
 
-    return (pipeline
-            | f'{label}Files' >> beam.Create(pairs)
-            # Spreads the files over workers (Create makes one bundle).
-            | f'{label}Spread' >> beam.Reshuffle()
-            | f'{label}Rows' >> beam.FlatMap(rows))
+    files = pipeline | f'{label}Files' >> beam.Create(pairs)
+    if len(pairs) > 1:
+      # Spreads the files over workers (Create makes one bundle).
+      files |= f'{label}Spread' >> beam.Reshuffle()
+    return files | f'{label}Batches' >> beam.FlatMap(batches)
 
 
 _NOT_AN_EXAMPLE = 'Could not parse example input'
+_MISSING_FEATURE = re.compile(r"missing required feature '(\w+)'")
 
 
 def _not_empty(features):
@@ -349,7 +358,7 @@ def _scan(path, compression, schema, parse):
     if parse:
       found = _parse_problem(path, records, count, spec)
       if found:
-        return found
+        return with_hint(found[0], schema), found[1]
     count += int(records.shape[0])
 
 
@@ -398,13 +407,13 @@ def _parse_problem(path, records, count, spec):
   return None
 
 
-def read_examples(path, schema, compression='', skip_bad_records=False,
-                  on_bad_record=None):
-  """Yields the records of one TFRecord file as dicts of Python values.
+def record_batches(path, schema, compression='', skip_bad_records=False,
+                   on_bad_record=None):
+  """Yields the records of one TFRecord file as Arrow RecordBatches.
 
-  Streams the file (bounded memory); used by the Beam analysis. Scalars are
-  Python values, lists (length 0 or N) Python lists; discrete values are
-  bytes, as tf.Example holds them.
+  Parsed as training parses them (`tf.io.parse_example` of a batch, missing
+  values filled); streams the file (bounded memory). What the analysis
+  reads.
 
   Args:
     path: the file.
@@ -419,11 +428,11 @@ def read_examples(path, schema, compression='', skip_bad_records=False,
       `skip_bad_records`), or of a truncated or corrupt file.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
-  from google.protobuf import message as pb_message  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+  parse = _parser(schema)
   count = 0
   batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      _SCAN_BATCH))
+      _ANALYSIS_BATCH))
   while True:
     try:
       records = next(batches)
@@ -431,58 +440,64 @@ def read_examples(path, schema, compression='', skip_bad_records=False,
       return
     except tf.errors.DataLossError as e:
       raise DataError(_loss(path, compression, count, e)[0]) from None
-    for record in records.numpy():
-      count += 1
-      try:
-        try:
-          example = example_pb2.Example.FromString(record)
-        except pb_message.DecodeError:
-          raise DataError(f'{path}: record {count}: not a serialized '
-                          'tf.Example') from None
-        row = example_row(example, schema, f'{path}: record {count}')
-      except DataError as e:
-        if not skip_bad_records:
-          raise
-        if on_bad_record is not None:
-          on_bad_record(str(e))
+    try:
+      features = parse(records)
+    except (tf.errors.InvalidArgumentError, UnicodeDecodeError) as e:
+      if skip_bad_records:
+        features = _good_features(path, records, count, schema, on_bad_record)
+        count += int(records.shape[0])
+        if features is not None:
+          yield _arrow.record_batch(features, schema)
         continue
-      yield row
+      found = _scan(path, compression, schema, parse=True)
+      raise DataError(found[0] if found else
+                      f'{path}: a record after record {count} does not '
+                      f'parse: {_clean(e)}') from None
+    count += int(records.shape[0])
+    yield _arrow.record_batch(features, schema)
 
 
-def example_row(example, schema, where='a tf.Example'):
-  """The values of a tf.Example proto, by field name, checked against schema.
+def _good_features(path, records, count, schema, on_bad_record):
+  """The parsed good records of a batch (None if none), the bad reported."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+  spec = _transforms.parsing_spec(schema)
+  values = records.numpy()
+  good = []
+  for index, value in enumerate(values):
+    problem = _records_problem([value], spec)
+    if problem is None:
+      good.append(index)
+    elif on_bad_record is not None:
+      on_bad_record(f'{path}: record {count + index + 1}: {problem}')
+  if not good:
+    return None
+  return _parser(schema)(values[np.array(good)])
 
-  Raises:
-    DataError: prefixed with `where`, naming the feature at fault.
-  """
-  features = example.features.feature
-  row = {}
-  for field in schema:
-    kind = _KINDS[field.type.value]
-    feature = features.get(field.name)
-    present = feature is not None and feature.WhichOneof('kind') is not None
-    if present and feature.WhichOneof('kind') != kind:
-      raise DataError(
-          f'{where}: feature {field.name!r} is a '
-          f'{feature.WhichOneof("kind")}; the schema says '
-          f'{field.type.value}, a {kind}')
-    values = list(getattr(feature, kind).value) if present else []
-    if field.length == 0:
-      row[field.name] = values
-      continue
-    if not values:
-      if field.default is None:
-        raise DataError(f'{where}: missing required feature {field.name!r}')
-      values = [field.default] * field.length
-    elif len(values) != field.length:
-      raise DataError(f'{where}: feature {field.name!r} has {len(values)} '
-                      f'values; the schema says {field.length}')
-    if field.type.value == 'integer':
-      values = [int(v) for v in values]
-    elif field.type.value == 'real':
-      values = [float(v) for v in values]
-    row[field.name] = values[0] if field.length == 1 else values
-  return row
+
+# Traced parsers by schema: tracing one per file would cost more than
+# parsing a small file.
+_PARSERS = {}
+
+
+def _parser(schema):
+  """The tf.function parsing a batch of serialized tf.Examples."""
+  if schema not in _PARSERS:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    spec = _transforms.parsing_spec(schema)
+    _PARSERS[schema] = tf.function(
+        lambda records: tf.io.parse_example(records, spec),
+        input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  return _PARSERS[schema]
+
+
+def with_hint(message, schema):
+  """A record's message, with how to fix a missing required feature."""
+  match = _MISSING_FEATURE.search(message)
+  if match and match.group(1) in schema:
+    return f'{message}; {_missing.hint(schema[match.group(1)])}'
+  return message
 
 
 class ExamplesDataSet(DataSet):
@@ -519,5 +534,5 @@ class ExamplesDataSet(DataSet):
         continue
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = ExamplesDataSource(paths, self.schema,
+      self._sources[name] = ExamplesDataSource(paths, self._reading_schema,
                                                compression, skip_bad_records)

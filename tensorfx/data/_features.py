@@ -12,6 +12,7 @@ import enum
 import math
 
 from tensorfx import _yaml
+from tensorfx.data import _missing
 from tensorfx.data._schema import is_identifier
 
 _NOTHING = _yaml.NOTHING
@@ -40,6 +41,7 @@ class FeatureType(enum.StrEnum):
   EMBEDDING = 'embedding'
   HASH = 'hash'
   CROSS = 'cross'
+  INDICATOR = 'indicator'
 
   @classmethod
   def _missing_(cls, value):
@@ -62,7 +64,7 @@ NUMERIC_TYPES = frozenset({FeatureType.SCALE, FeatureType.ZSCORE,
                            FeatureType.LOG, FeatureType.BUCKETIZE})
 # Types that read only single-valued (length 1) fields.
 _SINGLE_VALUED = frozenset({FeatureType.TARGET, FeatureType.KEY,
-                            FeatureType.CROSS})
+                            FeatureType.CROSS, FeatureType.INDICATOR})
 # Types that read a variable-length field as a bag of values.
 _BAGS = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING, FeatureType.HASH,
                    FeatureType.BUCKETIZE})
@@ -285,7 +287,8 @@ class Feature:
       table's options (`hashing`, `initializer`, `admit_after`,
       `evict_after_steps`, `evict_every_steps`), or `table` (another's),
       and `combiner`. hash and cross: `buckets` (required).
-      identity, target, key, zscore and concat: none.
+      identity, target, key, zscore, concat and indicator (1.0 where the
+      field's value is missing) take none.
 
   Raises:
     DataError: a value is invalid; the message names the feature and key.
@@ -657,7 +660,9 @@ class FeatureSet:
         YAML): a field it reads is not in the schema, or a numeric-only
         type (scale, zscore, log, bucketize) reads a discrete field, or an
         identity feature in a concat reads a discrete field, or a target,
-        key or cross reads a multivalent field, or a numeric type (or a
+        key, cross or indicator reads a multivalent field, or an indicator
+        reads a field whose missing values never reach the transform graph
+        (a default, or none allowed), or a numeric type (or a
         concat child other than onehot, embedding, hash, bucketize) reads a
         variable-length one.
     """
@@ -731,6 +736,14 @@ class FeatureSet:
       if feature.type in NUMERIC_TYPES and not field.numeric:
         raise fail(f'{_a(feature.type.value)} feature needs a numeric field; '
                    f'{name!r} is {field.type.value}', name)
+      if feature.type is FeatureType.INDICATOR and field.length == 1 and \
+          not _missing.imputed(field) and _missing.fill_value(field) != '':
+        raise fail(f'an indicator feature needs a field whose missing values '
+                   f'reach the transform; {name!r} '
+                   + ('fills them with its default: use missing: zero (or '
+                      'mean, median, mode) instead' if field.default is not None
+                      else 'allows none: give it missing: mean, median, mode '
+                      'or zero'), name)
       if in_concat and feature.type is FeatureType.IDENTITY and \
           not field.numeric:
         raise fail(f'an identity feature inside a concat needs a numeric '

@@ -138,6 +138,11 @@ class Metadata:
   def parse(cls, text, source='<string>'):
     """Parses metadata from JSON text.
 
+    Also reads the original tensorfx's metadata.json (field name -> `min`,
+    `max` and maybe `mean`, `std`, or `entries`): numeric fields keep those
+    statistics, discrete ones their entries as the vocabulary; the instance
+    count is unknown (0).
+
     Raises:
       DataError: the text is not valid JSON (names the source, line and
         column) or not valid metadata (names the source and key path).
@@ -147,6 +152,9 @@ class Metadata:
     except json.JSONDecodeError as e:
       raise DataError(f'{source}:{e.lineno}:{e.colno}: invalid JSON: '
                             f'{e.msg}.') from None
+    if _legacy(data):
+      data = {'instances': 0, 'fields': {
+          name: _from_legacy(stats) for name, stats in data.items()}}
     return cls.from_dict(data, source)
 
   @classmethod
@@ -188,6 +196,51 @@ class Metadata:
       path = posixpath.join(path, _FILE)
     _yaml.write_text(path, self.format())
     return path
+
+
+# The keys of a field's statistics in the original tensorfx's metadata.json.
+_LEGACY_NUMERIC = ('min', 'max', 'mean', 'std')
+_LEGACY_DISCRETE = ('entries',)
+
+
+def _legacy(data):
+  """Whether a parsed metadata.json is in the original tensorfx's format."""
+  if not isinstance(data, dict) or not data or set(_KEYS) <= set(data):
+    return False
+  for stats in data.values():
+    if not isinstance(stats, dict) or not stats:
+      return False
+    keys = set(stats)
+    if not (keys <= set(_LEGACY_NUMERIC) and {'min', 'max'} <= keys) and \
+        keys != set(_LEGACY_DISCRETE):
+      return False
+  return True
+
+
+def _from_legacy(stats):
+  if 'entries' in stats:
+    entries = stats['entries']
+    return {'type': 'discrete', 'count': 0,
+            'vocabulary': [str(e) for e in entries]
+                          if isinstance(entries, list) else entries,
+            'vocabulary_size': len(entries) if isinstance(entries, list)
+                               else 0}
+  return dict({'type': 'real', 'count': 0}, **stats)
+
+
+def is_legacy(path):
+  """Whether the file at `path` is a metadata.json of the original tensorfx.
+
+  False for a missing or unreadable file, or any other content.
+  """
+  try:
+    text = _yaml.read_text(path)
+  except DataError:
+    return False
+  try:
+    return _legacy(json.loads(text))
+  except ValueError:
+    return False
 
 
 def _invalid(path, problem, value=_yaml.NOTHING):

@@ -7,7 +7,12 @@ import re
 from tensorfx import _yaml
 
 _IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
-_FIELD_KEYS = ('name', 'type', 'length', 'default', 'description')
+_FIELD_KEYS = ('name', 'type', 'length', 'default', 'missing',
+               'description')
+# What a missing value of a field means (besides a constant `default`); see
+# tensorfx.data._missing.
+MISSING_POLICIES = ('mean', 'median', 'mode', 'zero', 'error')
+_NUMERIC_POLICIES = ('mean', 'median', 'zero')
 
 
 class SchemaFieldType(enum.StrEnum):
@@ -65,9 +70,17 @@ class SchemaField:
     type: a `SchemaFieldType` (or its name, e.g. 'real').
     length: 1 for a scalar, N > 1 for a list of exactly N values, 0 for a
       list of any length (multivalent).
-    default: the value of a missing or empty cell; None makes the field
-      required. Must match the type (an int for integer fields, a number
-      for real fields, a str for discrete ones).
+    default: a constant for a missing value (an empty cell, an absent
+      feature or key, NaN), put in by the readers. Must match the type (an
+      int for integer fields, a number for real fields, a str for discrete
+      ones).
+    missing: what a missing value means, imputed by the transform graph
+      (so training and serving agree): 'mean', 'median' (numeric fields),
+      'mode' (the most frequent value), 'zero' (numeric fields), from the
+      analysis of the values present; or 'error'. Single-valued fields
+      only; not with `default`. Without either, a missing discrete value is
+      the empty string (out of every vocabulary) and a missing number an
+      error.
     description: free text, for people.
 
   Raises:
@@ -78,6 +91,7 @@ class SchemaField:
   length: int = 1
   default: float | int | str | None = None
   description: str = ''
+  missing: str | None = None
 
   def __post_init__(self):
     subject = f'SchemaField {self.name!r}'
@@ -114,6 +128,29 @@ class SchemaField:
     if not isinstance(self.description, str):
       raise _yaml.Invalid(subject, ('description',),
                           'description must be a string', self.description)
+    self._check_missing(subject, kind)
+
+  def _check_missing(self, subject, kind):
+    missing = self.missing
+    if missing is None:
+      return
+    policy = missing.strip().lower() if isinstance(missing, str) else missing
+    if policy not in MISSING_POLICIES:
+      raise _yaml.Invalid(subject, ('missing',), 'missing must be one of '
+                          f'{", ".join(MISSING_POLICIES)}', missing)
+    if self.default is not None:
+      raise _yaml.Invalid(subject, ('missing',), 'give either missing (a '
+                          'policy) or default (a constant), not both',
+                          missing)
+    if self.length != 1:
+      raise _yaml.Invalid(subject, ('missing',), 'missing applies to '
+                          'single-valued fields (length 1); a list field '
+                          'takes a default, or is empty', missing)
+    if policy in _NUMERIC_POLICIES and not kind.numeric:
+      raise _yaml.Invalid(subject, ('missing',), f"missing: {policy} needs a "
+                          f'numeric field; {self.name!r} is discrete (use '
+                          "mode, or a default)", missing)
+    object.__setattr__(self, 'missing', policy)
 
   @property
   def numeric(self):
@@ -132,6 +169,8 @@ class SchemaField:
       data['length'] = self.length
     if self.default is not None:
       data['default'] = self.default
+    if self.missing is not None:
+      data['missing'] = self.missing
     if self.description:
       data['description'] = self.description
     return data
@@ -237,7 +276,8 @@ class Schema:
 
     Args:
       text: YAML: a mapping whose `fields` lists mappings with `name`,
-        `type` and optionally `length`, `default` and `description`.
+        `type` and optionally `length`, `default`, `missing` and
+        `description`.
       source: where the text came from, for error messages.
 
     Raises:

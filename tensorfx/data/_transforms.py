@@ -13,10 +13,14 @@ multivalent field as a bag of values: onehot gives a multi-hot [B, size]
 each value (a [B, N] tensor or a SparseTensor), which `multi_hot` and the
 models' embeddings (mean of the values') turn into one row per instance.
 Targets, keys and crosses read single-valued fields only.
+
+Missing values (see `_missing`) are imputed first, so every feature reads
+complete values; indicator features read the raw ones.
 """
 
 import dataclasses
 
+from tensorfx.data import _missing
 from tensorfx.data._features import FeatureType
 
 # Types whose output is an integer category index; concat one-hot encodes them.
@@ -41,18 +45,19 @@ def raw_feature_spec(schema):
 
 
 def parsing_spec(schema):
-  """The tf.io feature spec that reads records, with the schema's defaults.
+  """The tf.io feature spec that reads records, missing values filled.
 
-  Like `raw_feature_spec`, but a fixed-length field with a default may be
-  missing from a record. (tf.Transform's metadata takes no defaults, so the
-  raw feature spec has none.)
+  Like `raw_feature_spec`, but a fixed-length field that may be missing
+  from a record (a default, or a missing value the transform imputes, see
+  `_missing.fill_value`) takes its fill value there. (tf.Transform's
+  metadata takes no defaults, so the raw feature spec has none.)
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   spec = raw_feature_spec(schema)
   for field in schema:
-    if field.length == 0 or field.default is None:
+    default = _missing.fill_value(field)
+    if field.length == 0 or default is None:
       continue
-    default = field.default
     if field.length > 1:
       default = [default] * field.length
     spec[field.name] = tf.io.FixedLenFeature(spec[field.name].shape,
@@ -107,20 +112,28 @@ def build_preprocessing_fn(feature_set, schema):
   feature_set.validate(schema)
 
   def preprocessing_fn(inputs):
-    return {f.name: _transform(f, inputs, schema) for f in feature_set}
+    imputed = _missing.impute(inputs, schema)
+    return {f.name: _transform(f, imputed, schema, inputs)
+            for f in feature_set}
 
   return preprocessing_fn
 
 
-def _transform(feature, inputs, schema):
+def _transform(feature, inputs, schema, raw=None):
+  """One feature's tensor from the imputed `inputs`.
+
+  Indicator features read the `raw` inputs (before imputation; by default
+  `inputs`).
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  raw = inputs if raw is None else raw
   kind = feature.type
   params = feature.params
   if kind == FeatureType.CONCAT:
     parts = []
     for child in feature.features:
-      value = _transform(child, inputs, schema)
+      value = _transform(child, inputs, schema, raw)
       if child.type in _CATEGORICAL:
         value = multi_hot(value, _cardinality(child))
       elif value.dtype == tf.string:
@@ -139,6 +152,8 @@ def _transform(feature, inputs, schema):
 
   x = inputs[feature.fields[0]]
   field = schema[feature.fields[0]]
+  if kind == FeatureType.INDICATOR:
+    return _missing.indicator(raw[field.name], field)
 
   def each(fn, value):
     # Value by value, for dense and variable-length (sparse) fields alike.
@@ -157,7 +172,8 @@ def _transform(feature, inputs, schema):
       return tf.cast(x, tf.float32)
     # An unseen label maps to -1 and is left out of losses and metrics.
     return tft.compute_and_apply_vocabulary(
-        x, vocab_filename=feature.name, num_oov_buckets=0, default_value=-1)
+        x, vocab_filename=feature.name, num_oov_buckets=0, default_value=-1,
+        weights=_ones(x))
   if kind == FeatureType.SCALE:
     return tft.scale_by_min_max(tf.cast(x, tf.float32),
                                 output_min=params.get('min', 0.0),
@@ -183,15 +199,29 @@ def _transform(feature, inputs, schema):
     if kind == FeatureType.EMBEDDING and params.get('hash_buckets'):
       return each(lambda v: tf.strings.to_hash_bucket_fast(
           as_text(v), params['hash_buckets']), x)
+    text = each(as_text, x)
     index = tft.compute_and_apply_vocabulary(
-        each(as_text, x), top_k=params.get('top_k'),
+        text, top_k=params.get('top_k'),
         num_oov_buckets=params.get('oov_buckets', 1),
-        vocab_filename=feature.name)
+        vocab_filename=feature.name, weights=_ones(text))
     if kind == FeatureType.EMBEDDING:
       return index
     return multi_hot(index, _cardinality(feature))
   raise ValueError(f'Feature {feature.name!r}: unsupported type. '
                    f'Received: type={kind.value}')
+
+
+def _ones(x):
+  """Weights of 1 per value of `x`: each batch is counted in the graph.
+
+  With weights, tf.Transform reduces every batch to its distinct values and
+  their counts before Beam sees them; without, it sends Beam every value of
+  every record, which is most of the analysis's time. Same vocabulary.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if isinstance(x, tf.SparseTensor):
+    return tf.ones_like(x.values, tf.float32)
+  return tf.ones_like(x, tf.float32)
 
 
 def multi_hot(indices, depth):

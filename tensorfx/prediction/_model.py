@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Sequence
 
 from tensorfx._errors import DataError
+from tensorfx.data import _missing
 from tensorfx.data._schema import Schema
 
 _CSV = 'serving_default'
@@ -88,7 +90,9 @@ class Model:
       instances: a list whose items are all of one kind: CSV lines (`str`,
         fields in schema order, target columns optional), dicts of raw
         values by field name, or serialized `tf.train.Example` protos
-        (`bytes`, or `tf.train.Example` objects).
+        (`bytes`, or `tf.train.Example` objects). A missing value (an empty
+        cell, an absent key or feature, None or NaN) means what the schema
+        says it means, as in training.
 
     Returns:
       One dict of outputs per instance, with plain Python values: for
@@ -130,6 +134,24 @@ class Model:
       outputs = call()
     return _rows({k: v.numpy() for k, v in outputs.items()}, len(instances))
 
+  def _fill(self, name):
+    """What stands for a missing value of feature `name`, or None (an error).
+
+    List fields travel as text (`"7 8"`): missing is no value, `""`.
+    """
+    if self.schema is None or name not in self.schema:
+      return None
+    field = self.schema[name]
+    return '' if field.multivalent else _missing.fill_value(field)
+
+  def _missing(self, index, name, present):
+    what = ('feature {!r} has no value (None, NaN or "")' if present else
+            'missing feature {!r}')
+    message = f'instance {index}: {what.format(name)}'
+    if self.schema is not None and name in self.schema:
+      return f'{message}; {_missing.hint(self.schema[name])}'
+    return f'{message}; expected {self.features}.'
+
   @staticmethod
   def _same(kinds, kind):
     if kinds != {kind}:
@@ -141,12 +163,16 @@ class Model:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     columns = {}
     for name, spec in self._feature_specs.items():
+      fill = self._fill(name)
       values = []
       for index, instance in enumerate(instances, start=1):
-        if name not in instance:
-          raise DataError(f'instance {index}: missing feature {name!r}; '
-                          f'expected {self.features}.')
-        values.append(instance[name])
+        value = instance.get(name)
+        if value is None or (isinstance(value, float) and math.isnan(value)) \
+            or (value == '' and spec.dtype != tf.string):
+          if fill is None:
+            raise DataError(self._missing(index, name, name in instance))
+          value = fill
+        values.append(value)
       try:
         columns[name] = tf.constant(values, spec.dtype)
       except (TypeError, ValueError) as e:

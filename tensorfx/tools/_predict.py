@@ -25,7 +25,9 @@ def add_parser(commands):
       '--job-dir, as tensorfx export builds it, without writing a model; '
       'arguments after the known ones go to the trainer: give it the data '
       'flags it was trained with). Records are read and predicted a batch '
-      'at a time, so memory does not grow with the input.',
+      'at a time, so memory does not grow with the input. A missing value '
+      '(an empty cell, an absent key or feature, null) means what the '
+      'schema says, as in training.',
       epilog='Examples: tensorfx predict --model /tmp/job/model --input '
       'blocks.tfrecord --output predicted.tfrecord; tensorfx predict '
       '--module trainer --job-dir /tmp/job --checkpoint '

@@ -220,14 +220,9 @@ class TrainingRun:
     return Model.load(model_dir)
 
   def _analyze(self, dataset):
-    analysis_dir = self.paths['analysis']
-    # A previous run's complete analysis of the same job is reused.
-    if dataset.use_analysis(analysis_dir):
-      logger.info('Using the analysis in %s', analysis_dir)
-      return
-    logger.info('No analysis given (--data-metadata): analyzing the training '
-                'data into %s', analysis_dir)
-    dataset.analyze(analysis_dir)
+    # A previous run's analysis of the same data, schema and features is
+    # reused: the dataset compares fingerprints and logs its decision.
+    dataset.analyze(self.paths['analysis'])
 
 
 def _end_after_failure(callbacks, logs):

@@ -171,24 +171,29 @@ def test_analysis_needs_features_and_a_known_source(tmp_path):
     _iris().analyze(str(tmp_path), source='eval')
 
 
-# The statistics, without Beam.
+# The statistics, without Beam: vectorized over record batches.
+
+
+def _batch(schema, **columns):
+  from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+  return _arrow.record_batch(columns, schema)
 
 
 def test_statistics_merge_partial_results():
-  from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
   schema = Schema.parse(
       'fields:\n- name: c\n  type: discrete\n- name: v\n  type: integer\n')
-  rows = [{'c': c, 'v': v} for c, v in
-          [('b', 1), ('a', 2), ('b', 3), ('c', 4), ('a', 5), ('b', 6)]]
-  combine = _analysis._StatisticsFn(schema)  # pylint: disable=protected-access
+  values = [('b', 1), ('a', 2), ('b', 3), ('c', 4), ('a', 5), ('b', 6)]
   parts = []
-  for chunk in (rows[:2], rows[2:], []):
-    acc = combine.create_accumulator()
-    for row in chunk:
-      acc = combine.add_input(acc, row)
-    parts.append(acc)
+  for chunk in (values[:2], values[2:], []):
+    part = _statistics.Statistics(schema)
+    if chunk:
+      part.add(_batch(schema, c=[c for c, _ in chunk],
+                      v=[v for _, v in chunk]))
+    parts.append(part)
 
-  stats = combine.extract_output(combine.merge_accumulators(parts))
+  merged = parts[0].merge(parts[1]).merge(parts[2])
+  stats = merged.result()
   assert stats['instances'] == 6
   assert stats['fields']['c'] == {
       'type': 'discrete', 'count': 6, 'vocabulary': {'b': 3, 'a': 2, 'c': 1},
@@ -196,19 +201,46 @@ def test_statistics_merge_partial_results():
   assert stats['fields']['v'] == pytest.approx({
       'type': 'integer', 'count': 6, 'min': 1.0, 'max': 6.0, 'mean': 3.5,
       'std': math.sqrt(17.5 / 6)})
-  empty = combine.extract_output(combine.create_accumulator())
+  empty = _statistics.Statistics(schema).result()
   assert empty['fields']['v'] == {'type': 'integer', 'count': 0}
 
 
 def test_statistics_list_only_the_most_frequent_values(monkeypatch):
-  from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(_analysis, '_MAX_LISTED_VALUES', 2)
+  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(_statistics, 'MAX_LISTED_VALUES', 2)
   schema = Schema.parse('fields:\n- name: c\n  type: discrete\n')
-  combine = _analysis._StatisticsFn(schema)  # pylint: disable=protected-access
-  acc = combine.create_accumulator()
-  for value in 'abbcccd':
-    acc = combine.add_input(acc, {'c': value})
+  stats = _statistics.Statistics(schema)
+  for values in ('abb', 'cccd'):
+    stats.add(_batch(schema, c=list(values)))
 
-  assert combine.extract_output(acc)['fields']['c'] == {
+  assert stats.result()['fields']['c'] == {
       'type': 'discrete', 'count': 7, 'vocabulary': {'c': 3, 'b': 2},
       'vocabulary_size': 4, 'vocabulary_truncated': True}
+
+
+def test_statistics_count_missing_values_apart():
+  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
+  schema = Schema.parse("""\
+fields:
+- name: c
+  type: discrete
+- name: r
+  type: real
+  missing: mean
+- name: n
+  type: integer
+  missing: median
+""")
+  stats = _statistics.Statistics(schema).add(_batch(
+      schema, c=['a', '', 'a'], r=[1.0, float('nan'), 3.0],
+      n=[4, 5, -2**63])).result()
+
+  assert stats['fields']['c'] == {
+      'type': 'discrete', 'count': 2, 'missing': 1, 'vocabulary': {'a': 2},
+      'vocabulary_size': 1}
+  assert stats['fields']['r'] == pytest.approx({
+      'type': 'real', 'count': 2, 'missing': 1, 'min': 1.0, 'max': 3.0,
+      'mean': 2.0, 'std': 1.0})
+  assert stats['fields']['n'] == pytest.approx({
+      'type': 'integer', 'count': 2, 'missing': 1, 'min': 4.0, 'max': 5.0,
+      'mean': 4.5, 'std': 0.5})

@@ -12,6 +12,7 @@ from tensorfx.data import CsvDataSource
 from tensorfx.data import Schema
 from tensorfx.data._csv import parse_lines
 from tensorfx.data._csv import read_rows
+from tensorfx.data import _missing
 from tensorfx.data import _validation
 from tensorfx.data._validation import assert_valid
 from tensorfx.data._validation import data_errors
@@ -231,6 +232,9 @@ def test_shuffle_with_a_seed_is_repeatable(tmp_path):
 
 # Bad records: both readers give the same message, naming file and line.
 
+EMPTY_X = ("column 'x' is empty; say what a missing x means in the schema "
+           '(missing: mean, median, mode or zero; or default: VALUE), or fix '
+           'the data')
 BAD_RECORDS = [
     ('b,2', 'expected 3 columns, found 2'),
     ('b,2,2,2', 'expected 3 columns, found 4'),
@@ -240,8 +244,8 @@ BAD_RECORDS = [
     ('b,2,2.5', "column 'n' is not an integer: 2.5"),
     ('b,2,99999999999999999999',
      "column 'n' is out of the 64-bit integer range: 99999999999999999999"),
-    ('b,,2', "column 'x' is empty"),
-    (',2,2', "column 'name' is empty"),
+    ('b,,2', EMPTY_X),
+    ('b,"",2', EMPTY_X),
     ('b,2, ', "column 'n' is not an integer:  "),
     ('b,inf,2', "column 'x' is not a real number: inf"),
     ('b,1e39,2', "column 'x' is out of the 32-bit real range: 1e39"),
@@ -328,11 +332,12 @@ def _parse(lines, schema=SCHEMA, **kwargs):
 def test_parse_lines_with_an_optional_target_column():
   features, reasons = _parse(
       ['a,1.5,1', '2.5,2', '3.5', 'b,4.5,4,4', ',5.5,5', 'x,6'],  # 'x,6': x, n.
-      optional=['name'])
+      _missing.required(SCHEMA, ['name']), optional=['name'])
 
   assert reasons == ['', '', 'expected 3 (or 2) columns, found 1',
                      'expected 3 (or 2) columns, found 4',
-                     "column 'name' is empty",
+                     "column 'name' is empty; every record needs it: fix the "
+                     'data, or skip such records (--skip-bad-records)',
                      "column 'x' is not a real number: x"]
   assert features['name'][:2] == ['a', '']
   assert features['x'][:2] == [1.5, 2.5]

@@ -183,11 +183,13 @@ def test_sources_must_be_dataframes():
     DataFrameDataSet()
 
 
-def test_rows_are_python_values():
-  rows = list(DataFrameDataSet(train=_frame())['train'].rows())
-  assert rows[1] == {'id': 2, 'label': 'dog', 'x': pytest.approx(1.2),
-                     'color': 'blue', 'flag': 'False'}
-  assert type(rows[1]['id']) is int and type(rows[1]['x']) is float
+def test_record_batches_hold_the_checked_columns():
+  source = DataFrameDataSet(train=_frame())['train']
+  batches = list(source.arrow_batches(rows=4))
+  assert [b.num_rows for b in batches] == [4, 2]
+  row = {k: v[1] for k, v in batches[0].to_pydict().items()}
+  assert row == {'id': [2], 'label': [b'dog'], 'x': [pytest.approx(1.2)],
+                 'color': [b'blue'], 'flag': [b'False']}
 
 
 def test_metadata_in_memory_and_on_beam_agree(tmp_path):

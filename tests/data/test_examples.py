@@ -1,4 +1,4 @@
-"""Tests of TFRecord (tf.Example) data: the tf.data reader, Beam rows, errors."""
+"""Tests of TFRecord (tf.Example) data: the tf.data reader, record batches, errors."""
 
 import collections
 import gzip
@@ -12,7 +12,7 @@ from tensorfx.data import ExamplesDataSet
 from tensorfx.data import ExamplesDataSource
 from tensorfx.data import Schema
 from tensorfx.data._examples import compression_of
-from tensorfx.data._examples import read_examples
+from tensorfx.data._examples import record_batches
 from tensorfx.data._validation import data_errors
 
 SCHEMA = Schema.parse("""\
@@ -198,7 +198,7 @@ def test_a_truncated_file_is_named(tmp_path):
   assert message.startswith(f'{path}: record 2000: truncated or corrupt '
                             'TFRecord file (')
   with pytest.raises(DataError) as info:
-    list(read_examples(path, SCHEMA))
+    list(record_batches(path, SCHEMA))
   assert str(info.value) == message
 
 
@@ -233,13 +233,18 @@ def test_uncompressed_data_read_as_gzip_is_named(tmp_path):
   assert message.startswith(f'{path}: record 1: truncated or corrupt')
 
 
-@pytest.mark.parametrize('bad,problem', [
-    (example(n=[1], v=[1, 2]), "missing required feature 'name'"),
+_MISMATCHES = [
+    (example(name=['a'], v=[1, 2]), "missing required feature 'n'; say what "
+     'a missing n means in the schema (missing: mean, median, mode or zero; '
+     'or default: VALUE), or fix the data'),
     (example(name=['a'], n=[1.5], v=[1, 2]),
      "feature 'n': Data types don't match"),
     (example(name=['a'], n=[1], v=[1, 2, 3]),
      "feature 'v': Number of int64 values != expected"),
-])
+]
+
+
+@pytest.mark.parametrize('bad,problem', _MISMATCHES)
 def test_a_record_that_does_not_match_the_schema_is_named(tmp_path, bad,
                                                           problem):
   good = write(tmp_path / 'good.tfrecord', _records(3))
@@ -257,7 +262,7 @@ def test_a_record_that_is_not_an_example_is_named(tmp_path):
       f'{path}: record 3: not a serialized tf.Example')
   with pytest.raises(DataError, match=f'{path}: record 3: not a serialized '
                      'tf.Example'):
-    list(read_examples(path, SCHEMA))
+    list(record_batches(path, SCHEMA))
 
 
 def test_other_tensorflow_errors_pass_through():
@@ -277,35 +282,35 @@ def test_serving_parse_errors_become_data_errors():
       tf.io.parse_example([example(y=[1.0]).SerializeToString()], spec)
 
 
-# The Beam reader.
+# What the analysis reads: Arrow RecordBatches, parsed as training parses.
 
 
-def test_read_examples_gives_python_values(tmp_path):
+def test_record_batches_hold_the_parsed_values(tmp_path):
   path = write(tmp_path / 'a.tfrecord.gz', [
-      record('a', 1, 1.5, tags=['t1', 't2']), record('b', 2, v=(3, 4))],
-               'GZIP')
+      record('a', 1, 1.5, tags=['t1', 't2']), record('b', 2, v=(3, 4)),
+      example(n=[3], v=[5, 6]).SerializeToString()], 'GZIP')
 
-  assert list(read_examples(path, SCHEMA, 'GZIP')) == [
-      {'name': b'a', 'x': 1.5, 'n': 1, 'v': [1, 2], 'tags': [b't1', b't2']},
-      {'name': b'b', 'x': 0.5, 'n': 2, 'v': [3, 4], 'tags': []}]
+  batches = list(record_batches(path, SCHEMA, 'GZIP'))
+  assert len(batches) == 1
+  assert batches[0].to_pydict() == {
+      'name': [[b'a'], [b'b'], [b'']],  # Missing: the empty string.
+      'x': [[1.5], [0.5], [0.5]],  # Missing: the default.
+      'n': [[1], [2], [3]],
+      'v': [[1, 2], [3, 4], [5, 6]],
+      'tags': [[b't1', b't2'], [], []]}
 
 
-@pytest.mark.parametrize('bad,problem', [
-    (example(n=[1], v=[1, 2]), "missing required feature 'name'"),
-    (example(name=['a'], n=[1.5], v=[1, 2]),
-     "feature 'n' is a float_list; the schema says integer, a int64_list"),
-    (example(name=['a'], n=[1], v=[1, 2, 3]),
-     "feature 'v' has 3 values; the schema says 2"),
+@pytest.mark.parametrize('bad,problem', _MISMATCHES + [
     (example(name=['a', 'b'], n=[1], v=[1, 2]),
-     "feature 'name' has 2 values; the schema says 1"),
+     "feature 'name': Can't parse serialized Example"),
 ])
-def test_read_examples_names_file_record_and_feature(tmp_path, bad, problem):
+def test_record_batches_name_file_record_and_feature(tmp_path, bad, problem):
   path = write(tmp_path / 'bad.tfrecord', _records(2) + [
       bad.SerializeToString()])
 
   with pytest.raises(DataError) as info:
-    list(read_examples(path, SCHEMA))
-  assert str(info.value) == f'{path}: record 3: {problem}'
+    list(record_batches(path, SCHEMA))
+  assert str(info.value).startswith(f'{path}: record 3: {problem}')
 
 
 def test_analysis_of_tfrecords_matches_the_csv_analysis(tmp_path,
@@ -354,4 +359,6 @@ def test_analysis_names_the_bad_record(tmp_path):
   with pytest.raises(DataError) as info:
     dataset.analyze(str(tmp_path / 'analysis'))
   assert str(info.value) == (
-      f"{path}: record 2: missing required feature 'petal_width'")
+      f"{path}: record 2: missing required feature 'petal_width'; say what a "
+      'missing petal_width means in the schema (missing: mean, median, mode '
+      'or zero; or default: VALUE), or fix the data')

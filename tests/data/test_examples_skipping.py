@@ -14,7 +14,7 @@ import pytest
 from tensorfx import DataError
 from tensorfx.data import ExamplesDataSet
 from tensorfx.data import ExamplesDataSource
-from tensorfx.data._examples import read_examples
+from tensorfx.data._examples import record_batches
 from test_examples import IRIS
 from test_examples import SCHEMA
 from test_examples import _read
@@ -112,9 +112,11 @@ def test_skip_bad_records_must_be_a_bool():
 def test_the_beam_reader_skips_with_the_flag(tmp_path):
   path = write(tmp_path / 'a.tfrecord', _records())
   messages = []
-  rows = list(read_examples(path, SCHEMA, skip_bad_records=True,
-                            on_bad_record=messages.append))
-  assert [r['name'] for r in rows] == [n.encode() for n in _good_names()]
+  batches = list(record_batches(path, SCHEMA, skip_bad_records=True,
+                                 on_bad_record=messages.append))
+  names = [n.decode() for b in batches
+           for n in b.column(b.schema.get_field_index('name')).to_pylist()]
+  assert names == _good_names()
   assert [m.split(':')[1].strip() for m in messages] == [
       f'record {p}' for p in sorted(BAD)]
 

@@ -70,9 +70,16 @@ def test_bad_instances_are_named(model):
                      'not a real number: x'):
     model.predict(['6.3,3.3,6,x'])
   with pytest.raises(DataError, match="instance 2: missing feature "
-                     "'petal_width'"):
+                     "'petal_width'; say what a missing petal_width means in "
+                     'the schema'):
     model.predict([dict(zip(FIELDS, [1.0] * 4)), dict(zip(FIELDS[:3],
                                                           [1.0] * 3))])
+  with pytest.raises(DataError, match=r"instance:1: column 'petal_width' is "
+                     'empty; say what a missing petal_width means'):
+    model.predict(['6.3,3.3,6,'])
+  with pytest.raises(DataError, match=r"instance 1: feature 'sepal_width' "
+                     r'has no value \(None, NaN or ""\)'):
+    model.predict([dict(zip(FIELDS, [1.0, float('nan'), 1.0, 1.0]))])
   with pytest.raises(DataError, match='one kind'):
     model.predict(['6.3,3.3,6,2.5', {'a': 1}])
   with pytest.raises(DataError, match='Received: int'):

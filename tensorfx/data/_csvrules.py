@@ -1,0 +1,312 @@
+"""The rules of a CSV record, in TensorFlow (`parse_lines`) and Python.
+
+Quoting must be well formed (a quoted field is quoted from its first to its
+last character, inner quotes doubled), the column count must match the
+schema (quoted fields may contain the delimiter), numeric cells must parse
+(surrounding spaces allowed; integers within 64 bits, reals finite as 32-bit
+floats), and an empty cell (nothing between the delimiters, or `""`) is a
+missing value: it takes the field's fill value (see `_missing`), or makes the
+record bad. Where a real field's missing values are imputed, a `nan` cell is
+missing too. Empty lines are not records. These are the rules of
+`tf.io.decode_csv` with typed defaults, which is what lets the fast
+TensorFlow reader (`CsvDataSource`) agree with these two.
+"""
+
+import csv
+import io
+import re
+
+from tensorfx._errors import DataError
+from tensorfx.data import _missing
+
+_NUMBER = {
+    'real': r'\s*[+-]?((\d+\.?\d*)|(\.\d+))([eE][+-]?\d+)?\s*',
+    'integer': r'\s*[+-]?\d+\s*',
+}
+_TYPE_NAMES = {'real': 'a real number', 'integer': 'an integer'}
+# Integers must fit int64: both readers take those whose magnitude, read as a
+# float64, is below 2**63 (all but the 512 extreme values).
+_INTEGER_LIMIT = 2.0**63
+# Reals must be finite as float32: below the largest float32 plus half its
+# last step, past which rounding gives inf.
+_REAL_LIMIT = 3.4028235677973366e38
+# Bad rows a reader logs one by one (per source, or per range of a file in
+# the analysis) before only counting them.
+LOGGED_BAD_ROWS = 10
+# A failure of tf.io.decode_csv: its node, or what it says about a bad row.
+DECODE_ERROR = re.compile(
+    r'\bDecodeCSV\b|Expect \d+ fields but have|is not a valid (float|int64)|'
+    r'is required but missing in record|Unquoted fields cannot have quotes|'
+    r'Quote inside a string has to be escaped|Quoted field has to end')
+
+
+def line_pattern(delimiter):
+  """A regex (RE2 and Python) matching a line whose quoting is well formed.
+
+  Each field is either unquoted, without quotes, or quoted from its first to
+  its last character with inner quotes doubled: what `tf.io.decode_csv`
+  accepts. Anything else would fail a whole batch inside decode_csv.
+  """
+  d = re.escape(delimiter)
+  field = f'(?:[^"{d}]*|"(?:[^"]|"")*")'
+  return f'{field}(?:{d}{field})*'
+
+
+def quote_problem(quotes):
+  """The reason for a badly quoted line with `quotes` quote characters."""
+  return 'unbalanced quote' if quotes % 2 else 'misplaced quote'
+
+
+def empty_problem(field):
+  """What is wrong with a record whose cell of a required field is empty."""
+  return f'column {field.name!r} is empty; {_missing.hint(field)}'
+
+
+def nan_is_missing(field):
+  """Whether a `nan` cell of `field` is a missing value (not an error)."""
+  return field.type.value == 'real' and _missing.imputed(field)
+
+
+def dtype(field):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {'integer': tf.int64, 'real': tf.float32,
+          'discrete': tf.string}[field.type.value]
+
+
+def decode_lines(lines, schema, delimiter=','):
+  """Decodes a batch of lines as a hand-written pipeline would.
+
+  One typed `tf.io.decode_csv` call (empty lines dropped): the fast reader.
+  A bad line fails the call (or the check that reals are finite); the
+  caller then finds it by these rules, in Python.
+
+  Returns:
+    A dict of [B'] tensors by field name, B' the non-empty lines.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _validation  # pylint: disable=g-import-not-at-top
+  lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
+  defaults = []
+  for field in schema:
+    # An empty default tensor makes the field required.
+    fill = _missing.fill_value(field)
+    defaults.append(tf.constant([] if fill is None else [fill], dtype(field)))
+  columns = tf.io.decode_csv(lines, defaults, field_delim=delimiter,
+                             use_quote_delim=True)
+  features = {f.name: c for f, c in zip(schema, columns)}
+  reals = []
+  for field in schema:
+    if field.type.value != 'real':
+      continue
+    value = features[field.name]
+    if nan_is_missing(field):
+      # NaN is the missing value (an empty or `nan` cell); inf is not.
+      value = tf.where(tf.math.is_nan(value), tf.zeros_like(value), value)
+    reals.append(value)
+  if not reals:
+    return features
+  # decode_csv reads 'nan', 'inf' and overflows to inf; the rules do not.
+  finite = tf.reduce_all(tf.math.is_finite(tf.stack(reals, axis=1)), axis=1)
+  # Stateful, so it runs in a tf.data or tf.function graph without a
+  # dependency.
+  _validation.assert_records(finite, lines,
+                             'a real is not a finite 32-bit number')
+  return features
+
+
+def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
+  """Parses a batch of CSV lines into raw features, in the graph.
+
+  Args:
+    lines: [B] string tensor.
+    schema: the `Schema`; lines hold its fields in order.
+    delimiter: the column delimiter.
+    fields: the names of the fields to return (default all).
+    optional: names of fields whose columns a line may leave out altogether
+      (e.g. the target, when serving); such a line has that many fewer
+      columns. A line has either all columns or none of these; where it
+      leaves them out, their values are their fill values (or empty strings
+      and zeros), without checks.
+
+  Returns:
+    `(features, reasons)`: a dict of [B] tensors, and [B] strings that are
+    empty for good lines and say what is wrong with bad ones.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  size = len(schema)
+  optional = set(optional)
+  short_fields = [f for f in schema if f.name not in optional]
+  short = len(short_fields)
+  # A badly quoted line is reported as such (its column count means nothing)
+  # and never reaches decode_csv, which would fail the whole batch.
+  well_formed = tf.strings.regex_full_match(lines, line_pattern(delimiter))
+  quotes = tf.strings.length(lines) - tf.strings.length(
+      tf.strings.regex_replace(lines, '"', ''))
+  # Quoted sections may hold the delimiter: take them out before counting.
+  unquoted = tf.strings.regex_replace(lines, r'"([^"]|"")*"', 'q')
+  counts = tf.strings.length(unquoted) - tf.strings.length(
+      tf.strings.regex_replace(unquoted, re.escape(delimiter), '')) + 1
+  full = counts == size
+  partial = (counts == short) if optional else tf.zeros_like(full)
+  expected = f'{size}' if not optional else f'{size} (or {short})'
+  reasons = tf.where(
+      ~well_formed,
+      tf.where(quotes % 2 == 1, quote_problem(1), quote_problem(0)),
+      tf.where(~full & ~partial,
+               tf.strings.join([f'expected {expected} columns, found ',
+                                tf.strings.as_string(counts)]), ''))
+  good = reasons == ''
+  # decode_csv fails a whole batch on one bad line: give it harmless ones.
+  columns = dict(zip([f.name for f in schema], tf.io.decode_csv(
+      tf.where(good & full, lines, delimiter * (size - 1)),
+      record_defaults=[['']] * size, field_delim=delimiter,
+      use_quote_delim=True)))
+  if optional:
+    short_columns = dict(zip([f.name for f in short_fields], tf.io.decode_csv(
+        tf.where(good & partial, lines, delimiter * (short - 1)),
+        record_defaults=[['']] * short, field_delim=delimiter,
+        use_quote_delim=True)))
+    for name, column in short_columns.items():
+      columns[name] = tf.where(full, columns[name], column)
+  features = {}
+  wanted = set(fields) if fields is not None else None
+  for field in schema:
+    if wanted is not None and field.name not in wanted:
+      continue
+    value, problem = _parse_column(field, columns[field.name])
+    if field.name in optional:
+      # A line that leaves the column out has nothing to check there.
+      problem = tf.where(full, problem, '')
+    reasons = tf.where(reasons == '', problem, reasons)
+    features[field.name] = value
+  return features, reasons
+
+
+def _parse_column(field, column):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  type_name = field.type.value
+  empty = tf.strings.length(column) == 0
+  if nan_is_missing(field):
+    empty |= tf.strings.regex_full_match(column, _missing.NAN_TEXT)
+  fill = _missing.fill_value(field)
+  if fill is None:
+    problem = tf.where(empty, empty_problem(field), '')
+  else:
+    problem = tf.zeros_like(column)
+  if type_name == 'discrete':
+    return (column if fill is None else tf.where(empty, fill, column)), problem
+  valid = tf.strings.regex_full_match(column, _NUMBER[type_name])
+  problem = tf.where(
+      ~empty & ~valid,
+      tf.strings.join([f'column {field.name!r} is not {_TYPE_NAMES[type_name]}'
+                       ': ', tf.strings.substr(column, 0, 40)]),
+      problem)
+  if type_name == 'integer':
+    # to_number fails the whole batch on an integer that overflows int64.
+    magnitude = tf.abs(tf.strings.to_number(
+        tf.where(valid, tf.strings.strip(column), '0'), out_type=tf.float64))
+    in_range = magnitude < _INTEGER_LIMIT
+    problem = tf.where(
+        ~empty & valid & ~in_range,
+        tf.strings.join([f'column {field.name!r} is out of the 64-bit integer '
+                         'range: ', tf.strings.substr(column, 0, 40)]),
+        problem)
+    valid &= in_range
+  number_type = dtype(field)
+  value = tf.strings.to_number(tf.where(valid, tf.strings.strip(column), '0'),
+                               out_type=number_type)
+  if type_name == 'real':
+    problem = tf.where(
+        ~empty & valid & ~tf.math.is_finite(value),
+        tf.strings.join([f'column {field.name!r} is out of the 32-bit real '
+                         'range: ', tf.strings.substr(column, 0, 40)]),
+        problem)
+  if fill is not None:
+    value = tf.where(empty, tf.constant(fill, number_type), value)
+  return value, problem
+
+
+def read_rows(path, schema, delimiter=',', skip_header=False,
+              skip_bad_records=False, on_bad_record=None):
+  """Yields the rows of one CSV file as dicts of Python values.
+
+  Streams the file (bounded memory); what finds the file and line of a bad
+  row once a TensorFlow reader has failed.
+
+  Args:
+    path: the file.
+    schema: the `Schema` of its columns.
+    delimiter: the column delimiter.
+    skip_header: whether the first line is a header.
+    skip_bad_records: whether to skip bad rows instead of raising.
+    on_bad_record: called with the message of each skipped row.
+
+  Raises:
+    DataError: naming the file and line of the first bad row (unless
+      `skip_bad_records`).
+  """
+  for number, line in _lines(path, skip_header):
+    try:
+      yield parse_row(path, number, line, schema, delimiter)
+    except DataError as e:
+      if not skip_bad_records:
+        raise
+      if on_bad_record is not None:
+        on_bad_record(str(e))
+
+
+def _lines(path, skip_header):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(path, 'r') as f:
+    for number, line in enumerate(f, start=1):
+      if number == 1 and skip_header:
+        continue
+      if not line.rstrip('\r\n'):
+        continue  # An empty line is not a record.
+      yield number, line
+
+
+def parse_row(path, number, line, schema, delimiter):
+  """The values of one non-blank CSV line; DataError naming file and line."""
+  # Python's csv module accepts quoting that decode_csv rejects.
+  text = line.rstrip('\r\n')
+  if not re.fullmatch(line_pattern(delimiter), text):
+    quotes = text.count('"')
+    raise DataError(f'{path}:{number}: {quote_problem(quotes)}')
+  try:
+    values = next(csv.reader(io.StringIO(line), delimiter=delimiter,
+                             strict=True))
+  except csv.Error as e:
+    raise DataError(f'{path}:{number}: {e}') from None
+  size = len(schema)
+  if len(values) != size:
+    raise DataError(f'{path}:{number}: expected {size} columns, found '
+                    f'{len(values)}')
+  return {field.name: _parse_value(field, value, path, number)
+          for field, value in zip(schema, values)}
+
+
+def _parse_value(field, value, path, line):
+  type_name = field.type.value
+  if not value or (nan_is_missing(field) and
+                   re.fullmatch(_missing.NAN_TEXT, value)):
+    fill = _missing.fill_value(field)
+    if fill is None:
+      raise DataError(f'{path}:{line}: {empty_problem(field)}')
+    return fill
+  if type_name == 'discrete':
+    return value
+  if not re.fullmatch(_NUMBER[type_name], value, re.ASCII):
+    raise DataError(f'{path}:{line}: column {field.name!r} is not '
+                    f'{_TYPE_NAMES[type_name]}: {value[:40]}')
+  if type_name == 'real':
+    number = float(value)
+    # TensorFlow reads reals as float32, where larger ones round to inf.
+    if not abs(number) < _REAL_LIMIT:
+      raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
+                      f'32-bit real range: {value[:40]}')
+    return number
+  if abs(float(value)) >= _INTEGER_LIMIT:
+    raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
+                    f'64-bit integer range: {value[:40]}')
+  return int(value)
