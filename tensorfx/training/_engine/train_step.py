@@ -9,10 +9,13 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _optimizers
+from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
+from tensorfx.training._engine import xla
 
 
-def make_train_step(builder, dense, groups, accumulator):
+def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
+                    compiled=None):
   """The per-replica step: `train_step(inputs) -> loss`.
 
   Args:
@@ -20,11 +23,17 @@ def make_train_step(builder, dense, groups, accumulator):
     dense: the variables the step's own optimizer updates.
     groups: `[(table_optimizer, variables), ...]` of embedding tables.
     accumulator: the `GradientAccumulator`, or None to apply each step.
+    loss_scale: the `LossScaleOptimizer` of `--precision mixed_float16`
+      (it applies the dense gradients), or None.
+    compiled: `compiled(fn) -> xla.Step`: how the gradients' computation
+      is compiled (`--jit-compile`); None for never.
 
   Returns:
-    The step, converted by autograph once, here (the hooks it calls with
-    it): the loops around it are plain TensorFlow, traced without
-    autograph, which saves seconds of every job's start.
+    `(train_step, variables, gradients_step)`: the step, converted by
+    autograph once, here (the hooks it calls with it): the loops around
+    it are plain TensorFlow, traced without autograph, which saves seconds
+    of every job's start; the variables it trains; the `xla.Step`
+    computing `(loss, gradients)`.
   """
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
@@ -54,16 +63,38 @@ def make_train_step(builder, dense, groups, accumulator):
           zip(gradients[start:end], table_variables))
       start = end
 
-  def train_step(inputs):
+  # The optimizer build_training returns, seen when it is traced (the
+  # gradients' computation may be compiled: only tensors come out).
+  traced = {}
+
+  def gradients_of(inputs):
     with tf.GradientTape() as tape:
-      inferences = builder.build_inference(inputs, training=True)
-      loss, step_optimizer = builder.build_training(global_step, inputs,
-                                                    inferences)
+      inferences = precision.to_float32(
+          builder.build_inference(inputs, training=True))
+      loss, traced['optimizer'] = builder.build_training(global_step, inputs,
+                                                         inferences)
       loss = tf.cast(loss, tf.float32)
       # Each replica's mean loss counts 1/replicas of the global mean:
       # the optimizer sums the replicas' gradients.
       scaled = loss / replicas
+      if loss_scale is not None:
+        scaled = loss_scale.get_scaled_loss(scaled)
     gradients = tape.gradient(scaled, variables)
+    if loss_scale is not None:
+      gradients = loss_scale.get_unscaled_gradients(gradients)
+    return loss, gradients
+
+  gradients_step = (compiled or _plain)(gradients_of)
+
+  def train_step(inputs):
+    loss, gradients = gradients_step(inputs)
+    step_optimizer = traced['optimizer']
+    if loss_scale is not None:
+      # It skips the dense update of a step that overflowed (and lowers
+      # the scale); the tables' optimizers must skip it too.
+      step_optimizer = loss_scale
+      gradients = (list(gradients[:len(dense)]) +
+                   precision.zero_if_not_finite(gradients[len(dense):]))
     if accumulator is None:
       # The optimizer sums the replicas' gradients, then clips
       # (--clip-norm, --clip-value) and applies them; embedding tables'
@@ -75,7 +106,11 @@ def make_train_step(builder, dense, groups, accumulator):
     global_step.assign_add(1)
     return loss
 
-  return tf.autograph.to_graph(train_step), variables
+  return tf.autograph.to_graph(train_step), variables, gradients_step
+
+
+def _plain(fn):
+  return xla.Step(fn, 'training step', enabled=False)
 
 
 def build_accumulator(builder, variables, steps, tables):

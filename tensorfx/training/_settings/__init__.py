@@ -24,6 +24,7 @@ from tensorfx.training._settings import logging
 from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import restore
+from tensorfx.training._settings import speed
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
 from tensorfx.training._settings.checkpoints import CheckpointSettings
@@ -35,12 +36,13 @@ from tensorfx.training._settings.logging import LoggingSettings
 from tensorfx.training._settings.loop import LoopSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.restore import RestoreSettings
+from tensorfx.training._settings.speed import SpeedSettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, checkpoints, optimizer, validation, guards,
-             restore, tracking, logging)
+_SECTIONS = (data, job, loop, speed, checkpoints, optimizer, validation,
+             guards, restore, tracking, logging)
 
 
 def add_arguments(parser):
@@ -67,6 +69,7 @@ class Settings:
   data: DataSettings = DataSettings()
   job: JobSettings = JobSettings()
   loop: LoopSettings = LoopSettings()
+  speed: SpeedSettings = SpeedSettings()
   checkpoints: CheckpointSettings = CheckpointSettings()
   optimizer: OptimizerSettings = OptimizerSettings()
   validation: ValidationSettings = ValidationSettings()
@@ -92,6 +95,7 @@ __all__ = [
     'OptimizerSettings',
     'RestoreSettings',
     'Settings',
+    'SpeedSettings',
     'TrackingSettings',
     'ValidationSettings',
     'add_arguments',
