@@ -120,9 +120,12 @@ def cached(dataset, batch, epochs, shuffle, seed=None, shuffle_buffer=10000,
     # Reordering cached batches copies no data (they share its buffers);
     # the instances are then mixed across the batches drawn together.
     order = max(16, min(2 * (batches or 0) + 16, 1 << 20))
+    # Shuffled per epoch (as the reader does): each epoch holds every
+    # instance once.
     replay = memory.shuffle(order, seed=seed, reshuffle_each_iteration=True)
-    replay = replay.repeat(later).unbatch().shuffle(
+    replay = replay.unbatch().shuffle(
         shuffle_buffer, seed=seed, reshuffle_each_iteration=True).batch(batch)
+    replay = replay.repeat(later)
   # One cache: the replay reads what the first pass (the same dataset)
   # wrote, however many times it repeats.
   return memory.concatenate(replay).prefetch(tf.data.AUTOTUNE)

@@ -26,14 +26,15 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
     loss_scale: the `LossScaleOptimizer` of `--precision mixed_float16`
       (it applies the dense gradients), or None.
     compiled: `compiled(fn) -> xla.Step`: how the gradients' computation
-      is compiled (`--jit-compile`); None for never.
+      (and on one device the dense update) is compiled (`--jit-compile`);
+      None for never.
 
   Returns:
     `(train_step, variables, gradients_step)`: the step, converted by
     autograph once, here (the hooks it calls with it): the loops around
     it are plain TensorFlow, traced without autograph, which saves seconds
     of every job's start; the variables it trains; the `xla.Step`
-    computing `(loss, gradients)`.
+    computing `(loss, gradients)` (the dense ones None once applied).
   """
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
@@ -55,7 +56,8 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
       gradients = [tf.convert_to_tensor(g)
                    if isinstance(g, tf.IndexedSlices) else g
                    for g in gradients]
-    step_optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
+    if step_optimizer is not None:
+      step_optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
     start = len(dense)
     for table_optimizer, table_variables in groups:
       end = start + len(table_variables)
@@ -84,22 +86,40 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
       gradients = loss_scale.get_unscaled_gradients(gradients)
     return loss, gradients
 
-  gradients_step = (compiled or _plain)(gradients_of)
+  def optimizer_of_step():
+    # The loss scale optimizer skips the dense update of a step that
+    # overflowed (and lowers the scale).
+    return loss_scale if loss_scale is not None else traced['optimizer']
+
+  # Compiled with XLA on one device, the dense update joins the forward
+  # and backward pass in one cluster (XLA fuses the optimizer's many small
+  # per-variable ops: most of what it saves on a CPU). Replicas' updates
+  # sum gradients across devices, and tables' are sparse: those run
+  # after the cluster.
+  fused = compiled is not None and not replicated and accumulator is None
+
+  @tf.autograph.experimental.do_not_convert
+  def apply_dense(gradients):
+    optimizer_of_step().apply_gradients(zip(gradients[:len(dense)], dense))
+    return [None] * len(dense) + list(gradients[len(dense):])
+
+  def update_of(inputs):
+    loss, gradients = gradients_of(inputs)
+    return loss, apply_dense(gradients)
+
+  gradients_step = (compiled or _plain)(update_of if fused else gradients_of)
 
   def train_step(inputs):
     loss, gradients = gradients_step(inputs)
-    step_optimizer = traced['optimizer']
     if loss_scale is not None:
-      # It skips the dense update of a step that overflowed (and lowers
-      # the scale); the tables' optimizers must skip it too.
-      step_optimizer = loss_scale
+      # The tables' optimizers must skip the steps the loss scale skips.
       gradients = (list(gradients[:len(dense)]) +
                    precision.zero_if_not_finite(gradients[len(dense):]))
     if accumulator is None:
       # The optimizer sums the replicas' gradients, then clips
       # (--clip-norm, --clip-value) and applies them; embedding tables'
       # optimizers update only the rows the step looked up.
-      apply_gradients(step_optimizer, gradients)
+      apply_gradients(None if fused else optimizer_of_step(), gradients)
     else:
       # Applied every --accumulation-steps steps by the step runner.
       accumulator.add(gradients)
