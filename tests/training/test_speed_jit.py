@@ -73,6 +73,20 @@ def test_compiled_step_trains_like_the_plain_step(iris_dataset_factory):
   assert int(compiled.global_step.numpy()) == 12
 
 
+def test_compiled_step_with_float16_loss_scaling(iris_dataset_factory):
+  builder, (interface, _, _) = _interfaces(
+      iris_dataset_factory(), '--jit-compile', '--precision', 'mixed_float16')
+  iterator = iter(interface.dataset)
+  assert _compiled_functions(interface.loop.get_concrete_function(
+      iterator, tf.constant(1, tf.int64)))
+  loss, ran = interface.loop(iterator, tf.constant(20, tf.int64))
+  assert int(ran) == 20 and np.isfinite(float(loss))
+  # The scale optimizer applied the updates inside the compiled step (an
+  # overflowing step would be skipped, not applied).
+  assert 0 < int(builder.optimizer.iterations.numpy()) <= 20
+  assert np.isfinite(float(builder._loss_scale_optimizer.loss_scale))  # pylint: disable=protected-access
+
+
 def test_compiled_evaluation_gives_the_same_metrics(iris_dataset_factory):
   results = []
   for flags in ((), ('--jit-compile',)):
