@@ -5,9 +5,12 @@ dataset) and model (`ctr_model.py`), it measures, interleaving the variants
 (A B C, B C A, C A B, ...: each round starts with the next one) and
 reporting medians and ratios:
 
-1-5. training examples/s: tensorfx (`ModelTrainer`), Keras `fit` naive and
-     tuned, a hand-written `tf.function` loop, the compute ceiling; at
-     batch 1024 and 4096;
+1-5. training examples/s, at batch 1024 and 4096, over several epochs of
+     the first shard (measured after the first epoch): tensorfx
+     (`ModelTrainer`) in its default configuration, with `--cache none`,
+     `--jit-compile`, and both `--jit-compile --cache memory`; Keras `fit`
+     naive and tuned; a hand-written `tf.function` loop, the same loop
+     with XLA, over data cached in memory, and both; the compute ceiling;
 6.   input only: tensorfx's TFRecord reader against the hand-written tuned
      tf.data pipeline;
 7.   start-up: `tensorfx --help`, and process start to first training step
@@ -76,15 +79,17 @@ def _scalars(directory, tag):
   return sorted(found)
 
 
-def tensorfx_rate(files, analysis, output, batch, warmup, steps):
+def tensorfx_rate(files, analysis, output, batch, window, warmup, steps,
+                  extra=(), train=None):
   """examples/s of ModelTrainer after the first `warmup` steps.
 
-  The trainer logs examples/s per window of `warmup` steps (one
-  `tf.function` call each); the first window holds the tracing and is
+  The trainer logs examples/s per window of `window` steps; the windows
+  up to `warmup` (tracing, the first epoch that fills a cache) are
   dropped, the others are averaged over time.
   """
   model = ctr_model.tensorfx_train(files, analysis, output, batch,
-                                   warmup + steps, warmup)
+                                   warmup + steps, window, extra=extra,
+                                   train=train)
   windows = [rate for step, rate in _scalars(
       os.path.join(output, 'summaries', 'train'), 'examples_per_sec')
              if step > warmup]
@@ -94,45 +99,92 @@ def tensorfx_rate(files, analysis, output, batch, warmup, steps):
   return len(windows) / sum(1 / r for r in windows), model
 
 
-def training(files, analysis, stats, batch, rounds, warmup, steps, workdir):
-  """Sections 1-5 at one batch size."""
-  records = files['tfrecord']
+# The tensorfx configurations measured, by name: their extra flags. The
+# default is what `tensorfx train` does without speed flags (--cache auto
+# caches here: training reads the data more than once, and it fits).
+TENSORFX = {
+    'tensorfx': (),
+    'tensorfx-nocache': ('--cache', 'none'),
+    'tensorfx-xla': ('--jit-compile', '--cache', 'none'),
+    'tensorfx-xla-cache': ('--jit-compile', '--cache', 'memory'),
+}
+# Hand-written variants a user could write (the naive one is a floor, not
+# a contender; the ceiling has no input pipeline).
+HAND_WRITTEN = ('keras-tuned', 'loop', 'loop-xla', 'loop-cache',
+                'loop-xla-cache')
+
+
+def training(files, analysis, stats, batch, rounds, window, warmup, steps,
+             workdir, train_files):
+  """Sections 1-5 at one batch size.
+
+  Every variant trains on `train_files` for `warmup + steps` steps and is
+  measured over the last `steps`, after the first epoch (so caches are
+  full and every pipeline reads its data for the second time at least).
+  """
+  records = train_files
   model_dir = None
-  variants = {
-      'tensorfx': None,
+
+  def loop(jit_compile=False, cached=False):
+    make = ctr_model.cached_pipeline if cached else ctr_model.tuned_pipeline
+    return lambda: ctr_model.function_loop(
+        make(records, batch, stats), batch, warmup, steps, per_call=window,
+        jit_compile=jit_compile)
+
+  variants = {name: None for name in TENSORFX}
+  variants.update({
       'keras-naive': lambda: ctr_model.keras_fit(
           ctr_model.naive_pipeline(records, batch, stats), batch, warmup,
           steps),
       'keras-tuned': lambda: ctr_model.keras_fit(
           ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
-          steps, steps_per_execution=warmup),
-      'loop': lambda: ctr_model.function_loop(
-          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
-          steps, per_call=warmup),
+          steps, steps_per_execution=window),
+      'loop': loop(),
+      'loop-xla': loop(jit_compile=True),
+      'loop-cache': loop(cached=True),
+      'loop-xla-cache': loop(jit_compile=True, cached=True),
       'ceiling': lambda: ctr_model.compute_ceiling(
           ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
-          steps, per_call=warmup),
-  }
+          steps, per_call=window),
+  })
   rates = {name: [] for name in variants}
   for round_ in range(rounds):
     for name in _rotated(list(variants), round_):
       run = variants[name]
       tf.keras.backend.clear_session()
-      if name == 'tensorfx':
-        output = os.path.join(workdir, f'tensorfx-{batch}-{round_}')
-        rate, model = tensorfx_rate(files, analysis, output, batch, warmup,
-                                    steps)
-        model_dir = model.path
+      if name in TENSORFX:
+        output = os.path.join(workdir, f'{name}-{batch}-{round_}')
+        rate, model = tensorfx_rate(files, analysis, output, batch, window,
+                                    warmup, steps, extra=TENSORFX[name],
+                                    train=records)
+        if name == 'tensorfx':
+          model_dir = model.path
       else:
         rate = run()
       rates[name].append(rate)
       print(f'batch {batch} round {round_ + 1}: {name} {rate:,.0f} '
             'examples/s', file=sys.stderr, flush=True)
   medians = {name: _median(r) for name, r in rates.items()}
-  best = max(medians['keras-tuned'], medians['loop'])
+  best_name = max(HAND_WRITTEN, key=lambda n: medians[n])
+  best = medians[best_name]
+  tensorfx_best = max(TENSORFX, key=lambda n: medians[n])
   return {
       'batch': batch, 'rates': rates, 'medians': medians,
+      'best_hand_written': best_name, 'best_tensorfx': tensorfx_best,
+      # The issue 16 targets: default >= 0.95x, best >= 1.0x.
       'vs_best_hand_written': medians['tensorfx'] / best,
+      'best_vs_best_hand_written': medians[tensorfx_best] / best,
+      # Like for like: the same technique on both sides.
+      'like_for_like': {
+          'tensorfx-nocache / loop':
+              medians['tensorfx-nocache'] / medians['loop'],
+          'tensorfx / loop-cache':
+              medians['tensorfx'] / medians['loop-cache'],
+          'tensorfx-xla / loop-xla':
+              medians['tensorfx-xla'] / medians['loop-xla'],
+          'tensorfx-xla-cache / loop-xla-cache':
+              medians['tensorfx-xla-cache'] / medians['loop-xla-cache'],
+      },
       'vs_naive': medians['tensorfx'] / medians['keras-naive'],
       'vs_ceiling': {n: m / medians['ceiling'] for n, m in medians.items()},
   }, model_dir
@@ -323,66 +375,103 @@ def serving(model_dir, files, rounds):
   return results
 
 
+_TRAINING_COLUMNS = (
+    ('tensorfx', 'tensorfx default'), ('tensorfx-nocache', '--cache none'),
+    ('tensorfx-xla', '--jit-compile --cache none'),
+    ('tensorfx-xla-cache', '--jit-compile --cache memory'),
+    ('keras-naive', 'Keras fit naive'), ('keras-tuned', 'Keras fit tuned'),
+    ('loop', 'loop'), ('loop-xla', 'loop XLA'), ('loop-cache', 'loop cached'),
+    ('loop-xla-cache', 'loop XLA cached'), ('ceiling', 'compute ceiling'))
+
+
+def _training_markdown(result):
+  lines = ['**Training** (examples/s; in brackets the ratio to the compute '
+           f"ceiling; {result.get('train_rows', 0):,} rows an epoch, "
+           'measured after the first)', '',
+           '| variant | ' + ' | '.join(
+               f"batch {t['batch']}" for t in result['training']) + ' |',
+           '| --- |' + ' ---: |' * len(result['training'])]
+  for name, label in _TRAINING_COLUMNS:
+    cells = [f"{t['medians'][name]:,.0f} ({t['vs_ceiling'][name]:.2f})"
+             for t in result['training']]
+    lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+  lines += ['', '**Training ratios**', '',
+            '| batch | default / best hand-written | best tensorfx / best '
+            'hand-written | ' + ' | '.join(
+                result['training'][0]['like_for_like']) +
+            ' | default / naive |',
+            '| ---: | ---: | ---: |' + ' ---: |' * (
+                len(result['training'][0]['like_for_like']) + 1)]
+  for t in result['training']:
+    like = ' | '.join(f'{v:.2f}x' for v in t['like_for_like'].values())
+    lines.append(
+        f"| {t['batch']} | **{t['vs_best_hand_written']:.2f}x** (vs "
+        f"{t['best_hand_written']}) | "
+        f"**{t['best_vs_best_hand_written']:.2f}x** ({t['best_tensorfx']}) "
+        f"| {like} | {t['vs_naive']:.2f}x |")
+  return lines
+
+
 def markdown(result):
-  """The Markdown table of a result."""
+  """The Markdown tables of a result (of the sections it has)."""
+  load = result.get('load', {})
   lines = [
       f"Reference workload: {result['rows']:,} rows in {result['shards']} "
       f"TFRecord shards; {result['cpus']} CPU cores, TensorFlow "
       f"{result['tensorflow']}, Python {result['python']}; medians of "
-      f"{result['rounds']} interleaved rounds.", '',
-      '**Training** (examples/s; ratio to the compute ceiling)', '',
-      '| batch | tensorfx | Keras fit naive | Keras fit tuned | tf.function '
-      'loop | compute ceiling | tensorfx / best hand-written | tensorfx / '
-      'naive |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
-  for t in result['training']:
-    m, c = t['medians'], t['vs_ceiling']
-    cells = [f'{m[n]:,.0f} ({c[n]:.2f})' for n in
-             ('tensorfx', 'keras-naive', 'keras-tuned', 'loop', 'ceiling')]
-    lines.append(f"| {t['batch']} | " + ' | '.join(cells) +
-                 f" | **{t['vs_best_hand_written']:.2f}x** | "
-                 f"**{t['vs_naive']:.2f}x** |")
-  i = result['input']
-  lines += ['', '**Input only** (TFRecord, parse, batch '
-            f"{i['batch']}; examples/s)", '',
-            '| tensorfx | hand-written tuned | ratio |', '| ---: | ---: | ---: |',
-            f"| {i['medians']['tensorfx']:,.0f} | "
-            f"{i['medians']['hand-written']:,.0f} | **{i['ratio']:.2f}x** |"]
-  s = result['startup']
-  lines += ['', '**Start-up** (seconds; process start to the first '
-            'training step, wall and CPU)', '',
-            '| `tensorfx --help` | imports TensorFlow | first step: tensorfx '
-            '| first step: hand-written | ratio |',
-            '| ---: | :---: | ---: | ---: | ---: |',
-            f"| {s['help_seconds']:.2f} | "
-            f"{'yes' if s['help_imports_tensorflow'] else 'no'} | "
-            f"{s['medians']['tensorfx']:.1f} wall, "
-            f"{s['cpu_medians']['tensorfx']:.1f} CPU | "
-            f"{s['medians']['hand-written']:.1f} wall, "
-            f"{s['cpu_medians']['hand-written']:.1f} CPU | "
-            f"**{s['ratio']:.2f}x** wall, **{s['cpu_ratio']:.2f}x** CPU |"]
-  mem = result['memory']
-  lines += ['', '**Peak RSS of a full pass** (MiB; in brackets, how much '
-            'the pass raised the peak left by the imports)', '',
-            '| rows | tensorfx | hand-written | ratio |',
-            '| ---: | ---: | ---: | ---: |']
-  for label in ('quarter', 'all'):
-    r = mem[label]
-    g = r.get('pass_growth_mib', {})
-    lines.append(f"| {r['rows']:,} | {r['peak_rss_mib']['tensorfx']:,.0f} "
-                 f"(+{g.get('tensorfx', 0):,.0f}) | "
-                 f"{r['peak_rss_mib']['hand-written']:,.0f} "
-                 f"(+{g.get('hand-written', 0):,.0f}) | "
-                 f"**{r['ratio']:.2f}x** |")
-  g = mem['growth']
-  lines.append(f"| growth (all / quarter) | {g['tensorfx']:.2f}x | "
-               f"{g['hand-written']:.2f}x | |")
-  lines += ['', '**Serving** (predictions/s, CSV instances)', '',
-            '| batch | prediction.Model.predict | raw signature | ratio |',
-            '| ---: | ---: | ---: | ---: |']
-  for batch, r in result['serving'].items():
-    lines.append(f"| {batch} | {r['medians']['tensorfx']:,.0f} | "
-                 f"{r['medians']['raw-signature']:,.0f} | "
-                 f"**{r['ratio']:.2f}x** |")
+      f"{result['rounds']} interleaved rounds; load average "
+      f"{load.get('start', '?')} at the start, {load.get('end', '?')} at "
+      'the end.', '']
+  if result.get('training'):
+    lines += _training_markdown(result)
+  if 'input' in result:
+    i = result['input']
+    lines += ['', '**Input only** (TFRecord, parse, batch '
+              f"{i['batch']}; examples/s)", '',
+              '| tensorfx | hand-written tuned | ratio |',
+              '| ---: | ---: | ---: |',
+              f"| {i['medians']['tensorfx']:,.0f} | "
+              f"{i['medians']['hand-written']:,.0f} | "
+              f"**{i['ratio']:.2f}x** |"]
+  if 'startup' in result:
+    s = result['startup']
+    lines += ['', '**Start-up** (seconds; process start to the first '
+              'training step, wall and CPU)', '',
+              '| `tensorfx --help` | imports TensorFlow | first step: '
+              'tensorfx | first step: hand-written | ratio |',
+              '| ---: | :---: | ---: | ---: | ---: |',
+              f"| {s['help_seconds']:.2f} | "
+              f"{'yes' if s['help_imports_tensorflow'] else 'no'} | "
+              f"{s['medians']['tensorfx']:.1f} wall, "
+              f"{s['cpu_medians']['tensorfx']:.1f} CPU | "
+              f"{s['medians']['hand-written']:.1f} wall, "
+              f"{s['cpu_medians']['hand-written']:.1f} CPU | "
+              f"**{s['ratio']:.2f}x** wall, **{s['cpu_ratio']:.2f}x** CPU |"]
+  if 'memory' in result:
+    mem = result['memory']
+    lines += ['', '**Peak RSS of a full pass** (MiB; in brackets, how much '
+              'the pass raised the peak left by the imports)', '',
+              '| rows | tensorfx | hand-written | ratio |',
+              '| ---: | ---: | ---: | ---: |']
+    for label in ('quarter', 'all'):
+      r = mem[label]
+      g = r.get('pass_growth_mib', {})
+      lines.append(f"| {r['rows']:,} | {r['peak_rss_mib']['tensorfx']:,.0f} "
+                   f"(+{g.get('tensorfx', 0):,.0f}) | "
+                   f"{r['peak_rss_mib']['hand-written']:,.0f} "
+                   f"(+{g.get('hand-written', 0):,.0f}) | "
+                   f"**{r['ratio']:.2f}x** |")
+    g = mem['growth']
+    lines.append(f"| growth (all / quarter) | {g['tensorfx']:.2f}x | "
+                 f"{g['hand-written']:.2f}x | |")
+  if 'serving' in result:
+    lines += ['', '**Serving** (predictions/s, CSV instances)', '',
+              '| batch | prediction.Model.predict | raw signature | ratio |',
+              '| ---: | ---: | ---: | ---: |']
+    for batch, r in result['serving'].items():
+      lines.append(f"| {batch} | {r['medians']['tensorfx']:,.0f} | "
+                   f"{r['medians']['raw-signature']:,.0f} | "
+                   f"**{r['ratio']:.2f}x** |")
   return '\n'.join(lines) + '\n'
 
 
@@ -392,6 +481,9 @@ def main(argv=None):
                       help='20,000 rows, batch 1024, one round')
   parser.add_argument('--rows', type=int)
   parser.add_argument('--shards', type=int, default=8)
+  parser.add_argument('--train-shards', type=int, default=1,
+                      help='shards the training section trains on, for '
+                      'several epochs (default: %(default)s)')
   parser.add_argument('--batches', type=lambda t: [int(b) for b in
                                                    t.split(',')])
   parser.add_argument('--rounds', type=int)
@@ -414,6 +506,8 @@ def main(argv=None):
   out = args.output or os.path.join(HERE, 'results')
   os.makedirs(out, exist_ok=True)
 
+  # The machine may be shared: its load is reported beside the figures.
+  load_start = _load()
   files = ctr_data.generate(args.data, args.rows, args.shards)
   with open(files['stats']) as f:
     stats = json.load(f)
@@ -426,13 +520,23 @@ def main(argv=None):
   with tempfile.TemporaryDirectory(prefix='tensorfx-bench-') as workdir:
     model_dir = None
     if 'training' in args.sections:
+      train_files = files['tfrecord'][:args.train_shards]
+      train_rows = args.rows * len(train_files) // args.shards
+      result['train_rows'] = train_rows
       for batch in args.batches:
         # Fewer, larger steps at larger batches; one call per window.
         scale = max(1, batch // 1024)
-        warmup = max(5, (10 if args.quick else 50) // scale)
-        steps = max(warmup, args.steps // scale // warmup * warmup)
+        window = max(5, (10 if args.quick else 50) // scale)
+        steps = max(window, args.steps // scale // window * window)
+        # Measured from the first window that starts after the first
+        # epoch (caches filled; the first window also traces).
+        epoch_steps = -(-train_rows // batch)
+        warmup = window * (-(-epoch_steps // window) + 1)
         section, model_dir = training(files, analysis, stats, batch,
-                                      args.rounds, warmup, steps, workdir)
+                                      args.rounds, window, warmup, steps,
+                                      workdir, train_files)
+        section.update(window=window, warmup=warmup, steps=steps,
+                       epoch_steps=epoch_steps)
         result['training'].append(section)
     if 'input' in args.sections:
       result['input'] = input_only(files, stats, 1024, max(args.rounds, 3))
@@ -444,15 +548,19 @@ def main(argv=None):
       result['memory'] = memory(files, args.rounds)
     if 'serving' in args.sections and model_dir:
       result['serving'] = serving(model_dir, files, max(args.rounds, 3))
+  result['load'] = {'start': load_start, 'end': _load()}
   with open(os.path.join(out, 'compare.json'), 'w') as f:
     json.dump(result, f, indent=2)
-  if set(args.sections) >= {'training', 'input', 'startup', 'memory',
-                            'serving'}:
-    table = markdown(result)
-    with open(os.path.join(out, 'compare.md'), 'w') as f:
-      f.write(table)
-    print(table)
+  table = markdown(result)
+  with open(os.path.join(out, 'compare.md'), 'w') as f:
+    f.write(table)
+  print(table)
   return 0
+
+
+def _load():
+  """The 1, 5 and 15 minute load averages (`uptime`'s), as text."""
+  return ', '.join(f'{value:.2f}' for value in os.getloadavg())
 
 
 if __name__ == '__main__':

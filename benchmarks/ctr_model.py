@@ -13,6 +13,11 @@ a 16-dimensional embedding, concatenated with the z-scored reals, an MLP
   -> prefetch, with `steps_per_execution`.
 - `loop`: a hand-written `tf.function` running several steps per call on
   the tuned pipeline.
+- `loop-xla`: the same loop with the step compiled by XLA
+  (`tf.function(jit_compile=True)`: gradients and Adam's update).
+- `loop-cache`: the loop over the tuned pipeline's batches cached in memory
+  after the first epoch (`cache().repeat()`).
+- `loop-xla-cache`: both.
 - `ceiling`: the same step on one cached batch, no input pipeline.
 
 Run as a script it is the start-up probe: `python ctr_model.py tensorfx|
@@ -95,6 +100,12 @@ def _preprocess(stats):
   return preprocess
 
 
+def cached_pipeline(files, batch, stats, compression=''):
+  """The tuned pipeline's batches, read once, then replayed from memory."""
+  ds = tuned_pipeline(files, batch, stats, compression, repeat=False)
+  return ds.cache().repeat().prefetch(tf.data.AUTOTUNE)
+
+
 def naive_pipeline(files, batch, stats, compression=''):
   """Parse each record, then batch: what a first attempt looks like."""
   spec = _raw_spec()
@@ -170,11 +181,23 @@ def _train_step(model, optimizer):
   return step
 
 
-def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION):
-  """examples/s of a hand-written tf.function loop, `per_call` steps a call."""
+def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
+                  jit_compile=False):
+  """examples/s of a hand-written tf.function loop, `per_call` steps a call.
+
+  With `jit_compile`, the step (forward, gradients, Adam's update) is a
+  `tf.function(jit_compile=True)` called by the loop: what a user adds to
+  get XLA.
+  """
   model = CtrNet()
   optimizer = tf_keras.optimizers.Adam(LEARNING_RATE)
   step = _train_step(model, optimizer)
+  if jit_compile:
+    # Variables first (an XLA function cannot create them).
+    inputs, labels = next(iter(dataset.take(1)))
+    model(inputs)
+    optimizer.build(model.trainable_variables)
+    step = tf.function(step, jit_compile=True)
 
   @tf.function
   def loop(iterator, count):
@@ -253,17 +276,21 @@ def tensorfx_builder_type():
   return CtrBuilder
 
 
-def tensorfx_dataset(files, analysis, compression='auto'):
+def tensorfx_dataset(files, analysis, compression='auto', train=None):
   from tensorfx import data  # pylint: disable=g-import-not-at-top
   return data.ExamplesDataSet(files['schema'], metadata=analysis,
                               features=files['features'],
                               compression=compression,
-                              train=files['tfrecord'])
+                              train=train or files['tfrecord'])
 
 
 def tensorfx_train(files, analysis, output, batch, steps, log_every,
-                   extra=()):
-  """Trains with ModelTrainer; returns the trained `prediction.Model`."""
+                   extra=(), train=None):
+  """Trains with ModelTrainer; returns the trained `prediction.Model`.
+
+  `train` (default: every TFRecord shard) are the training files; `extra`
+  more flags (`--jit-compile`, `--cache none`, ...).
+  """
   from tensorfx import training  # pylint: disable=g-import-not-at-top
   args, job = training.ModelArguments.parse(
       ['--output', output, '--batch-size', str(batch), '--max-steps',
@@ -271,7 +298,8 @@ def tensorfx_train(files, analysis, output, batch, steps, log_every,
        '--checkpoint-interval-secs', '100000',
        # The hand-written pipelines read in order: so does this one.
        '--no-shuffle', *extra], parse_job=True)
-  builder = tensorfx_builder_type()(args, tensorfx_dataset(files, analysis))
+  builder = tensorfx_builder_type()(
+      args, tensorfx_dataset(files, analysis, train=train))
   return training.ModelTrainer().train(builder, job)
 
 

@@ -12,6 +12,7 @@ from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
 from tensorfx.training import _restore
 from tensorfx.training import _settings
+from tensorfx.training._engine import cache as _engine_cache
 from tensorfx.training._engine import seed as _seed
 
 
@@ -169,7 +170,9 @@ class ModelBuilder(tf.Module):
     target's source once per validation, a fresh pass each time. The
     default reads the source through the dataset, keeps the records that
     match `--data-filter FIELD=REGEX` (if given), and applies the transform
-    graph per batch.
+    graph per batch; for `train` over several epochs it keeps the
+    transformed batches in memory after the first (`--cache`). An
+    override decides its own caching (`--cache` applies to the default).
 
     Args:
       source: the name of the dataset's source ('train', 'eval', or a
@@ -182,14 +185,25 @@ class ModelBuilder(tf.Module):
       A `tf.data.Dataset` of dicts of tensors keyed by feature name.
     """
     settings = self.settings
-    raw = self._dataset[source].read(batch, epochs=epochs, shuffle=shuffle,
-                                     seed=settings.loop.seed)
+    # --cache: the training data's later epochs replay the first's
+    # transformed batches from memory.
+    memory = (source == 'train' and epochs != 1 and
+              _engine_cache.plan(self, batch, epochs).cache)
+    raw = self._dataset[source].read(batch, epochs=1 if memory else epochs,
+                                     shuffle=shuffle, seed=settings.loop.seed)
     if settings.data.filters:
       # --data-filter FIELD=REGEX: keep matching records (Gematria's filter).
       raw = _filters.filter_records(
           raw, _filters.parse_filters(settings.data.filters,
                                       self._dataset.schema), batch)
-    return self._dataset.transform(raw, self.transform_layer)
+    transformed = self._dataset.transform(raw, self.transform_layer)
+    if not memory:
+      return transformed
+    instances = self._dataset.metadata.instances if (
+        self._dataset.metadata is not None) else 0
+    return _engine_cache.cached(transformed, batch, epochs, shuffle,
+                                seed=settings.loop.seed,
+                                batches=-(-instances // batch))
 
   def build_inference(self, inputs, training):
     """Builds the inference (forward pass) of the model.

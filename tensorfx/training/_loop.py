@@ -168,6 +168,7 @@ class TrainingLoop:
       previous = step
       with window.timing():
         result = self._steps(bound)
+      cadence.observe(result.ran, window.last_call_seconds)
       step = result.step
       self._run_hooks('after', step)
       _guards.check_steps(previous, step, result.ran)
@@ -212,12 +213,14 @@ class _Window:
     self._batch_size = batch_size
     self._seconds = 0.0
     self._steps = 0
+    self.last_call_seconds = 0.0
 
   @contextlib.contextmanager
   def timing(self):
     start = time.monotonic()
     yield
-    self._seconds += time.monotonic() - start
+    self.last_call_seconds = time.monotonic() - start
+    self._seconds += self.last_call_seconds
 
   def count(self, steps):
     self._steps += steps

@@ -155,7 +155,8 @@ class TrainingRun:
             checkpoint_secs=settings.checkpoints.interval_secs,
             eval_steps=settings.validation.interval_steps,
             validate=evaluation.enabled,
-            validate_first=settings.validation.validate_first),
+            validate_first=settings.validation.validate_first,
+            measured=not strategies.multi_worker(builder.strategy)),
         callbacks,
         save=lambda: (_save(checkpoints)),
         evaluate=evaluation.evaluate if evaluation.enabled else

@@ -109,7 +109,8 @@ def test_a_step_that_does_not_advance_the_global_step_fails(
                      match='5 training steps advanced the global step from '
                      '0 to 0'):
     _train(tmp_path, iris_dataset_factory(), '--max-steps', '10',
-           '--log-interval-steps', '5', builder_type=_Stuck)
+           '--log-interval-steps', '5', '--steps-per-loop', '5',
+           builder_type=_Stuck)
 
 
 def test_guard_decisions():

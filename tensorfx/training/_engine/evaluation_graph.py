@@ -11,7 +11,9 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _interfaces
+from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
+from tensorfx.training._engine import xla
 
 
 def build(builder):
@@ -33,8 +35,15 @@ def build(builder):
   strategy = builder.strategy
   replicated = strategies.replicated(strategy)
 
+  # XLA compiles the forward pass; outputs (often strings: class names),
+  # the loss and the metrics' updates are cheap, and stay outside.
+  inference = xla.Step(
+      lambda inputs: precision.to_float32(
+          builder.build_inference(inputs, training=False)),
+      'evaluation step', settings.speed.jit_compile, reason=_no_xla(strategy))
+
   def eval_step(inputs):
-    inferences = builder.build_inference(inputs, training=False)
+    inferences = inference(inputs)
     outputs = builder.build_output(inferences)
     loss, _ = builder.build_training(global_step, inputs, inferences)
     size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
@@ -65,8 +74,8 @@ def build(builder):
     if fn not in computations:
 
       def target_step(inputs):
-        outputs = builder.build_output(
-            builder.build_inference(inputs, training=False))
+        outputs = builder.build_output(precision.to_float32(
+            builder.build_inference(inputs, training=False)))
         values = fn(inputs, outputs)
         if not isinstance(values, dict):
           raise ConfigurationError(
@@ -90,6 +99,8 @@ def build(builder):
 
   def dataset(source='eval', batch_size=None, batches=None):
     data = builder.build_input(source, batch_size or default_batch, 1, False)
+    # Before the first pass is traced: compiled with XLA, or not.
+    inference.check(data.element_spec, strategy)
     if batches:
       data = data.take(batches)
     if replicated:
@@ -100,3 +111,10 @@ def build(builder):
   return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
                                          metrics=metrics, step=step,
                                          compute=compute)
+
+
+def _no_xla(strategy):
+  """Why an evaluation step is never compiled here, or None."""
+  if strategies.parameter_servers(strategy):
+    return 'not with parameter servers'
+  return None

@@ -17,6 +17,7 @@ from tensorfx.data import _validation
 from tensorfx.data._features import FeatureType
 from tensorfx.embeddings import _table
 from tensorfx.training import _interfaces
+from tensorfx.training._engine import precision
 
 
 def build(builder):
@@ -43,8 +44,10 @@ def build(builder):
 
   def predict(raw):
     transformed = transform(raw)
-    inferences = builder.build_inference(transformed, training=False)
-    outputs = dict(builder.build_output(inferences))
+    inferences = precision.to_float32(
+        builder.build_inference(transformed, training=False))
+    # float32 outputs whatever --precision the model computed in.
+    outputs = dict(precision.to_float32(builder.build_output(inferences)))
     for name in key_names:
       outputs[name] = transformed[name]
     return outputs

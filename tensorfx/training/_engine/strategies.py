@@ -14,6 +14,11 @@ def replicated(strategy):
           strategy.num_replicas_in_sync > 1)
 
 
+def multi_worker(strategy):
+  """Whether replicas in several processes step together (in lockstep)."""
+  return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
 def shard_by_data(dataset):
   """Shards by element, not file: a job may have fewer files than workers."""
   options = tf.data.Options()
@@ -29,7 +34,7 @@ def agree(strategy, flag):
   checkpoint now, stop now) or their collective operations deadlock; each
   decision that depends on a replica's own clock or signals is voted on.
   """
-  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+  if not multi_worker(strategy):
     return bool(flag)
   votes = strategy.run(lambda: tf.constant(1 if flag else 0))
   return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,

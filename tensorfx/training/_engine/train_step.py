@@ -11,10 +11,13 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _optimizers
+from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
+from tensorfx.training._engine import xla
 
 
-def make_train_step(builder, dense, groups, accumulator):
+def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
+                    compiled=None):
   """The per-replica step: `train_step(inputs) -> loss`.
 
   Each step also writes the global norm of the gradient it applies to
@@ -35,11 +38,18 @@ def make_train_step(builder, dense, groups, accumulator):
     dense: the variables the step's own optimizer updates.
     groups: `[(table_optimizer, variables), ...]` of embedding tables.
     accumulator: the `GradientAccumulator`, or None to apply each step.
+    loss_scale: the `LossScaleOptimizer` of `--precision mixed_float16`
+      (it applies the dense gradients), or None.
+    compiled: `compiled(fn) -> xla.Step`: how the gradients' computation
+      (and on one device the dense update) is compiled (`--jit-compile`);
+      None for never.
 
   Returns:
-    The step, converted by autograph once, here (the hooks it calls with
-    it): the loops around it are plain TensorFlow, traced without
-    autograph, which saves seconds of every job's start.
+    `(train_step, variables, gradients_step)`: the step, converted by
+    autograph once, here (the hooks it calls with it): the loops around
+    it are plain TensorFlow, traced without autograph, which saves seconds
+    of every job's start; the variables it trains; the `xla.Step`
+    computing `(loss, gradients)` (the dense ones None once applied).
   """
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
@@ -67,7 +77,9 @@ def make_train_step(builder, dense, groups, accumulator):
       gradients = [tf.convert_to_tensor(g)
                    if isinstance(g, tf.IndexedSlices) else g
                    for g in gradients]
-    parts = [(step_optimizer, 0, len(dense))]
+    # None: the dense update ran in the compiled step (`fused`).
+    parts = [] if step_optimizer is None else [
+        (step_optimizer, 0, len(dense))]
     start = len(dense)
     for table_optimizer, table_variables in groups:
       parts.append((table_optimizer, start, start + len(table_variables)))
@@ -84,39 +96,92 @@ def make_train_step(builder, dense, groups, accumulator):
         summed = optimizer.aggregate_gradients(
             list(zip(gradients[begin:end], variables[begin:end])))
         gradients[begin:end] = [g for g, _ in summed]
-    norm = tf.linalg.global_norm([g for g in gradients if g is not None])
+    norm = _global_norm(gradients)
     if replicated and not presum:
       # A replica's gradient is of its loss / replicas.
       norm *= replicas
+    if step_optimizer is None:
+      # The compiled step left the dense gradients' norm in the variable.
+      norm = tf.sqrt(tf.square(norm) + tf.square(gradient_norm))
     gradient_norm.assign(norm)
     for optimizer, begin, end in parts:
       optimizer.apply_gradients(
           zip(gradients[begin:end], variables[begin:end]), **kwargs)
 
-  def train_step(inputs):
+  # The optimizer build_training returns, seen when it is traced (the
+  # gradients' computation may be compiled: only tensors come out).
+  traced = {}
+
+  def gradients_of(inputs):
     with tf.GradientTape() as tape:
-      inferences = builder.build_inference(inputs, training=True)
-      loss, step_optimizer = builder.build_training(global_step, inputs,
-                                                    inferences)
+      inferences = precision.to_float32(
+          builder.build_inference(inputs, training=True))
+      loss, traced['optimizer'] = builder.build_training(global_step, inputs,
+                                                         inferences)
       loss = tf.cast(loss, tf.float32)
       # Each replica's mean loss counts 1/replicas of the global mean:
       # the optimizer sums the replicas' gradients.
       scaled = loss / replicas
+      if loss_scale is not None:
+        scaled = loss_scale.get_scaled_loss(scaled)
     gradients = tape.gradient(scaled, variables)
+    if loss_scale is not None:
+      gradients = loss_scale.get_unscaled_gradients(gradients)
+    return loss, gradients
+
+  def optimizer_of_step():
+    # The loss scale optimizer skips the dense update of a step that
+    # overflowed (and lowers the scale).
+    return loss_scale if loss_scale is not None else traced['optimizer']
+
+  # Compiled with XLA on one device, the dense update joins the forward
+  # and backward pass in one cluster (XLA fuses the optimizer's many small
+  # per-variable ops: most of what it saves on a CPU). Replicas' updates
+  # sum gradients across devices, and tables' are sparse: those run
+  # after the cluster.
+  fused = compiled is not None and not replicated and accumulator is None
+
+  @tf.autograph.experimental.do_not_convert
+  def apply_dense(gradients):
+    optimizer_of_step().apply_gradients(zip(gradients[:len(dense)], dense))
+    return [None] * len(dense) + list(gradients[len(dense):])
+
+  def update_of(inputs):
+    loss, gradients = gradients_of(inputs)
+    gradient_norm.assign(_global_norm(gradients[:len(dense)]))
+    return loss, apply_dense(gradients)
+
+  gradients_step = (compiled or _plain)(update_of if fused else gradients_of)
+
+  def train_step(inputs):
+    loss, gradients = gradients_step(inputs)
+    if loss_scale is not None:
+      # The tables' optimizers must skip the steps the loss scale skips.
+      gradients = (list(gradients[:len(dense)]) +
+                   precision.zero_if_not_finite(gradients[len(dense):]))
     if accumulator is None:
       # The optimizer sums the replicas' gradients, then clips
       # (--clip-norm, --clip-value) and applies them; embedding tables'
       # optimizers update only the rows the step looked up.
-      apply_gradients(step_optimizer, gradients)
+      apply_gradients(None if fused else optimizer_of_step(), gradients)
     else:
       # Applied every --accumulation-steps steps by the step runner.
       accumulator.add(gradients)
-      gradient_norm.assign(tf.linalg.global_norm(
-          [g for g in gradients if g is not None]) * replicas)
+      gradient_norm.assign(_global_norm(gradients) * replicas)
     global_step.assign_add(1)
     return loss
 
-  return tf.autograph.to_graph(train_step), variables
+  return tf.autograph.to_graph(train_step), variables, gradients_step
+
+
+def _plain(fn):
+  return xla.Step(fn, 'training step', enabled=False)
+
+
+def _global_norm(gradients):
+  """The global norm of the gradients that are not None (0 for none)."""
+  present = [g for g in gradients if g is not None]
+  return tf.linalg.global_norm(present) if present else tf.constant(0.0)
 
 
 def _sums_apart(optimizer):

@@ -11,10 +11,12 @@ import tensorflow as tf
 from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
 from tensorfx.training._engine import local_loop
+from tensorfx.training._engine import precision
 from tensorfx.training._engine import ps_loop
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import train_step as train_steps
 from tensorfx.training._engine import variables as engine_variables
+from tensorfx.training._engine import xla
 
 
 def build(builder):
@@ -44,8 +46,16 @@ def build(builder):
   accumulator = train_steps.build_accumulator(
       builder, tuple(dense) + tuple(v for _, vs in groups for v in vs),
       settings.optimizer.accumulation_steps, tables=bool(groups))
-  train_step, variables = train_steps.make_train_step(builder, dense, groups,
-                                                      accumulator)
+  loss_scale = precision.loss_scale_optimizer(builder, optimizer)
+
+  def compiled(fn):
+    return xla.Step(fn, 'training step', settings.speed.jit_compile,
+                    reason=_no_xla(parameter_servers))
+
+  train_step, variables, gradients_step = train_steps.make_train_step(
+      builder, dense, groups, accumulator, loss_scale=loss_scale,
+      compiled=compiled)
+  gradients_step.check(dataset.element_spec, strategy)
   # The guards stop the loop at the first bad step, compared on the
   # device: no host synchronisation per step.
   thres_loss = settings.guards.thres_loss
@@ -56,7 +66,7 @@ def build(builder):
         settings.loop.steps_per_closure)
   else:
     run_step = train_steps.make_step_runner(builder, train_step, accumulator,
-                                            optimizer)
+                                            loss_scale or optimizer)
     loop = local_loop.make_loop(strategy, run_step, loss_limit)
     distributed = dataset
     if strategies.replicated(strategy):
@@ -67,3 +77,11 @@ def build(builder):
       optimizer=optimizer, variables=variables,
       batch_size=settings.loop.batch_size,
       gradient_norm=builder._untracked.gradient_norm)  # pylint: disable=protected-access
+
+
+def _no_xla(parameter_servers):
+  """Why a training step is never compiled here, or None."""
+  if parameter_servers:
+    return ('not with parameter servers (the step runs on the workers, its '
+            'variables on the servers)')
+  return None

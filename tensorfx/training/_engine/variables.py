@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _sharding
 from tensorfx.embeddings import _table
+from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
 
 
@@ -29,7 +30,10 @@ def create_variables(builder, dataset):
   if getattr(builder, '_variables_created', False):
     return
   inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
-  inferences = builder.build_inference(inputs, training=False)
+  # Layers take the --precision policy when they are made: here.
+  with precision.policy(builder.settings.speed.precision):
+    inferences = precision.to_float32(
+        builder.build_inference(inputs, training=False))
   _, optimizer = builder.build_training(builder.global_step, inputs,
                                         inferences)
   builder._training_optimizer = optimizer  # pylint: disable=protected-access

@@ -27,6 +27,7 @@ from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
+from tensorfx.training._settings import speed
 from tensorfx.training._settings import summaries
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
@@ -42,14 +43,15 @@ from tensorfx.training._settings.loss import LossSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.prediction import PredictionSettings
 from tensorfx.training._settings.restore import RestoreSettings
+from tensorfx.training._settings.speed import SpeedSettings
 from tensorfx.training._settings.summaries import SummarySettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, checkpoints, optimizer, loss, validation,
-             guards, restore, export, tracking, prediction, logging,
-             summaries)
+_SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss,
+             validation, guards, restore, export, tracking, prediction,
+             logging, summaries)
 
 
 def add_arguments(parser):
@@ -76,6 +78,7 @@ class Settings:
   data: DataSettings = DataSettings()
   job: JobSettings = JobSettings()
   loop: LoopSettings = LoopSettings()
+  speed: SpeedSettings = SpeedSettings()
   checkpoints: CheckpointSettings = CheckpointSettings()
   optimizer: OptimizerSettings = OptimizerSettings()
   loss: LossSettings = LossSettings()
@@ -108,6 +111,7 @@ __all__ = [
     'PredictionSettings',
     'RestoreSettings',
     'Settings',
+    'SpeedSettings',
     'SummarySettings',
     'TrackingSettings',
     'ValidationSettings',
