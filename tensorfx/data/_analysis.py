@@ -10,6 +10,7 @@ import re
 
 import apache_beam as beam
 
+from tensorfx import _faults
 from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
@@ -43,6 +44,10 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
   data_source.files()  # Fail fast, before Beam starts, on missing files.
 
   tf.io.gfile.makedirs(output_dir)
+  complete = os.path.join(output_dir, 'metadata.json')
+  if tf.io.gfile.exists(complete):
+    # Not complete any more: no task may take it while it is rewritten.
+    tf.io.gfile.remove(complete)
   work_dir = os.path.join(output_dir, 'tmp')
   # Written by a Beam worker, so on a path every runner's workers can reach.
   stats_path = os.path.join(work_dir, 'statistics.json')
@@ -84,8 +89,10 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None):
                                                         'metadata'))
   with tf.io.gfile.GFile(stats_path) as f:
     metadata = Metadata.from_dict(json.load(f))
-  # metadata.json last: its presence marks a complete analysis.
-  metadata.save(os.path.join(output_dir, 'metadata.json'))
+  _faults.point('analysis.metadata')
+  # metadata.json last (renamed into place): its presence marks a complete
+  # analysis.
+  metadata.save(complete)
   if tf.io.gfile.exists(work_dir):
     tf.io.gfile.rmtree(work_dir)
   logger.info('Analyzed %d instances of %s', metadata.instances, source)

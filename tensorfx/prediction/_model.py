@@ -42,10 +42,14 @@ class Model:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if not tf.io.gfile.exists(path):
       raise DataError(f'There is no model at {path!r}.')
+    _check_complete(path)
     try:
       loaded = tf.saved_model.load(path)
     except (OSError, tf.errors.OpError) as e:
+      _check_complete(path)
       raise DataError(f'Cannot load the model at {path!r}: {e}') from None
+    # An export that began while this one was loading replaced files.
+    _check_complete(path)
     missing = [s for s in (_CSV, _EXAMPLES, _FEATURES)
                if s not in loaded.signatures]
     if missing:
@@ -148,3 +152,13 @@ def _plain(values):
   """Decodes the bytes in a (nested) list of values."""
   return [v.decode('utf-8', errors='replace') if isinstance(v, bytes) else
           _plain(v) if isinstance(v, list) else v for v in values]
+
+
+def _check_complete(path):
+  """Refuses a model directory whose export is unfinished (gs://)."""
+  from tensorfx import _atomic  # pylint: disable=g-import-not-at-top
+  if _atomic.incomplete(path):
+    raise DataError(
+        f'The model at {path!r} is incomplete: its export was interrupted '
+        f'(or is still running; {_atomic.MARKER} is there until it ends). '
+        'Export it again: tensorfx export --output JOB_DIR.')

@@ -16,12 +16,14 @@ import time
 
 import tensorflow as tf
 
+from tensorfx import _atomic
 from tensorfx import _jobdirs
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
+from tensorfx.training import _damaged
 from tensorfx.training import _cluster
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
@@ -68,6 +70,7 @@ class EvaluatorRun:
     self.best_dir = os.path.join(os.path.dirname(dirs['model']), 'best_model')
     self.state_path = os.path.join(dirs['summaries'], 'eval',
                                    'evaluated.json')
+    self._skipped = set()
 
   def run(self):
     """Evaluates checkpoints until the chief records the end of the job.
@@ -125,6 +128,8 @@ class EvaluatorRun:
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))
+          if not self._readable(path):
+            continue
           try:
             checkpoints.restore(path, partial=True)
           except (tf.errors.NotFoundError, ValueError):
@@ -156,6 +161,25 @@ class EvaluatorRun:
                 len(state['evaluated']))
     return state
 
+  def _readable(self, path):
+    """Whether checkpoint `path` can be evaluated; a damaged one is moved
+    aside (as the chief does on resume) and never tried again."""
+    if path in self._skipped:
+      return False
+    reason = _damaged.problem(path)
+    if reason is None:
+      return True
+    self._skipped.add(path)
+    if _damaged.went_away(path):
+      # The chief's rotation deleted it meanwhile.
+      logger.info('Checkpoint %s went away before evaluation', path)
+      return False
+    moved = _damaged.move_checkpoint_aside(path)
+    logger.warning('The checkpoint %s is damaged (%s)%s; not evaluating it',
+                   path, reason, f': moved aside to {moved[0]}' if moved
+                   else '')
+    return False
+
   def _due(self, state, interval, finished):
     """The checkpoints to evaluate now, oldest first.
 
@@ -176,14 +200,27 @@ class EvaluatorRun:
     return paths
 
   def _load_state(self):
-    if tf.io.gfile.exists(self.state_path):
+    fresh = {'evaluated': []}
+    if not tf.io.gfile.exists(self.state_path):
+      return fresh
+    try:
       with tf.io.gfile.GFile(self.state_path) as f:
-        return json.load(f)
-    return {'evaluated': []}
+        state = json.load(f)
+      if not isinstance(state.get('evaluated'), list):
+        raise ValueError('no list of evaluated steps')
+    except (ValueError, AttributeError, tf.errors.OpError) as e:
+      # Written by rename, so only something else can have damaged it.
+      logger.warning('%s is unreadable (%s): evaluating every checkpoint '
+                     'again', self.state_path, e)
+      return fresh
+    if state.get('best') is not None and _atomic.incomplete(self.best_dir):
+      # Its export was interrupted (gs://): the next evaluation exports.
+      logger.warning('%s is incomplete: the next checkpoint evaluated will '
+                     'be exported there', self.best_dir)
+      state['best'] = state['best_step'] = None
+    return state
 
   def _save_state(self, state):
     tf.io.gfile.makedirs(os.path.dirname(self.state_path))
-    with tf.io.gfile.GFile(self.state_path + '.tmp', 'w') as f:
-      json.dump(state, f)
-    tf.io.gfile.rename(self.state_path + '.tmp', self.state_path,
-                       overwrite=True)
+    _atomic.write_text(self.state_path, json.dumps(state),
+                       fault='evaluator.state')

@@ -4,15 +4,19 @@ import os
 
 import tensorflow as tf
 
+from tensorfx import _atomic
+from tensorfx import _faults
+from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
 
 def export(prediction, schema, directory):
   """Saves `prediction` (a PredictionInterface) as a SavedModel.
 
-  The model is written next to `directory` first and moved into place when
-  complete, so a reader never sees half a model; the raw schema goes into
-  `assets.extra/schema.yaml` for people and tools.
+  Written with `_atomic.write_atomically`: a reader sees the previous model
+  or the new one, never half of one (on gs://, a model whose export was
+  interrupted is refused by every reader until exported again). The raw
+  schema goes into `assets.extra/schema.yaml` for people and tools.
 
   Args:
     prediction: the `PredictionInterface` to save.
@@ -21,35 +25,36 @@ def export(prediction, schema, directory):
 
   Returns:
     `directory`.
+
+  Raises:
+    TrainingError: the disk is full; the previous model is intact (locally).
   """
-  local = '://' not in directory
-  # Locally, a model is written beside its place and renamed into it, so a
-  # reader never sees half a model. Object stores (gs://) have no atomic
-  # directory rename: there the model is replaced in place.
-  target = directory.rstrip('/') + '.partial' if local else directory
-  _remove(target)
-  if not local:
-    _remove(directory)
-  tf.saved_model.save(prediction.module, target,
-                      signatures=dict(prediction.signatures))
-  extra = os.path.join(target, 'assets.extra')
-  tf.io.gfile.makedirs(extra)
-  with tf.io.gfile.GFile(os.path.join(extra, 'schema.yaml'), 'w') as f:
-    f.write(schema.format())
-  if local:
-    _remove(directory)
-    tf.io.gfile.rename(target, directory)
+
+  # Tests kill the process at `export.model.saved` (the SavedModel written,
+  # its schema not yet) or `export.best_model.written` (all written, not
+  # yet in place).
+  fault = f'export.{os.path.basename(directory.rstrip("/"))}'
+
+  def write(target):
+    tf.saved_model.save(prediction.module, target,
+                        signatures=dict(prediction.signatures))
+    _faults.point(f'{fault}.saved')
+    extra = os.path.join(target, 'assets.extra')
+    tf.io.gfile.makedirs(extra)
+    with tf.io.gfile.GFile(os.path.join(extra, 'schema.yaml'), 'w') as f:
+      f.write(schema.format())
+
+  try:
+    _atomic.write_atomically(directory, write, fault=f'{fault}.written')
+  except (tf.errors.OpError, OSError) as e:
+    reason = _atomic.disk_full(e)
+    if not reason:
+      raise
+    raise TrainingError(
+        f'Cannot export the model to {directory}: the disk is full '
+        f'({reason}). Free space (or write --output to a larger '
+        'disk) and export again with `tensorfx export`; the checkpoints '
+        'and the previous model are intact.') from None
   logger.info('Exported the model to %s', directory)
   return directory
 
-
-def _remove(directory):
-  if not tf.io.gfile.exists(directory):
-    return
-  try:
-    tf.io.gfile.rmtree(directory)
-  except tf.errors.NotFoundError:
-    # Filesystems without real directories (ram://): delete file by file.
-    for root, _, files in tf.io.gfile.walk(directory):
-      for name in files:
-        tf.io.gfile.remove(os.path.join(root, name))

@@ -80,17 +80,18 @@ class TrainingRun:
     except SystemExit:
       raise
     except KeyboardInterrupt:
-      record.write(status='interrupted')
+      record.write_on_failure(status='interrupted')
       raise
     except tf.errors.UnavailableError as e:
       error = TrainingError(
           'A task of the cluster became unavailable (a parameter server '
           f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
           'resumes from the last checkpoint.')
-      record.write(status='failed', error=str(error))
+      record.write_on_failure(status='failed', error=str(error))
       raise error from None
     except BaseException as e:
-      record.write(status='failed', error=f'{type(e).__name__}: {e}')
+      record.write_on_failure(status='failed',
+                              error=f'{type(e).__name__}: {e}')
       raise
     finally:
       if self.scratch:
