@@ -47,7 +47,8 @@ class EvaluatorRun:
     output: the job's output directory.
     config: the `Configuration` (of the evaluator task).
     poll_secs: seconds between looks for new checkpoints.
-    timeout_secs: how long to wait for the chief's analysis.
+    timeout_secs: how long to wait for the chief's analysis, and for a
+      failed chief's restart before the job counts as ended.
     callbacks: the user's callbacks.
   """
 
@@ -124,7 +125,8 @@ class EvaluatorRun:
     asked_to_stop = False
     try:
       while True:
-        finished = _cluster.job_finished(self.output, start)
+        finished = _cluster.job_finished(self.output, start,
+                                         self.timeout_secs)
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))
