@@ -26,6 +26,7 @@ from tensorfx._errors import ConfigurationError
 _ROLES = {'ps': 'ps', 'workers': 'worker', 'worker': 'worker',
           'evaluator': 'evaluator', 'evaluators': 'evaluator'}
 _GRACE_SECS = 15
+JOB_STARTED = 'TENSORFX_JOB_STARTED'
 
 
 def parse_cluster(text):
@@ -97,6 +98,7 @@ class LocalCluster:
     self._width = max(len(n) for n in names + ['cluster'])
     self._lock = threading.Lock()
     self._threads = []
+    self._started = time.time()
 
   def _env(self, job, index):
     env = dict(os.environ)
@@ -108,6 +110,9 @@ class LocalCluster:
         filter(None, ['127.0.0.1,localhost', env.get('no_proxy', '')]))
     env['GRPC_FAIL_FAST'] = 'use_caller'
     env['PYTHONUNBUFFERED'] = '1'
+    # When the job began: a task restarted after the chief recorded the
+    # job's end knows that end is this job's.
+    env[JOB_STARTED] = str(int(self._started))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     return env
 
@@ -164,33 +169,39 @@ class LocalCluster:
     if not self.restarts:
       return self.processes['chief'].wait()
     while True:
-      for name, process in list(self.processes.items()):
-        code = process.poll()
-        if code is None or code == 0:
-          continue
-        if self.restarted.get(name, 0) >= self.restarts:
-          if name == 'chief':
-            return code
-          continue
-        self.restarted[name] = self.restarted.get(name, 0) + 1
-        new = self._launch(name)
-        self._say(f'restarted {name} (pid {new.pid}) after it '
-                  f'{_ended(code)} (restart {self.restarted[name]} of '
-                  f'{self.restarts})')
-      chief = self.processes['chief'].poll()
-      if chief == 0:
-        return chief
+      for name in list(self.processes):
+        code = self._restart_if_failed(name)
+        if name == 'chief' and code is not None:
+          return code
       time.sleep(poll_secs)
 
-  def stop(self, wait_for_evaluator=True):
+  def _restart_if_failed(self, name):
+    """Restarts task `name` if it failed and may restart.
+
+    Returns:
+      Its exit code when it has ended for good (0, or out of restarts),
+      else None.
+    """
+    code = self.processes[name].poll()
+    if code is None or code == 0:
+      return code
+    if self.restarted.get(name, 0) >= self.restarts:
+      return code
+    self.restarted[name] = self.restarted.get(name, 0) + 1
+    new = self._launch(name)
+    self._say(f'restarted {name} (pid {new.pid}) after it {_ended(code)} '
+              f'(restart {self.restarted[name]} of {self.restarts})')
+    return None
+
+  def stop(self, wait_for_evaluator=True, poll_secs=0.2):
     """Stops every process still running (the evaluator gets a grace)."""
-    evaluator = self.processes.get('evaluator-0')
-    if wait_for_evaluator and evaluator is not None and \
-        evaluator.poll() is None:
-      try:
-        evaluator.wait(timeout=_GRACE_SECS * 4)
-      except subprocess.TimeoutExpired:
-        pass
+    deadline = time.monotonic() + _GRACE_SECS * 4
+    while (wait_for_evaluator and 'evaluator-0' in self.processes and
+           time.monotonic() < deadline):
+      # Restarted if it fails while it evaluates the last checkpoints.
+      if self._restart_if_failed('evaluator-0') is not None:
+        break
+      time.sleep(poll_secs)
     for name, process in self.processes.items():
       if process.poll() is None:
         self._stop(process, graceful=name != 'chief')

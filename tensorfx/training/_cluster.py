@@ -78,6 +78,15 @@ def job_finished(output, since, settle_secs=None):
   return settle_secs is not None and time.time() - ended >= settle_secs
 
 
+def job_started():
+  """When this job began (a unix time): as the local launcher says
+  (`TENSORFX_JOB_STARTED`, the same for a restarted task), else now."""
+  try:
+    return float(os.environ['TENSORFX_JOB_STARTED'])
+  except (KeyError, ValueError):
+    return time.time()
+
+
 def serve(config, output, poll_secs=1.0, grace_secs=30.0, settle_secs=300.0):
   """Runs this task's server until the chief records the end of the job.
 
@@ -86,7 +95,7 @@ def serve(config, output, poll_secs=1.0, grace_secs=30.0, settle_secs=300.0):
   After a failed or interrupted chief it waits `settle_secs` for a
   restarted one before it ends.
   """
-  start = time.time()
+  start = job_started()
   server = config.create_server()
   logger.info('Serving as %s at %s; waiting for the chief to finish',
               config.device, server.target)

@@ -81,7 +81,7 @@ class EvaluatorRun:
     """
     builder, dataset = self.builder, self.builder.dataset
     settings = builder.settings
-    start = time.time()
+    start = _cluster.job_started()
     if settings.data.skip_bad_records:
       dataset.skip_bad_records()
     if not dataset.analyzed:
