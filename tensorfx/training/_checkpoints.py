@@ -142,7 +142,8 @@ class Checkpoints:
     try:
       path = self._manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as e:
-      if not _atomic.disk_full(e):
+      reason = _atomic.disk_full(e)
+      if not reason:
         raise
       # What the failed write left (TensorFlow's ckpt-N_temp/).
       _atomic.remove_tree(os.path.join(self.directory, f'ckpt-{step}_temp'))
