@@ -236,7 +236,9 @@ class CsvDataSource(DataSource):
     unlocated = _validation.unlocated_of(error)
     if unlocated is not None:
       return self._find_line(unlocated[0])
-    if not _DECODE_ERROR.search(str(getattr(error, 'message', error))):
+    # TensorFlow could not put a row that is not UTF-8 in its message.
+    if not isinstance(error, UnicodeDecodeError) and \
+        not _DECODE_ERROR.search(str(getattr(error, 'message', error))):
       return None
     for path in self.files():
       try:
@@ -345,7 +347,9 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   expected = f'{size}' if not optional else f'{size} (or {short})'
   reasons = tf.where(
       ~well_formed,
-      tf.where(quotes % 2 == 1, _quote_problem(1), _quote_problem(0)),
+      # The pattern fails on quoting, or on bytes that are not UTF-8.
+      tf.where(quotes % 2 == 1, _quote_problem(1),
+               tf.where(quotes > 0, _quote_problem(0), 'not UTF-8 text')),
       tf.where(~full & ~partial,
                tf.strings.join([f'expected {expected} columns, found ',
                                 tf.strings.as_string(counts)]), ''))
@@ -446,17 +450,25 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
 
 def _lines(path, skip_header):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  with tf.io.gfile.GFile(path, 'r') as f:
+  # Bytes, decoded line by line: a line that is not UTF-8 is a bad row.
+  with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):
       if number == 1 and skip_header:
         continue
-      if not line.rstrip('\r\n'):
+      if not line.rstrip(b'\r\n'):
         continue  # An empty line is not a record.
       yield number, line
 
 
 def _parse_row(path, number, line, schema, delimiter):
   """The values of one non-blank CSV line; DataError naming file and line."""
+  if isinstance(line, bytes):
+    try:
+      line = line.decode('utf-8')
+    except UnicodeDecodeError as e:
+      raise DataError(f'{path}:{number}: not UTF-8 text (byte '
+                      f'{line[e.start]:#04x} at column {e.start + 1}); save '
+                      'the file as UTF-8') from None
   # Python's csv module accepts quoting that decode_csv rejects.
   text = line.rstrip('\r\n')
   if not re.fullmatch(_line_pattern(delimiter), text):
