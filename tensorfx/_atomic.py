@@ -102,7 +102,10 @@ def write_atomically(directory, write_fn, fault=None):
     for name in files:
       path = _join(root, name)
       if path != marker:
-        tf.io.gfile.remove(path)
+        try:
+          tf.io.gfile.remove(path)
+        except tf.errors.NotFoundError:
+          pass  # Listed twice (ram:// lists directories as files too).
   write_fn(directory)
   _faults.point(fault)
   tf.io.gfile.remove(marker)

@@ -38,7 +38,9 @@ def problem(prefix):
   if not tf.io.gfile.exists(prefix + '.index'):
     return f'no index file {os.path.basename(prefix)}.index'
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    # Not tf.train.load_checkpoint: it takes a prefix that looks like a
+    # directory (on ram://, any) for a directory.
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     for key in reader.get_variable_to_dtype_map():
       reader.get_tensor(key)
   except IndexError as e:
