@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
+from tensorfx import _atomic
 from tensorfx._errors import DataError
 from tensorfx.data._schema import Schema
 
@@ -19,7 +20,8 @@ class Model:
   Example:
     >>> model = Model.load('output/model')
     >>> model.predict(['6.3,3.3,6,2.5'])
-    [{'label': 'virginica', 'scores': [0.0, 0.01, 0.99]}]
+    [{'label': 'virginica', 'scores': [0.0, 0.01, 0.99],
+      'classes': ['setosa', 'versicolor', 'virginica']}]
 
   Args:
     saved_model: the object `tf.saved_model.load` returned.
@@ -31,6 +33,8 @@ class Model:
     self._model = saved_model
     self.path = path
     self.schema = schema
+    # The version number, when loaded from a versioned base directory.
+    self.version: int | None = None
     signature = saved_model.signatures[_FEATURES]
     _, specs = signature.structured_input_signature
     order = schema.field_names if schema is not None else sorted(specs)
@@ -38,11 +42,26 @@ class Model:
 
   @classmethod
   def load(cls, path: str) -> Model:
-    """Loads the SavedModel at `path` (a tensorfx export, local or gs://)."""
+    """Loads the SavedModel at `path` (a tensorfx export, local or gs://).
+
+    `path` is a SavedModel directory (`OUTPUT/model`), or a base directory
+    of numbered versions as TensorFlow Serving lays them out
+    (`--export-versioned`: `OUTPUT/model/300/`, `OUTPUT/model/600/`),
+    whose highest version is loaded, as TensorFlow Serving would serve.
+
+    Example:
+      >>> model = Model.load('output/model')      # either layout
+      >>> model.path, model.version
+      ('output/model/600', 600)
+
+    Raises:
+      DataError: naming `path`, when there is no tensorfx model there.
+    """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if not tf.io.gfile.exists(path):
       raise DataError(f'There is no model at {path!r}.')
     _check_complete(path)
+    path, version = _resolve_version(path)
     try:
       loaded = tf.saved_model.load(path)
     except (OSError, tf.errors.OpError) as e:
@@ -58,7 +77,9 @@ class Model:
     schema_path = os.path.join(path, 'assets.extra', 'schema.yaml')
     schema = Schema.load(schema_path) if tf.io.gfile.exists(schema_path) \
         else None
-    return cls(loaded, path, schema)
+    model = cls(loaded, path, schema)
+    model.version = version
+    return model
 
   @property
   def features(self) -> list[str]:
@@ -75,8 +96,10 @@ class Model:
         (`bytes`, or `tf.train.Example` objects).
 
     Returns:
-      One dict of outputs per instance (for classifiers `label` and
-      `scores`), with plain Python values.
+      One dict of outputs per instance, with plain Python values: for
+      `nn.FeedForwardClassification`, `label` (the predicted class),
+      `scores` (a probability per class) and `classes` (the class
+      names, in the order of `scores`).
 
     Raises:
       DataError: naming the instance and what is wrong with it.
@@ -137,6 +160,36 @@ class Model:
     return columns
 
 
+def _resolve_version(path: str) -> tuple[str, int | None]:
+  """`(the SavedModel's directory, its version or None)` for `path`.
+
+  Raises:
+    DataError: `path` holds neither a SavedModel nor numbered versions.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if any(tf.io.gfile.exists(os.path.join(path, name))
+         for name in ('saved_model.pb', 'saved_model.pbtxt')):
+    return path, None
+  versions = []
+  if tf.io.gfile.isdir(path):
+    for name in tf.io.gfile.listdir(path):
+      name = name.rstrip('/')
+      # TensorFlow Serving's versions: directories named by an integer
+      # (a model being written, 300.partial, is not one yet; nor, on an
+      # object store, one that holds the marker of an unfinished export).
+      if name.isdigit() and tf.io.gfile.exists(
+          os.path.join(path, name, 'saved_model.pb')) and \
+          not _atomic.incomplete(os.path.join(path, name)):
+        versions.append(int(name))
+  if not versions:
+    raise DataError(
+        f'Cannot load the model at {path!r}: it holds no saved_model.pb, '
+        'nor version directories holding one (VERSION/saved_model.pb, as '
+        '--export-versioned writes).')
+  version = max(versions)
+  return os.path.join(path, str(version)), version
+
+
 def _rows(outputs, count):
   """One dict of plain Python values per instance, from output columns."""
   # tolist() converts a whole column in C; only text needs a Python pass.
@@ -156,7 +209,6 @@ def _plain(values):
 
 def _check_complete(path):
   """Refuses a model directory whose export is unfinished (gs://)."""
-  from tensorfx import _atomic  # pylint: disable=g-import-not-at-top
   if _atomic.incomplete(path):
     raise DataError(
         f'The model at {path!r} is incomplete: its export was interrupted '

@@ -6,6 +6,7 @@ from tensorfx.tools import _train
 def add_parser(commands):
   parser = commands.add_parser(
       'evaluate', help='evaluate a checkpoint on the validation targets',
+      add_help=False,
       description='Runs a trainer module with --action evaluate: it builds '
       'the same model, restores a checkpoint (the latest of OUTPUT/'
       'checkpoints by default), evaluates every validation target '
@@ -26,6 +27,9 @@ def add_parser(commands):
 
 def run(args, rest):
   """Runs the trainer with `--action evaluate`."""
+  code = _train.help_or_check(args)
+  if code is not None:
+    return code
   argv = ['--output', args.output, '--action', 'evaluate', *rest]
   if args.checkpoint:
     argv += ['--checkpoint', args.checkpoint]

@@ -4,9 +4,9 @@ TensorFlow is imported only by the command that needs it, so `--help` and
 argument errors answer at once.
 """
 
-import argparse
 import sys
 
+from tensorfx import _argparsing
 from tensorfx import _logging
 from tensorfx import _version
 from tensorfx._errors import TensorFXError
@@ -26,7 +26,7 @@ _COMMANDS = {
 
 
 def build_parser():
-  parser = argparse.ArgumentParser(
+  parser = _argparsing.SuggestingParser(
       prog='tensorfx',
       description='Train, analyze and serve TensorFlow models built with '
       'tensorfx.')

@@ -10,6 +10,7 @@ from tensorfx._errors import ConfigurationError
 def add_parser(commands):
   parser = commands.add_parser(
       'train', help='run a trainer module (as Cloud runs it)',
+      add_help=False,
       description='Runs a trainer module as `python -m MODULE --output DIR '
       '[trainer args]`. Arguments after the known ones go to the trainer.',
       epilog='Example: tensorfx train --module trainer --output /tmp/iris '
@@ -31,16 +32,53 @@ def add_parser(commands):
 
 
 def add_trainer_arguments(parser):
-  """--module and --output: which trainer runs, and for which job."""
-  parser.add_argument('--module', required=True,
-                      help='the trainer: a module name (importable from the '
-                      'current directory) or the path of a .py file')
-  parser.add_argument('--output', '--job-dir', dest='output', required=True,
-                      help='the job output directory (local or gs://)')
+  """--module and --output (which trainer runs, for which job), and --help.
+
+  The command's parser must be made with `add_help=False`: its --help
+  shows the trainer's own flags too, when --module names it.
+  """
+  parser.add_argument('-h', '--help', action='store_true',
+                      help='show this help and, with --module, the '
+                      'trainer\'s own flags, then exit')
+  parser.add_argument('--module',
+                      help='(required) the trainer: a module name (importable '
+                      'from the current directory) or the path of a .py file')
+  parser.add_argument('--output', '--job-dir', dest='output',
+                      help='(required) the job output directory (local or '
+                      'gs://)')
+  parser.set_defaults(command_parser=parser)
+
+
+def help_or_check(args):
+  """Answers --help, or checks --module and --output are given.
+
+  Returns:
+    The exit code when --help was answered, else None.
+  """
+  parser = args.command_parser
+  if args.help:
+    parser.print_help()
+    if args.module:
+      print(f'\nThe trainer {args.module} takes these flags (after the '
+            'ones above):\n', flush=True)
+      try:
+        run_module(args.module, ['--help'])
+      except SystemExit as e:
+        return e.code or 0
+    return 0
+  missing = [flag for flag, value in (('--module', args.module),
+                                      ('--output', args.output)) if not value]
+  if missing:
+    parser.error('the following arguments are required: '
+                 f'{", ".join(missing)}')
+  return None
 
 
 def run(args, rest):
   """Runs the trainer in this process, with `--output` and `rest` as argv."""
+  code = help_or_check(args)
+  if code is not None:
+    return code
   if args.cluster:
     from tensorfx.tools import _launch  # pylint: disable=g-import-not-at-top
     command = [sys.executable, '-m', 'tensorfx', 'train', '--module',

@@ -21,6 +21,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
+  from tensorfx.training._params import test_from_params
+  from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
 
@@ -38,6 +40,8 @@ _EXPORTS = {
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'test_from_params': 'tensorfx.training._params',
+    'train_from_params': 'tensorfx.training._params',
 }
 
 __all__ = [
@@ -54,6 +58,8 @@ __all__ = [
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
+    'test_from_params',
+    'train_from_params',
 ]
 
 

@@ -108,7 +108,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   results = {name: dict(values) for name, values in results.items()}
   for name, values in results.items():
     logger.info('Evaluated %s at step %d on %s: %s', path, step, name,
-                '  '.join(f'{k} {v:.4g}' for k, v in values.items()))
+                '  '.join(f'{k} {v:.4g}' for k, v in values.items()
+                          if isinstance(v, (int, float))))
   summary = {'checkpoint': path, 'step': step, 'results': results}
   directory = os.path.join(output, 'evaluations')
   tf.io.gfile.makedirs(directory)

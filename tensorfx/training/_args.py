@@ -16,11 +16,16 @@ import inspect
 import os
 import shlex
 import sys
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
+from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
 from tensorfx.training import _settings
+
+
+_A = TypeVar('_A', bound='ModelArguments')
 
 
 class ModelArguments(argparse.Namespace):
@@ -56,7 +61,7 @@ class ModelArguments(argparse.Namespace):
   """
 
   @classmethod
-  def build_parser(cls):
+  def build_parser(cls) -> argparse.ArgumentParser:
     """Builds the argument parser with the standard job arguments.
 
     Subclasses override it to add their model's flags, or to change a
@@ -78,7 +83,7 @@ class ModelArguments(argparse.Namespace):
     # An embedded interpreter can have an empty sys.argv, where argparse's
     # own default for prog fails.
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    parser = argparse.ArgumentParser(
+    parser = _argparsing.SuggestingParser(
         prog=prog or 'trainer', description=_description(cls),
         allow_abbrev=False,
         # Trainers written before --learning-rate was standard add their
@@ -89,8 +94,9 @@ class ModelArguments(argparse.Namespace):
     return parser
 
   @staticmethod
-  def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
-                        **kwargs):
+  def add_list_argument(  # pylint: disable=redefined-builtin
+      parser: Any, *names: str, type: Any = None, help: Optional[str] = None,
+      default: Optional[list] = None, **kwargs: Any) -> argparse.Action:
     """Adds a list flag, settable whole or one item at a time by index.
 
     On the command line `--hidden-layers 20 10` and
@@ -125,7 +131,7 @@ class ModelArguments(argparse.Namespace):
                                         help=help, default=default, **kwargs)
 
   @classmethod
-  def default(cls):
+  def default(cls: Type[_A]) -> _A:
     """Creates an instance with the default value of every argument.
 
     Example:
@@ -138,7 +144,8 @@ class ModelArguments(argparse.Namespace):
     return cls.parse([])
 
   @classmethod
-  def parse(cls, args=None, parse_job=False):
+  def parse(cls, args: Union[None, str, Sequence[str]] = None,
+            parse_job: bool = False) -> Any:
     """Parses training arguments.
 
     Example:
@@ -167,7 +174,9 @@ class ModelArguments(argparse.Namespace):
         with `parse_job`, an invalid run configuration (naming its file,
         line and key), or a value `process()` rejects.
       SystemExit: argparse rejected the arguments (unknown flag, bad value);
-        it has printed the usage and the error.
+        it has printed the usage and the error, with the closest flag names
+        for a mistyped one. Also (code 0) after `--print-config` has
+        printed the resolved configuration.
     """
     if args is None:
       args = sys.argv[1:]
@@ -188,6 +197,12 @@ class ModelArguments(argparse.Namespace):
     arguments = parser.parse_args(argv, namespace=cls())
     for dest, values in indexed.items():
       setattr(arguments, dest, values)
+    if getattr(arguments, 'print_config', False):
+      # Before --output is required: a configuration may not name one.
+      arguments.process()
+      sys.stdout.write(_runconfig.dump(parser, arguments.to_dict()))
+      sys.stdout.flush()
+      raise SystemExit(0)
     if parse_job and not arguments.output:
       raise ConfigurationError(
           '--output (or --job-dir) is required to run a training job: the '
@@ -203,7 +218,7 @@ class ModelArguments(argparse.Namespace):
       return arguments, arguments.output
     return arguments
 
-  def process(self):
+  def process(self) -> None:
     """Validates the parsed arguments and derives values from them.
 
     `parse()` calls it. Subclasses override it to check their own flags or
@@ -228,7 +243,7 @@ class ModelArguments(argparse.Namespace):
         hasattr(self, 'batch_size')):
       self.eval_batch_size = self.batch_size
 
-  def to_dict(self):
+  def to_dict(self) -> Dict[str, Any]:
     """Returns every argument as plain values, to write as YAML or JSON.
 
     Example:

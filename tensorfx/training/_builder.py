@@ -1,12 +1,14 @@
 """ModelBuilder: the hooks a user fills in to define a model."""
 
 import types
+from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
 from tensorfx.training import _engine
+from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
 from tensorfx.training import _restore
 from tensorfx.training import _settings
@@ -46,11 +48,13 @@ class ModelBuilder(tf.Module):
 
   Example:
     >>> class Linear(ModelBuilder):
-    ...   def build_inference(self, inputs, training):
+    ...   def build_inference(self, inputs: Dict[str, Any], training: bool) -> Any:
     ...     if not hasattr(self, 'dense'):
     ...       self.dense = tf_keras.layers.Dense(1)
     ...     return self.dense(inputs['X'])
-    ...   def build_training(self, global_steps, inputs, inferences):
+    ...   def build_training(self, global_steps: tf.Variable,
+                     inputs: Dict[str, Any],
+                     inferences: Any) -> Tuple[Any, Any]:
     ...     loss = tf.reduce_mean(tf.square(inferences[:, 0] - inputs['Y']))
     ...     return loss, self.optimizer
 
@@ -64,11 +68,11 @@ class ModelBuilder(tf.Module):
   # the evaluator exports to best_model/, what tuning reports.
   evaluation_metric = ('loss', 'min')
 
-  def __init__(self, args, dataset):
+  def __init__(self, args: Any, dataset: Any) -> None:
     super().__init__(name=_module_name(type(self).__name__))
     self._args = args
     self._dataset = dataset
-    self._settings = None
+    self._settings: Optional[_settings.Settings] = None
     # Before any hook creates a variable: initializers draw from the seed.
     _seed.set_seed(self.settings.loop.seed)
     self._strategy = None
@@ -79,27 +83,28 @@ class ModelBuilder(tf.Module):
     # the model but is not part of the model's checkpoints.
     self._untracked = types.SimpleNamespace(transform_layer=None,
                                             worker_layer=None,
-                                            coordinator=None)
+                                            coordinator=None,
+                                            gradient_norm=None)
 
   @property
-  def args(self):
+  def args(self) -> Any:
     """The `ModelArguments` of the job."""
     return self._args
 
   @property
-  def dataset(self):
+  def dataset(self) -> Any:
     """The `DataSet` used for training and evaluation."""
     return self._dataset
 
   @property
-  def settings(self):
+  def settings(self) -> _settings.Settings:
     """The job's typed settings, read from `args` once, on first use."""
     if self._settings is None:
       self._settings = _settings.Settings.from_args(self._args)
     return self._settings
 
   @property
-  def strategy(self):
+  def strategy(self) -> tf.distribute.Strategy:
     """The `tf.distribute.Strategy` the graphs were built under."""
     if self._strategy is None:
       raise ConfigurationError(
@@ -108,21 +113,21 @@ class ModelBuilder(tf.Module):
     return self._strategy
 
   @property
-  def optimizer(self):
+  def optimizer(self) -> Any:
     """The optimizer, made once by `build_optimizer()`."""
     if self._optimizer is None:
       self._optimizer = self.build_optimizer()
     return self._optimizer
 
   @property
-  def sparse_optimizer(self):
+  def sparse_optimizer(self) -> Any:
     """The optimizer of embedding tables, made once by `build_sparse_optimizer()`."""
     if self._sparse_optimizer is None:
       self._sparse_optimizer = self.build_sparse_optimizer()
     return self._sparse_optimizer
 
   @property
-  def transform_layer(self):
+  def transform_layer(self) -> Any:
     """The tf.Transform layer that maps raw features to model inputs."""
     if self._untracked.worker_layer is not None:
       # Building a parameter-server worker's dataset: its tables must be
@@ -135,7 +140,7 @@ class ModelBuilder(tf.Module):
 
   # Hooks.
 
-  def build_callbacks(self):
+  def build_callbacks(self) -> List[Any]:
     """Returns the model's own training callbacks.
 
     Called once per run, eagerly, before training begins, in every process
@@ -154,7 +159,8 @@ class ModelBuilder(tf.Module):
     """
     return []
 
-  def build_input(self, source, batch, epochs, shuffle):
+  def build_input(self, source: str, batch: int, epochs: Optional[int],
+                  shuffle: bool) -> tf.data.Dataset:
     """Builds the input pipeline of a data source.
 
     Called eagerly (outside `tf.function`), on the chief or the evaluator:
@@ -228,7 +234,7 @@ class ModelBuilder(tf.Module):
         f'{type(self).__name__} must implement build_training(global_steps, '
         'inputs, inferences), returning (loss, optimizer).')
 
-  def build_optimizer(self):
+  def build_optimizer(self) -> Any:
     """Builds the optimizer, once, from the arguments' optimizer flags.
 
     Called on first use of `self.optimizer` (usually in the eager call of
@@ -248,7 +254,7 @@ class ModelBuilder(tf.Module):
     """
     return _optimizers.build_optimizer(self.settings.optimizer)
 
-  def build_sparse_optimizer(self):
+  def build_sparse_optimizer(self) -> Any:
     """Builds the optimizer of the builder's embedding tables, once.
 
     Called on first use of `self.sparse_optimizer`, eagerly, under the
@@ -271,7 +277,8 @@ class ModelBuilder(tf.Module):
     from tensorfx.embeddings import _optimizers as sparse  # pylint: disable=g-import-not-at-top
     return sparse.build_sparse_optimizer(self._args)
 
-  def build_evaluation(self, inputs, outputs):
+  def build_evaluation(self, inputs: Dict[str, Any],
+                       outputs: Dict[str, Any]) -> Dict[str, Any]:
     """Builds the evaluation metrics and updates them with a batch.
 
     Called once eagerly (in replica context), then traced into the
@@ -292,7 +299,7 @@ class ModelBuilder(tf.Module):
     del inputs, outputs
     return {}
 
-  def build_output(self, inferences):
+  def build_output(self, inferences: Any) -> Dict[str, Any]:
     """Builds the prediction outputs from the inference values.
 
     Called once eagerly, then traced into the evaluation step and into
@@ -308,7 +315,7 @@ class ModelBuilder(tf.Module):
       return dict(inferences)
     return {'outputs': inferences}
 
-  def build_init(self):
+  def build_init(self) -> None:
     """Initializes a fresh model, before its first training step.
 
     Called eagerly, once per run, after the variables exist and only when
@@ -338,7 +345,10 @@ class ModelBuilder(tf.Module):
 
   # Graph builders: the engine by default.
 
-  def build_graph_interfaces(self, config):
+  def build_graph_interfaces(
+      self, config: Any
+  ) -> Tuple[_interfaces.TrainingInterface,
+             Optional[_interfaces.EvaluationInterface], Any]:
     """Builds the training, evaluation and prediction interfaces.
 
     Called eagerly, once per process, by the trainer (every role but the
@@ -357,7 +367,7 @@ class ModelBuilder(tf.Module):
     """
     return _engine.build_graph_interfaces(self, config)
 
-  def build_training_graph(self):
+  def build_training_graph(self) -> _interfaces.TrainingInterface:
     """Builds the training interface; see `TrainingInterface`.
 
     Called once, under the strategy's scope: builds the training input,
@@ -366,7 +376,8 @@ class ModelBuilder(tf.Module):
     """
     return _engine.training_graph(self)
 
-  def build_evaluation_graph(self):
+  def build_evaluation_graph(
+      self) -> Optional[_interfaces.EvaluationInterface]:
     """Builds the evaluation interface; see `EvaluationInterface`.
 
     Called once, under the strategy's scope. Returns None when there is
@@ -374,7 +385,7 @@ class ModelBuilder(tf.Module):
     """
     return _engine.evaluation_graph(self)
 
-  def build_prediction_graph(self):
+  def build_prediction_graph(self) -> _interfaces.PredictionInterface:
     """Builds the prediction interface over raw instances.
 
     Called once, under the strategy's scope, on the process that exports.

@@ -2,8 +2,9 @@
 
 The outer loop runs steps in calls of several (one `tf.function` call
 each); each call stops at the next event: a log line, a checkpoint by
-steps, a validation, the last step (or after `--steps-per-loop`). A
-checkpoint by time is due at the first call that ends after its interval.
+steps, a validation, the last step, a step a callback asked for (or
+after `--steps-per-loop`). A checkpoint by time is due at the first call
+that ends after its interval.
 """
 
 import time
@@ -46,16 +47,22 @@ class Cadence:
     self.validate_first = validate_first
     self._clock = clock
     self._last_save = clock()
+    self._boundaries = set()
 
   def finished(self, step):
     """Whether `step` is the last (`--max-steps` reached)."""
     return self.max_steps is not None and step >= self.max_steps
+
+  def split_at(self, step):
+    """Makes a call end at global step `step` (e.g. to start a profile)."""
+    self._boundaries.add(int(step))
 
   def bound(self, step):
     """How many steps the call starting at `step` may run."""
     bounds = [self.per_call, self.log_every - step % self.log_every]
     if self.max_steps is not None:
       bounds.append(self.max_steps - step)
+    bounds += [b - step for b in self._boundaries if b > step]
     for every in (self.checkpoint_steps, self.eval_steps):
       if every:
         bounds.append(every - step % every)

@@ -8,10 +8,16 @@ It keeps the N most recent (`--keep-checkpoints`); the K best by a
 validation metric (`--keep-best-checkpoints`, `--best-metric`) are written
 apart, to `checkpoints/best/`, where the recent ones' rotation never deletes
 them.
+
+A run resumes the latest checkpoint of its output, or the one
+`--resume-from` names (once: the state is saved into the output at once,
+and a restarted job resumes from there), or starts afresh with
+`--no-resume`, which moves what an earlier run left aside.
 """
 
 import json
 import os
+import time
 
 import tensorflow as tf
 
@@ -19,9 +25,86 @@ from tensorfx import _atomic
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.training import _damaged
+from tensorfx.training import _restore
 
 BEST = 'best'
 _BEST_STATE = 'best.json'
+# Which --resume-from this output's checkpoints started from.
+_RESUMED = 'resumed_from.json'
+
+
+def resume(checkpoints, settings):
+  """Restores what the run starts from, per its `RestoreSettings`.
+
+  Args:
+    checkpoints: the run's `Checkpoints`.
+    settings: the `RestoreSettings` (`--resume-from`, `--no-resume`).
+
+  Returns:
+    The checkpoint restored, or None for a fresh model (then the run calls
+    `build_init()`).
+
+  Raises:
+    ConfigurationError: `--resume-from` names no checkpoint.
+    TrainingError: the checkpoint does not match the model, or cannot be
+      read.
+  """
+  if not settings.resume:
+    return None
+  if settings.resume_from:
+    path = checkpoints.resume_from(settings.resume_from)
+    if path is not None:
+      return path
+  return checkpoints.restore_latest()
+
+
+def move_aside(directories, clock=time.time):
+  """Renames each non-empty directory to `DIRECTORY.old-TIMESTAMP`.
+
+  What `--no-resume` does with an earlier run's checkpoints and summaries:
+  the new run starts afresh, and nothing is deleted.
+
+  Returns:
+    `{directory: where it went}` for the directories moved.
+  """
+  stamp = time.strftime('%Y%m%d-%H%M%S', time.gmtime(clock()))
+  moved = {}
+  for directory in directories:
+    directory = directory.rstrip('/')
+    if not tf.io.gfile.isdir(directory) or not tf.io.gfile.listdir(directory):
+      continue
+    target, count = f'{directory}.old-{stamp}', 1
+    while tf.io.gfile.exists(target):
+      count += 1
+      target = f'{directory}.old-{stamp}-{count}'
+    _rename_tree(directory, target)
+    moved[directory] = target
+    logger.warning('--no-resume: moved %s aside to %s', directory, target)
+  return moved
+
+
+def _rename_tree(source, target):
+  try:
+    tf.io.gfile.rename(source, target)
+    return
+  except (tf.errors.UnimplementedError, tf.errors.FailedPreconditionError,
+          tf.errors.PermissionDeniedError):
+    pass
+  # Filesystems that rename files only: copy, then delete the copied.
+  for root, _, files in tf.io.gfile.walk(source):
+    relative = root[len(source):].strip('/')
+    destination = f'{target}/{relative}' if relative else target
+    tf.io.gfile.makedirs(destination)
+    for name in files:
+      tf.io.gfile.copy(f'{root.rstrip("/")}/{name}',
+                       f'{destination}/{name}', overwrite=True)
+  for root, _, files in tf.io.gfile.walk(source):
+    for name in files:
+      tf.io.gfile.remove(f'{root.rstrip("/")}/{name}')
+  try:
+    tf.io.gfile.rmtree(source)
+  except tf.errors.OpError:
+    pass
 
 
 class Checkpoints:
@@ -109,6 +192,51 @@ class Checkpoints:
     logger.info('Resumed from %s at step %d', path, self.last_saved_step)
     return path
 
+  def resume_from(self, path):
+    """Restores the checkpoint `path` names, optimizer state and step too.
+
+    `--resume-from`: the state is saved at once into this output (as its
+    checkpoint of that step, the latest), and `resumed_from.json` records
+    it: a job restarted with the same command resumes its own latest
+    checkpoint, not `path` again. Checkpoints of later steps already in
+    the output stay until the rotation (`--keep-checkpoints`) removes
+    them, oldest first.
+
+    Args:
+      path: a checkpoint prefix (`.../ckpt-200`), its `.index` file, or a
+        directory of checkpoints (its latest).
+
+    Returns:
+      The prefix restored, or None when this output already resumed from
+      `path` (then resume its latest).
+
+    Raises:
+      ConfigurationError: naming `path`, when it is not a checkpoint.
+      TrainingError: the checkpoint does not match the model.
+    """
+    marker = os.path.join(self.directory, _RESUMED)
+    if self.latest and tf.io.gfile.exists(marker):
+      with tf.io.gfile.GFile(marker) as f:
+        done = json.load(f)
+      if done.get('given') == str(path):
+        logger.info('This output already resumed from %s at step %s '
+                    '(%s): resuming its latest checkpoint', path,
+                    done.get('step'), marker)
+        return None
+    prefix = _restore.resolve_checkpoint(path, what='--resume-from')
+    self.restore(prefix)
+    step = int(self._global_step.numpy())
+    saved = self._manager.save(checkpoint_number=step)
+    self.last_saved_step = step
+    tf.io.gfile.makedirs(self.directory)
+    with tf.io.gfile.GFile(marker + '.tmp', 'w') as f:
+      json.dump({'given': str(path), 'checkpoint': prefix, 'step': step,
+                 'saved': saved}, f, indent=1)
+    tf.io.gfile.rename(marker + '.tmp', marker, overwrite=True)
+    logger.info('Resumed from %s at step %d (--resume-from; saved as %s)',
+                prefix, step, saved)
+    return prefix
+
   def restore(self, path, partial=False):
     """Restores the checkpoint `path` (a prefix) into the objects.
 
@@ -122,7 +250,16 @@ class Checkpoints:
     """
     # read(), not restore(): restore() expects the save counter, which
     # copies written apart (best/, early_stopping/) do not hold.
-    status = tf.train.Checkpoint(**self._objects).read(path)
+    try:
+      status = tf.train.Checkpoint(**self._objects).read(path)
+    except ValueError as e:  # A variable of another shape.
+      raise TrainingError(
+          f'The checkpoint {path} does not match this model (was it written '
+          f'by a different model or arguments?): {e}') from None
+    except tf.errors.OpError as e:
+      raise TrainingError(
+          f'Cannot read the checkpoint {path}: '
+          f'{e.message.splitlines()[0]}') from None
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:

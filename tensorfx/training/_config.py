@@ -9,6 +9,7 @@ reading a configuration (e.g. in a launcher or a CLI) stays cheap.
 """
 
 import dataclasses
+from typing import Any, Dict, Mapping, Optional
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _tfconfig
@@ -43,7 +44,10 @@ class Configuration:
     ('/job:worker/task:0', 'parameter_server')
   """
 
-  def __init__(self, task, cluster=None, job=None, env='local'):
+  def __init__(self, task: TaskSpec,
+               cluster: Optional[Mapping[str, Any]] = None,
+               job: Optional[Dict[str, Any]] = None,
+               env: str = 'local') -> None:
     self._init(task, cluster, job, env, 'Configuration argument', 'env')
 
   def _init(self, task, cluster, job, env, where, env_key='environment'):
@@ -59,7 +63,8 @@ class Configuration:
     self._env = env
 
   @classmethod
-  def environment(cls, environ=None):
+  def environment(cls, environ: Optional[Mapping[str, str]] = None
+                  ) -> 'Configuration':
     """Creates the configuration the hosting environment gave this process.
 
     Reads `TF_CONFIG`, or when it is unset or empty, `CLUSTER_SPEC` (which
@@ -94,7 +99,7 @@ class Configuration:
     return config
 
   @classmethod
-  def local(cls):
+  def local(cls) -> 'Configuration':
     """Creates the configuration of single-node training in this process.
 
     Returns:
@@ -107,12 +112,12 @@ class Configuration:
     return cls(TaskSpec('chief', 0), None, None, 'local')
 
   @property
-  def task(self):
+  def task(self) -> TaskSpec:
     """This process's `TaskSpec` (type normalised to TensorFlow's names)."""
     return self._task
 
   @property
-  def cluster(self):
+  def cluster(self) -> Any:
     """The whole cluster, evaluator included, as a `tf.train.ClusterSpec`.
 
     None when there is no cluster (single-node training).
@@ -123,7 +128,7 @@ class Configuration:
     return tf.train.ClusterSpec(self._cluster)
 
   @property
-  def training_cluster(self):
+  def training_cluster(self) -> Any:
     """The cluster without the evaluator, as a `tf.train.ClusterSpec`.
 
     This is what strategies and servers use: the evaluator is a side task
@@ -137,64 +142,64 @@ class Configuration:
     return tf.train.ClusterSpec(jobs)
 
   @property
-  def job(self):
+  def job(self) -> Optional[Dict[str, Any]]:
     """The job's arguments as the hosting environment gave them, or None."""
     return self._job
 
   @property
-  def env(self):
+  def env(self) -> str:
     """Where the job runs: 'local' or 'cloud'."""
     return self._env
 
   @property
-  def device(self):
+  def device(self) -> str:
     """This task's device ('/job:worker/task:1'); '' when not distributed."""
     if not self.distributed:
       return ''
     return f'/job:{self._task.type}/task:{self._task.index}'
 
   @property
-  def distributed(self):
+  def distributed(self) -> bool:
     """Whether the training cluster has more than one task."""
     return sum(len(a) for a in self._training_jobs().values()) > 1
 
   @property
-  def master(self):
+  def master(self) -> bool:
     """Whether this is the chief (legacy AI Platform's master)."""
     return self._task.type == 'chief'
 
   @property
-  def param_server(self):
+  def param_server(self) -> bool:
     """Whether this is a parameter server."""
     return self._task.type == 'ps'
 
   @property
-  def worker(self):
+  def worker(self) -> bool:
     """Whether this is a worker."""
     return self._task.type == 'worker'
 
   @property
-  def evaluator(self):
+  def evaluator(self) -> bool:
     """Whether this is the evaluator."""
     return self._task.type == 'evaluator'
 
   @property
-  def trial(self):
+  def trial(self) -> Optional[str]:
     """The hyperparameter tuning trial id, or None."""
     return self._task.trial
 
   @property
-  def num_workers(self):
+  def num_workers(self) -> int:
     """The number of worker tasks (the chief not counted)."""
     return len(self._cluster.get('worker', ()))
 
   @property
-  def num_ps(self):
+  def num_ps(self) -> int:
     """The number of parameter servers."""
     return len(self._cluster.get('ps', ()))
 
   @property
-  def strategy_kind(self):
+  def strategy_kind(self) -> str:
     """Which distribution strategy this cluster shape calls for.
 
     One of 'parameter_server' (parameter servers present),
@@ -213,7 +218,7 @@ class Configuration:
       return 'mirrored'
     return 'default'
 
-  def create_device_setter(self, args=None):
+  def create_device_setter(self, args: Any = None) -> Any:
     """Creates the strategy that places variables and ops.
 
     Args:
@@ -261,7 +266,7 @@ class Configuration:
       return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()
 
-  def create_server(self, start=True):
+  def create_server(self, start: bool = True) -> Any:
     """Creates this task's `tf.distribute.Server` in the training cluster.
 
     Args:
@@ -288,7 +293,7 @@ class Configuration:
         self.training_cluster, job_name=self._task.type,
         task_index=self._task.index, protocol='grpc', start=start)
 
-  def to_dict(self):
+  def to_dict(self) -> Dict[str, Any]:
     """Returns the configuration as a JSON-able dict, for the job record.
 
     Example:
@@ -308,7 +313,7 @@ class Configuration:
       return NotImplemented
     return self.to_dict() == other.to_dict()
 
-  __hash__ = None
+  __hash__ = None  # type: ignore[assignment]
 
   def __repr__(self):
     d = self.to_dict()

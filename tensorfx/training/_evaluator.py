@@ -19,6 +19,7 @@ import tensorflow as tf
 from tensorfx import _atomic
 from tensorfx import _jobdirs
 from tensorfx._errors import ConfigurationError
+from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
@@ -134,7 +135,9 @@ class EvaluatorRun:
             continue
           try:
             checkpoints.restore(path, partial=True)
-          except (tf.errors.NotFoundError, ValueError):
+          except (tf.errors.NotFoundError, ValueError, TrainingError):
+            if not _damaged.went_away(path):
+              raise
             logger.info('Checkpoint %s went away before evaluation', path)
             continue
           with _validation.data_errors():

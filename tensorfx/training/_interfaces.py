@@ -23,6 +23,9 @@ class TrainingInterface:
     optimizer: the optimizer the training step applies.
     variables: the trainable variables being trained.
     batch_size: the global batch size (examples per step).
+    gradient_norm: a float32 variable the training step sets to the
+      global norm of the gradient it applied (before clipping); None when
+      the step does not report it. Read it at log intervals, not per step.
   """
   dataset: Any
   global_step: Any
@@ -30,6 +33,7 @@ class TrainingInterface:
   optimizer: Any
   variables: tuple
   batch_size: int
+  gradient_norm: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,11 +52,17 @@ class EvaluationInterface:
       `result()`, cleared with `reset_state()`.
     step: `tf.function(batch) -> count`: updates `metrics` with one batch of
       the dataset; validation targets that aggregate batch by batch call it.
+    compute: `compute(fn) -> tf.function(batch) -> (values, count)`: a step
+      that runs the model on one batch and returns `fn(inputs, outputs)`
+      (a dict of tensors) and the batch's examples, for validation targets
+      that compute their own values (`ValidationTarget.compute`); traced
+      once per `fn`.
   """
   dataset: Callable
   loop: Callable
   metrics: Mapping[str, Any]
   step: Optional[Callable] = None
+  compute: Optional[Callable] = None
 
 
 @dataclasses.dataclass(frozen=True)

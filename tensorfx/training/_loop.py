@@ -61,11 +61,13 @@ class TrainingLoop:
       multi-worker vote); the identity elsewhere.
     batch_size: examples per step, for examples/s.
     learning_rate: returns the learning rate now (or None).
+    gradient_norm: returns the last step's global gradient norm (or None).
   """
 
   def __init__(self, steps, read_step, cadence, callbacks, *, save,
                evaluate, agree=bool, batch_size=1,
-               learning_rate: Callable[[], Optional[float]] = lambda: None):
+               learning_rate: Callable[[], Optional[float]] = lambda: None,
+               gradient_norm: Callable[[], Optional[float]] = lambda: None):
     self._steps = steps
     self._read_step = read_step
     self.cadence = cadence
@@ -76,8 +78,33 @@ class TrainingLoop:
     self._agree = agree
     self._batch_size = batch_size
     self._learning_rate = learning_rate
+    self._gradient_norm = gradient_norm
     self._last_checkpoint = None
     self._last_evaluation = None
+    self._hooks = {'before': [], 'after': []}
+
+  def at_step(self, step, fn, when='after'):
+    """Calls `fn(step)` between two calls of the steps, at global step `step`.
+
+    A call of the step function ends at `step`; `fn` runs right after it
+    (`when='after'`: before the log, checkpoint and validation due at
+    `step`) or right before the next call (`when='before'`: after them,
+    so only training steps follow). A hook whose step is already behind
+    when training starts runs at the first call (before or after it); one
+    whose step is never reached (the data ended, the run stopped) does not
+    run.
+    """
+    if when not in self._hooks:
+      raise ValueError("when must be 'before' or 'after'. Received: "
+                       f'when={when!r}')
+    self.cadence.split_at(step)
+    self._hooks[when].append((int(step), fn))
+
+  def _run_hooks(self, when, step):
+    due = [(s, fn) for s, fn in self._hooks[when] if s <= step]
+    self._hooks[when] = [(s, fn) for s, fn in self._hooks[when] if s > step]
+    for hook_step, fn in due:
+      fn(hook_step)
 
   def run(self):
     """Trains; ends with a checkpoint and a validation of the last step.
@@ -137,11 +164,13 @@ class TrainingLoop:
           context.stop('another worker of the cluster stopped', exit_code=143)
         logger.info('Stopping at step %d: %s', step, context.stop_reason)
         return
+      self._run_hooks('before', step)
       bound = cadence.bound(step)
       previous = step
       with window.timing():
         result = self._steps(bound)
       step = result.step
+      self._run_hooks('after', step)
       _guards.check_steps(previous, step, result.ran)
       window.count(step - previous)
       if result.bad_loss:
@@ -167,6 +196,7 @@ class TrainingLoop:
       if result.ran and (cadence.log_due(step) or done):
         logs = window.logs(result.loss)
         logs['learning_rate'] = self._learning_rate()
+        logs['gradient_norm'] = self._gradient_norm()
         self.callbacks.on_step_end(step, logs)
       if done:
         if exhausted:

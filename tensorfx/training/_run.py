@@ -121,12 +121,16 @@ class TrainingRun:
     best = settings.checkpoints.best(builder.evaluation_metric)
     evaluation = _evaluation.Evaluation(
         evaluation if not self.evaluator_task else None, targets, best)
+    if not settings.restore.resume and self.chief:
+      # --no-resume: what an earlier run left goes aside, never deleted.
+      _checkpoints.move_aside(
+          [self.paths['checkpoints'], self.paths['summaries']])
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], training.global_step,
         max_to_keep=settings.checkpoints.keep,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
         model=builder)
-    if checkpoints.restore_latest() is None:
+    if _checkpoints.resume(checkpoints, settings.restore) is None:
       builder.build_init()
     summaries = _summaries.Summaries(self.paths['summaries'])
     iterator = iter(training.dataset)
@@ -159,39 +163,43 @@ class TrainingRun:
         (lambda step: None),
         agree=lambda flag: strategies.agree(builder.strategy, flag),
         batch_size=training.batch_size,
-        learning_rate=lambda: _learning_rate(training.optimizer))
+        learning_rate=lambda: _learning_rate(training.optimizer),
+        gradient_norm=lambda: _read(training.gradient_norm))
     context.save = loop.save_checkpoint
+    context.step_hook = loop.at_step
     logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
             'metrics': {}, 'model': None}
     try:
       with _validation.data_errors():
         outcome = loop.run()
-      results = evaluation.last
-      logs.update(
-          status=('interrupted' if context.exit_code is not None
-                  else outcome.status),
-          step=outcome.step, reason=outcome.reason,
-          metrics=results.primary if results is not None else {},
-          model=self.paths['model'] if context.exit_code is None else None,
-          nan_restores=callbacks.find(
-              _callbacks.LossGuardCallback).restores)
     except BaseException as e:
       logs.update(error=f'{type(e).__name__}: {e}',
                   status=('interrupted' if isinstance(e, KeyboardInterrupt)
                           else 'failed'))
+      _end_after_failure(callbacks, logs)
+      summaries.close()
       raise
+    results = evaluation.last
+    logs.update(
+        status=('interrupted' if context.exit_code is not None
+                else outcome.status),
+        step=outcome.step, reason=outcome.reason,
+        metrics=results.primary if results is not None else {},
+        model=self.paths['model'] if context.exit_code is None else None,
+        nan_restores=callbacks.find(_callbacks.LossGuardCallback).restores)
+    try:
+      callbacks.on_train_end(logs)
     finally:
-      try:
-        callbacks.on_train_end(logs)
-      finally:
-        summaries.close()
+      summaries.close()
     step = outcome.step
     if context.exit_code is not None:
       record.write(status='interrupted', global_step=step)
       logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
                      'command again to resume.', step, checkpoints.latest)
       raise SystemExit(context.exit_code)
-    model_dir = _export.export(prediction, dataset.schema, self.paths['model'])
+    model_dir = _export.export(
+        prediction, dataset.schema, self.paths['model'],
+        version=step if settings.export.versioned else None)
     if not self.chief:
       return None
     extra = {}
@@ -221,6 +229,19 @@ class TrainingRun:
     logger.info('No analysis given (--data-metadata): analyzing the training '
                 'data into %s', analysis_dir)
     dataset.analyze(analysis_dir)
+
+
+def _end_after_failure(callbacks, logs):
+  """Ends the callbacks of a failed run; their own errors only logged.
+
+  The failure that ended the run is what the user must see, not a
+  callback's trouble reporting it.
+  """
+  try:
+    callbacks.on_train_end(logs)
+  except Exception as e:  # pylint: disable=broad-except
+    logger.warning('A callback failed while the run ended: %s: %s',
+                   type(e).__name__, e)
 
 
 def _step_function(training, iterator, thres_loss):
@@ -260,6 +281,13 @@ def _learning_rate(optimizer):
     return float(optimizer.learning_rate)
   except (AttributeError, TypeError, ValueError):
     return None
+
+
+def _read(variable):
+  """A scalar variable's value now, or None when there is none."""
+  if variable is None:
+    return None
+  return float(variable.numpy())
 
 
 def _arguments(builder):

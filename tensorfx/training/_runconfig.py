@@ -366,3 +366,41 @@ def _scalar(action, value, where, label):
         f'{where} expects one of {", ".join(map(str, action.choices))}. '
         f'Received: {label}={value!r}')
   return result
+
+
+def dump(parser, values):
+  """Writes resolved arguments as a run configuration (YAML).
+
+  What `--print-config` prints: every flag with a value, by its name (the
+  validation targets under `validation`), so that `--config` on the file
+  gives the same arguments back.
+
+  Example:
+    >>> print(dump(parser, args.to_dict()))
+    data_train:
+    - data/train.csv
+    ...
+
+  Args:
+    parser: the trainer's `argparse.ArgumentParser`.
+    values: dest -> plain value (`ModelArguments.to_dict()`).
+
+  Returns:
+    The YAML text.
+  """
+  names = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    longs = [o for o in action.option_strings if o.startswith('--')]
+    if longs and action.dest not in names:
+      names[action.dest] = (_normal(longs[0]), action)
+  doc = {}
+  for dest, value in values.items():
+    name, action = names.get(dest, (None, None))
+    if name in (None, 'config', 'print_config') or value in (None, []):
+      continue
+    section = getattr(action, 'config_section', None)
+    if section:
+      doc.setdefault(section, {}).update(value)
+    else:
+      doc[name] = value
+  return _yaml.dump_yaml(doc)

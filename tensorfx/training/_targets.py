@@ -18,7 +18,10 @@ value becomes the final result (`agg`):
 From Python, `online_agg` may also be a callable `(aggregate, results,
 batch_index) -> aggregate` (the aggregate is None before the first batch)
 and `agg` a callable `(aggregate) -> results`: the functions of
-`train_from_params`.
+`train_from_params`. A target may also bring its own computation,
+`compute(inputs, outputs) -> {name: tensor}`, evaluated on each batch in
+place of the builder's metrics (tfutils' per-target `targets`): each
+target of a run may then compute different things.
 
 This module must not import TensorFlow at import time: the arguments check
 target specifications while parsing.
@@ -65,6 +68,11 @@ class ValidationTarget:
     agg: with `append` (or a callable `online_agg`), one of
       `FINAL_AGGREGATIONS` or a callable `(aggregate) -> results`; None
       means `mean` after `append`.
+    compute: a function `(inputs, outputs) -> {name: tensor}` (the batch's
+      inputs, and the model's outputs from `build_output`), traced once
+      and run on each batch in place of the builder's metrics; None for
+      the metrics. Its values aggregate batch by batch: `online_agg` mean
+      (the default) is then the mean of the batches' values.
   """
   name: str
   data: Tuple[str, ...] = ()
@@ -73,9 +81,20 @@ class ValidationTarget:
   batch_size: Optional[int] = None
   online_agg: Union[str, Callable[..., Any]] = 'mean'
   agg: Union[str, Callable[..., Any], None] = None
+  compute: Optional[Callable[..., Any]] = None
 
   def __post_init__(self):
     where = f'validation target {self.name!r}'
+    if self.compute is not None:
+      if not callable(self.compute):
+        raise ConfigurationError(
+            f'{where}: compute must be a function (inputs, outputs) -> dict '
+            f'of tensors, or None. Received: compute={self.compute!r}')
+      if self.online_agg == 'mean':
+        # Values computed per batch do not stream: their mean is the
+        # mean of the batches' values.
+        object.__setattr__(self, 'online_agg', 'append')
+        object.__setattr__(self, 'agg', self.agg or 'mean')
     if not isinstance(self.name, str) or not _NAME.match(self.name):
       raise ConfigurationError(
           'A validation target name must start with a letter or digit and '
@@ -126,7 +145,7 @@ class ValidationTarget:
   @property
   def streaming(self):
     """Whether the metrics stream over all batches in one call."""
-    return self.online_agg == 'mean'
+    return self.online_agg == 'mean' and self.compute is None
 
 
 def summaries_dir(name):
@@ -315,9 +334,21 @@ def aggregate(target, batch_results):
           'dict of metric values (give agg= a callable that makes one). '
           f'Received: {type(result).__name__}')
     return dict(result)
-  reduce = _FINAL[agg]
-  return {key: float(reduce(values)) if isinstance(values, list) else values
+  return {key: _reduce(agg, values) if isinstance(values, list) else values
           for key, values in current.items()}
+
+
+def _reduce(agg, values):
+  """Reduces per-batch values: numbers, or arrays element-wise."""
+  if all(isinstance(v, (int, float)) for v in values):
+    return float(_FINAL[agg](values))
+  if agg in ('first', 'last'):
+    return _FINAL[agg](values)
+  # Arrays a target's own computation made (one per batch, same shape).
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  reduce = {'mean': np.mean, 'median': np.median, 'sum': np.sum,
+            'min': np.min, 'max': np.max}[agg]
+  return reduce(np.stack([np.asarray(v) for v in values]), axis=0)
 
 
 def evaluate(evaluation, target):
@@ -333,6 +364,8 @@ def evaluate(evaluation, target):
   """
   data = evaluation.dataset(target.source_name, batch_size=target.batch_size,
                             batches=target.batches)
+  if target.compute is not None:
+    return _evaluate_compute(evaluation, target, data)
   metrics = evaluation.metrics
   for metric in metrics.values():
     metric.reset_state()
@@ -356,3 +389,43 @@ def evaluate(evaluation, target):
 
   results = aggregate(target, batches())
   return results, total
+
+
+def _evaluate_compute(evaluation, target, data):
+  """Runs a target's own computation on each batch, then aggregates."""
+  if getattr(evaluation, 'compute', None) is None:
+    raise ConfigurationError(
+        f'validation target {target.name!r} computes its own values, which '
+        'needs the EvaluationInterface\'s compute function; this builder\'s '
+        'has none.')
+  step = evaluation.compute(target.compute)
+  total = 0
+
+  def batches():
+    nonlocal total
+    for inputs in data:
+      values, count = step(inputs)
+      total += int(count)
+      yield {k: _host(v) for k, v in values.items()}
+
+  results = aggregate(target, batches())
+  return {k: _plain(v) for k, v in results.items()}, total
+
+
+def _host(value):
+  """A computed tensor on the host: a Python number, or a NumPy array."""
+  value = value.numpy() if hasattr(value, 'numpy') else value
+  if getattr(value, 'ndim', None) == 0:
+    return value.item()
+  return value
+
+
+def _plain(value):
+  """An aggregated value as plain Python (JSON and YAML can hold it)."""
+  if hasattr(value, 'tolist'):
+    return value.tolist()
+  if isinstance(value, dict):
+    return {k: _plain(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_plain(v) for v in value]
+  return value

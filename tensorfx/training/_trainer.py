@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+from typing import Any, Dict, List, Optional, Sequence
 
 from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
@@ -33,7 +34,8 @@ class ModelTrainer:
       (`ModelBuilder.build_callbacks()`).
   """
 
-  def __init__(self, config=None, callbacks=None):
+  def __init__(self, config: Optional[Configuration] = None,
+               callbacks: Optional[Sequence[Any]] = None) -> None:
     if config is not None and not isinstance(config, Configuration):
       raise ConfigurationError('config must be a Configuration or None. '
                                f'Received: config={config!r}')
@@ -47,16 +49,16 @@ class ModelTrainer:
     self._callbacks = callbacks
 
   @property
-  def callbacks(self):
+  def callbacks(self) -> List[Any]:
     """The callbacks given to the trainer."""
     return list(self._callbacks)
 
   @property
-  def config(self):
+  def config(self) -> Configuration:
     """The training `Configuration`."""
     return self._config
 
-  def train(self, model_builder, output):
+  def train(self, model_builder: Any, output: str) -> Any:
     """Runs training for this process's role.
 
     The chief trains, checkpoints, evaluates and exports; parameter servers
@@ -114,7 +116,8 @@ class ModelTrainer:
       _exit_task(config)
     return model
 
-  def evaluate(self, model_builder, output, checkpoint=None):
+  def evaluate(self, model_builder: Any, output: str,
+               checkpoint: Optional[str] = None) -> Dict[str, Any]:
     """Evaluates a checkpoint on the validation targets, without training.
 
     tfutils' `test_from_params`: the same builder and arguments as
@@ -143,7 +146,9 @@ class ModelTrainer:
     return _actions.evaluate(model_builder, output, checkpoint,
                              self._callbacks)
 
-  def export(self, model_builder, output, checkpoint=None, directory=None):
+  def export(self, model_builder: Any, output: str,
+             checkpoint: Optional[str] = None,
+             directory: Optional[str] = None) -> Any:
     """Exports a checkpoint as the SavedModel over raw instances.
 
     Example:

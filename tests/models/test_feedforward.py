@@ -43,6 +43,31 @@ def test_classification_reaches_the_accuracy_bar(iris_model):
                                            'versicolor']
 
 
+def test_classification_names_the_classes_beside_the_scores(
+    iris_model, iris_dataset_factory):
+  output, model = iris_model
+  outputs = model.predict(['6.3,3.3,6,2.5', '4.4,3,1.3,0.2'])
+  # The order of the analysis' vocabulary file, which readers of the
+  # scores cannot guess (here not alphabetical).
+  labels = nn.FeedForwardClassification(
+      nn.FeedForwardClassificationArguments.parse([]),
+      iris_dataset_factory()).labels
+  assert sorted(labels) == ['setosa', 'versicolor', 'virginica']
+  assert labels != sorted(labels)
+  for prediction in outputs:
+    assert prediction['classes'] == labels
+    best = max(range(3), key=lambda i: prediction['scores'][i])
+    assert prediction['classes'][best] == prediction['label']
+  assert [p['label'] for p in outputs] == ['virginica', 'setosa']
+  # In the SavedModel's outputs too, for servers that do not use tensorfx.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  loaded = tf.saved_model.load(os.path.join(output, 'model'))
+  signature = loaded.signatures['serving_default']
+  assert signature.structured_outputs['classes'].dtype == tf.string
+  classes = signature(csv=tf.constant(['6.3,3.3,6,2.5']))['classes']
+  assert [c.decode() for c in classes.numpy()[0]] == labels
+
+
 def test_regression_trains_and_predicts_values(tmp_path):
   features = tmp_path / 'features.yaml'
   features.write_text(REGRESSION_FEATURES)

@@ -1,6 +1,8 @@
 """prediction.Model over an exported SavedModel: every raw input form."""
 
+import glob
 import json
+import shutil
 import subprocess
 import sys
 
@@ -101,3 +103,60 @@ print(json.dumps([v.decode() for v in out['label'].numpy()]))
                           text=True, timeout=120, check=False)
   assert result.returncode == 0, result.stderr[-2000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == EXPECTED
+
+
+def _train_versioned(output, dataset, steps):
+  from conftest import iris_args  # pylint: disable=g-import-not-at-top
+  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  args, job = nn.FeedForwardClassificationArguments.parse(
+      iris_args(output, '--hidden-layers:1', '8', '--max-steps', str(steps),
+                '--export-versioned'), parse_job=True)
+  return training.ModelTrainer().train(
+      nn.FeedForwardClassification(args, dataset), job)
+
+
+def test_versioned_export_has_tensorflow_servings_layout(
+    tmp_path, iris_dataset_factory):
+  output = tmp_path / 'job'
+  first = _train_versioned(output, iris_dataset_factory(), 4)
+  assert first.path == str(output / 'model' / '4')
+  # Resumed and trained on: a new version beside the first.
+  _train_versioned(output, iris_dataset_factory(), 8)
+  base = output / 'model'
+  # TensorFlow Serving's base path: version directories named by integers,
+  # each a complete SavedModel; nothing else at the top.
+  assert sorted(p.name for p in base.iterdir()) == ['4', '8']
+  for version in ('4', '8'):
+    assert (base / version / 'saved_model.pb').is_file()
+    assert (base / version / 'variables' / 'variables.index').is_file()
+    assert glob.glob(str(base / version / 'variables' / 'variables.data-*'))
+    loaded = tf.saved_model.load(str(base / version))
+    outputs = loaded.signatures['serving_default'](
+        csv=tf.constant(INSTANCES))
+    assert outputs['scores'].shape == (3, 3)
+  # Model.load takes the base path and serves its highest version, as
+  # TensorFlow Serving does.
+  latest = prediction.Model.load(str(base))
+  assert (latest.path, latest.version) == (str(base / '8'), 8)
+  direct = prediction.Model.load(str(base / '8'))
+  assert direct.version is None
+  assert latest.predict(INSTANCES) == direct.predict(INSTANCES)
+  assert latest.predict(INSTANCES) != first.predict(INSTANCES)
+
+
+def test_versioned_export_replaces_an_unversioned_model(
+    tmp_path, iris_model, iris_dataset_factory):
+  source, _ = iris_model
+  output = tmp_path / 'job'
+  shutil.copytree(f'{source}/model', output / 'model')
+  _train_versioned(output, iris_dataset_factory(), 2)
+  assert sorted(p.name for p in (output / 'model').iterdir()) == ['2']
+
+
+def test_a_directory_without_a_model_or_versions_is_named(tmp_path):
+  (tmp_path / 'base' / 'not-a-version').mkdir(parents=True)
+  (tmp_path / 'base' / '3.partial').mkdir()
+  with pytest.raises(DataError, match=r"Cannot load the model at '.*base': "
+                     r'it holds no saved_model.pb, nor version directories'):
+    prediction.Model.load(str(tmp_path / 'base'))

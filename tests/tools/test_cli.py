@@ -90,3 +90,40 @@ def test_train_reports_a_missing_data_file(tmp_path):
   assert result.returncode == 1
   assert "No data file matches 'data/missing.csv'" in result.stderr
   assert 'Traceback' not in result.stderr
+
+
+def test_train_help_with_a_module_shows_the_trainers_flags():
+  result = _run('train', '--module', 'trainer', '--help', cwd=IRIS)
+  assert result.returncode == 0, result.stderr
+  own, _, trainer = result.stdout.partition('The trainer trainer takes')
+  assert '--cluster' in own and '--hidden-layers' not in own
+  # The iris trainer's own flag and the standard ones.
+  for flag in ('--hidden-layers', '--learning-rate', '--early-stopping-'
+               'patience', '--print-config'):
+    assert flag in trainer, flag
+
+
+def test_train_help_without_a_module_is_the_commands(capsys):
+  assert main(['train', '--help']) == 0
+  out = capsys.readouterr().out
+  assert '--module' in out and 'The trainer' not in out
+
+
+def test_a_mistyped_command_or_flag_gets_the_closest_names(tmp_path):
+  result = _run('trian', '--module', 'trainer')
+  assert result.returncode == 2
+  assert 'did you mean train?' in result.stderr
+  result = _run('train', '--module', 'trainer', '--output', str(tmp_path),
+                '--batch-sise', '8', '--lerning-rate', '0.1', cwd=IRIS)
+  assert result.returncode == 2
+  assert ('--batch-sise: did you mean --batch-size or --eval-batch-size?; '
+          '--lerning-rate: did you mean --learning-rate') in result.stderr
+
+
+def test_train_without_output_names_it(capsys):
+  try:
+    main(['train', '--module', 'trainer'])
+  except SystemExit as e:
+    assert e.code == 2
+  assert ('the following arguments are required: --output'
+          in capsys.readouterr().err)

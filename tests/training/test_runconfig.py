@@ -206,3 +206,23 @@ def test_find_config():
   assert _runconfig.find_config(['--config=r.yaml']) == 'r.yaml'
   # After `--` nothing is a flag.
   assert _runconfig.find_config(['--', '--config', 'r.yaml']) is None
+
+
+def test_print_config_is_a_run_configuration_giving_the_same_arguments(
+    tmp_path, capsys):
+  argv = ['--data-train', 'a.csv', 'b.csv', '--max-steps', '50',
+          '--no-shuffle', '--optimizer', 'sgd', '--momentum', '0.9',
+          '--eval-target', 'holdout', 'data=h.csv', 'batches=2',
+          '--restore-rename', 'x=y', '--warm-start', '/tmp/w',
+          '--hidden-layers:1', '20', '--hidden-layers:2', '10']
+  with pytest.raises(SystemExit) as exit_info:
+    Arguments.parse(argv + ['--print-config'])
+  assert exit_info.value.code == 0
+  printed = capsys.readouterr().out
+  assert 'print_config' not in printed and 'validation:' in printed
+  path = tmp_path / 'run.yaml'
+  path.write_text(printed)
+  again = Arguments.parse(['--config', str(path)])
+  expected = Arguments.parse(argv).to_dict()
+  assert {k: v for k, v in again.to_dict().items() if k != 'config'} == \
+      {k: v for k, v in expected.items() if k != 'config'}

@@ -92,6 +92,60 @@ def test_training_validates_every_target_at_its_frequency(
       'agg': 'max'}}
 
 
+def _rows(inputs, outputs):
+  del outputs
+  return {'rows': tf.shape(inputs['Y'])[0]}
+
+
+def _confidence(inputs, outputs):
+  del inputs
+  scores = outputs['scores']
+  return {'confidence': tf.reduce_mean(tf.reduce_max(scores, axis=1)),
+          'class_scores': tf.reduce_mean(scores, axis=0)}
+
+
+def test_targets_may_compute_their_own_values(tmp_path,
+                                              iris_dataset_factory):
+  args, job = _args(tmp_path, '--max-steps', '2')
+  training.ModelTrainer().train(_Counting(args, iris_dataset_factory()), job)
+  args, job = _args(tmp_path, '--eval-batch-size', '8')
+  args.eval_targets = {
+      'count': _targets.ValidationTarget(
+          'count', source='eval', compute=_rows, online_agg='sum'),
+      'confidence': _targets.ValidationTarget(
+          'confidence', source='eval', batches=3, compute=_confidence),
+      'largest': _targets.ValidationTarget(
+          'largest', source='eval', compute=_rows,
+          online_agg=lambda current, results, index: max(
+              current or 0, results['rows']),
+          agg=lambda largest: {'largest_batch': largest}),
+  }
+  summary = training.ModelTrainer().evaluate(
+      _Counting(args, iris_dataset_factory()), job)
+  results = summary['results']
+  # The default target streams the builder's metrics; the others compute
+  # what their functions say, each something different.
+  assert set(results['eval']) == {'loss', 'accuracy', 'rows'}
+  assert results['count'] == {'rows': 30.0}
+  assert results['largest'] == {'largest_batch': 8}
+  confidence = results['confidence']
+  assert set(confidence) == {'confidence', 'class_scores'}
+  assert 1 / 3 <= confidence['confidence'] <= 1.0
+  # An array per batch: the element-wise mean over the 3 batches.
+  assert len(confidence['class_scores']) == 3
+  assert sum(confidence['class_scores']) == pytest.approx(1.0, abs=1e-4)
+  # Written as JSON beside the checkpoint, like every evaluation.
+  written = (tmp_path / 'evaluations' / 'ckpt-2.json').read_text()
+  assert '"class_scores"' in written
+
+
+def test_a_computation_must_be_a_function():
+  with pytest.raises(ConfigurationError,
+                     match="validation target 'x': compute must be a "
+                     'function'):
+    _targets.ValidationTarget('x', compute='rows')
+
+
 def test_validation_from_a_run_configuration(tmp_path):
   config = tmp_path / 'run.yaml'
   config.write_text(

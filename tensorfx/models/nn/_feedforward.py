@@ -250,8 +250,11 @@ class FeedForwardClassification(_FeedForward):
   as they are, categorical ones (bucketize, hash, cross) one-hot encoded,
   embedding ones through a trainable `tf_keras.layers.Embedding` each. A
   multivalent categorical feature is a bag: multi-hot, or the mean of its
-  values' embeddings. The target is a discrete field. Outputs `label` (the predicted
-  class) and `scores` (a probability per class, in `labels` order).
+  values' embeddings. The target is a discrete field. Outputs `label`
+  (the predicted class), `scores` (a probability per class) and
+  `classes` (the class names, in the order of `scores`: `scores[i]` is
+  the probability of `classes[i]`), so predictions read without knowing
+  the vocabulary's order.
 
   Example:
     >>> args = FeedForwardClassificationArguments.parse(
@@ -289,7 +292,11 @@ class FeedForwardClassification(_FeedForward):
     scores = tf.nn.softmax(inferences)
     labels = tf.constant(self.labels)
     return {'label': tf.gather(labels, tf.argmax(scores, axis=1)),
-            'scores': scores}
+            'scores': scores,
+            # The names beside the scores, one row per instance (what
+            # TensorFlow Serving's classify API returns too).
+            'classes': tf.tile(labels[tf.newaxis, :],
+                               [tf.shape(scores)[0], 1])}
 
   def build_evaluation(self, inputs, outputs):
     if not hasattr(self, '_accuracy'):

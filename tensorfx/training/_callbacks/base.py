@@ -1,5 +1,9 @@
 """Callback: behaviour added to training without touching the loop."""
 
+from typing import Any, Dict, Optional
+
+from tensorfx.training._callbacks.context import RunContext
+
 
 class Callback:
   """Base class of training callbacks; override the methods you need.
@@ -20,8 +24,9 @@ class Callback:
      and validation and before the model is exported.
 
   At each event the built-in callbacks run first (the loss guards,
-  signals, progress, TensorBoard, MLflow, hypertune, bad-record counts,
-  best checkpoints, early stopping), then those given to
+  signals, the model summary, progress, TensorBoard, its hyperparameters,
+  the profiler, best checkpoints, MLflow, hypertune, bad-record counts,
+  early stopping), then those given to
   `ModelTrainer(callbacks=...)`, then those `ModelBuilder.build_callbacks()`
   returns. Every method runs eagerly, on the host, in the process that
   trains: the chief, and each worker of a multi-worker cluster (where
@@ -45,19 +50,23 @@ class Callback:
     >>> ModelTrainer(callbacks=[StopAtLoss(0.05)]).train(builder, output)
   """
 
-  def __init__(self):
-    self._context = None
+  def __init__(self) -> None:
+    self._context: Optional[RunContext] = None
 
   @property
-  def context(self):
+  def context(self) -> RunContext:
     """The `RunContext` of the run this callback is part of."""
+    if self._context is None:
+      raise RuntimeError(
+          'A callback\'s context is set by the trainer before '
+          'on_train_begin; this callback is not part of a run yet.')
     return self._context
 
-  def set_context(self, context):
+  def set_context(self, context: RunContext) -> None:
     """Called by the trainer before `on_train_begin`."""
     self._context = context
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: Dict[str, Any]) -> None:
     """Training is about to start.
 
     Args:
@@ -65,20 +74,22 @@ class Callback:
         (None when unbounded), `batch_size` (examples per step).
     """
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: Dict[str, Any]) -> None:
     """Steps up to `step` have run; at log intervals, read on the host.
 
     Args:
       step: the global step.
       logs: `loss` (the last step's loss, or the bad one that stopped the
         loop), `examples_per_sec` and `steps_per_sec` (since the previous
-        call), `learning_rate` (None when it cannot be read).
+        call), `learning_rate` (None when it cannot be read),
+        `gradient_norm` (the global norm of the last step's gradient,
+        before clipping; None when the step does not report it).
     """
 
-  def on_checkpoint(self, step, path):
+  def on_checkpoint(self, step: int, path: str) -> None:
     """A checkpoint of `step` was written to `path` (a prefix)."""
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     """The validation targets were evaluated at `step`.
 
     Args:
@@ -88,7 +99,7 @@ class Callback:
         `examples`, `seconds` and `checkpoint` besides.
     """
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: Dict[str, Any]) -> None:
     """The run has ended.
 
     Args:

@@ -3,9 +3,12 @@
 from tensorfx.training._callbacks import bad_records
 from tensorfx.training._callbacks import early_stopping
 from tensorfx.training._callbacks import evaluator_stop
+from tensorfx.training._callbacks import hparams
 from tensorfx.training._callbacks import hypertune
 from tensorfx.training._callbacks import keep_best
 from tensorfx.training._callbacks import loss_guard
+from tensorfx.training._callbacks import model_summary
+from tensorfx.training._callbacks import profiler
 from tensorfx.training._callbacks import progress
 from tensorfx.training._callbacks import serving_check
 from tensorfx.training._callbacks import signals
@@ -18,9 +21,10 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   """The built-in callbacks of a run, in the order they are called.
 
   Guards and signals come first (they decide whether training goes on),
-  then what reports (progress, TensorBoard), what keeps (best
-  checkpoints), what records (MLflow, tuning, bad records), and what
-  decides to stop (early stopping).
+  then what reports (the model summary, progress, TensorBoard and its
+  hyperparameters, the profiler), what keeps (best checkpoints), what
+  records (MLflow, tuning, bad records), and what decides to stop (early
+  stopping).
 
   Args:
     settings: the job's `Settings`.
@@ -37,11 +41,18 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   callbacks = []
   if role == 'train':
     callbacks += [loss_guard.LossGuardCallback(settings.guards),
-                  signals.SignalStop()]
+                  signals.SignalStop(),
+                  model_summary.ModelSummaryCallback()]
   callbacks.append(progress.ProgressCallback())
   if role != 'evaluate':
-    callbacks += [tensorboard.TensorBoardCallback(),
-                  keep_best.KeepBestCallback()]
+    callbacks.append(tensorboard.TensorBoardCallback())
+  if role == 'train':
+    callbacks.append(hparams.HParamsCallback(arguments or {}))
+    if settings.summaries.profile_steps:
+      callbacks.append(profiler.ProfilerCallback(
+          *settings.summaries.profile_steps))
+  if role != 'evaluate':
+    callbacks.append(keep_best.KeepBestCallback())
   callbacks.append(tracking.TrackingCallback(
       tracker, arguments or {}, source or {},
       action='evaluate' if role == 'evaluate' else 'train',

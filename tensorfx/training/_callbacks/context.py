@@ -39,6 +39,8 @@ class RunContext:
   training_graph: Optional[Callable[[], Any]] = None
   # How the run saves a checkpoint and tells the callbacks (set by it).
   save: Optional[Callable[[], Optional[str]]] = None
+  # How the run calls back between calls of its steps (set by it).
+  step_hook: Optional[Callable[..., None]] = None
   stop_reason: Optional[str] = None
   exit_code: Optional[int] = None
 
@@ -72,6 +74,33 @@ class RunContext:
     if self.stop_reason is None:
       self.stop_reason = str(reason)
       self.exit_code = exit_code
+
+  def at_step(self, step: int, fn: Callable[[int], Any],
+              when: str = 'after') -> bool:
+    """Asks the loop to call `fn(step)` when the global step is `step`.
+
+    The training loop runs steps in calls of several (one `tf.function`
+    call each); it ends a call at `step` and calls `fn` right after it
+    (`when='after'`, before the log line, checkpoint and validation due at
+    that step) or right before the next call (`when='before'`, so that
+    only training steps follow, e.g. to start a profile). A 'before' hook
+    whose step is already behind when training starts runs before the
+    first call. Every process that trains must ask for the same steps
+    (replicas of a multi-worker cluster split their calls alike). Call it
+    in `on_train_begin`.
+
+    Example:
+      >>> def on_train_begin(self, logs):
+      ...   self.context.at_step(100, lambda step: print('at', step))
+
+    Returns:
+      Whether the hook was set: False where nothing trains (the
+      evaluator, `tensorfx evaluate`).
+    """
+    if self.step_hook is None:
+      return False
+    self.step_hook(step, fn, when)
+    return True
 
   def save_checkpoint(self):
     """Saves a checkpoint now (callbacks hear of it); returns its path."""

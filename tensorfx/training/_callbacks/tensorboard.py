@@ -7,8 +7,8 @@ from tensorfx.training._callbacks import base
 class TensorBoardCallback(base.Callback):
   """Writes `summaries/train` and `summaries/eval[_TARGET]` for TensorBoard.
 
-  Training scalars (loss, examples/s, steps/s, learning rate) at each
-  log interval; each validation target's metrics at each validation; the
+  Training scalars (loss, examples/s, steps/s, learning rate, gradient
+  norm) at each log interval; each validation target's metrics at each validation; the
   training loop's graph once training has started (the Graphs tab).
   """
 

@@ -2,11 +2,14 @@
 
 Traced inside `tf.function`s and run on each replica: the hooks
 `build_inference`, `build_output`, `build_training` (for the loss) and
-`build_evaluation` (to update the metrics) are called for every batch.
+`build_evaluation` (to update the metrics) are called for every batch; a
+validation target with its own computation calls `build_inference` and
+`build_output`, then its function.
 """
 
 import tensorflow as tf
 
+from tensorfx._errors import ConfigurationError
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import strategies
 
@@ -52,6 +55,36 @@ def build(builder):
     return count
 
   step = tf.function(run_step)
+  computations = {}
+
+  def compute(fn):
+    # A validation target's own computation (ValidationTarget.compute),
+    # traced once per function.
+    if fn not in computations:
+
+      def target_step(inputs):
+        outputs = builder.build_output(
+            builder.build_inference(inputs, training=False))
+        values = fn(inputs, outputs)
+        if not isinstance(values, dict):
+          raise ConfigurationError(
+              'A validation target\'s computation '
+              f'({getattr(fn, "__qualname__", fn)}) must return a dict of '
+              f'tensors by name. Received: {values!r}')
+        size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
+        return dict(values), size
+
+      def run_target_step(inputs):
+        if not replicated:
+          return target_step(inputs)
+        values, size = strategy.run(target_step, (inputs,))
+        # One value per batch: the replicas' mean.
+        return ({k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v,
+                                    axis=None) for k, v in values.items()},
+                strategy.reduce(tf.distribute.ReduceOp.SUM, size, axis=None))
+
+      computations[fn] = tf.function(run_target_step)
+    return computations[fn]
 
   def dataset(source='eval', batch_size=None, batches=None):
     data = builder.build_input(source, batch_size or default_batch, 1, False)
@@ -63,4 +96,5 @@ def build(builder):
     return data
 
   return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
-                                         metrics=metrics, step=step)
+                                         metrics=metrics, step=step,
+                                         compute=compute)

@@ -5,6 +5,8 @@ replica (`strategy.run`). It calls the hooks `build_inference` and
 `build_training` under a gradient tape.
 """
 
+import inspect
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
@@ -14,6 +16,19 @@ from tensorfx.training._engine import strategies
 
 def make_train_step(builder, dense, groups, accumulator):
   """The per-replica step: `train_step(inputs) -> loss`.
+
+  Each step also writes the global norm of the gradient it applies to
+  `builder._untracked.gradient_norm` (a variable made here, kept out of
+  checkpoints and exports), which the trainer reads at log intervals
+  only: no host synchronisation per step. Under mirrored replicas the
+  replicas' gradients are summed first (the sum the optimizer applies,
+  before clipping), so the norm is that of the global batch's gradient;
+  under parameter servers each worker's step applies its own gradient,
+  and the variable holds the last step's. Two cases report the norm of a
+  replica's own minibatch gradient instead: `--accumulation-steps` (the
+  step does not apply), and mirrored replicas with an optimizer that
+  cannot take summed gradients (`apply_gradients` without
+  `skip_gradients_aggregation`).
 
   Args:
     builder: the `ModelBuilder`.
@@ -32,6 +47,12 @@ def make_train_step(builder, dense, groups, accumulator):
   global_step = builder.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
+  # Made under the strategy's scope (the caller's): replicas hold the same
+  # value, the first one's is kept.
+  gradient_norm = tf.Variable(
+      0.0, trainable=False, name='gradient_norm',
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+  builder._untracked.gradient_norm = gradient_norm  # pylint: disable=protected-access
 
   # Python-only control flow, calling optimizers (which autograph leaves
   # alone, as Keras' own training step does): converting it would only
@@ -46,13 +67,31 @@ def make_train_step(builder, dense, groups, accumulator):
       gradients = [tf.convert_to_tensor(g)
                    if isinstance(g, tf.IndexedSlices) else g
                    for g in gradients]
-    step_optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
+    parts = [(step_optimizer, 0, len(dense))]
     start = len(dense)
     for table_optimizer, table_variables in groups:
-      end = start + len(table_variables)
-      table_optimizer.apply_gradients(
-          zip(gradients[start:end], table_variables))
-      start = end
+      parts.append((table_optimizer, start, start + len(table_variables)))
+      start += len(table_variables)
+    # Each optimizer sums the replicas' gradients itself; summed here
+    # instead (by the same optimizer method, so no more communication),
+    # the norm is the global batch's.
+    presum = replicated and all(_sums_apart(o) for o, _, _ in parts)
+    kwargs = {}
+    if presum:
+      kwargs['skip_gradients_aggregation'] = True
+      gradients = list(gradients)
+      for optimizer, begin, end in parts:
+        summed = optimizer.aggregate_gradients(
+            list(zip(gradients[begin:end], variables[begin:end])))
+        gradients[begin:end] = [g for g, _ in summed]
+    norm = tf.linalg.global_norm([g for g in gradients if g is not None])
+    if replicated and not presum:
+      # A replica's gradient is of its loss / replicas.
+      norm *= replicas
+    gradient_norm.assign(norm)
+    for optimizer, begin, end in parts:
+      optimizer.apply_gradients(
+          zip(gradients[begin:end], variables[begin:end]), **kwargs)
 
   def train_step(inputs):
     with tf.GradientTape() as tape:
@@ -72,10 +111,23 @@ def make_train_step(builder, dense, groups, accumulator):
     else:
       # Applied every --accumulation-steps steps by the step runner.
       accumulator.add(gradients)
+      gradient_norm.assign(tf.linalg.global_norm(
+          [g for g in gradients if g is not None]) * replicas)
     global_step.assign_add(1)
     return loss
 
   return tf.autograph.to_graph(train_step), variables
+
+
+def _sums_apart(optimizer):
+  """Whether `optimizer` can sum replicas' gradients apart from applying."""
+  if not hasattr(optimizer, 'aggregate_gradients'):
+    return False
+  try:
+    parameters = inspect.signature(optimizer.apply_gradients).parameters
+  except (TypeError, ValueError):
+    return False
+  return 'skip_gradients_aggregation' in parameters
 
 
 def build_accumulator(builder, variables, steps, tables):

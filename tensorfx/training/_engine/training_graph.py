@@ -65,4 +65,5 @@ def build(builder):
   return _interfaces.TrainingInterface(
       dataset=distributed, global_step=builder.global_step, loop=loop,
       optimizer=optimizer, variables=variables,
-      batch_size=settings.loop.batch_size)
+      batch_size=settings.loop.batch_size,
+      gradient_norm=builder._untracked.gradient_norm)  # pylint: disable=protected-access

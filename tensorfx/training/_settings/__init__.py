@@ -18,29 +18,33 @@ import dataclasses
 
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
+from tensorfx.training._settings import export
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
 from tensorfx.training._settings import loop
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import restore
+from tensorfx.training._settings import summaries
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
 from tensorfx.training._settings.checkpoints import CheckpointSettings
 from tensorfx.training._settings.checkpoints import parse_best_metric
 from tensorfx.training._settings.data import DataSettings
+from tensorfx.training._settings.export import ExportSettings
 from tensorfx.training._settings.guards import GuardSettings
 from tensorfx.training._settings.job import JobSettings
 from tensorfx.training._settings.logging import LoggingSettings
 from tensorfx.training._settings.loop import LoopSettings
 from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.restore import RestoreSettings
+from tensorfx.training._settings.summaries import SummarySettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 
 # In the order their flags appear in --help.
 _SECTIONS = (data, job, loop, checkpoints, optimizer, validation, guards,
-             restore, tracking, logging)
+             restore, export, tracking, logging, summaries)
 
 
 def add_arguments(parser):
@@ -72,8 +76,10 @@ class Settings:
   validation: ValidationSettings = ValidationSettings()
   guards: GuardSettings = GuardSettings()
   restore: RestoreSettings = RestoreSettings()
+  export: ExportSettings = ExportSettings()
   tracking: TrackingSettings = TrackingSettings()
   logging: LoggingSettings = LoggingSettings()
+  summaries: SummarySettings = SummarySettings()
 
   @classmethod
   def from_args(cls, args):
@@ -85,6 +91,7 @@ class Settings:
 __all__ = [
     'CheckpointSettings',
     'DataSettings',
+    'ExportSettings',
     'GuardSettings',
     'JobSettings',
     'LoggingSettings',
@@ -92,6 +99,7 @@ __all__ = [
     'OptimizerSettings',
     'RestoreSettings',
     'Settings',
+    'SummarySettings',
     'TrackingSettings',
     'ValidationSettings',
     'add_arguments',

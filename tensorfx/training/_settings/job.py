@@ -17,6 +17,10 @@ def add_arguments(parser):
   job.add_argument('--output', '--job-dir', dest='output', metavar='PATH',
                    help='the job output directory (local or gs://): '
                    'checkpoints, summaries and the model go there')
+  job.add_argument('--print-config', action='store_true',
+                   help='print the fully resolved configuration (defaults, '
+                   'the --config file and these flags) as YAML, ready to '
+                   'save as a run.yaml, and exit')
   job.add_argument('--action', type=str.lower, choices=ACTIONS,
                    default='train',
                    help='what ModelTrainer.train() does: train; evaluate '

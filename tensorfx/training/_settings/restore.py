@@ -1,4 +1,9 @@
-"""Restore settings: warm-starting a fresh model from another checkpoint."""
+"""Restore settings: what a run starts from.
+
+Its own latest checkpoint (the default), a checkpoint named with
+`--resume-from`, nothing (`--no-resume`), or a warm start of a fresh model
+from another checkpoint (`--warm-start`).
+"""
 
 import argparse
 import dataclasses
@@ -12,6 +17,20 @@ from tensorfx.training._settings import _section
 
 def add_arguments(parser):
   load = _section.group(parser, 'restore')
+  load.add_argument('--resume-from', metavar='PATH',
+                    help='resume from this checkpoint (a prefix such as '
+                    'OUTPUT/checkpoints/ckpt-200, or a directory: its '
+                    'latest) with its optimizer state and global step, '
+                    'instead of the output\'s latest; applied once per '
+                    'output: a restarted job resumes its own latest '
+                    'checkpoint (default: the latest in OUTPUT/checkpoints)')
+  load.add_argument('--resume', action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help='resume from the output\'s latest checkpoint; '
+                    '--no-resume starts afresh and moves the checkpoints '
+                    'and summaries already there aside, to '
+                    'checkpoints.old-TIMESTAMP and summaries.old-TIMESTAMP '
+                    '(default: on)')
   load.add_argument('--warm-start', metavar='PATH',
                     help='initialize a fresh job from this checkpoint (a '
                     'prefix, a directory, or another job\'s output), by '
@@ -31,6 +50,18 @@ def add_arguments(parser):
 
 
 def check(args):
+  resume_from = _section.read(args, 'resume_from')
+  if resume_from and not _section.read(args, 'resume', True):
+    raise ConfigurationError(
+        '--resume-from PATH and --no-resume contradict each other: '
+        '--resume-from already leaves the output\'s latest checkpoint '
+        f'aside. Received: --resume-from={resume_from} --no-resume')
+  if resume_from and _section.read(args, 'warm_start'):
+    raise ConfigurationError(
+        '--resume-from resumes a checkpoint with its optimizer state; '
+        '--warm-start initializes a fresh model from one: use one of them. '
+        f'Received: --resume-from={resume_from} --warm-start='
+        f'{_section.read(args, "warm_start")}')
   _restore.compile_pattern(_section.read(args, 'restore_pattern'))
   _restore.parse_rename(_section.read(args, 'restore_rename'))
   if not _section.read(args, 'warm_start'):
@@ -44,9 +75,14 @@ def check(args):
 
 @dataclasses.dataclass(frozen=True)
 class RestoreSettings:
-  """How a fresh (not resumed) model is initialized from a checkpoint.
+  """What a run starts from: a checkpoint resumed, or a fresh model.
 
   Attributes:
+    resume: whether the run resumes the output's latest checkpoint
+      (`--resume`, default); False (`--no-resume`) starts afresh, the
+      checkpoints and summaries already there moved aside.
+    resume_from: a checkpoint prefix or directory to resume from instead
+      of the output's latest (`--resume-from`); None for the latest.
     warm_start: a checkpoint prefix, directory or job output
       (`--warm-start`); None for the initializers' values.
     pattern: a regex of the variables warm-started (`--restore-pattern`).
@@ -55,6 +91,8 @@ class RestoreSettings:
     global_step: whether the global step is warm-started too
       (`--restore-global-step`).
   """
+  resume: bool = True
+  resume_from: Optional[str] = None
   warm_start: Optional[str] = None
   pattern: Optional[str] = None
   rename: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -63,7 +101,9 @@ class RestoreSettings:
   @classmethod
   def from_args(cls, args):
     read = _section.read
-    return cls(warm_start=read(args, 'warm_start') or None,
+    return cls(resume=bool(read(args, 'resume', True)),
+               resume_from=read(args, 'resume_from') or None,
+               warm_start=read(args, 'warm_start') or None,
                pattern=read(args, 'restore_pattern') or None,
                rename=_restore.parse_rename(read(args, 'restore_rename')),
                global_step=bool(read(args, 'restore_global_step', False)))

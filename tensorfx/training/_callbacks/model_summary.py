@@ -1,0 +1,152 @@
+"""Model summary: the variables, their parameter counts and placement."""
+
+import collections
+import re
+
+import tensorflow as tf
+
+from tensorfx._logging import logger
+from tensorfx.training import _engine
+from tensorfx.training._callbacks import base
+
+
+def summarize(builder):
+  """The model's variable groups, for `ModelSummaryCallback`.
+
+  A group is a layer: the variables that share a name but for its last
+  part (`hidden1/kernel` and `hidden1/bias` are `hidden1`); the shards of
+  a partitioned variable (`.../part_0`, `.../part_1`) are one variable.
+
+  Example:
+    >>> [(g.name, g.parameters) for g in summarize(builder)]
+    [('hidden1', 40), ('output', 27)]
+
+  Returns:
+    A list of `Group`s in the order their first variable was created.
+  """
+  groups = collections.OrderedDict()
+  for variable in _engine.warm_start_variables(builder):
+    name = re.sub(r':\d+$', '', variable.name)
+    shard = re.match(r'^(.*)/part_\d+$', name)
+    if shard:
+      name = shard.group(1)
+    layer, _, short = name.rpartition('/')
+    group = groups.setdefault(layer or name, Group(layer or name))
+    group.add(short, variable)
+  return list(groups.values())
+
+
+class Group:
+  """A layer's variables: parameter counts, shapes and devices."""
+
+  def __init__(self, name):
+    self.name = name
+    self.parameters = 0
+    self.trainable = 0
+    self.shapes = collections.OrderedDict()
+    self.devices = []
+
+  def add(self, short, variable):
+    count = int(variable.shape.num_elements() or 0)
+    self.parameters += count
+    if variable.trainable:
+      self.trainable += count
+    shape = variable.shape.as_list()
+    if short in self.shapes:
+      # Another shard: rows add up.
+      previous = self.shapes[short]
+      shape = [previous[0] + shape[0]] + shape[1:]
+    self.shapes[short] = shape
+    for device in _devices(variable):
+      if device not in self.devices:
+        self.devices.append(device)
+
+
+def _devices(variable):
+  """The short names of the devices holding `variable` (each replica's)."""
+  values = getattr(variable, 'values', None)
+  variables = values if isinstance(values, (list, tuple)) else (variable,)
+  return [_short_device(v.device) for v in variables]
+
+
+def _short_device(device):
+  """'/job:ps/replica:0/task:1/device:CPU:0' -> 'ps:1/CPU:0'."""
+  if not device:
+    return 'default'
+  spec = tf.DeviceSpec.from_string(device)
+  where = f'{spec.device_type}:{spec.device_index or 0}' \
+      if spec.device_type else ''
+  if spec.job and spec.job != 'localhost':
+    return f'{spec.job}:{spec.task or 0}' + (f'/{where}' if where else '')
+  return where or device
+
+
+def _shape(shape):
+  return 'x'.join(str(d) for d in shape) or 'scalar'
+
+
+class ModelSummaryCallback(base.Callback):
+  """Logs the model's variables once, before the first training step.
+
+  One line per variable group (a layer): its parameter count, its
+  variables' shapes and the devices they are placed on (each replica's
+  device under mirrored strategies; the parameter server of each shard
+  under parameter servers); then the total, trainable and not, and the
+  optimizers' state. Written to TensorBoard's Text tab too
+  (`summaries/train`, `model_summary`). The chief of a training run only.
+  """
+
+  def on_train_begin(self, logs):
+    context = self.context
+    if not context.chief or context.role != 'train':
+      return
+    lines = self.lines(context.builder)
+    for line in lines:
+      logger.info('%s', line)
+    if context.summaries is not None:
+      context.summaries.text('train', logs['step'], 'model_summary',
+                             '\n'.join(['```'] + lines + ['```']))
+
+  @staticmethod
+  def lines(builder):
+    """The summary's lines (without logging them)."""
+    groups = summarize(builder)
+    strategy = type(builder.strategy).__name__
+    if strategy.startswith('_Default'):
+      strategy = 'the default strategy'
+    rows = [(g.name, f'{g.parameters:,}',
+             ', '.join(f'{k} {_shape(s)}' for k, s in g.shapes.items()),
+             ', '.join(sorted(g.devices))) for g in groups]
+    header = ('group', 'parameters', 'variables', 'placement')
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
+
+    def row(cells):
+      return (f'  {cells[0]:<{widths[0]}}  {cells[1]:>{widths[1]}}  '
+              f'{cells[2]:<{widths[2]}}  {cells[3]}').rstrip()
+
+    total = sum(g.parameters for g in groups)
+    trainable = sum(g.trainable for g in groups)
+    lines = [f'Model {type(builder).__name__} under {strategy}: '
+             f'{len(groups)} variable groups', row(header)]
+    lines += [row(r) for r in rows]
+    lines.append(f'  total {total:,} parameters ({trainable:,} trainable, '
+                 f'{total - trainable:,} not)')
+    state = _optimizer_state(builder)
+    if state:
+      lines.append(f'  optimizer state {state:,} values (not parameters)')
+    return lines
+
+
+def _optimizer_state(builder):
+  """The values the optimizers keep (slots, iterations)."""
+  optimizers = [getattr(builder, '_training_optimizer', None),
+                getattr(builder, '_sparse_optimizer', None)]
+  total, seen = 0, set()
+  for optimizer in optimizers:
+    if optimizer is None or id(optimizer) in seen:
+      continue
+    seen.add(id(optimizer))
+    variables = getattr(optimizer, 'variables', ())
+    for variable in (variables() if callable(variables) else variables):
+      total += int(variable.shape.num_elements() or 0)
+  return total

@@ -1,0 +1,70 @@
+"""Summary settings: what a run adds to TensorBoard besides its scalars."""
+
+import dataclasses
+from typing import Optional, Tuple
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.training._settings import _section
+
+
+def add_arguments(parser):
+  logging = _section.group(parser, 'logging')
+  logging.add_argument('--profile-steps', metavar='FIRST[,LAST]',
+                       help='write a profile of training steps FIRST to '
+                       'LAST (counted from 1, like the global step) to '
+                       'summaries/train/plugins/profile/, for TensorBoard\'s '
+                       'Profile tab (pip install "tensorfx-sdk[profile]") '
+                       '(default: none)')
+
+
+def check(args):
+  parse_profile_steps(_section.read(args, 'profile_steps'))
+
+
+def parse_profile_steps(value):
+  """Parses `--profile-steps FIRST[,LAST]` (or a pair) into `(first, last)`.
+
+  Example:
+    >>> parse_profile_steps('10,20'), parse_profile_steps('5')
+    ((10, 20), (5, 5))
+
+  Returns:
+    `(first, last)` with `1 <= first <= last`, or None for none.
+
+  Raises:
+    ConfigurationError: naming the flag and the value received.
+  """
+  if value is None or value == '':
+    return None
+  if isinstance(value, (tuple, list)):
+    parts = [str(v) for v in value]
+  else:
+    parts = str(value).split(',')
+  try:
+    steps = [int(p.strip()) for p in parts]
+  except ValueError:
+    steps = []
+  if len(steps) == 1:
+    steps *= 2
+  if len(steps) != 2 or not 1 <= steps[0] <= steps[1]:
+    raise ConfigurationError(
+        '--profile-steps must be FIRST,LAST (or one STEP), steps counted '
+        'from 1 with FIRST <= LAST, e.g. --profile-steps 10,20. Received: '
+        f'--profile-steps={value}')
+  return steps[0], steps[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class SummarySettings:
+  """What the run writes for TensorBoard besides loss and metrics.
+
+  Attributes:
+    profile_steps: `(first, last)`: the training steps profiled
+      (`--profile-steps`), both included; None for no profile.
+  """
+  profile_steps: Optional[Tuple[int, int]] = None
+
+  @classmethod
+  def from_args(cls, args):
+    return cls(profile_steps=parse_profile_steps(
+        _section.read(args, 'profile_steps')))
