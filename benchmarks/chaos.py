@@ -133,6 +133,9 @@ class ChaosRun:
         self.lines.append(line)
         if line.startswith('[cluster') and '(pid' in line:
           self.pids.update((n, int(p)) for n, p in _PID.findall(line))
+          if 'restarted chief' in line:
+            # What the chief logged before it went down is not progress.
+            self._progressed = False
         match = _STEP.search(line)
         if match:
           self._step = int(match.group(1))

@@ -162,8 +162,9 @@ def check(prefix, what='--checkpoint'):
   reason = problem(prefix)
   if reason is not None:
     raise TrainingError(
-        f'{what} {prefix} is damaged ({reason}). Give an older checkpoint, '
-        'or its directory to use the newest readable one.')
+        f'Cannot read the checkpoint {prefix} ({what}): it is damaged '
+        f'({reason}). Give an older checkpoint, or its directory to use the '
+        'newest readable one.')
 
 
 def move_checkpoint_aside(prefix):

@@ -20,7 +20,6 @@ TENSORFX_FUZZ_SEED change how many cases run and which.
 import collections
 import csv
 import gzip
-import io
 import math
 import os
 import random
@@ -34,7 +33,6 @@ from tensorfx import DataError
 from tensorfx.data import CsvDataSource
 from tensorfx.data import DataSet
 from tensorfx.data import ExamplesDataSource
-from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
@@ -219,7 +217,7 @@ def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
   rng = _cases(f'tfrecord{compression}')
   suffix = '.tfrecord.gz' if compression else '.tfrecord'
   clean = str(tmp_path / f'clean{suffix}')
-  total = _write_records(clean, compression)
+  _write_records(clean, compression)
   original = open(clean, 'rb').read()
   plain = gzip.decompress(original) if compression else original
   outcomes = collections.Counter()

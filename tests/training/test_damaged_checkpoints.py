@@ -171,9 +171,10 @@ def test_a_damaged_checkpoint_named_explicitly_is_an_error(
     job, iris_dataset_factory):
   _flip(_data(job, 800))
   builder, config = _builder(job, iris_dataset_factory())
-  with pytest.raises(TrainingError, match=r'--checkpoint .*ckpt-800 is '
-                     r'damaged \(.*Checksum does not match.*\)\. Give an '
-                     'older checkpoint'):
+  with pytest.raises(TrainingError, match=r'Cannot read the checkpoint '
+                     r'.*ckpt-800 \(--checkpoint\): it is damaged \(.*'
+                     r'Checksum does not match.*\)\. Give an older '
+                     'checkpoint'):
     training.ModelTrainer().evaluate(builder, config,
                                      str(job / 'checkpoints' / 'ckpt-800'))
 
