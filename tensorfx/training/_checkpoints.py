@@ -181,13 +181,23 @@ class Checkpoints:
       TrainingError: when no checkpoint is readable, or the checkpoint does
         not match the model.
     """
-    path = _damaged.newest_readable(self.directory)
+
+    def attempt(path):
+      # Restoring reads every tensor (and checks its checksum): a
+      # checkpoint is tried by restoring it, at no extra cost when it is
+      # whole. A later restore overwrites what a failed one assigned.
+      try:
+        self.restore(path)
+      except _damaged.Unreadable as e:
+        return e.reason
+      return None
+
+    path = _damaged.newest_readable(self.directory, check=attempt)
     if not path:
       return None
     if path != self.latest:
       # The state file was rewritten: the manager reads it again.
       self._manager = self._new_manager()
-    self.restore(path)
     self.last_saved_step = int(self._global_step.numpy())
     logger.info('Resumed from %s at step %d', path, self.last_saved_step)
     return path
@@ -246,7 +256,9 @@ class Checkpoints:
         (evaluation and export): no warning about them.
 
     Raises:
-      TrainingError: when the checkpoint does not match the model.
+      TrainingError: when the checkpoint does not match the model;
+        `_damaged.Unreadable` (a TrainingError) when its files cannot be
+        read.
     """
     # read(), not restore(): restore() expects the save counter, which
     # copies written apart (best/, early_stopping/) do not hold.
@@ -256,10 +268,8 @@ class Checkpoints:
       raise TrainingError(
           f'The checkpoint {path} does not match this model (was it written '
           f'by a different model or arguments?): {e}') from None
-    except tf.errors.OpError as e:
-      raise TrainingError(
-          f'Cannot read the checkpoint {path}: '
-          f'{e.message.splitlines()[0]}') from None
+    except _damaged.READ_ERRORS as e:
+      raise _damaged.Unreadable(path, _damaged.describe(e)) from None
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:

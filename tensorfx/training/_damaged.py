@@ -4,10 +4,11 @@ A full disk, a killed copy or a partial upload can leave a checkpoint whose
 data or index file is truncated, or a `checkpoint` state file that names
 files which are gone (or that is itself unreadable, which TensorFlow takes
 as "no checkpoint" and would start training afresh). Resuming, evaluating
-and exporting therefore read the candidates newest first (those the state
-file names, then any other `*.index` in the directory) and check each one
-by reading every tensor (TensorFlow verifies each tensor's checksum); a
-damaged one is logged, renamed `NAME.damaged` (kept for inspection, never
+and exporting therefore try the candidates newest first (those the state
+file names, then any other `*.index` in the directory), reading every
+tensor, whose checksum TensorFlow verifies (resuming tries a checkpoint by
+restoring it, which reads it anyway; `evaluate`, `export` and a warm start
+read it once before); a damaged one is logged, renamed `NAME.damaged` (kept for inspection, never
 deleted) and the next one is tried. When none is readable the job stops
 with one line naming the directory and what to do.
 """
@@ -15,6 +16,7 @@ with one line naming the directory and what to do.
 import os
 import re
 
+from google.protobuf.message import DecodeError
 import tensorflow as tf
 
 from tensorfx import _atomic
@@ -25,11 +27,43 @@ SUFFIX = '.damaged'
 _STEP = re.compile(r'-(\d+)$')
 
 
+# What reading a damaged checkpoint raises: OpError (DataLossError for a
+# checksum or a truncated index, NotFoundError for a file gone), IndexError
+# (a truncated data file), DecodeError (a garbled object graph).
+READ_ERRORS = (tf.errors.OpError, IndexError, DecodeError)
+
+
+class Unreadable(TrainingError):
+  """A checkpoint whose files cannot be read (damaged, or gone).
+
+  Attributes:
+    path: the checkpoint prefix.
+    reason: what is wrong, e.g. 'truncated data (Read less bytes than
+      requested)'.
+  """
+
+  def __init__(self, path, reason):
+    super().__init__(f'Cannot read the checkpoint {path}: {reason}')
+    self.path = path
+    self.reason = reason
+
+
+def describe(error):
+  """What a read error says about a checkpoint, in one line."""
+  if isinstance(error, IndexError):
+    return f'truncated data ({error})'
+  text = str(getattr(error, 'message', None) or error).strip().splitlines()
+  text = text[0] if text else 'unreadable'
+  return text if isinstance(error, tf.errors.OpError) else \
+      f'{type(error).__name__}: {text}'
+
+
 def problem(prefix):
   """Why the checkpoint `prefix` cannot be read; None when it can.
 
-  Reads every tensor, so a truncated or bit-flipped data file, a truncated
-  index and missing files are all found.
+  Reads every tensor (one at a time), so a truncated or bit-flipped data
+  file, a truncated index and missing files are all found. (Resuming tries
+  a checkpoint by restoring it instead, which reads it anyway.)
 
   Example:
     >>> problem('/tmp/job/checkpoints/ckpt-1000')
@@ -43,15 +77,8 @@ def problem(prefix):
     reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     for key in reader.get_variable_to_dtype_map():
       reader.get_tensor(key)
-  except IndexError as e:
-    return f'truncated data ({e})'
-  except Exception as e:  # pylint: disable=broad-except
-    # DataLossError (checksums, a truncated index), NotFoundError (a data
-    # file gone), and whatever else a damaged file makes the reader raise.
-    text = str(getattr(e, 'message', None) or e).strip().splitlines()
-    text = text[0] if text else 'unreadable'
-    return text if isinstance(e, tf.errors.OpError) else \
-        f'{type(e).__name__}: {text}'
+  except READ_ERRORS as e:
+    return describe(e)
   return None
 
 
@@ -92,7 +119,7 @@ def read_state(directory):
     return None
 
 
-def newest_readable(directory, move_aside=True):
+def newest_readable(directory, move_aside=True, check=problem):
   """The newest readable checkpoint of `directory`; damaged newer ones go.
 
   Each damaged checkpoint newer than the one chosen is logged as a warning
@@ -108,6 +135,8 @@ def newest_readable(directory, move_aside=True):
     directory: a directory of checkpoints (local or gs://).
     move_aside: whether to rename damaged checkpoints (the job's own
       directory) or leave them (another run's, for a warm start).
+    check: `check(prefix)` -> why it cannot be read, or None (`problem`;
+      resuming restores it instead).
 
   Returns:
     The checkpoint prefix, or None when the directory holds none.
@@ -119,7 +148,8 @@ def newest_readable(directory, move_aside=True):
   damaged = []
   chosen = None
   for prefix in found:
-    reason = problem(prefix)
+    reason = (problem(prefix) if not tf.io.gfile.exists(prefix + '.index')
+              else check(prefix))
     if reason is None:
       chosen = prefix
       break

@@ -131,14 +131,13 @@ class EvaluatorRun:
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))
-          if not self._readable(path):
+          if path in self._skipped:
             continue
           try:
             checkpoints.restore(path, partial=True)
-          except (tf.errors.NotFoundError, ValueError, TrainingError):
-            if not _damaged.went_away(path):
+          except (tf.errors.NotFoundError, ValueError, TrainingError) as e:
+            if not self._skip(path, e):
               raise
-            logger.info('Checkpoint %s went away before evaluation', path)
             continue
           with _validation.data_errors():
             results = evaluation.evaluate(step, checkpoint=path)
@@ -166,24 +165,21 @@ class EvaluatorRun:
                 len(state['evaluated']))
     return state
 
-  def _readable(self, path):
-    """Whether checkpoint `path` can be evaluated; a damaged one is moved
-    aside (as the chief does on resume) and never tried again."""
-    if path in self._skipped:
-      return False
-    reason = _damaged.problem(path)
-    if reason is None:
-      return True
-    self._skipped.add(path)
+  def _skip(self, path, error):
+    """Whether checkpoint `path`, which failed to restore with `error`, is
+    to be skipped: gone (the chief's rotation deleted it), or damaged, then
+    moved aside as the chief does on resume. Never tried again."""
     if _damaged.went_away(path):
-      # The chief's rotation deleted it meanwhile.
       logger.info('Checkpoint %s went away before evaluation', path)
+    elif isinstance(error, _damaged.Unreadable):
+      moved = _damaged.move_checkpoint_aside(path)
+      logger.warning('The checkpoint %s is damaged (%s)%s; not evaluating '
+                     'it', path, error.reason, f': moved aside to {moved[0]}'
+                     if moved else '')
+    else:
       return False
-    moved = _damaged.move_checkpoint_aside(path)
-    logger.warning('The checkpoint %s is damaged (%s)%s; not evaluating it',
-                   path, reason, f': moved aside to {moved[0]}' if moved
-                   else '')
-    return False
+    self._skipped.add(path)
+    return True
 
   def _due(self, state, interval, finished):
     """The checkpoints to evaluate now, oldest first.

@@ -234,3 +234,32 @@ def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
   assert last.startswith('tensorfx train: error: No readable checkpoint in '
                          f'{output}/checkpoints: ckpt-1200: truncated data')
   assert 'Traceback' not in result.stderr
+
+
+def test_the_evaluator_skips_and_moves_aside_a_damaged_checkpoint(
+    job, iris_analysis):
+  """The evaluator task, in its own process, on a finished job's
+  checkpoints: the damaged one is named, moved aside, never evaluated."""
+  import json  # pylint: disable=g-import-not-at-top
+  _flip(_data(job, 800))
+  env = dict(os.environ, TF_CONFIG=json.dumps({
+      'cluster': {'chief': ['127.0.0.1:1'], 'evaluator': ['127.0.0.1:2']},
+      'task': {'type': 'evaluator', 'index': 0}}),
+             # The job (which ended before this process began) is this one.
+             TENSORFX_JOB_STARTED='0')
+  result = subprocess.run(
+      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+       '--output', str(job), '--data-train', 'data/train.csv',
+       '--data-eval', 'data/eval.csv', '--data-schema', 'schema.yaml',
+       '--data-features', 'features.yaml', '--data-metadata', iris_analysis,
+       *_FLAGS, '--max-steps', '1000'],
+      cwd=IRIS, env=env, capture_output=True, text=True, timeout=300,
+      check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f'The checkpoint {job}/checkpoints/ckpt-800 is damaged' in \
+      result.stderr
+  evaluated = json.loads(
+      (job / 'summaries' / 'eval' / 'evaluated.json').read_text())
+  assert evaluated['evaluated'] == [200, 400, 600, 1000]
+  assert (job / 'checkpoints' /
+          'ckpt-800.data-00000-of-00001.damaged').exists()
