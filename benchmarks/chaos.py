@@ -12,8 +12,8 @@ measures the steps each chief or parameter-server kill cost (the chief's
 last logged step before the kill minus the step it resumed from), which
 must be at most one checkpoint interval.
 
-    python benchmarks/chaos.py                     # ~10 minutes, random kills
-    python benchmarks/chaos.py --minutes 3 --seed 2
+    python benchmarks/chaos.py                     # 10 minutes of kills
+    python benchmarks/chaos.py --minutes 3 --max-steps 4000 --seed 2
 
 The short version runs in the test suite (tests/training/test_chaos.py,
 marker `chaos`). Results go to benchmarks/results/chaos.json.
@@ -54,6 +54,7 @@ class ChaosRun:
     kinds: the kinds of task killed in turn (then random choices), e.g.
       ('worker', 'evaluator', 'ps', 'chief').
     kills: how many kills at most (None: until the target is near).
+    kill_secs: for how long to kill (None: until the target is near).
     seed: the random generator's seed.
     restarts: the launcher's --restart.
     stream: where the cluster's lines are echoed (None: kept only).
@@ -61,7 +62,8 @@ class ChaosRun:
 
   def __init__(self, output, analysis, *, max_steps=3000,
                checkpoint_interval=200, kill_every=(4.0, 10.0), kinds=(),
-               kills=None, seed=0, restarts=100, stream=None):
+               kills=None, kill_secs=None, seed=0, restarts=100,
+               stream=None):
     self.output = str(output)
     self.analysis = analysis
     self.max_steps = max_steps
@@ -69,6 +71,7 @@ class ChaosRun:
     self.kill_every = kill_every
     self.schedule = list(kinds)
     self.kills_wanted = kills
+    self.kill_secs = kill_secs
     self.random = random.Random(seed)
     self.restarts = restarts
     self.stream = stream
@@ -153,11 +156,14 @@ class ChaosRun:
 
   def _kill_loop(self, launcher, deadline):
     due = None
+    stop = (time.monotonic() + self.kill_secs if self.kill_secs is not None
+            else deadline)
     while launcher.poll() is None and time.monotonic() < deadline:
       time.sleep(0.2)
       with self._lock:
-        if self._finishing or (self.kills_wanted is not None and
-                               len(self.kills) >= self.kills_wanted):
+        if self._finishing or time.monotonic() > stop or (
+            self.kills_wanted is not None and
+            len(self.kills) >= self.kills_wanted):
           continue
         # Kills land while the cluster trains: a chief that has not
         # trained since it started is left to get going.
@@ -263,10 +269,12 @@ def problems(report, steps_per_closure=10):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--minutes', type=float, default=10,
-                      help='how long to keep killing (the target step is '
-                      'set so that training lasts about this long)')
-  parser.add_argument('--steps-per-minute', type=int, default=1500,
-                      help='the cluster\'s training speed under kills here')
+                      help='how long to keep killing (then the job is left '
+                      'to finish)')
+  parser.add_argument('--max-steps', type=int, default=12000,
+                      help='the target step (more than the cluster trains '
+                      'in --minutes under kills, so that kills last that '
+                      'long)')
   parser.add_argument('--checkpoint-interval', type=int, default=200)
   parser.add_argument('--kill-every', type=float, nargs=2, default=(3, 8),
                       metavar=('LOW', 'HIGH'))
@@ -284,11 +292,12 @@ def main(argv=None):
                   train=os.path.join(IRIS, 'data', 'train.csv')).analyze(
                       analysis)
   run = ChaosRun(os.path.join(args.output, 'job'), analysis,
-                 max_steps=int(args.minutes * args.steps_per_minute),
+                 max_steps=args.max_steps,
                  checkpoint_interval=args.checkpoint_interval,
                  kill_every=tuple(args.kill_every), kinds=KINDS,
-                 seed=args.seed, stream=sys.stdout)
-  report = run.run(timeout=args.minutes * 60 * 4 + 300)
+                 kill_secs=args.minutes * 60, seed=args.seed,
+                 stream=sys.stdout)
+  report = run.run(timeout=args.minutes * 60 + 1800)
   report['problems'] = problems(report)
   path = os.path.join(os.path.dirname(args.output), 'chaos.json')
   with open(path, 'w', encoding='utf-8') as f:

@@ -178,8 +178,9 @@ def newest_readable(directory, move_aside=True, check=problem):
                      'from the checkpoints in the directory',
                      os.path.join(directory, 'checkpoint'))
     broken = {p for p, _ in damaged}
-    older = [p for p in reversed(found) if p not in broken]
-    write_state(directory, chosen, older[:older.index(chosen) + 1])
+    kept = sorted((p for p in found if p not in broken and
+                   _step(p) <= _step(chosen)), key=_step)
+    write_state(directory, chosen, kept)
   return chosen
 
 
