@@ -21,6 +21,7 @@ import re
 
 import apache_beam as beam
 
+from tensorfx import _faults
 from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
@@ -66,6 +67,7 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None,
   metadata, skipped = _run(dataset, data_source, output_dir,
                            pipeline_options(pipeline_args, files))
   _fingerprint.save(output_dir, fingerprint)
+  _faults.point('analysis.metadata')
   # metadata.json last: its presence marks a complete analysis.
   metadata.save(os.path.join(output_dir, _METADATA_FILE))
   logger.info('Analyzed %d instances of %s', metadata.instances, source)

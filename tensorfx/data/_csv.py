@@ -182,8 +182,10 @@ class CsvDataSource(DataSource):
     unlocated = _validation.unlocated_of(error)
     if unlocated is not None:
       return self._find_line(unlocated[0])
-    if not _csvrules.DECODE_ERROR.search(str(getattr(error, 'message',
-                                                     error))):
+    # TensorFlow could not put a row that is not UTF-8 in its message.
+    if not isinstance(error, UnicodeDecodeError) and \
+        not _csvrules.DECODE_ERROR.search(str(getattr(error, 'message',
+                                                      error))):
       return None
     for path in self.files():
       try:

@@ -151,7 +151,9 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   expected = f'{size}' if not optional else f'{size} (or {short})'
   reasons = tf.where(
       ~well_formed,
-      tf.where(quotes % 2 == 1, quote_problem(1), quote_problem(0)),
+      # The pattern fails on quoting, or on bytes that are not UTF-8.
+      tf.where(quotes % 2 == 1, quote_problem(1),
+               tf.where(quotes > 0, quote_problem(0), 'not UTF-8 text')),
       tf.where(~full & ~partial,
                tf.strings.join([f'expected {expected} columns, found ',
                                 tf.strings.as_string(counts)]), ''))
@@ -257,17 +259,25 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
 
 def _lines(path, skip_header):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  with tf.io.gfile.GFile(path, 'r') as f:
+  # Bytes, decoded line by line: a line that is not UTF-8 is a bad row.
+  with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):
       if number == 1 and skip_header:
         continue
-      if not line.rstrip('\r\n'):
+      if not line.rstrip(b'\r\n'):
         continue  # An empty line is not a record.
       yield number, line
 
 
 def parse_row(path, number, line, schema, delimiter):
   """The values of one non-blank CSV line; DataError naming file and line."""
+  if isinstance(line, bytes):
+    try:
+      line = line.decode('utf-8')
+    except UnicodeDecodeError as e:
+      raise DataError(f'{path}:{number}: not UTF-8 text (byte '
+                      f'{line[e.start]:#04x} at column {e.start + 1}); save '
+                      'the file as UTF-8') from None
   # Python's csv module accepts quoting that decode_csv rejects.
   text = line.rstrip('\r\n')
   if not re.fullmatch(line_pattern(delimiter), text):

@@ -6,6 +6,7 @@ import math
 import os
 from typing import Any, Sequence
 
+from tensorfx import _atomic
 from tensorfx._errors import DataError
 from tensorfx.data import _missing
 from tensorfx.data._schema import Schema
@@ -61,11 +62,15 @@ class Model:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if not tf.io.gfile.exists(path):
       raise DataError(f'There is no model at {path!r}.')
+    _check_complete(path)
     path, version = _resolve_version(path)
     try:
       loaded = tf.saved_model.load(path)
     except (OSError, tf.errors.OpError) as e:
+      _check_complete(path)
       raise DataError(f'Cannot load the model at {path!r}: {e}') from None
+    # An export that began while this one was loading replaced files.
+    _check_complete(path)
     missing = [s for s in (_CSV, _EXAMPLES, _FEATURES)
                if s not in loaded.signatures]
     if missing:
@@ -196,9 +201,11 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
     for name in tf.io.gfile.listdir(path):
       name = name.rstrip('/')
       # TensorFlow Serving's versions: directories named by an integer
-      # (a model being written, 300.partial, is not one yet).
+      # (a model being written, 300.partial, is not one yet; nor, on an
+      # object store, one that holds the marker of an unfinished export).
       if name.isdigit() and tf.io.gfile.exists(
-          os.path.join(path, name, 'saved_model.pb')):
+          os.path.join(path, name, 'saved_model.pb')) and \
+          not _atomic.incomplete(os.path.join(path, name)):
         versions.append(int(name))
   if not versions:
     raise DataError(
@@ -224,3 +231,12 @@ def _plain(values):
   """Decodes the bytes in a (nested) list of values."""
   return [v.decode('utf-8', errors='replace') if isinstance(v, bytes) else
           _plain(v) if isinstance(v, list) else v for v in values]
+
+
+def _check_complete(path):
+  """Refuses a model directory whose export is unfinished (gs://)."""
+  if _atomic.incomplete(path):
+    raise DataError(
+        f'The model at {path!r} is incomplete: its export was interrupted '
+        f'(or is still running; {_atomic.MARKER} is there until it ends). '
+        'Export it again: tensorfx export --output JOB_DIR.')

@@ -22,6 +22,12 @@ def add_parser(commands):
       help='run a local cluster on 127.0.0.1: a chief plus these tasks, '
       'one process each with its own TF_CONFIG (e.g. ps=1,workers=2,'
       'evaluator=1 for parameter servers; workers=2 for multi-worker)')
+  parser.add_argument(
+      '--restart', metavar='N', type=int, default=0,
+      help='with --cluster: start a task that fails or is killed again, '
+      'with the same TF_CONFIG, up to N times per task (as a cloud '
+      'platform restarts a failed replica; a restarted chief resumes from '
+      'the last checkpoint)')
   parser.set_defaults(run=run, accepts_extra=True)
 
 
@@ -77,7 +83,12 @@ def run(args, rest):
     from tensorfx.tools import _launch  # pylint: disable=g-import-not-at-top
     command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
                args.module, '--output', args.output, *rest]
-    return _launch.run_local_cluster(command, args.cluster)
+    return _launch.run_local_cluster(command, args.cluster,
+                                     restarts=args.restart)
+  if args.restart:
+    raise ConfigurationError('--restart restarts the tasks of a local '
+                             'cluster: give --cluster too. Received: '
+                             f'--restart {args.restart}')
   return run_module(args.module, ['--output', args.output, *rest])
 
 

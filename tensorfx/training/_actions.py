@@ -12,6 +12,7 @@ import os
 
 import tensorflow as tf
 
+from tensorfx import _atomic
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
@@ -44,7 +45,7 @@ class _Prepared:
           builder.build_graph_interfaces(Configuration.local()))
     self.path = _restore.resolve_checkpoint(
         checkpoint or os.path.join(output, 'checkpoints'),
-        what='--checkpoint')
+        what='--checkpoint', move_damaged=_own(output, checkpoint))
     self.checkpoints = _checkpoints.Checkpoints(
         os.path.join(output, 'checkpoints'), training.global_step,
         model=builder)
@@ -112,9 +113,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   summary = {'checkpoint': path, 'step': step, 'results': results}
   directory = os.path.join(output, 'evaluations')
   tf.io.gfile.makedirs(directory)
-  with tf.io.gfile.GFile(os.path.join(
-      directory, os.path.basename(path) + '.json'), 'w') as f:
-    f.write(json.dumps(summary, indent=1) + '\n')
+  _atomic.write_text(os.path.join(directory, os.path.basename(path) + '.json'),
+                     json.dumps(summary, indent=1) + '\n')
   return summary
 
 
@@ -137,3 +137,11 @@ def export(builder, output, checkpoint=None, directory=None):
   logger.info('Exported %s to %s', prepared.path, directory)
   from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
   return Model.load(directory)
+
+
+def _own(output, checkpoint):
+  """Whether `checkpoint` is in the job's own output (damage moved aside)."""
+  if not checkpoint:
+    return True
+  return os.path.abspath(str(checkpoint)).startswith(
+      os.path.abspath(str(output)).rstrip('/') + '/')

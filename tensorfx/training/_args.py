@@ -184,11 +184,11 @@ class ModelArguments(argparse.Namespace):
       args = shlex.split(args)
     args = list(args)
     parser = cls.build_parser()
-    defaults = {}
+    defaults, origins = {}, {}
     config = _runconfig.find_config(args)
     if config:
       defaults = _runconfig.resolve(parser, _runconfig.read_config(config),
-                                    config)
+                                    config, origins)
       for action in parser._actions:  # pylint: disable=protected-access
         if action.dest in defaults:
           action.required = False  # The file gave it.
@@ -208,7 +208,12 @@ class ModelArguments(argparse.Namespace):
           '--output (or --job-dir) is required to run a training job: the '
           'directory (local or gs://) that checkpoints, summaries and the '
           'model are written to. Received no --output.')
-    arguments.process()
+    try:
+      arguments.process()
+    except ConfigurationError as e:
+      if not config:
+        raise
+      raise _runconfig.locate(e, parser, config, origins, argv) from None
     if parse_job:
       return arguments, arguments.output
     return arguments

@@ -1,7 +1,9 @@
 """Checkpoints: save periodically, resume from the latest, never half-written.
 
 `tf.train.CheckpointManager` writes the data files first and the `checkpoint`
-index last, so a kill at any moment leaves the previous checkpoint readable.
+index last, so a kill at any moment leaves the previous checkpoint readable;
+a checkpoint damaged later (a full disk, a partial copy) is moved aside on
+resume and the newest readable one restored (`_damaged`).
 It keeps the N most recent (`--keep-checkpoints`); the K best by a
 validation metric (`--keep-best-checkpoints`, `--best-metric`) are written
 apart, to `checkpoints/best/`, where the recent ones' rotation never deletes
@@ -19,8 +21,10 @@ import time
 
 import tensorflow as tf
 
+from tensorfx import _atomic
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
+from tensorfx.training import _damaged
 from tensorfx.training import _restore
 
 BEST = 'best'
@@ -137,14 +141,18 @@ class Checkpoints:
     self._global_step = global_step
     self._objects = dict(objects, global_step=global_step)
     self._checkpoint = tf.train.Checkpoint(**self._objects)
-    self._manager = tf.train.CheckpointManager(
-        self._checkpoint, directory, max_to_keep=max_to_keep,
-        step_counter=global_step, checkpoint_name='ckpt')
+    self._max_to_keep = max_to_keep
+    self._manager = self._new_manager()
     self.last_saved_step = None
     self.keep_best_count = int(keep_best or 0)
     self.best_mode = best_mode
     self.best_directory = os.path.join(directory, BEST)
     self._best = None  # [{'step', 'value', 'path'}], best first.
+
+  def _new_manager(self):
+    return tf.train.CheckpointManager(
+        self._checkpoint, self.directory, max_to_keep=self._max_to_keep,
+        step_counter=self._global_step, checkpoint_name='ckpt')
 
   @property
   def latest(self):
@@ -162,18 +170,34 @@ class Checkpoints:
     return [dict(entry) for entry in self._load_best()]
 
   def restore_latest(self):
-    """Restores the latest checkpoint, if any.
+    """Restores the newest readable checkpoint, if any.
+
+    A damaged newer one is logged and moved aside (`_damaged`).
 
     Returns:
       The restored path, or None when there was no checkpoint.
 
     Raises:
-      TrainingError: when the checkpoint does not match the model.
+      TrainingError: when no checkpoint is readable, or the checkpoint does
+        not match the model.
     """
-    path = self.latest
+
+    def attempt(path):
+      # Restoring reads every tensor (and checks its checksum): a
+      # checkpoint is tried by restoring it, at no extra cost when it is
+      # whole. A later restore overwrites what a failed one assigned.
+      try:
+        self.restore(path)
+      except _damaged.Unreadable as e:
+        return e.reason
+      return None
+
+    path = _damaged.newest_readable(self.directory, check=attempt)
     if not path:
       return None
-    self.restore(path)
+    if path != self.latest:
+      # The state file was rewritten: the manager reads it again.
+      self._manager = self._new_manager()
     self.last_saved_step = int(self._global_step.numpy())
     logger.info('Resumed from %s at step %d', path, self.last_saved_step)
     return path
@@ -232,7 +256,9 @@ class Checkpoints:
         (evaluation and export): no warning about them.
 
     Raises:
-      TrainingError: when the checkpoint does not match the model.
+      TrainingError: when the checkpoint does not match the model;
+        `_damaged.Unreadable` (a TrainingError) when its files cannot be
+        read.
     """
     # read(), not restore(): restore() expects the save counter, which
     # copies written apart (best/, early_stopping/) do not hold.
@@ -242,10 +268,8 @@ class Checkpoints:
       raise TrainingError(
           f'The checkpoint {path} does not match this model (was it written '
           f'by a different model or arguments?): {e}') from None
-    except tf.errors.OpError as e:
-      raise TrainingError(
-          f'Cannot read the checkpoint {path}: '
-          f'{e.message.splitlines()[0]}') from None
+    except _damaged.READ_ERRORS as e:
+      raise _damaged.Unreadable(path, _damaged.describe(e)) from None
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:
@@ -261,7 +285,21 @@ class Checkpoints:
     step = int(self._global_step.numpy())
     if step == self.last_saved_step and self.latest:
       return self.latest
-    path = self._manager.save(checkpoint_number=step)
+    previous = self.latest
+    try:
+      path = self._manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as e:
+      reason = _atomic.disk_full(e)
+      if not reason:
+        raise
+      # What the failed write left (TensorFlow's ckpt-N_temp/).
+      _atomic.remove_tree(os.path.join(self.directory, f'ckpt-{step}_temp'))
+      raise TrainingError(
+          f'Cannot write the checkpoint {self.directory}/ckpt-{step}: the '
+          f'disk is full ({reason}). Free space (or write --output '
+          'to a larger disk) and run the same command again: it resumes '
+          + (f'from {previous}, which is intact.' if previous else
+             'from the start (no checkpoint was written yet).')) from None
     self.last_saved_step = step
     logger.info('Saved checkpoint %s', path)
     return path
@@ -293,10 +331,12 @@ class Checkpoints:
     self._checkpoint.write(path)
     entries = rank(entries + [{'step': step, 'value': float(value),
                                'path': path}])
+    self._best = entries[:self.keep_best_count]
+    # The record first: a kill between leaves files no record names, never
+    # a record naming deleted files.
+    self._save_best()
     for dropped in entries[self.keep_best_count:]:
       _delete_checkpoint(dropped['path'])
-    self._best = entries[:self.keep_best_count]
-    self._save_best()
     logger.info('Kept %s among the %d best (%s)', path, self.keep_best_count,
                 f'{value:.6g}')
     return path
@@ -314,7 +354,7 @@ class Checkpoints:
     tf.io.gfile.makedirs(directory)
     old = tf.train.latest_checkpoint(directory)
     path = self._checkpoint.write(os.path.join(directory, f'ckpt-{step}'))
-    _write_index(directory, [os.path.basename(path)])
+    _damaged.write_state(directory, path, [path])
     if old and old != path:
       _delete_checkpoint(old)
     return path
@@ -324,30 +364,25 @@ class Checkpoints:
       state = os.path.join(self.best_directory, _BEST_STATE)
       self._best = []
       if tf.io.gfile.exists(state):
-        with tf.io.gfile.GFile(state) as f:
-          self._best = json.load(f).get('best', [])
+        try:
+          with tf.io.gfile.GFile(state) as f:
+            self._best = list(json.load(f).get('best', []))
+        except (ValueError, AttributeError, TypeError) as e:
+          # Written by rename, so only something else can have damaged it.
+          logger.warning('%s is unreadable (%s): keeping the best '
+                         'checkpoints from now on', state, e)
     return self._best
 
   def _save_best(self):
     state = os.path.join(self.best_directory, _BEST_STATE)
-    with tf.io.gfile.GFile(state + '.tmp', 'w') as f:
-      json.dump({'mode': self.best_mode, 'best': self._best}, f, indent=1)
-    tf.io.gfile.rename(state + '.tmp', state, overwrite=True)
+    _atomic.write_text(state, json.dumps(
+        {'mode': self.best_mode, 'best': self._best}, indent=1),
+                       fault='best.json')
     # The index `tf.train.latest_checkpoint(best/)` reads (and so
     # --warm-start and --checkpoint best/) names the best one.
     if self._best:
-      _write_index(self.best_directory,
-                   [os.path.basename(e['path']) for e in self._best])
-
-
-def _write_index(directory, names):
-  """Writes the `checkpoint` index of `directory`, naming `names[0]` first."""
-  text = f'model_checkpoint_path: "{names[0]}"\n' + ''.join(
-      f'all_model_checkpoint_paths: "{n}"\n' for n in names)
-  index = os.path.join(directory, 'checkpoint')
-  with tf.io.gfile.GFile(index + '.tmp', 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(index + '.tmp', index, overwrite=True)
+      _damaged.write_state(self.best_directory, self._best[0]['path'],
+                           [e['path'] for e in self._best])
 
 
 def _delete_checkpoint(prefix):
@@ -356,3 +391,4 @@ def _delete_checkpoint(prefix):
       tf.io.gfile.remove(path)
     except tf.errors.NotFoundError:
       pass
+

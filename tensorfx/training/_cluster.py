@@ -49,8 +49,14 @@ def wait_for_cluster(config, timeout_secs):
     time.sleep(0.5)
 
 
-def job_finished(output, since):
-  """Whether the chief recorded the job's end after `since` (a unix time)."""
+def job_finished(output, since, settle_secs=None):
+  """Whether the chief recorded the job's end after `since` (a unix time).
+
+  A completed job has ended. A failed or interrupted chief may be
+  restarted (by the platform, or `tensorfx train --restart`) and resume:
+  that job has ended only when its record has stayed so for `settle_secs`
+  (None: never; whoever runs the cluster stops its tasks).
+  """
   path = os.path.join(output, 'job.yaml')
   try:
     with tf.io.gfile.GFile(path) as f:
@@ -65,20 +71,35 @@ def job_finished(output, since):
   except (TypeError, ValueError):
     return False
   # job.yaml keeps whole seconds.
-  return ended >= int(since)
+  if ended < int(since):
+    return False
+  if record['status'] == 'completed':
+    return True
+  return settle_secs is not None and time.time() - ended >= settle_secs
 
 
-def serve(config, output, poll_secs=1.0, grace_secs=30.0):
+def job_started():
+  """When this job began (a unix time): as the local launcher says
+  (`TENSORFX_JOB_STARTED`, the same for a restarted task), else now."""
+  try:
+    return float(os.environ['TENSORFX_JOB_STARTED'])
+  except (KeyError, ValueError):
+    return time.time()
+
+
+def serve(config, output, poll_secs=1.0, grace_secs=30.0, settle_secs=300.0):
   """Runs this task's server until the chief records the end of the job.
 
   The server stays up `grace_secs` more, for the chief's last remote calls
   while it exits (a cluster manager ends it sooner when the chief exits).
+  After a failed or interrupted chief it waits `settle_secs` for a
+  restarted one before it ends.
   """
-  start = time.time()
+  start = job_started()
   server = config.create_server()
   logger.info('Serving as %s at %s; waiting for the chief to finish',
               config.device, server.target)
-  while not job_finished(output, start):
+  while not job_finished(output, start, settle_secs):
     time.sleep(poll_secs)
   logger.info('The job has ended: %s stops serving', config.device)
   time.sleep(grace_secs)

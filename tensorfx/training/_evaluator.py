@@ -16,12 +16,15 @@ import time
 
 import tensorflow as tf
 
+from tensorfx import _atomic
 from tensorfx import _jobdirs
 from tensorfx._errors import ConfigurationError
+from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
+from tensorfx.training import _damaged
 from tensorfx.training import _cluster
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
@@ -45,7 +48,8 @@ class EvaluatorRun:
     output: the job's output directory.
     config: the `Configuration` (of the evaluator task).
     poll_secs: seconds between looks for new checkpoints.
-    timeout_secs: how long to wait for the chief's analysis.
+    timeout_secs: how long to wait for the chief's analysis, and for a
+      failed chief's restart before the job counts as ended.
     callbacks: the user's callbacks.
     since: the unix time after which an end recorded in `job.yaml` is the
       job's end; None for when `run()` starts (an end recorded earlier is
@@ -73,6 +77,7 @@ class EvaluatorRun:
     self.best_dir = os.path.join(os.path.dirname(dirs['model']), 'best_model')
     self.state_path = os.path.join(dirs['summaries'], 'eval',
                                    'evaluated.json')
+    self._skipped = set()
 
   def run(self):
     """Evaluates checkpoints until the chief records the end of the job.
@@ -82,7 +87,7 @@ class EvaluatorRun:
     """
     builder, dataset = self.builder, self.builder.dataset
     settings = builder.settings
-    start = time.time()
+    start = _cluster.job_started()
     if settings.data.skip_bad_records:
       dataset.skip_bad_records()
     if not dataset.analyzed:
@@ -127,14 +132,18 @@ class EvaluatorRun:
     try:
       while True:
         finished = _cluster.job_finished(
-            self.output, start if self.since is None else self.since)
+            self.output, start if self.since is None else self.since,
+            self.timeout_secs)
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))
+          if path in self._skipped:
+            continue
           try:
             checkpoints.restore(path, partial=True)
-          except (tf.errors.NotFoundError, ValueError):
-            logger.info('Checkpoint %s went away before evaluation', path)
+          except (tf.errors.NotFoundError, ValueError, TrainingError) as e:
+            if not self._skip(path, e):
+              raise
             continue
           with _validation.data_errors():
             results = evaluation.evaluate(step, checkpoint=path)
@@ -162,6 +171,22 @@ class EvaluatorRun:
                 len(state['evaluated']))
     return state
 
+  def _skip(self, path, error):
+    """Whether checkpoint `path`, which failed to restore with `error`, is
+    to be skipped: gone (the chief's rotation deleted it), or damaged, then
+    moved aside as the chief does on resume. Never tried again."""
+    if _damaged.went_away(path):
+      logger.info('Checkpoint %s went away before evaluation', path)
+    elif isinstance(error, _damaged.Unreadable):
+      moved = _damaged.move_checkpoint_aside(path)
+      logger.warning('The checkpoint %s is damaged (%s)%s; not evaluating '
+                     'it', path, error.reason, f': moved aside to {moved[0]}'
+                     if moved else '')
+    else:
+      return False
+    self._skipped.add(path)
+    return True
+
   def _due(self, state, interval, finished):
     """The checkpoints to evaluate now, oldest first.
 
@@ -182,14 +207,27 @@ class EvaluatorRun:
     return paths
 
   def _load_state(self):
-    if tf.io.gfile.exists(self.state_path):
+    fresh = {'evaluated': []}
+    if not tf.io.gfile.exists(self.state_path):
+      return fresh
+    try:
       with tf.io.gfile.GFile(self.state_path) as f:
-        return json.load(f)
-    return {'evaluated': []}
+        state = json.load(f)
+      if not isinstance(state.get('evaluated'), list):
+        raise ValueError('no list of evaluated steps')
+    except (ValueError, AttributeError, tf.errors.OpError) as e:
+      # Written by rename, so only something else can have damaged it.
+      logger.warning('%s is unreadable (%s): evaluating every checkpoint '
+                     'again', self.state_path, e)
+      return fresh
+    if state.get('best') is not None and _atomic.incomplete(self.best_dir):
+      # Its export was interrupted (gs://): the next evaluation exports.
+      logger.warning('%s is incomplete: the next checkpoint evaluated will '
+                     'be exported there', self.best_dir)
+      state['best'] = state['best_step'] = None
+    return state
 
   def _save_state(self, state):
     tf.io.gfile.makedirs(os.path.dirname(self.state_path))
-    with tf.io.gfile.GFile(self.state_path + '.tmp', 'w') as f:
-      json.dump(state, f)
-    tf.io.gfile.rename(self.state_path + '.tmp', self.state_path,
-                       overwrite=True)
+    _atomic.write_text(self.state_path, json.dumps(state),
+                       fault='evaluator.state')

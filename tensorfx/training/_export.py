@@ -2,13 +2,17 @@
 
 In `model/` itself, or with `--export-versioned` in `model/<step>/`:
 TensorFlow Serving's layout, a base directory of numbered versions of
-which it serves the highest.
+which it serves the highest. Either is written whole or not at all
+(`_atomic.write_atomically`).
 """
 
 import os
 
 import tensorflow as tf
 
+from tensorfx import _atomic
+from tensorfx import _faults
+from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
 
@@ -20,9 +24,10 @@ _SAVED_MODEL = ('saved_model.pb', 'saved_model.pbtxt', 'fingerprint.pb',
 def export(prediction, schema, directory, version=None):
   """Saves `prediction` (a PredictionInterface) as a SavedModel.
 
-  The model is written next to its place first and moved into place when
-  complete, so a reader never sees half a model; the raw schema goes into
-  `assets.extra/schema.yaml` for people and tools.
+  Written with `_atomic.write_atomically`: a reader sees the previous model
+  or the new one, never half of one (on gs://, a model whose export was
+  interrupted is refused by every reader until exported again). The raw
+  schema goes into `assets.extra/schema.yaml` for people and tools.
 
   Example:
     >>> export(prediction, schema, '/tmp/job/model', version=300)
@@ -40,29 +45,41 @@ def export(prediction, schema, directory, version=None):
 
   Returns:
     The directory of the model written.
+
+  Raises:
+    TrainingError: the disk is full; the previous model is intact (locally).
   """
+  # Tests kill the process at `export.model.saved` (the SavedModel written,
+  # its schema not yet) or `export.best_model.written` (all written, not
+  # yet in place).
+  fault = f'export.{os.path.basename(directory.rstrip("/"))}'
   if version is not None:
     base = directory.rstrip('/')
     _remove_unversioned(base)
     directory = f'{base}/{int(version)}' if '://' in base else \
         os.path.join(base, str(int(version)))
-  local = '://' not in directory
-  # Locally, a model is written beside its place and renamed into it, so a
-  # reader never sees half a model. Object stores (gs://) have no atomic
-  # directory rename: there the model is replaced in place.
-  target = directory.rstrip('/') + '.partial' if local else directory
-  _remove(target)
-  if not local:
-    _remove(directory)
-  tf.saved_model.save(prediction.module, target,
-                      signatures=dict(prediction.signatures))
-  extra = os.path.join(target, 'assets.extra')
-  tf.io.gfile.makedirs(extra)
-  with tf.io.gfile.GFile(os.path.join(extra, 'schema.yaml'), 'w') as f:
-    f.write(schema.format())
-  if local:
-    _remove(directory)
-    tf.io.gfile.rename(target, directory)
+
+  def write(target):
+    tf.saved_model.save(prediction.module, target,
+                        signatures=dict(prediction.signatures))
+    _faults.point(f'{fault}.saved')
+    extra = os.path.join(target, 'assets.extra')
+    tf.io.gfile.makedirs(extra)
+    with tf.io.gfile.GFile(os.path.join(extra, 'schema.yaml'), 'w') as f:
+      f.write(schema.format())
+
+  try:
+    _atomic.write_atomically(directory, write, fault=f'{fault}.written')
+  except (tf.errors.OpError, OSError) as e:
+    reason = _atomic.disk_full(e)
+    if not reason:
+      raise
+    raise TrainingError(
+        f'Cannot export the model to {directory}: the disk is full '
+        f'({reason}). Free space (or write --output to a larger '
+        'disk) and run the same command again (it exports the last '
+        'checkpoint) or `tensorfx export`; the checkpoints and the previous '
+        'model are intact.') from None
   logger.info('Exported the model to %s', directory)
   return directory
 
@@ -80,18 +97,6 @@ def _remove_unversioned(base):
     if name in _SAVED_MODEL:
       path = os.path.join(base, name)
       if tf.io.gfile.isdir(path):
-        _remove(path)
+        _atomic.remove_tree(path)
       else:
         tf.io.gfile.remove(path)
-
-
-def _remove(directory):
-  if not tf.io.gfile.exists(directory):
-    return
-  try:
-    tf.io.gfile.rmtree(directory)
-  except tf.errors.NotFoundError:
-    # Filesystems without real directories (ram://): delete file by file.
-    for root, _, files in tf.io.gfile.walk(directory):
-      for name in files:
-        tf.io.gfile.remove(os.path.join(root, name))

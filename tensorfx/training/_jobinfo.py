@@ -9,8 +9,10 @@ import sys
 
 import tensorflow as tf
 
+from tensorfx import _atomic
 from tensorfx import _version
 from tensorfx import _yaml
+from tensorfx._logging import logger
 
 
 def git_provenance(path):
@@ -65,6 +67,9 @@ def versions():
 class JobRecord:
   """Writes `job.yaml` under the output directory at start and at the end.
 
+  Each write goes to a temporary file renamed into place: a kill leaves the
+  previous record whole (the other tasks read it to know the job's end).
+
   Args:
     path: the path of job.yaml.
     arguments: the job's arguments (a dict).
@@ -100,8 +105,19 @@ class JobRecord:
     self._record.update(updates)
     if updates.get('status') in ('completed', 'failed', 'interrupted'):
       self._record['ended'] = _now()
-    with tf.io.gfile.GFile(self._path, 'w') as f:
-      f.write(_yaml.dump_yaml(_plain(self._record)))
+    _atomic.write_text(self._path, _yaml.dump_yaml(_plain(self._record)),
+                       fault='job.yaml')
+
+  def write_on_failure(self, **updates):
+    """Rewrites job.yaml while a run fails; a failed write only warns.
+
+    The run's own error (a full disk, say) is the one to report.
+    """
+    try:
+      self.write(**updates)
+    except (tf.errors.OpError, OSError) as e:
+      logger.warning('Could not record the job\'s end in %s: %s', self._path,
+                     str(getattr(e, 'message', e)).splitlines()[0])
 
 
 def _now():

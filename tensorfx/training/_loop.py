@@ -156,6 +156,7 @@ class TrainingLoop:
   def _train(self, step):
     cadence, context = self.cadence, self.context
     window = _Window(self._batch_size)
+    trained = False
     while True:
       # Replicas of a multi-worker cluster must take the same decisions.
       if self._agree(context.stop_requested):
@@ -184,6 +185,14 @@ class TrainingLoop:
         window = _Window(self._batch_size)
         continue
       exhausted = result.ran < bound
+      if exhausted and not trained and not result.ran:
+        # A model that never trained must not be exported as trained.
+        raise TrainingError(
+            f'The training data ended before the first training step (at '
+            f'step {step}): it yielded no batch. Are the --data-train files '
+            'empty, shorter than one batch, or were all their records '
+            'skipped as bad?')
+      trained = trained or result.ran > 0
       done = exhausted or cadence.finished(step)
       if result.ran and (cadence.log_due(step) or done):
         logs = window.logs(result.loss)

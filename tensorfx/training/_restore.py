@@ -30,8 +30,13 @@ from tensorfx._logging import logger
 _OBJECT_GRAPH = '_CHECKPOINTABLE_OBJECT_GRAPH'
 
 
-def resolve_checkpoint(path, what='--warm-start'):
-  """The checkpoint prefix that `path` (prefix, file, directory) means.
+def resolve_checkpoint(path, what='--warm-start', move_damaged=False):
+  """The readable checkpoint prefix that `path` (prefix, file, directory)
+  means.
+
+  A directory means its newest readable checkpoint: damaged newer ones are
+  logged (and, with `move_damaged`, moved aside: the job's own
+  checkpoints, not another run's). A prefix must be readable.
 
   Example:
     >>> resolve_checkpoint('/tmp/job')      # a job output directory
@@ -39,8 +44,11 @@ def resolve_checkpoint(path, what='--warm-start'):
 
   Raises:
     ConfigurationError: naming `what` and `path`, when there is none.
+    TrainingError: the checkpoint named, or every one in the directory, is
+      damaged.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorfx.training import _damaged  # pylint: disable=g-import-not-at-top
   path = str(path).rstrip('/')
   if path.endswith('.index'):
     path = path[:-len('.index')]
@@ -48,10 +56,11 @@ def resolve_checkpoint(path, what='--warm-start'):
   if match:
     path = match.group(1)
   if tf.io.gfile.exists(path + '.index'):
+    _damaged.check(path, what)
     return path
   if tf.io.gfile.isdir(path):
     for directory in (path, os.path.join(path, 'checkpoints')):
-      latest = tf.train.latest_checkpoint(directory)
+      latest = _damaged.newest_readable(directory, move_aside=move_damaged)
       if latest:
         return latest
   raise ConfigurationError(

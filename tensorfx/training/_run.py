@@ -80,17 +80,18 @@ class TrainingRun:
     except SystemExit:
       raise
     except KeyboardInterrupt:
-      record.write(status='interrupted')
+      record.write_on_failure(status='interrupted')
       raise
     except tf.errors.UnavailableError as e:
       error = TrainingError(
           'A task of the cluster became unavailable (a parameter server '
           f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
           'resumes from the last checkpoint.')
-      record.write(status='failed', error=str(error))
+      record.write_on_failure(status='failed', error=str(error))
       raise error from None
     except BaseException as e:
-      record.write(status='failed', error=f'{type(e).__name__}: {e}')
+      record.write_on_failure(status='failed',
+                              error=f'{type(e).__name__}: {e}')
       raise
     finally:
       if self.scratch:
@@ -223,7 +224,11 @@ class TrainingRun:
   def _analyze(self, dataset):
     # A previous run's analysis of the same data, schema and features is
     # reused: the dataset compares fingerprints and logs its decision.
-    dataset.analyze(self.paths['analysis'])
+    analysis_dir = self.paths['analysis']
+    if not tf.io.gfile.exists(os.path.join(analysis_dir, 'metadata.json')):
+      logger.info('No analysis given (--data-metadata): analyzing the '
+                  'training data into %s', analysis_dir)
+    dataset.analyze(analysis_dir)
 
 
 def _end_after_failure(callbacks, logs):

@@ -59,6 +59,7 @@ This module must not import TensorFlow (see `_args`).
 import argparse
 import difflib
 import os
+import re
 
 from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
@@ -139,7 +140,7 @@ def read_config(path):
   return doc
 
 
-def resolve(parser, doc, path):
+def resolve(parser, doc, path, origins=None):
   """Turns a run configuration into parser defaults.
 
   Example:
@@ -151,6 +152,8 @@ def resolve(parser, doc, path):
     parser: the trainer's `argparse.ArgumentParser`.
     doc: the parsed YAML (a `LineDict`).
     path: the file, for messages.
+    origins: a dict to fill with argument dest -> (key, line) of the file,
+      for `locate`.
 
   Returns:
     A dict from argument dest to its converted value.
@@ -161,7 +164,8 @@ def resolve(parser, doc, path):
   """
   flags = _flags(parser)
   values = {}
-  origins = {}  # dest -> (key, line), to name both of a duplicate.
+  # dest -> (key, line), to name both of a duplicate.
+  origins = {} if origins is None else origins
   for key, value in doc.items():
     line = doc.lines.get(key, doc.line)
     name = _normal(key)
@@ -193,6 +197,32 @@ def resolve(parser, doc, path):
       raise _unknown(path, line, key, flags, 'flag')
     _put(values, origins, action, value, str(key), line, path)
   return values
+
+
+def locate(error, parser, path, origins, argv):
+  """`error` (about flags) located in the run configuration, if it is there.
+
+  Checks across flags (`process()`) name the flags; when the first flag
+  named that the command line did not give came from the file, the message
+  is prefixed with the file, line and key that set it.
+
+  Example:
+    >>> str(locate(ConfigurationError('--momentum applies to --optimizer '
+    ...     'sgd'), parser, 'run.yaml', {'momentum': ('optimizer.momentum', 9)},
+    ...     []))
+    'run.yaml:9: optimizer.momentum: --momentum applies to --optimizer sgd'
+  """
+  options = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    for option in action.option_strings:
+      options[option] = action.dest
+  for option in re.findall(r'--[A-Za-z][\w-]*', str(error)):
+    dest = options.get(option)
+    given = any(a == option or a.startswith(option + '=') for a in argv)
+    if dest in origins and not given:
+      key, line = origins[dest]
+      return ConfigurationError(f'{path}:{line}: {key}: {error}')
+  return error
 
 
 def _normal(key):

@@ -117,7 +117,7 @@ class ModelTrainer:
       _exit_task(config)
     if config.strategy_kind == 'parameter_server' and not config.master:
       # Parameter servers and workers only serve: the chief sends them work.
-      _cluster.serve(config, output)
+      _cluster.serve(config, output, settle_secs=timeout)
       _exit_task(config)
     if config.strategy_kind == 'parameter_server':
       # Servers are up from the start: fail fast, naming a missing one.
