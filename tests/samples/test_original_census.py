@@ -93,6 +93,10 @@ def test_the_model_predicts_raw_lines_with_empty_cells(run):
   assert result.returncode == 0, result.stderr[-3000:]
   outputs = [json.loads(line) for line in result.stdout.splitlines()]
   assert len(outputs) == 2 * len(lines) + 1
-  # With or without the label column: the same prediction.
-  assert outputs[:len(lines)] == outputs[len(lines):-1]
+  # With or without the label column: the same prediction (the records
+  # come back with their predictions added, the label only where given).
+  predicted = [(o['label'], o['scores']) for o in outputs]
+  assert predicted[:len(lines)] == predicted[len(lines):-1]
+  assert 'income_bracket' in outputs[0]
+  assert 'income_bracket' not in outputs[len(lines)]
   assert {o['label'] for o in outputs} <= {'<=50K', '>50K'}
