@@ -12,7 +12,7 @@ import collections.abc
 import time
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _targets
+from tensorfx.training import _aggregation
 from tensorfx.training._settings import checkpoints as checkpoint_settings
 
 
@@ -168,7 +168,7 @@ class Evaluation:
     results, examples, seconds = {}, {}, {}
     for target in self.targets:
       start = time.monotonic()
-      results[target.name], examples[target.name] = _targets.evaluate(
+      results[target.name], examples[target.name] = _aggregation.evaluate(
           self.interface, target)
       seconds[target.name] = time.monotonic() - start
     self.last = EvaluationResults(step, results, examples, seconds,

@@ -12,6 +12,7 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
+from tensorfx.training import _aggregation
 from tensorfx.training import _settings
 from tensorfx.training import _targets
 from test_trainer import _scalars
@@ -224,7 +225,7 @@ def test_aggregations():
              {'loss': 2.0, 'acc': 0.75}]
 
   def aggregate(**kwargs):
-    return _targets.aggregate(_targets.ValidationTarget('t', **kwargs),
+    return _aggregation.aggregate(_targets.ValidationTarget('t', **kwargs),
                               batches)
 
   assert aggregate(online_agg='sum') == {'loss': 7.0, 'acc': 2.25}
@@ -245,5 +246,5 @@ def test_aggregations():
                    agg=lambda total: {'weighted': total}) == {
                        'weighted': 4.0 + 2.0 + 6.0}
   assert seen == [0, 1, 2]
-  assert _targets.aggregate(_targets.ValidationTarget('t', online_agg='max'),
+  assert _aggregation.aggregate(_targets.ValidationTarget('t', online_agg='max'),
                             []) == {}
