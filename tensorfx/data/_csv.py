@@ -193,6 +193,10 @@ class CsvDataSource(DataSource):
                            self.skip_header):
           pass
       except DataError as e:
+        if isinstance(error, UnicodeDecodeError) and \
+            'not UTF-8 text' not in str(e):
+          # Only a row that is not UTF-8 explains this error.
+          return None
         return str(e)
     return None
 

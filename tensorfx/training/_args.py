@@ -184,7 +184,8 @@ class ModelArguments(argparse.Namespace):
       args = shlex.split(args)
     args = list(args)
     parser = cls.build_parser()
-    defaults, origins = {}, {}
+    defaults: dict = {}
+    origins: dict = {}
     config = _runconfig.find_config(args)
     if config:
       defaults = _runconfig.resolve(parser, _runconfig.read_config(config),

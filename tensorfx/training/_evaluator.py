@@ -131,9 +131,12 @@ class EvaluatorRun:
     asked_to_stop = False
     try:
       while True:
+        # A follower (`since` given) stops at the run's end, whatever it
+        # was; the evaluator task waits a while for a failed chief's
+        # restart.
         finished = _cluster.job_finished(
             self.output, start if self.since is None else self.since,
-            self.timeout_secs)
+            self.timeout_secs if self.since is None else 0)
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
           step = int(_STEP.search(path).group(1))

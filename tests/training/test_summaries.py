@@ -317,6 +317,7 @@ def test_step_hooks_split_the_calls_and_run_between_them():
   loop = _loop.TrainingLoop(
       steps, lambda: position[0],
       _cadence.Cadence(max_steps=12, log_every=4, checkpoint_secs=1e9,
+                       measured=False,
                        validate=False),
       _Callbacks(events), save=lambda: (position[0], None),
       evaluate=lambda step: None)
