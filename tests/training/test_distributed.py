@@ -206,7 +206,9 @@ def test_multi_worker_mirrored(cluster, tmp_path):
   assert job['global_step'] == 600
   assert job['metrics']['accuracy'] >= 0.93
   assert not (output / '.workers').exists()
-  assert 'virginica' in run.text.splitlines()[-3]
+  # The chief prints the predictions; the tasks' lines interleave.
+  assert any('virginica' in line for line in run.text.splitlines()
+             if line.startswith('[chief'))
   run.assert_all_exited()
 
 
