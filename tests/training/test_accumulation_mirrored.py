@@ -20,27 +20,9 @@ import numpy as np
 
 from conftest import IRIS
 from conftest import ROOT
+from mirrored_script import PREAMBLE
 
-_SCRIPT = textwrap.dedent('''
-    import json, os, sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices('CPU')[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from tensorfx import data, training
-    from tensorfx.models import nn
-
-    iris, analysis = sys.argv[1], sys.argv[2]
-
-
-    class Mirrored(training.Configuration):
-      """One machine, two replicas: MirroredStrategy over the 2 CPUs."""
-
-      def create_device_setter(self, args=None):
-        if getattr(self, '_mirrored', None) is None:
-          self._mirrored = tf.distribute.MirroredStrategy(
-              ['/cpu:0', '/cpu:1'])
-        return self._mirrored
+_SCRIPT = PREAMBLE + textwrap.dedent('''
 
 
     def run(config, steps, *flags):

@@ -20,6 +20,7 @@ import tf_keras
 
 from conftest import IRIS
 from conftest import ROOT
+from mirrored_script import PREAMBLE
 from tensorfx import embeddings
 from tensorfx import training
 from tensorfx.models import nn
@@ -174,24 +175,7 @@ def test_embedding_table_updates_stay_outside_the_compiled_step(
   assert 0 < changed.sum() < rows.shape[0]
 
 
-_MIRRORED = textwrap.dedent('''
-    import json, os, sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices('CPU')[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from tensorfx import data, training
-    from tensorfx.models import nn
-
-    iris, analysis = sys.argv[1], sys.argv[2]
-
-
-    class Mirrored(training.Configuration):
-      def create_device_setter(self, args=None):
-        if getattr(self, '_mirrored', None) is None:
-          self._mirrored = tf.distribute.MirroredStrategy(
-              ['/cpu:0', '/cpu:1'])
-        return self._mirrored
+_MIRRORED = PREAMBLE + textwrap.dedent('''
 
 
     def run(*flags):
