@@ -37,6 +37,8 @@ from tensorfx.data import Schema
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
 
+import fuzzing
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 SAMPLES = os.path.join(ROOT, 'samples')
@@ -271,23 +273,6 @@ def _records_before(plain, offset):
 # Schema and feature YAML with random deletions.
 
 
-def _delete(rng, text):
-  """`text` with 1-3 random deletions (characters, a span or a line)."""
-  for _ in range(rng.randint(1, 3)):
-    if not text:
-      break
-    kind = rng.choice(('chars', 'span', 'line'))
-    if kind == 'line':
-      lines = text.split('\n')
-      del lines[rng.randrange(len(lines))]
-      text = '\n'.join(lines)
-    else:
-      at = rng.randrange(len(text))
-      size = rng.randint(1, 3) if kind == 'chars' else rng.randint(4, 40)
-      text = text[:at] + text[at + size:]
-  return text
-
-
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize('sample', ['iris', 'census'])
 def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
@@ -299,10 +284,10 @@ def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
     damaged_schema = rng.random() < 0.5
     schema_path = tmp_path / f'schema{case}.yaml'
     features_path = tmp_path / f'features{case}.yaml'
-    schema_path.write_text(_delete(rng, schema_text) if damaged_schema
+    schema_path.write_text(fuzzing.delete(rng, schema_text) if damaged_schema
                            else schema_text)
     features_path.write_text(features_text if damaged_schema
-                             else _delete(rng, features_text))
+                             else fuzzing.delete(rng, features_text))
     damaged = schema_path if damaged_schema else features_path
     try:
       DataSet(str(schema_path), features=str(features_path))

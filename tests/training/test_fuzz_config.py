@@ -23,6 +23,8 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import Configuration
 
+import fuzzing
+
 CASES = int(os.environ.get('TENSORFX_FUZZ_CASES', '30'))
 SEED = int(os.environ.get('TENSORFX_FUZZ_SEED', '19'))
 
@@ -164,27 +166,13 @@ shuffle: false
 """
 
 
-def _delete(rng, text):
-  for _ in range(rng.randint(1, 3)):
-    kind = rng.choice(('chars', 'span', 'line'))
-    if kind == 'line':
-      lines = text.split('\n')
-      del lines[rng.randrange(len(lines))]
-      text = '\n'.join(lines)
-    else:
-      at = rng.randrange(len(text))
-      size = rng.randint(1, 3) if kind == 'chars' else rng.randint(4, 30)
-      text = text[:at] + text[at + size:]
-  return text
-
-
 @pytest.mark.timeout(300)
 def test_run_yaml_with_random_deletions(tmp_path):
   rng = random.Random(f'{SEED}-run-yaml')
   outcomes = collections.Counter()
   for case in range(CASES * 2):
     path = tmp_path / f'run{case}.yaml'
-    text = _delete(rng, _RUN_YAML)
+    text = fuzzing.delete(rng, _RUN_YAML, longest_span=30)
     path.write_text(text)
     stderr = io.StringIO()
     try:
