@@ -10,8 +10,9 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
+
+from ps_cluster_script import in_process_cluster
 
 _SCRIPT = r'''
 import json, socket, sys
@@ -21,21 +22,7 @@ from tensorfx import embeddings, training
 
 num_ps, restore, save = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
-def port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-cluster = {'chief': [f'127.0.0.1:{port()}'], 'worker': [f'127.0.0.1:{port()}'],
-           'ps': [f'127.0.0.1:{port()}' for _ in range(num_ps)]}
-spec = tf.train.ClusterSpec(cluster)
-# Workers need spare inter-op threads on a 2-core machine.
-config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4)
-servers = [tf.distribute.Server(spec, job_name=job, task_index=i,
-                                protocol='grpc', config=config)
-           for job in ('worker', 'ps') for i in range(len(cluster[job]))]
-chief = training.Configuration(training.TaskSpec('chief', 0), cluster)
-strategy = chief.create_device_setter(training.ModelArguments.default())
+''' + in_process_cluster(1) + r'''
 with strategy.scope():
   step = tf.Variable(0, dtype=tf.int64, name='step')
   optimizer = embeddings.LazyAdam(0.05)
