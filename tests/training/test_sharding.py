@@ -8,26 +8,15 @@ import json
 import subprocess
 import sys
 
+from ps_cluster_script import in_process_cluster
+
 _SCRIPT = r'''
 import json, socket
 import tensorflow as tf
 from tensorfx import training
 
-def port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-cluster = {'chief': [f'127.0.0.1:{port()}'], 'worker': [f'127.0.0.1:{port()}'],
-           'ps': [f'127.0.0.1:{port()}', f'127.0.0.1:{port()}']}
-spec = tf.train.ClusterSpec(cluster)
-# Workers need spare inter-op threads on a 2-core machine.
-config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4)
-servers = [tf.distribute.Server(spec, job_name=job, task_index=i,
-                                protocol='grpc', config=config)
-           for job in ('worker', 'ps') for i in range(len(cluster[job]))]
-chief = training.Configuration(training.TaskSpec('chief', 0), cluster)
-strategy = chief.create_device_setter(training.ModelArguments.default())
+num_ps = 2
+''' + in_process_cluster(1) + r'''
 with strategy.scope():
   table = tf.Variable(tf.random.uniform([4096, 64]), name='table')
   small = tf.Variable(tf.zeros([10]), name='small')
