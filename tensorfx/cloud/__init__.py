@@ -16,6 +16,9 @@ from tensorfx.cloud._errors import JobFailedError
 from tensorfx._hypertune import report_metric
 from tensorfx._hypertune import report_metrics
 from tensorfx._hypertune import trial_id
+from tensorfx.cloud._images import EXECUTOR_IMAGE_CPU
+from tensorfx.cloud._images import EXECUTOR_IMAGE_GPU
+from tensorfx.cloud._images import trainer_image
 from tensorfx.cloud._jobconfig import ConfigFile
 from tensorfx.cloud._jobconfig import job_spec
 from tensorfx.cloud._jobconfig import load_config
@@ -23,19 +26,13 @@ from tensorfx.cloud._jobs import job_client
 from tensorfx.cloud._jobs import status
 from tensorfx.cloud._jobs import submit
 from tensorfx.cloud._jobs import wait
+from tensorfx.cloud._jobspec import JobSpec
 from tensorfx.cloud._logs import cancel
 from tensorfx.cloud._logs import logging_client
 from tensorfx.cloud._logs import logs
 from tensorfx.cloud._package import build_sdist
 from tensorfx.cloud._package import check_module
 from tensorfx.cloud._runpackage import install_packages
-from tensorfx.cloud._spec import EXECUTOR_IMAGE_CPU
-from tensorfx.cloud._spec import EXECUTOR_IMAGE_GPU
-from tensorfx.cloud._spec import JobSpec
-from tensorfx.cloud._spec import ParameterSpec
-from tensorfx.cloud._spec import StudySpec
-from tensorfx.cloud._spec import WorkerPool
-from tensorfx.cloud._spec import trainer_image
 from tensorfx.cloud._storage import check_bucket
 from tensorfx.cloud._storage import download
 from tensorfx.cloud._storage import exists
@@ -44,6 +41,9 @@ from tensorfx.cloud._storage import parse_gcs_uri
 from tensorfx.cloud._storage import storage_client
 from tensorfx.cloud._storage import upload
 from tensorfx.cloud._storage import upload_directory
+from tensorfx.cloud._studyspec import ParameterSpec
+from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud._workerpool import WorkerPool
 
 __all__ = [
     'CloudError',

@@ -29,8 +29,11 @@ import types
 from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
-from tensorfx.cloud import _spec
+from tensorfx.cloud import _jobspec
+from tensorfx.cloud import _machines
+from tensorfx.cloud import _studyspec
 from tensorfx.cloud import _vertexschema
+from tensorfx.cloud import _workerpool
 
 _logger = logging.getLogger('tensorfx')
 
@@ -246,8 +249,8 @@ def machine(name, fail):
 
 def accelerator(name, fail):
   """The Vertex AI accelerator type for a name such as nvidia-tesla-t4."""
-  normalized = _spec.normalize_accelerator(name)
-  known = _spec.accelerator_types()
+  normalized = _machines.normalize_accelerator(name)
+  known = _machines.accelerator_types()
   if normalized not in known:
     raise fail(f'expected an accelerator type, one of {", ".join(known)}')
   return normalized
@@ -452,7 +455,7 @@ def _legacy_study(where, value):
   for key in ('goal', 'params', 'maxTrials'):
     if key not in spec:
       raise _fail(where, f'hyperparameters need {key}')
-  goal = _enum(where.at(spec, 'goal'), spec['goal'], _spec.GOALS, 'a goal')
+  goal = _enum(where.at(spec, 'goal'), spec['goal'], _studyspec.GOALS, 'a goal')
   params_at = where.at(spec, 'params')
   params = _list(params_at, spec['params'], 'params')
   parameters = []
@@ -463,12 +466,12 @@ def _legacy_study(where, value):
     for key in ('parameterName', 'type'):
       if key not in param:
         raise _fail(at, f'a hyperparameter needs {key}')
-    kind = _enum(at.at(param, 'type'), param['type'], _spec.PARAMETER_TYPES,
-                 'a parameter type')
+    kind = _enum(at.at(param, 'type'), param['type'],
+                 _studyspec.PARAMETER_TYPES, 'a parameter type')
     scale = param.get('scaleType')
     if scale is not None:
       scale = _enum(at.at(param, 'scaleType'), scale,
-                    _spec.SCALE_TYPES + ('NONE',), 'a scale type')
+                    _studyspec.SCALE_TYPES + ('NONE',), 'a scale type')
       scale = None if scale == 'NONE' else scale
     kwargs = {'scale_type': scale}
     if kind in ('DOUBLE', 'INTEGER'):
@@ -496,7 +499,7 @@ def _legacy_study(where, value):
                                   param['categoricalValues'],
                                   'categoricalValues')
     try:
-      parameters.append(_spec.ParameterSpec(
+      parameters.append(_studyspec.ParameterSpec(
           _string(at.at(param, 'parameterName'), param['parameterName']),
           kind, **kwargs))
     except ConfigurationError as e:
@@ -510,7 +513,7 @@ def _legacy_study(where, value):
   algorithm = spec.get('algorithm')
   if algorithm is not None:
     algorithm = _enum(where.at(spec, 'algorithm'), algorithm,
-                      _spec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',),
+                      _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',),
                       'an algorithm')
     algorithm = None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
   early = spec.get('enableTrialEarlyStopping', False)
@@ -526,9 +529,9 @@ def _legacy_study(where, value):
 def _study(where, metric, goal, parameters, max_trials, parallel, failed,
            algorithm, early, extra=None):
   try:
-    return _spec.StudySpec(metric, goal, tuple(parameters), max_trials,
-                           parallel, failed, algorithm, early,
-                           types.MappingProxyType(extra or {}))
+    return _studyspec.StudySpec(metric, goal, tuple(parameters), max_trials,
+                                parallel, failed, algorithm, early,
+                                types.MappingProxyType(extra or {}))
   except ConfigurationError as e:
     raise _fail(where, str(e).rstrip('.')) from None
 
@@ -627,7 +630,7 @@ def _vertex_study(where, doc):
     if key not in metric:
       raise _fail(mat.at(metrics, 0), f'a metric needs {key}')
   goal = _enum(mat.at(metrics, 0).at(metric, 'goal'), metric['goal'],
-               _spec.GOALS, 'a goal')
+               _studyspec.GOALS, 'a goal')
   pat = at.at(spec, 'parameters')
   items = _list(pat, spec['parameters'], 'parameters')
   parameters = []
@@ -666,12 +669,12 @@ def _vertex_study(where, doc):
         kwargs['values'] = _strings(lat, values['values'], 'values')
     if 'scaleType' in param:
       scale = _enum(iat.at(param, 'scaleType'), param['scaleType'],
-                    _spec.SCALE_TYPES + ('SCALE_TYPE_UNSPECIFIED',),
+                    _studyspec.SCALE_TYPES + ('SCALE_TYPE_UNSPECIFIED',),
                     'a scale type')
       kwargs['scale_type'] = None if scale == 'SCALE_TYPE_UNSPECIFIED' \
           else scale
     try:
-      parameters.append(_spec.ParameterSpec(
+      parameters.append(_studyspec.ParameterSpec(
           _string(iat.at(param, 'parameterId'), param['parameterId']), kind,
           **kwargs))
     except ConfigurationError as e:
@@ -679,7 +682,7 @@ def _vertex_study(where, doc):
   algorithm = spec.get('algorithm')
   if algorithm is not None:
     algorithm = _enum(at.at(spec, 'algorithm'), algorithm,
-                      _spec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',),
+                      _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',),
                       'an algorithm')
     algorithm = None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
   early = 'medianAutomatedStoppingSpec' in spec
@@ -716,10 +719,10 @@ def _vertex(where, doc):
   if 'workerPoolSpecs' in job:
     wat = job_at.at(job, 'workerPoolSpecs')
     items = _list(wat, job['workerPoolSpecs'], 'workerPoolSpecs')
-    if not items or len(items) > len(_spec.ROLES):
+    if not items or len(items) > len(_workerpool.ROLES):
       raise _fail(wat, 'expected 1 to 4 worker pools (chief, workers, '
                   'parameter servers, evaluator)', len(items))
-    for index, (role, item) in enumerate(zip(_spec.ROLES, items)):
+    for index, (role, item) in enumerate(zip(_workerpool.ROLES, items)):
       result = _vertex_pool(wat.at(items, index), item, role)
       if result is None:
         if role == 'chief':
@@ -853,7 +856,7 @@ def parse_labels(text):
 
 def _flag_pools(pools, flags):
   """Applies per-role flags (`--worker-count`, ...) to the pools."""
-  for role in _spec.ROLES:
+  for role in _workerpool.ROLES:
     prefix = FLAG_PREFIX[role]
     flag = f'--{prefix.replace("_", "-")}'
     machine_type = flags.pop(f'{prefix}_machine_type', None)
@@ -890,7 +893,7 @@ def _flag_pools(pools, flags):
   # The master's image is every pool's unless another is named (gcloud).
   chief_image = pools.get('chief', {}).get('image_uri')
   if chief_image:
-    for role in _spec.ROLES[1:]:
+    for role in _workerpool.ROLES[1:]:
       if role in pools:
         pools[role].setdefault('image_uri', chief_image)
 
@@ -950,7 +953,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
   """
   import datetime  # pylint: disable=g-import-not-at-top
   environ = os.environ if environ is None else environ
-  known = {f'{FLAG_PREFIX[r]}_{s}' for r in _spec.ROLES
+  known = {f'{FLAG_PREFIX[r]}_{s}' for r in _workerpool.ROLES
            for s in ('machine_type', 'accelerator', 'image_uri', 'count')}
   unknown = sorted(set(pool_flags) - known)
   if unknown:
@@ -992,9 +995,10 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
   timeout_seconds = parse_duration(timeout) if timeout is not None \
       else fields.get('timeout_seconds')
   all_args = tuple(fields.get('args', ())) + tuple(args)
-  roles = {role: (_spec.WorkerPool(**pools[role]) if role in pools else None)
-           for role in _spec.ROLES}
-  return _spec.JobSpec(
+  roles = {role: (_workerpool.WorkerPool(**pools[role]) if role in pools
+                  else None)
+           for role in _workerpool.ROLES}
+  return _jobspec.JobSpec(
       project=project or environ.get('GOOGLE_CLOUD_PROJECT') or
       environ.get('CLOUDSDK_CORE_PROJECT') or '',
       region=region or fields.get('region') or '',
