@@ -16,12 +16,12 @@ from tensorfx.cloud._errors import JobFailedError
 from tensorfx._hypertune import report_metric
 from tensorfx._hypertune import report_metrics
 from tensorfx._hypertune import trial_id
+from tensorfx.cloud._configfile import ConfigFile
+from tensorfx.cloud._configfile import load_config
 from tensorfx.cloud._images import EXECUTOR_IMAGE_CPU
 from tensorfx.cloud._images import EXECUTOR_IMAGE_GPU
 from tensorfx.cloud._images import trainer_image
-from tensorfx.cloud._jobconfig import ConfigFile
-from tensorfx.cloud._jobconfig import job_spec
-from tensorfx.cloud._jobconfig import load_config
+from tensorfx.cloud._jobflags import job_spec
 from tensorfx.cloud._jobs import job_client
 from tensorfx.cloud._jobs import status
 from tensorfx.cloud._jobs import submit

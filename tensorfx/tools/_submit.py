@@ -114,7 +114,7 @@ def trainer_args(rest):
 def run(args, rest):
   """Builds the JobSpec from the flags and submits it."""
   user_args = trainer_args(rest)
-  from tensorfx.cloud import _jobconfig  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _jobflags  # pylint: disable=g-import-not-at-top
   from tensorfx.cloud import _jobs  # pylint: disable=g-import-not-at-top
   pool_flags = {}
   for role, _ in _ROLES:
@@ -123,7 +123,7 @@ def run(args, rest):
       value = getattr(args, f'{prefix}_{suffix}', None)
       if value is not None:
         pool_flags[f'{prefix}_{suffix}'] = value
-  spec = _jobconfig.job_spec(
+  spec = _jobflags.job_spec(
       config=args.config, project=args.project, region=args.region,
       job_name=args.job_name, staging_bucket=args.staging_bucket,
       module_name=args.module_name, args=user_args, job_dir=args.job_dir,
