@@ -9,9 +9,9 @@ from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._examples import ExamplesDataSet
 from tensorfx.data._examples import ExamplesDataSource
-from tensorfx.data._features import Feature
-from tensorfx.data._features import FeatureSet
-from tensorfx.data._features import FeatureType
+from tensorfx.data._feature import Feature
+from tensorfx.data._featureset import FeatureSet
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._metadata import Metadata
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField

@@ -8,7 +8,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _metadata
 from tensorfx.data import _missing
 from tensorfx.data import _paths
-from tensorfx.data._features import FeatureSet
+from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._metadata import Metadata
 from tensorfx.data._schema import Schema
 

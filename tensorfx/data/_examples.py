@@ -5,13 +5,8 @@ interleave the files, shuffle, repeat, batch, then parse each batch with one
 `tf.io.parse_example` call, prefetch. It carries no per-record bookkeeping;
 when it fails (a truncated or corrupt file, a record that does not match the
 schema) `data_errors()` asks the source to find the record by scanning its
-files, so the error names the file, the record and the feature.
-
-The analysis reads each file with the same parse, a batch of records at a
-time, into Arrow RecordBatches: a field of length 1 or N needs exactly that
-many values (or, when absent, takes its fill value: see `_missing`), a field
-of length 0 any number; the value list must be of the schema's type
-(int64_list, float_list, bytes_list).
+files (`_examplescan`), so the error names the file, the record and the
+feature. The analysis reads the files with `_examplebatches`.
 
 With `skip_bad_records` (Gematria's `--gematria_drop_invalid_blocks`) a
 record that is not a tf.Example or does not match the schema is dropped and
@@ -22,13 +17,12 @@ throughput. A truncated or corrupt
 file still fails: that is the storage's fault, not a record's.
 """
 
-import os
-import re
 import threading
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
-from tensorfx.data import _missing
+from tensorfx.data import _examplebatches
+from tensorfx.data import _examplescan
 from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -39,17 +33,8 @@ _SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
              ('.zlib', 'ZLIB'))
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
-_SCAN_BATCH = 1024
 # Bad records a reader logs one by one before only counting.
 _LOGGED_BAD_RECORDS = 10
-# Records per RecordBatch the analysis reads.
-_ANALYSIS_BATCH = 16384
-# DataLossErrors that reading a TFRecord file raises (others, e.g. from a
-# checkpoint, are not this source's business).
-_RECORD_LOSS = re.compile(r'(truncated|corrupted) record at (\d+)|inflate|'
-                          r'deflate|zlib|gzip|Read less bytes', re.IGNORECASE)
-_TF_NOISE = re.compile(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:[^\]]*\].*$|'
-                       r'\s*\[\[\{\{node [^}]*\}\}\]\]', re.DOTALL)
 
 
 def compression_of(path, compression='auto'):
@@ -75,12 +60,6 @@ def _check_compression(compression):
   if key != 'auto' and key not in _COMPRESSIONS:
     raise DataError("compression must be None, 'GZIP', 'ZLIB' or 'auto'. "
                     f'Received: compression={compression!r}')
-
-
-def _clean(error):
-  """TensorFlow's message of an error, without graph and op decorations."""
-  text = str(getattr(error, 'message', '') or error)
-  return _TF_NOISE.sub('', text).strip()
 
 
 class ExamplesDataSource(DataSource):
@@ -208,9 +187,10 @@ class ExamplesDataSource(DataSource):
     from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
     spec = _transforms.parsing_spec(self.schema)
     values = records.numpy()
-    if _records_problem(values, spec) is None:
+    if _examplescan.records_problem(values, spec) is None:
       return np.ones(len(values), dtype=bool)
-    problems = [_records_problem([value], spec) for value in values]
+    problems = [_examplescan.records_problem([value], spec)
+                for value in values]
     bad = [p for p in problems if p is not None]
     with self._lock:
       first = self._bad_records
@@ -230,31 +210,7 @@ class ExamplesDataSource(DataSource):
       The message of a `DataError` naming the file, the record and what is
       wrong, or None when the error is not about these files.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    if isinstance(error, tf.errors.DataLossError):
-      match = _RECORD_LOSS.search(_clean(error))
-      if not match:
-        return None
-      offset = int(match.group(2)) if match.group(2) else None
-      parse = False
-    elif isinstance(error, tf.errors.InvalidArgumentError):
-      if _validation.example_error(error) is None and \
-          _NOT_AN_EXAMPLE not in _clean(error):
-        return None
-      offset, parse = None, True
-    elif isinstance(error, UnicodeDecodeError) and _from_tensorflow(error):
-      # TensorFlow could not report a binary record that failed to parse.
-      offset, parse = None, True
-    else:
-      return None
-    for path, compression in zip(self.files(), self.compressions()):
-      if offset is not None and not compression and \
-          tf.io.gfile.stat(path).length <= offset:
-        continue  # That record offset is past the end of this file.
-      found = _scan(path, compression, self.schema, parse)
-      if found and _same_failure(error, found[1]):
-        return found[0]
-    return None
+    return _examplescan.diagnose(self, error)
 
   def reading_options(self):
     return dict(super().reading_options(), compressions=self.compressions())
@@ -278,18 +234,14 @@ class ExamplesDataSource(DataSource):
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 
-      return record_batches(pair[0], schema, pair[1], skip_bad,
-                            on_bad_record)
+      return _examplebatches.record_batches(pair[0], schema, pair[1],
+                                            skip_bad, on_bad_record)
 
     files = pipeline | f'{label}Files' >> beam.Create(pairs)
     if len(pairs) > 1:
       # Spreads the files over workers (Create makes one bundle).
       files |= f'{label}Spread' >> beam.Reshuffle()
     return files | f'{label}Batches' >> beam.FlatMap(batches)
-
-
-_NOT_AN_EXAMPLE = 'Could not parse example input'
-_MISSING_FEATURE = re.compile(r"missing required feature '(\w+)'")
 
 
 def _not_empty(features):
@@ -299,205 +251,6 @@ def _not_empty(features):
   size = value.dense_shape[0] if isinstance(value, tf.SparseTensor) else \
       tf.shape(value, out_type=tf.int64)[0]
   return size > 0
-
-
-def _records_problem(records, spec):
-  """What is wrong with a batch of records (from Python), or None."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  try:
-    tf.io.parse_example(records, spec)
-    return None
-  except tf.errors.InvalidArgumentError as e:
-    return _validation.example_error(e) or 'not a serialized tf.Example'
-  except UnicodeDecodeError:
-    return 'not a serialized tf.Example'
-# Where a record is, in ParseExample's messages: differs between the
-# pipeline (unnamed, index in its batch) and the scan (named, other batches).
-_RECORD_NAME = re.compile(r'Name: [^,]*, |Index: \d+\.')
-
-
-def _from_tensorflow(error):
-  """Whether an exception was raised while TensorFlow reported an error."""
-  traceback = error.__traceback__
-  while traceback is not None and traceback.tb_next is not None:
-    traceback = traceback.tb_next
-  return traceback is not None and \
-      f'{os.sep}tensorflow{os.sep}' in traceback.tb_frame.f_code.co_filename
-
-
-def _same_failure(error, found):
-  """Whether `error` is the failure that scanning found (`found`)."""
-  if isinstance(error, UnicodeDecodeError):
-    # The record's bytes are in the message TensorFlow could not decode.
-    return isinstance(found, bytes) and found[:64] in bytes(error.object)
-  if not isinstance(found, str):
-    return False
-  return _RECORD_NAME.sub('', found) in _RECORD_NAME.sub('', _clean(error))
-
-
-def _scan(path, compression, schema, parse):
-  """The first bad record of one file, or None.
-
-  Returns:
-    `(message, failure)`: the message of the `DataError`, and what failed:
-    TensorFlow's message, or the record when it is not a tf.Example.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
-  spec = _transforms.parsing_spec(schema)
-  count = 0
-  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      _SCAN_BATCH))
-  while True:
-    try:
-      records = next(batches)
-    except StopIteration:
-      return None
-    except tf.errors.DataLossError as e:
-      return _loss(path, compression, count, e)
-    if parse:
-      found = _parse_problem(path, records, count, spec)
-      if found:
-        return with_hint(found[0], schema), found[1]
-    count += int(records.shape[0])
-
-
-def _loss(path, compression, count, error):
-  """Names the record a DataLossError stopped at (after `count` good ones).
-
-  Returns:
-    `(message, TensorFlow's message)`.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  number = count + 1
-  try:
-    for _ in tf.data.TFRecordDataset(path, compression).skip(count):
-      number += 1
-  except tf.errors.DataLossError as e:
-    error = e
-  text = _clean(error)
-  return (f'{path}: record {number}: truncated or corrupt TFRecord file '
-          f'({text})', text)
-
-
-def _parse_problem(path, records, count, spec):
-  """The first record of a batch that does not parse, as `_scan` returns."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  names = tf.strings.as_string(tf.range(count + 1, count + 1 +
-                                        tf.shape(records, tf.int64)[0]))
-  try:
-    tf.io.parse_example(records, spec, example_names=names)
-    return None
-  except tf.errors.InvalidArgumentError as e:
-    message = _validation.example_error(
-        e, name=lambda name: f'{path}: record {name}')
-    if message:
-      return message, _clean(e)
-  except UnicodeDecodeError:
-    pass
-  # Not a tf.Example at all: find which record, one at a time.
-  for index, record in enumerate(records.numpy(), start=count + 1):
-    try:
-      tf.io.parse_example([record], spec)
-    except tf.errors.InvalidArgumentError as e:
-      return (f'{path}: record {index}: not a serialized tf.Example',
-              _clean(e))
-    except UnicodeDecodeError:
-      return f'{path}: record {index}: not a serialized tf.Example', record
-  return None
-
-
-def record_batches(path, schema, compression='', skip_bad_records=False,
-                   on_bad_record=None):
-  """Yields the records of one TFRecord file as Arrow RecordBatches.
-
-  Parsed as training parses them (`tf.io.parse_example` of a batch, missing
-  values filled); streams the file (bounded memory). What the analysis
-  reads.
-
-  Args:
-    path: the file.
-    schema: the `Schema` of its features.
-    compression: '', 'GZIP' or 'ZLIB'.
-    skip_bad_records: whether to skip records that are not a tf.Example or
-      do not match the schema instead of raising.
-    on_bad_record: called with the message of each skipped record.
-
-  Raises:
-    DataError: naming the file and record of the first bad record (unless
-      `skip_bad_records`), or of a truncated or corrupt file.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
-  parse = _parser(schema)
-  count = 0
-  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      _ANALYSIS_BATCH))
-  while True:
-    try:
-      records = next(batches)
-    except StopIteration:
-      return
-    except tf.errors.DataLossError as e:
-      raise DataError(_loss(path, compression, count, e)[0]) from None
-    try:
-      features = parse(records)
-    except (tf.errors.InvalidArgumentError, UnicodeDecodeError) as e:
-      if skip_bad_records:
-        features = _good_features(path, records, count, schema, on_bad_record)
-        count += int(records.shape[0])
-        if features is not None:
-          yield _arrow.record_batch(features, schema)
-        continue
-      found = _scan(path, compression, schema, parse=True)
-      raise DataError(found[0] if found else
-                      f'{path}: a record after record {count} does not '
-                      f'parse: {_clean(e)}') from None
-    count += int(records.shape[0])
-    yield _arrow.record_batch(features, schema)
-
-
-def _good_features(path, records, count, schema, on_bad_record):
-  """The parsed good records of a batch (None if none), the bad reported."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
-  spec = _transforms.parsing_spec(schema)
-  values = records.numpy()
-  good = []
-  for index, value in enumerate(values):
-    problem = _records_problem([value], spec)
-    if problem is None:
-      good.append(index)
-    elif on_bad_record is not None:
-      on_bad_record(f'{path}: record {count + index + 1}: {problem}')
-  if not good:
-    return None
-  return _parser(schema)(values[np.array(good)])
-
-
-# Traced parsers by schema: tracing one per file would cost more than
-# parsing a small file.
-_PARSERS = {}
-
-
-def _parser(schema):
-  """The tf.function parsing a batch of serialized tf.Examples."""
-  if schema not in _PARSERS:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
-    spec = _transforms.parsing_spec(schema)
-    _PARSERS[schema] = tf.function(
-        lambda records: tf.io.parse_example(records, spec),
-        input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-  return _PARSERS[schema]
-
-
-def with_hint(message, schema):
-  """A record's message, with how to fix a missing required feature."""
-  match = _MISSING_FEATURE.search(message)
-  if match and match.group(1) in schema:
-    return f'{message}; {_missing.hint(schema[match.group(1)])}'
-  return message
 
 
 class ExamplesDataSet(DataSet):

@@ -21,7 +21,7 @@ complete values; indicator features read the raw ones.
 import dataclasses
 
 from tensorfx.data import _missing
-from tensorfx.data._features import FeatureType
+from tensorfx.data._featuretypes import FeatureType
 
 # Types whose output is an integer category index; concat one-hot encodes them.
 _CATEGORICAL = frozenset({

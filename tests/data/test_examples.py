@@ -11,8 +11,8 @@ from tensorfx import DataError
 from tensorfx.data import ExamplesDataSet
 from tensorfx.data import ExamplesDataSource
 from tensorfx.data import Schema
+from tensorfx.data._examplebatches import record_batches
 from tensorfx.data._examples import compression_of
-from tensorfx.data._examples import record_batches
 from tensorfx.data._validation import data_errors
 
 SCHEMA = Schema.parse("""\

@@ -14,7 +14,7 @@ import pytest
 from tensorfx import DataError
 from tensorfx.data import ExamplesDataSet
 from tensorfx.data import ExamplesDataSource
-from tensorfx.data._examples import record_batches
+from tensorfx.data._examplebatches import record_batches
 from test_examples import IRIS
 from test_examples import SCHEMA
 from test_examples import _read

@@ -5,9 +5,9 @@ import re
 import pytest
 
 from tensorfx._errors import DataError
-from tensorfx.data._features import Feature
-from tensorfx.data._features import FeatureSet
-from tensorfx.data._features import FeatureType
+from tensorfx.data._feature import Feature
+from tensorfx.data._featureset import FeatureSet
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._schema import Schema
 
 IRIS = """\

@@ -246,7 +246,7 @@ def test_dump_yaml_keeps_order():
 
 
 def test_importing_does_not_import_tensorflow():
-  code = ('import sys, tensorfx.data._schema, tensorfx.data._features, '
+  code = ('import sys, tensorfx.data._schema, tensorfx.data._featureset, '
           'tensorfx.data._metadata, tensorfx._yaml; '
           "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
   subprocess.run([sys.executable, '-c', code], check=True)

@@ -5,7 +5,7 @@ import tf_keras
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _transforms
-from tensorfx.data._features import FeatureType
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.embeddings._table import EmbeddingTable
 from tensorfx.training import _losses
 from tensorfx.training._args import ModelArguments

@@ -14,7 +14,7 @@ from tensorfx.data import _csv
 from tensorfx.data import _listtext
 from tensorfx.data import _transforms
 from tensorfx.data import _validation
-from tensorfx.data._features import FeatureType
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.embeddings import _table
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import precision
