@@ -23,22 +23,20 @@ over M.
 
 import functools
 import types
-import zlib
 
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _combine
+from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _exact
 from tensorfx.embeddings import _hashed
+from tensorfx.embeddings import _initial
 from tensorfx.embeddings import _options
 from tensorfx.embeddings import _sharding
 
 COMBINERS = _combine.COMBINERS
 HASHINGS = _options.HASHINGS
-
-# The default initializer: uniform in [-0.05, 0.05], as tf_keras' Embedding.
-_INIT_SCALE = 0.05
 
 
 class EmbeddingTable(tf.Module):
@@ -134,8 +132,8 @@ class EmbeddingTable(tf.Module):
     self._evict_after, self._evict_every = _options.eviction(
         evict_after_steps, evict_every_steps)
     self._initializer = _options.initializer(initializer)
-    self._seed = int(seed) if seed is not None else (
-        zlib.crc32(name.encode('utf-8')) & 0x7fffffff)
+    self._initial = _initial.InitialValues(
+        name, self._capacity, self._dim, self._initializer, seed)
     if optimizer is not None:
       # Tracked: checkpointed with the table.
       self._own_optimizer = optimizer
@@ -144,6 +142,7 @@ class EmbeddingTable(tf.Module):
     self._bound = types.SimpleNamespace(optimizer=None, step_counter=None)
     self._keys = (_exact.ExactKeys(self) if hashing == 'exact' else
                   _hashed.HashedKeys(self))
+    self._eviction = _eviction.Eviction(self, self._keys, self._evict_every)
     self._built = False
     self.bind(step_counter=step_counter, optimizer=optimizer)
 
@@ -266,11 +265,7 @@ class EmbeddingTable(tf.Module):
           shape=(rows, dim), dtype=tf.float32, name='embeddings')
       self._keys.build()
       if self._evict_after is not None:
-        self.next_sweep = tf.Variable(
-            tf.constant(self._evict_every, tf.int64), trainable=False,
-            name='next_sweep')
-        self.evicted = tf.Variable(tf.constant(0, tf.int64), trainable=False,
-                                   name='evicted')
+        self._eviction.build()
     self._built = True
 
   @property
@@ -295,27 +290,6 @@ class EmbeddingTable(tf.Module):
       raise ConfigurationError(
           f'EmbeddingTable {self.name!r}: {what} needs the variables, which '
           'the first lookup (or build()) makes.')
-
-  def _initial_rows(self, shape, partition_shape=None, partition_offset=None):
-    # Called once per shard under a partitioner (with the shard's shape and
-    # offset), so no parameter server materializes the whole table.
-    shape = tuple(partition_shape or shape)
-    first = int(partition_offset[0]) if partition_offset else 0
-    values = self._draw(shape, tf.constant(first, tf.int64))
-    default = self._capacity - first
-    if 0 <= default < shape[0]:
-      # The default row starts at zero: "no key" adds nothing until trained.
-      values = tf.tensor_scatter_nd_update(
-          values, [[default]], tf.zeros([1, self._dim], values.dtype))
-    return values
-
-  def _draw(self, shape, salt):
-    if self._initializer is not None:
-      return tf.cast(self._initializer(shape, dtype=tf.float32), tf.float32)
-    seed = tf.stack([tf.constant(self._seed, tf.int64),
-                     tf.cast(salt, tf.int64)])
-    return tf.random.stateless_uniform(shape, seed, minval=-_INIT_SCALE,
-                                       maxval=_INIT_SCALE)
 
   def _trackable_children(self, save_type='checkpoint', **kwargs):
     children = super()._trackable_children(save_type, **kwargs)
@@ -417,25 +391,6 @@ class EmbeddingTable(tf.Module):
           f'dtype {keys.dtype.name}')
     return tf.cast(keys, tf.int64)
 
-  def _now(self):
-    counter = self._bound.step_counter
-    if counter is None:
-      raise ConfigurationError(
-          f'EmbeddingTable {self.name!r} evicts rows after '
-          f'evict_after_steps={self._evict_after} steps, so its training '
-          'lookups need a clock: pass step_counter= (an int64 variable '
-          'counting steps), or train it from a ModelBuilder, which binds '
-          'its global step. Received: step_counter=None')
-    return tf.cast(tf.convert_to_tensor(counter), tf.int64)
-
-  def _sweep_if_due(self):
-    """Evicts when a sweep is due (training lookups call it)."""
-    if self._evict_after is None:
-      return
-    now = self._now()
-    due = now >= tf.convert_to_tensor(self.next_sweep)
-    tf.cond(due, lambda: self.evict(now), lambda: tf.constant(0, tf.int64))
-
   def evict(self, now=None):
     """Evicts the keys (hashed: rows) not looked up for `evict_after_steps`.
 
@@ -461,11 +416,7 @@ class EmbeddingTable(tf.Module):
           f'EmbeddingTable {self.name!r} does not evict: give it '
           'evict_after_steps. Received: evict_after_steps=None')
     self._require_built('evict()')
-    now = self._now() if now is None else tf.cast(now, tf.int64)
-    size = self._keys.sweep(now)
-    self.next_sweep.assign(now + self._evict_every)
-    self.evicted.assign_add(size)
-    return size
+    return self._eviction.sweep(now)
 
   def live_rows(self):
     """The number of rows held by admitted keys.

@@ -1,0 +1,74 @@
+"""The eviction schedule of an `EmbeddingTable`: its clock and its sweeps.
+
+Training lookups stamp the keys (hashed: rows) they read with the step of
+the table's step counter. A sweep reads every stamp, so it runs only when
+due: from a training lookup once the step reaches `next_sweep`, then
+`evict_every_steps` later; `evicted` counts the rows sweeps reset or freed.
+The key mode (`_hashed.py`, `_exact.py`) finds and evicts the stale keys.
+"""
+
+import tensorflow as tf
+
+from tensorfx._errors import ConfigurationError
+
+
+class Eviction:
+  """When an `EmbeddingTable` with `evict_after_steps` sweeps.
+
+  The table owns the variables (`table.next_sweep`, `table.evicted`), so
+  that they are checkpointed and exported with it under their usual names.
+
+  Args:
+    table: the `EmbeddingTable`.
+    keys: its key mode (`HashedKeys` or `ExactKeys`), which sweeps.
+    every: steps between sweeps (`evict_every_steps`).
+  """
+
+  def __init__(self, table, keys, every):
+    self._table = table
+    self._keys = keys
+    self._every = every
+
+  def build(self):
+    """Makes the schedule's variables, in the table's name scope."""
+    table = self._table
+    table.next_sweep = tf.Variable(
+        tf.constant(self._every, tf.int64), trainable=False,
+        name='next_sweep')
+    table.evicted = tf.Variable(tf.constant(0, tf.int64), trainable=False,
+                                name='evicted')
+
+  def now(self):
+    """The step counter's value: the clock of the stamps."""
+    table = self._table
+    counter = table.step_counter
+    if counter is None:
+      raise ConfigurationError(
+          f'EmbeddingTable {table.name!r} evicts rows after '
+          f'evict_after_steps={table.evict_after_steps} steps, so its '
+          'training lookups need a clock: pass step_counter= (an int64 '
+          'variable counting steps), or train it from a ModelBuilder, which '
+          'binds its global step. Received: step_counter=None')
+    return tf.cast(tf.convert_to_tensor(counter), tf.int64)
+
+  def sweep_if_due(self):
+    """Evicts when a sweep is due (training lookups call it)."""
+    table = self._table
+    if table.evict_after_steps is None:
+      return
+    now = self.now()
+    due = now >= tf.convert_to_tensor(table.next_sweep)
+    tf.cond(due, lambda: table.evict(now), lambda: tf.constant(0, tf.int64))
+
+  def sweep(self, now=None):
+    """Sweeps at `now` (default: the clock) and schedules the next sweep.
+
+    Returns:
+      int64: the number of rows reset (hashed) or freed (exact).
+    """
+    table = self._table
+    now = self.now() if now is None else tf.cast(now, tf.int64)
+    size = self._keys.sweep(now)
+    table.next_sweep.assign(now + self._every)
+    table.evicted.assign_add(size)
+    return size

@@ -1,0 +1,138 @@
+"""The input of batch prediction: files read a batch of records at a time.
+
+TFRecord files of tf.Example (optionally GZIP or ZLIB), CSV lines and JSON
+lines, each format told by the file's name unless given; stdin is lines.
+Records are read in input order, each with its place (for messages) and
+its size on disk (for progress).
+"""
+
+import dataclasses
+import json
+import re
+import sys
+from typing import Any, Optional
+
+from tensorfx._errors import DataError
+from tensorfx.data._examples import compression_of
+
+# Also tells a TFRecord output (output_format='auto').
+TFRECORD = re.compile(r'\.(tfrecords?|tfr)(\.(gz|gzip|zz|zlib))?$',
+                      re.IGNORECASE)
+_JSON = re.compile(r'\.(jsonl?|ndjson)$', re.IGNORECASE)
+_CSV = re.compile(r'\.csv$', re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class _Record:
+  """One input record: its kind, value, place (for messages) and size."""
+  kind: str  # 'example' (bytes), 'csv' (str), 'json' (dict) or 'bad'.
+  value: Any
+  where: str
+  size: int = 0
+  problem: Optional[str] = None  # Why a 'bad' record is bad.
+
+
+def _format_of(path, input_format):
+  if input_format != 'auto':
+    return input_format
+  if path == '-':
+    return 'lines'
+  if TFRECORD.search(path):
+    return 'tfrecord'
+  if _JSON.search(path):
+    return 'json'
+  if _CSV.search(path):
+    return 'csv'
+  return 'lines'
+
+
+def total_bytes(paths, input_format, compression):
+  """The bytes of the input, when progress can be measured in them."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  total = 0
+  for path in paths:
+    if path == '-':
+      return None
+    if _format_of(path, input_format) == 'tfrecord' and compression_of(
+        path, compression):
+      return None  # Compressed: records do not add up to the file size.
+    try:
+      total += tf.io.gfile.stat(path).length
+    except tf.errors.OpError:
+      return None
+  return total
+
+
+def batches(paths, input_format, compression, batch_size):
+  """Lists of `_Record`s, `batch_size` at most, in input order."""
+  for path in paths:
+    kind = _format_of(path, input_format)
+    if kind == 'tfrecord':
+      yield from _tfrecord_batches(path, compression_of(path, compression),
+                                   batch_size)
+    else:
+      yield from _text_batches(path, kind, batch_size)
+
+
+def _tfrecord_batches(path, compression, batch_size):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
+      batch_size).prefetch(1))
+  number = 0
+  while True:
+    try:
+      records = next(batches)
+    except StopIteration:
+      return
+    except tf.errors.DataLossError as e:
+      raise DataError(f'{path}: after record {number}: truncated or corrupt '
+                      f'TFRecord file ({e.message.splitlines()[0]})') from None
+    batch = []
+    for value in records.numpy():
+      number += 1
+      # On disk: length (8 bytes), its CRC (4), the data, its CRC (4).
+      batch.append(_Record('example', value, f'{path}: record {number}',
+                           len(value) + 16))
+    yield batch
+
+
+def _text_batches(path, kind, batch_size):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  name = '<stdin>' if path == '-' else path
+  stream = sys.stdin.buffer if path == '-' else tf.io.gfile.GFile(path, 'rb')
+  try:
+    batch = []
+    for number, line in enumerate(stream, start=1):
+      record = _text_record(line, kind, f'{name}:{number}')
+      if record is None:
+        continue
+      batch.append(record)
+      if len(batch) == batch_size:
+        yield batch
+        batch = []
+    if batch:
+      yield batch
+  finally:
+    if path != '-':
+      stream.close()
+
+
+def _text_record(line, kind, where):
+  """The `_Record` of one line, or None for a blank one."""
+  size = len(line)
+  try:
+    text = line.decode('utf-8').rstrip('\r\n')
+  except UnicodeDecodeError as e:
+    return _Record('bad', line, where, size, f'not UTF-8 text ({e.reason})')
+  if not text.strip():
+    return None
+  if kind == 'json' or (kind == 'lines' and text.lstrip().startswith('{')):
+    try:
+      value = json.loads(text)
+    except json.JSONDecodeError as e:
+      return _Record('bad', text, where, size, f'invalid JSON: {e}')
+    if not isinstance(value, dict):
+      return _Record('bad', text, where, size, 'expected a JSON object of '
+                     f'features. Received: {type(value).__name__}')
+    return _Record('json', value, where, size)
+  return _Record('csv', text, where, size)
