@@ -543,24 +543,39 @@ def main(argv=None):
         section.update(window=window, warmup=warmup, steps=steps,
                        epoch_steps=epoch_steps)
         result['training'].append(section)
+      _write(out, result)
     if 'input' in args.sections:
       result['input'] = input_only(files, stats, 1024, max(args.rounds, 3))
+      _write(out, result)
     if 'startup' in args.sections:
       # Short probes, noisy on a shared machine: at least 5 rounds.
       result['startup'] = startup(files, analysis, args,
                                   max(args.rounds, 5), workdir)
+      _write(out, result)
     if 'memory' in args.sections:
       result['memory'] = memory(files, args.rounds)
-    if 'serving' in args.sections and model_dir:
+      _write(out, result)
+    if 'serving' in args.sections:
+      if model_dir is None:
+        # Without the training section, a short training makes the model.
+        model_dir = ctr_model.tensorfx_train(
+            files, analysis, os.path.join(workdir, 'serving-model'), 1024,
+            20, 10, train=files['tfrecord'][:1]).path
       result['serving'] = serving(model_dir, files, max(args.rounds, 3))
   result['load'] = {'start': load_start, 'end': _load()}
+  print(_write(out, result))
+  return 0
+
+
+def _write(out, result):
+  """Writes compare.json and compare.md (after each section: a section
+  that fails later loses nothing measured before it); returns the table."""
   with open(os.path.join(out, 'compare.json'), 'w') as f:
     json.dump(result, f, indent=2)
   table = markdown(result)
   with open(os.path.join(out, 'compare.md'), 'w') as f:
     f.write(table)
-  print(table)
-  return 0
+  return table
 
 
 def _load():

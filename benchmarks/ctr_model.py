@@ -39,6 +39,9 @@ import tensorflow as tf
 import tf_keras
 
 sys.path.insert(0, HERE)
+# Run as a script (the start-up probe), this checkout's tensorfx, not
+# whichever one is installed.
+sys.path.insert(1, ROOT)
 import ctr_data
 # pylint: enable=g-import-not-at-top,wrong-import-position
 

@@ -1,8 +1,8 @@
-"""CI's benchmark step: the quick comparison still runs end to end.
+"""CI's benchmark step: the quick comparison and the step's parts still run.
 
-It asserts that every section measured something and that the table was
-written; never a timing (performance is reported, in benchmarks/README.md,
-not tested).
+They assert that every section or part measured something and that the
+results were written; never a timing (performance is reported, in
+benchmarks/README.md, not tested).
 """
 
 import json
@@ -10,13 +10,21 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
-def test_quick_comparison_runs_every_section(tmp_path):
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  """The generated data and its analysis, shared by both scripts."""
+  return tmp_path_factory.mktemp('benchmark-data')
+
+
+def test_quick_comparison_runs_every_section(tmp_path, data_dir):
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, 'benchmarks', 'compare.py'),
-       '--quick', '--rows', '8000', '--data', str(tmp_path / 'data'),
+       '--quick', '--rows', '8000', '--data', str(data_dir),
        '--output', str(tmp_path / 'results')],
       capture_output=True, text=True, timeout=900, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -45,3 +53,23 @@ def test_quick_comparison_runs_every_section(tmp_path):
                   '**Start-up**',
                   '**Peak RSS of a full pass**', '**Serving**'):
     assert heading in table
+
+
+def test_step_parts_measures_every_part(tmp_path, data_dir):
+  output = tmp_path / 'parts.json'
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, 'benchmarks', 'step_parts.py'),
+       '--rows', '8000', '--shards', '4', '--batch', '256', '--window', '5',
+       '--rounds', '2', '--data', str(data_dir), '--output', str(output)],
+      capture_output=True, text=True, timeout=900, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  report = json.loads(output.read_text())
+  assert set(report['medians']) == {
+      'loop cached', 'loop XLA cached', "loop on tensorfx's cached pipeline",
+      "loop in the engine's loop form", 'tensorfx default',
+      'tensorfx --jit-compile'}
+  assert all(len(rates) == 2 for rates in report['rates'].values())
+  assert all(rate > 0 for rate in report['medians'].values())
+  assert report['best_hand_written'] in ('loop cached', 'loop XLA cached')
+  assert report['ratios'][report['best_hand_written']] == 1.0
+  assert 'tensorfx default' in result.stdout
