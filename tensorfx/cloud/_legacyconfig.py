@@ -8,13 +8,11 @@ legacy machine names become Compute Engine machine types (and GPUs), scale
 tiers become worker pools (`_machines`).
 """
 
-import logging
-
+from tensorfx._logging import logger
 from tensorfx.cloud import _checks
 from tensorfx.cloud import _machines
 from tensorfx.cloud import _studyconfig
 
-_logger = logging.getLogger('tensorfx')
 
 # Role -> legacy key prefix.
 _LEGACY = {'chief': 'master', 'workers': 'worker',
@@ -134,7 +132,7 @@ def read(where, doc):
       pool.setdefault('command', pools['chief'].get('command', ()))
   for key in ('runtimeVersion', 'pythonVersion', 'useChiefInTfConfig'):
     if key in spec:
-      _logger.warning('%s:%s: trainingInput.%s is ignored on Vertex AI (the '
+      logger.warning('%s:%s: trainingInput.%s is ignored on Vertex AI (the '
                       'executor image decides the TensorFlow and Python '
                       'versions; the chief is always "chief").',
                       here(key).source, here(key).line, key)
@@ -162,7 +160,7 @@ def read(where, doc):
           scheduling['maxRunningTime'])
     if 'maxWaitTime' in scheduling:
       wait_at = sched_at.at(scheduling, 'maxWaitTime')
-      _logger.warning('%s:%s: trainingInput.scheduling.maxWaitTime is '
+      logger.warning('%s:%s: trainingInput.scheduling.maxWaitTime is '
                       'ignored on Vertex AI.', wait_at.source, wait_at.line)
   if 'hyperparameters' in spec:
     fields['study'] = _studyconfig.legacy_study(here('hyperparameters'),

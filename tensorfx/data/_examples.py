@@ -33,8 +33,9 @@ _SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
              ('.zlib', 'ZLIB'))
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
-# Bad records a reader logs one by one before only counting.
-_LOGGED_BAD_RECORDS = 10
+# Bad records a reader (or batch prediction) logs one by one before only
+# counting.
+LOGGED_BAD_RECORDS = 10
 
 
 def compression_of(path, compression='auto'):
@@ -195,7 +196,7 @@ class ExamplesDataSource(DataSource):
     with self._lock:
       first = self._bad_records
       self._bad_records += len(bad)
-    for problem in bad[:max(0, _LOGGED_BAD_RECORDS - first)]:
+    for problem in bad[:max(0, LOGGED_BAD_RECORDS - first)]:
       logger.warning('Skipping a bad record: %s', problem)
     return np.array([p is None for p in problems], dtype=bool)
 
@@ -230,7 +231,7 @@ class ExamplesDataSource(DataSource):
       def on_bad_record(message):
         nonlocal logged
         counter.inc()
-        if logged < _LOGGED_BAD_RECORDS:
+        if logged < LOGGED_BAD_RECORDS:
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 

@@ -16,6 +16,7 @@ import time
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
+from tensorfx.data import _examples
 from tensorfx.data import _paths
 from tensorfx.prediction import _converter
 from tensorfx.prediction import _progress
@@ -24,8 +25,6 @@ from tensorfx.prediction import _writer
 
 INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
 OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
-# Bad records logged one by one before only counting.
-_LOGGED_BAD_RECORDS = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +148,7 @@ def _bad(record, skip, counts):
   if not skip:
     raise DataError(f'{message} (--skip-bad-records skips and counts such '
                     'records)')
-  if counts['skipped'] < _LOGGED_BAD_RECORDS:
+  if counts['skipped'] < _examples.LOGGED_BAD_RECORDS:
     logger.warning('Skipping a bad record: %s', message)
   counts['skipped'] += 1
 
