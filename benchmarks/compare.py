@@ -543,7 +543,7 @@ def main(argv=None):
         section.update(window=window, warmup=warmup, steps=steps,
                        epoch_steps=epoch_steps)
         result['training'].append(section)
-      _write(out, result)
+        _write(out, result)
     if 'input' in args.sections:
       result['input'] = input_only(files, stats, 1024, max(args.rounds, 3))
       _write(out, result)

@@ -184,9 +184,13 @@ def _train_step(model, optimizer):
   return step
 
 
-def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
-                  jit_compile=False):
-  """examples/s of a hand-written tf.function loop, `per_call` steps a call.
+def hand_step():
+  """A fresh `CtrNet` and Adam: `step(inputs, labels) -> loss`."""
+  return _train_step(CtrNet(), tf_keras.optimizers.Adam(LEARNING_RATE))
+
+
+def loop_runner(dataset, jit_compile=False):
+  """`run(count)`: the hand-written `tf.function` loop, `count` steps a call.
 
   With `jit_compile`, the step (forward, gradients, Adam's update) is a
   `tf.function(jit_compile=True)` called by the loop: what a user adds to
@@ -211,12 +215,22 @@ def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
     return loss
 
   iterator = iter(dataset)
-  loop(iterator, tf.constant(warmup)).numpy()
+  return lambda count: loop(iterator, tf.constant(count)).numpy()
+
+
+def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
+                  jit_compile=False):
+  """examples/s of a hand-written tf.function loop, `per_call` steps a call.
+
+  The loop is `loop_runner`'s (with or without XLA).
+  """
+  run = loop_runner(dataset, jit_compile)
+  run(warmup)
   start = time.perf_counter()
   done = 0
   while done < steps:
     count = min(per_call, steps - done)
-    loop(iterator, tf.constant(count)).numpy()
+    run(count)
     done += count
   return steps * batch / (time.perf_counter() - start)
 

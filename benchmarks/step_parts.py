@@ -11,8 +11,8 @@ a few windows of steps each, so every part meets the same spells of load:
   (`compare.py`'s loop-cache and loop-xla-cache): the best hand-written
   variants on this workload, the ratios' baseline is the faster one;
 - `loop on tensorfx's cached pipeline` -- the same loop over the batches
-  tensorfx trains on: `ExamplesDataSet`'s reader, the tf.Transform graph,
-  and the `--cache` replay (`_engine.cache.cached`);
+  tensorfx trains on (`ModelBuilder.build_input`: `ExamplesDataSet`'s
+  reader, the tf.Transform graph, the `--cache` replay);
 - `loop in the engine's loop form` -- the hand-written step inside the
   engine's loop (`_engine.local_loop.make_loop`: a `tf.while_loop`
   fetching an optional batch, stopping on a bad loss);
@@ -49,66 +49,41 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import ctr_data
 import ctr_model
 import tensorflow as tf
-import tf_keras
 # pylint: enable=g-import-not-at-top,wrong-import-position
-
-
-def _hand_step():
-  model = ctr_model.CtrNet()
-  optimizer = tf_keras.optimizers.Adam(ctr_model.LEARNING_RATE)
-  step = ctr_model._train_step(model, optimizer)  # pylint: disable=protected-access
-  return step
-
-
-def _hand_loop(dataset, jit_compile=False):
-  """`run(steps)` of the hand-written loop (`ctr_model.function_loop`'s)."""
-  step = _hand_step()
-  if jit_compile:
-    # As `ctr_model.function_loop` does: variables first, then the step
-    # compiled (gradients and Adam's update).
-    inputs, labels = next(iter(dataset.take(1)))
-    step(inputs, labels)
-    step = tf.function(step, jit_compile=True)
-
-  @tf.function
-  def loop(iterator, count):
-    loss = tf.constant(0.0)
-    for _ in tf.range(count):
-      inputs, labels = next(iterator)
-      loss = step(inputs, labels)
-    return loss
-
-  iterator = iter(dataset)
-  return lambda steps: loop(iterator, tf.constant(steps)).numpy()
 
 
 def _engine_loop(dataset):
   """`run(steps)` of the hand-written step in the engine's loop form."""
   from tensorfx.training._engine import local_loop  # pylint: disable=g-import-not-at-top
-  step = _hand_step()
+  step = ctr_model.hand_step()
   loop = local_loop.make_loop(tf.distribute.get_strategy(),
                               lambda batch: step(*batch), float('inf'))
   iterator = iter(dataset)
   return lambda steps: loop(iterator, tf.constant(steps, tf.int64))[0].numpy()
 
 
-def _tensorfx_pipeline(files, analysis, train, batch):
-  """The batches tensorfx trains on, with `--cache` replaying them."""
-  from tensorfx.training._engine import cache  # pylint: disable=g-import-not-at-top
-  dataset = ctr_model.tensorfx_dataset(files, analysis, train=train)
-  transformed = dataset.transform(dataset['train'].read(batch, epochs=1))
-  replay = cache.cached(transformed, batch, None, shuffle=False)
-  return replay.map(lambda features: (features, features['label']))
+def _tensorfx_builder(files, analysis, train, batch, output, extra=()):
+  """The benchmark's `ModelBuilder`, with `compare.py`'s flags."""
+  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  args, _ = training.ModelArguments.parse(
+      ['--output', output, '--batch-size', str(batch), '--no-shuffle',
+       *extra], parse_job=True)
+  return ctr_model.tensorfx_builder_type()(
+      args, ctr_model.tensorfx_dataset(files, analysis, train=train))
+
+
+def _tensorfx_pipeline(files, analysis, train, batch, output):
+  """The batches tensorfx trains on (`ModelBuilder.build_input`'s, with the
+  `--cache` replay), as the hand-written loop's (inputs, labels)."""
+  builder = _tensorfx_builder(files, analysis, train, batch, output)
+  dataset = builder.build_input('train', batch, None, shuffle=False)
+  return dataset.map(lambda features: (features, features['label']))
 
 
 def _tensorfx_engine(files, analysis, train, batch, output, extra=()):
   """`run(steps)` of ModelTrainer's own training loop (its interface)."""
   from tensorfx import training  # pylint: disable=g-import-not-at-top
-  args, _ = training.ModelArguments.parse(
-      ['--output', output, '--batch-size', str(batch), '--no-shuffle',
-       *extra], parse_job=True)
-  builder = ctr_model.tensorfx_builder_type()(
-      args, ctr_model.tensorfx_dataset(files, analysis, train=train))
+  builder = _tensorfx_builder(files, analysis, train, batch, output, extra)
   interface, _, _ = builder.build_graph_interfaces(
       training.Configuration.local())
   iterator = iter(interface.dataset)
@@ -141,12 +116,13 @@ def main(argv=None):
   epoch_steps = -(-args.rows // args.shards // batch)
   with tempfile.TemporaryDirectory(prefix='tensorfx-parts-') as output:
     parts = {
-        'loop cached': lambda: _hand_loop(
+        'loop cached': lambda: ctr_model.loop_runner(
             ctr_model.cached_pipeline(train, batch, stats)),
-        'loop XLA cached': lambda: _hand_loop(
+        'loop XLA cached': lambda: ctr_model.loop_runner(
             ctr_model.cached_pipeline(train, batch, stats), jit_compile=True),
-        "loop on tensorfx's cached pipeline": lambda: _hand_loop(
-            _tensorfx_pipeline(files, analysis, train, batch)),
+        "loop on tensorfx's cached pipeline": lambda: ctr_model.loop_runner(
+            _tensorfx_pipeline(files, analysis, train, batch,
+                               os.path.join(output, 'pipeline'))),
         "loop in the engine's loop form": lambda: _engine_loop(
             ctr_model.cached_pipeline(train, batch, stats)),
         'tensorfx default': lambda: _tensorfx_engine(
