@@ -90,12 +90,7 @@ def legacy_study(where, value):
                            spec.get('maxParallelTrials', 1), positive=True)
   failed = _checks.count(where.at(spec, 'maxFailedTrials'),
                          spec.get('maxFailedTrials', 0))
-  algorithm = spec.get('algorithm')
-  if algorithm is not None:
-    algorithm = _checks.enum(
-        where.at(spec, 'algorithm'), algorithm,
-        _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',), 'an algorithm')
-    algorithm = None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
+  algorithm = _algorithm(where, spec)
   early = spec.get('enableTrialEarlyStopping', False)
   if not isinstance(early, bool):
     raise _checks.fail(where.at(spec, 'enableTrialEarlyStopping'),
@@ -182,12 +177,7 @@ def vertex_study(where, doc):
           kind, **kwargs))
     except ConfigurationError as e:
       raise _checks.fail(iat, str(e).rstrip('.')) from None
-  algorithm = spec.get('algorithm')
-  if algorithm is not None:
-    algorithm = _checks.enum(
-        at.at(spec, 'algorithm'), algorithm,
-        _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',), 'an algorithm')
-    algorithm = None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
+  algorithm = _algorithm(at, spec)
   early = 'medianAutomatedStoppingSpec' in spec
   for key in ('maxTrialCount',):
     if key not in doc:
@@ -200,3 +190,15 @@ def vertex_study(where, doc):
                          doc.get('maxFailedTrialCount', 0))
   return _study(at, metric['metricId'], goal, parameters, max_trials,
                 parallel, failed, algorithm, early, study_extra)
+
+
+def _algorithm(where, spec):
+  """The search algorithm of a legacy or Vertex study spec; None for the
+  service's default (absent or ALGORITHM_UNSPECIFIED)."""
+  algorithm = spec.get('algorithm')
+  if algorithm is None:
+    return None
+  algorithm = _checks.enum(
+      where.at(spec, 'algorithm'), algorithm,
+      _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',), 'an algorithm')
+  return None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
