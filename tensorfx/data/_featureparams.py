@@ -83,6 +83,14 @@ def _int_at_least(minimum):
   return check
 
 
+def _one_of(choices):
+  def check(value):
+    if value not in choices:
+      raise ValueError(f'must be one of {", ".join(choices)}')
+    return value
+  return check
+
+
 def _boundaries(value):
   # The original tensorfx wrote boundaries as a string: '18,35,55,65'.
   if isinstance(value, str):
@@ -105,12 +113,7 @@ _POSITIVE = _int_at_least(1)
 
 # How an embedding table reduces an instance's keys (tensorfx.embeddings).
 _COMBINERS = ('sum', 'mean', 'sqrtn')
-
-
-def _combiner(value):
-  if value not in _COMBINERS:
-    raise ValueError(f'must be one of {", ".join(_COMBINERS)}')
-  return value
+_combiner = _one_of(_COMBINERS)
 
 
 def _feature_name(value):
@@ -121,12 +124,7 @@ def _feature_name(value):
 
 # How a table over raw keys gives them rows (tensorfx.embeddings).
 _HASHINGS = ('mod', 'fingerprint', 'exact')
-
-
-def _hashing(value):
-  if value not in _HASHINGS:
-    raise ValueError(f'must be one of {", ".join(_HASHINGS)}')
-  return value
+_hashing = _one_of(_HASHINGS)
 
 
 def _initializer(value):
