@@ -5,6 +5,7 @@ import re
 import pytest
 
 from tensorfx._errors import DataError
+from tensorfx.data import _featureparams
 from tensorfx.data._feature import Feature
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._featuretypes import FeatureType
@@ -487,3 +488,12 @@ def test_load_of_a_missing_file_names_it(tmp_path):
   path = str(tmp_path / 'nope' / 'features.yaml')
   with pytest.raises(DataError, match=re.escape(f'{path}: no such file')):
     FeatureSet.load(path)
+
+
+def test_embedding_parameters_accept_what_the_tables_accept():
+  # The data layer cannot import tensorfx.embeddings, so it keeps its own
+  # lists of combiners and hashings; they must not drift apart.
+  from tensorfx import embeddings  # pylint: disable=g-import-not-at-top
+  from tensorfx.embeddings import _options  # pylint: disable=g-import-not-at-top
+  assert _featureparams._COMBINERS == embeddings.COMBINERS  # pylint: disable=protected-access
+  assert _featureparams._HASHINGS == _options.HASHINGS  # pylint: disable=protected-access
