@@ -103,15 +103,6 @@ def hand_rate(dataset, batch, warmup, steps, per_call, policy, jit):
     tf_keras.mixed_precision.set_global_policy('float32')
 
 
-def quartiles(values):
-  """(first quartile, median, third quartile) of `values`."""
-  if len(values) < 2:
-    value = values[0] if values else float('nan')
-    return value, value, value
-  q1, median, q3 = statistics.quantiles(values, n=4, method='inclusive')
-  return q1, median, q3
-
-
 def training(files, analysis, stats, batch, rounds, workdir, records,
              rows):
   """The three pairs at one batch size: per-round rates and ratios."""
@@ -157,7 +148,7 @@ def markdown(result):
            '| ---: | --- | ---: | ---: | ---: | --- | --- |']
   for section in result['training']:
     for name, pair in section['pairs'].items():
-      q1, median, q3 = quartiles(pair['ratios'])
+      q1, median, q3 = compare.quartiles(pair['ratios'])
       lines.append(
           f"| {section['batch']} | {name} | "
           f"{statistics.median(pair['tensorfx']):,.0f} | "

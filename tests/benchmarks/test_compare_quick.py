@@ -38,6 +38,12 @@ def test_quick_comparison_runs_every_section(tmp_path, data_dir):
   # Measured after the first epoch of the training shard.
   assert training['warmup'] > training['epoch_steps']
   assert training['best_hand_written'] in training['medians']
+  # Every ratio is paired: one per-round ratio per round, with its spread.
+  for name, paired in training['paired'].items():
+    assert paired['pairs'] == report['rounds'] == len(paired['ratios']), name
+    assert paired['q1'] <= paired['median'] <= paired['q3'], name
+  assert 'tensorfx / loop-cache' in training['paired']
+  assert 'n=1' in (tmp_path / 'results' / 'compare.md').read_text()
   assert set(training['like_for_like']) == {
       'tensorfx-nocache / loop', 'tensorfx / loop-cache',
       'tensorfx-xla / loop-xla', 'tensorfx-xla-cache / loop-xla-cache'}
