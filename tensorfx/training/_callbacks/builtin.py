@@ -56,7 +56,8 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   callbacks.append(tracking.TrackingCallback(
       tracker, arguments or {}, source or {},
       action='evaluate' if role == 'evaluate' else 'train',
-      owner=role != 'evaluator'))
+      owner=role != 'evaluator',
+      resume=settings.restore.resume or role != 'train'))
   if role != 'evaluate':
     callbacks += [hypertune.HypertuneCallback(),
                   bad_records.BadRecordsCallback()]
