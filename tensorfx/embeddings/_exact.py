@@ -125,7 +125,7 @@ class ExactKeys:
 
   def _now(self):
     table = self._table
-    if table.step_counter is None and table.evict_after_steps is None:
+    if table.step_counter is None and table.eviction_threshold is None:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
     return table._eviction.now()  # pylint: disable=protected-access
 
@@ -174,7 +174,7 @@ class ExactKeys:
     def locked():
       total, updates = tf.constant(0, tf.int64), []
       for index in self.indexes:
-        freed, changes = index.sweep(now, self._table.evict_after_steps)
+        freed, changes = index.sweep(now, self._table.eviction_threshold)
         total += freed
         updates.extend(changes)
       with tf.control_dependencies(_index.control_ops(updates)):

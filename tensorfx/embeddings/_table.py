@@ -104,6 +104,15 @@ class EmbeddingTable(tf.Module):
     evict_every_steps: how often to look for keys to evict (default: every
       `evict_after_steps // 10` steps, at least 1). A sweep reads every
       row's stamp (or every key's), so it is not done every step.
+    evict_after_secs: instead of `evict_after_steps`, evict the keys not
+      looked up in training for this many seconds of wall-clock time
+      (mxRec's `eviction_threshold`): lookups stamp keys with the time.
+    evict_every_secs: how often (seconds) to look for keys to evict by
+      time (default: `evict_after_secs // 10`, at least 1).
+    dynamic_expansion: (exact keys) grow the capacity while training,
+      without a restart, when the keys holding rows fill more than
+      `expansion_threshold` of it (mxRec's `use_dynamic_expansion`): see
+      `grow`.
     optimizer: this table's own optimizer (default: the builder's sparse
       optimizer).
     step_counter: the int64 variable counting training steps, the clock of
@@ -117,7 +126,9 @@ class EmbeddingTable(tf.Module):
   def __init__(self, name, dim, capacity, *, key_dtype=tf.int64,
                initializer=None, combiner='mean', hashing='mod',
                admit_after=1, evict_after_steps=None, evict_every_steps=None,
-               optimizer=None, step_counter=None, seed=None):
+               optimizer=None, step_counter=None, seed=None,
+               evict_after_secs=None, evict_every_secs=None,
+               dynamic_expansion=False):
     if not isinstance(name, str) or not name.isidentifier():
       raise ConfigurationError(
           'name must be letters, digits and underscores, not starting with '
@@ -129,8 +140,19 @@ class EmbeddingTable(tf.Module):
     self._combiner = _options.one_of('combiner', combiner, COMBINERS)
     self._hashing = _options.one_of('hashing', hashing, HASHINGS)
     self._admit_after = _options.positive('admit_after', admit_after)
-    self._evict_after, self._evict_every = _options.eviction(
-        evict_after_steps, evict_every_steps)
+    self._clock, self._evict_after, self._evict_every = _options.eviction(
+        evict_after_steps, evict_every_steps, evict_after_secs,
+        evict_every_secs)
+    if not isinstance(dynamic_expansion, bool):
+      raise ConfigurationError(
+          'dynamic_expansion must be True or False. Received: '
+          f'dynamic_expansion={dynamic_expansion!r}')
+    if dynamic_expansion and hashing != 'exact':
+      raise ConfigurationError(
+          'dynamic_expansion grows a table of exact keys (a hashed table '
+          "spreads keys over all its rows): give hashing='exact'. Received: "
+          f'hashing={hashing!r}')
+    self._dynamic_expansion = dynamic_expansion
     self._initializer = _options.initializer(initializer)
     self._initial = _initial.InitialValues(
         name, self._capacity, self._dim, self._initializer, seed)
@@ -152,7 +174,8 @@ class EmbeddingTable(tf.Module):
 
     Reads the table's parameters (`dim`, `capacity`, `combiner`,
     `initializer`, `hashing`, `admit_after`, `evict_after_steps`,
-    `evict_every_steps`) and ignores the feature's others.
+    `evict_every_steps`, `evict_after_secs`, `evict_every_secs`,
+    `dynamic_expansion`) and ignores the feature's others.
 
     Example:
       >>> table = EmbeddingTable.from_params(
@@ -214,7 +237,27 @@ class EmbeddingTable(tf.Module):
   @property
   def evict_after_steps(self):
     """Steps without a training lookup after which a key is evicted, or None."""
+    return self._evict_after if self._clock == 'steps' else None
+
+  @property
+  def evict_after_secs(self):
+    """Seconds without a training lookup after which a key is evicted, or None."""
+    return self._evict_after if self._clock == 'seconds' else None
+
+  @property
+  def eviction_clock(self):
+    """What stamps lookups: 'steps', 'seconds', or None (no eviction)."""
+    return self._clock
+
+  @property
+  def eviction_threshold(self):
+    """The eviction threshold in the clock's unit, or None."""
     return self._evict_after
+
+  @property
+  def dynamic_expansion(self):
+    """Whether the capacity grows while training (exact keys)."""
+    return self._dynamic_expansion
 
   @property
   def optimizer(self):
@@ -406,7 +449,8 @@ class EmbeddingTable(tf.Module):
       1234
 
     Args:
-      now: the current step (default: the step counter's value).
+      now: the current step, or second with `evict_after_secs` (default:
+        the clock's value).
 
     Returns:
       int64: the number of rows reset (hashed) or freed (exact).
@@ -414,7 +458,8 @@ class EmbeddingTable(tf.Module):
     if self._evict_after is None:
       raise ConfigurationError(
           f'EmbeddingTable {self.name!r} does not evict: give it '
-          'evict_after_steps. Received: evict_after_steps=None')
+          'evict_after_steps or evict_after_secs. Received: '
+          'evict_after_steps=None')
     self._require_built('evict()')
     return self._eviction.sweep(now)
 
