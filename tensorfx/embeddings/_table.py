@@ -30,6 +30,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _combine
 from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _exact
+from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _hashed
 from tensorfx.embeddings import _initial
 from tensorfx.embeddings import _options
@@ -111,8 +112,12 @@ class EmbeddingTable(tf.Module):
       time (default: `evict_after_secs // 10`, at least 1).
     dynamic_expansion: (exact keys) grow the capacity while training,
       without a restart, when the keys holding rows fill more than
-      `expansion_threshold` of it (mxRec's `use_dynamic_expansion`): see
-      `grow`.
+      `expansion_threshold` of it (mxRec's `use_dynamic_expansion`): the
+      capacity doubles inside the training step, the rows, optimizer slots
+      and keys already there are kept, and `current_capacity()` tells the
+      capacity now; `capacity` stays the starting one (its default row).
+    expansion_threshold: the share of the key rows held past which a table
+      with `dynamic_expansion` grows (default 0.8).
     optimizer: this table's own optimizer (default: the builder's sparse
       optimizer).
     step_counter: the int64 variable counting training steps, the clock of
@@ -128,7 +133,8 @@ class EmbeddingTable(tf.Module):
                admit_after=1, evict_after_steps=None, evict_every_steps=None,
                optimizer=None, step_counter=None, seed=None,
                evict_after_secs=None, evict_every_secs=None,
-               dynamic_expansion=False):
+               dynamic_expansion=False,
+               expansion_threshold=_expansion.EXPANSION_THRESHOLD):
     if not isinstance(name, str) or not name.isidentifier():
       raise ConfigurationError(
           'name must be letters, digits and underscores, not starting with '
@@ -153,6 +159,12 @@ class EmbeddingTable(tf.Module):
           "spreads keys over all its rows): give hashing='exact'. Received: "
           f'hashing={hashing!r}')
     self._dynamic_expansion = dynamic_expansion
+    if isinstance(expansion_threshold, bool) or not isinstance(
+        expansion_threshold, (int, float)) or not 0 < expansion_threshold <= 1:
+      raise ConfigurationError(
+          'expansion_threshold must be a share of the rows in (0, 1]. '
+          f'Received: expansion_threshold={expansion_threshold!r}')
+    self._expansion_threshold = float(expansion_threshold)
     self._initializer = _options.initializer(initializer)
     self._initial = _initial.InitialValues(
         name, self._capacity, self._dim, self._initializer, seed)
@@ -260,6 +272,22 @@ class EmbeddingTable(tf.Module):
     return self._dynamic_expansion
 
   @property
+  def expansion_threshold(self):
+    """The share of key rows held past which the table grows."""
+    return self._expansion_threshold
+
+  def current_capacity(self):
+    """The number of rows keys can hold now (grown or not), an int.
+
+    Example:
+      >>> table.capacity, table.current_capacity()   # grown twice
+      (1000, 4000)
+    """
+    if not self._built or not self._dynamic_expansion:
+      return self._capacity
+    return int(_expansion.key_capacity(self))
+
+  @property
   def optimizer(self):
     """The optimizer that trains the rows (None until bound)."""
     return self._bound.optimizer
@@ -303,9 +331,15 @@ class EmbeddingTable(tf.Module):
       return
     rows, dim = self._capacity + 1, self._dim
     with self.name_scope:
+      # Rows a table with dynamic expansion appends to: the first
+      # dimension is not fixed.
       self.embeddings = tf.Variable(
           functools.partial(self._keys.initial_rows, shape=(rows, dim)),
-          shape=(rows, dim), dtype=tf.float32, name='embeddings')
+          shape=((None, dim) if self._dynamic_expansion else (rows, dim)),
+          dtype=tf.float32, name='embeddings')
+      if self._dynamic_expansion:
+        self.expansions = tf.Variable(tf.constant(0, tf.int64),
+                                      trainable=False, name='expansions')
       self._keys.build()
       if self._evict_after is not None:
         self._eviction.build()
