@@ -1,0 +1,244 @@
+"""dynamic_expansion: an exact-key table grows while it trains (mxRec's
+use_dynamic_expansion), keeping every row and optimizer slot, and a restart
+from its checkpoint continues with the grown table.
+
+Single node: a `tf.function` training step, and a `ModelBuilder`'s own
+training graph (the engine's step, several steps per call). Parameter
+servers: a child process with an in-process cluster (a chief, 2 workers,
+1 parameter server) whose workers grow the table at once.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from ps_cluster_script import in_process_cluster
+from tensorfx import embeddings
+from tensorfx import training
+from tensorfx._errors import ConfigurationError
+
+
+def _keys(*values):
+  return tf.constant(values, tf.int64)
+
+
+def _table_and_trainer(capacity=4, **kwargs):
+  step = tf.Variable(0, dtype=tf.int64)
+  optimizer = embeddings.LazyAdam(0.1)
+  table = embeddings.EmbeddingTable(
+      'items', dim=4, capacity=capacity, hashing='exact', step_counter=step,
+      optimizer=optimizer, dynamic_expansion=True, **kwargs)
+  table.build()
+  optimizer.build(table.shards)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+  def train(keys):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(tf.square(table.lookup(keys, training=True) - 1))
+    gradients = tape.gradient(loss, table.shards)
+    optimizer.apply_gradients(zip(gradients, table.shards))
+    step.assign_add(1)
+
+  return table, step, optimizer, lambda *keys: train(_keys(*keys))
+
+
+def _state(table, optimizer, keys):
+  rows = table.rows(keys).numpy()
+  return {'rows': rows, 'vectors': table.lookup(keys).numpy(),
+          'm': optimizer._m_slots[0].numpy()[rows],  # pylint: disable=protected-access
+          'v': optimizer._v_slots[0].numpy()[rows],  # pylint: disable=protected-access
+          'count': table.statistics(keys)['count'].numpy()}
+
+
+def test_a_table_grows_past_its_capacity_keeping_rows_and_slots(tmp_path):
+  table, step, optimizer, train = _table_and_trainer(capacity=4)
+  train(1, 2, 3)                       # 3 of 4 rows: not yet past 0.8
+  assert (table.current_capacity(), int(table.expansions.numpy())) == (4, 0)
+  first = _state(table, optimizer, _keys(1, 2, 3))
+  train(4)                             # 4 of 4: doubles, in the step
+  assert (table.current_capacity(), int(table.expansions.numpy())) == (8, 1)
+  # The rows and slots already there did not move or change.
+  after = _state(table, optimizer, _keys(1, 2, 3))
+  for name in ('rows', 'vectors', 'm', 'v', 'count'):
+    np.testing.assert_array_equal(after[name], first[name], err_msg=name)
+  train(5, 6, 7, 8)                    # 8 of 8: 16
+  train(9, 10, 11)
+  assert table.current_capacity() == 16 and table.capacity == 4
+  keys = _keys(*range(1, 12))
+  rows = table.rows(keys).numpy()
+  # Every key its own row; the default row (4, the starting capacity) is
+  # nobody's; slots grew with the rows.
+  assert (rows >= 0).all() and len(set(rows.tolist())) == 11
+  assert table.default_row == 4 and 4 not in rows.tolist()
+  assert optimizer._m_slots[0].shape[0] is None  # pylint: disable=protected-access
+  assert optimizer._m_slots[0].numpy().shape == (17, 4)  # pylint: disable=protected-access
+  assert int(table.live_rows()) == 11
+
+  # A restart from the checkpoint: the table of the same configuration
+  # grows to the saved rows and continues with every key.
+  saved = _state(table, optimizer, keys)
+  path = tf.train.Checkpoint(step=step, table=table,
+                             optimizer=optimizer).write(str(tmp_path / 'ck'))
+  again, again_step, again_optimizer, train_again = _table_and_trainer(4)
+  tf.train.Checkpoint(step=again_step, table=again,
+                      optimizer=again_optimizer).read(
+                          path).assert_existing_objects_matched()
+  assert again.current_capacity() == 16
+  assert int(again.expansions.numpy()) == 2
+  restored = _state(again, again_optimizer, keys)
+  for name, value in saved.items():
+    np.testing.assert_array_equal(restored[name], value, err_msg=name)
+  train_again(12, 13)
+  assert sorted(again.rows(_keys(12, 13)).numpy().tolist()) == sorted(
+      set(range(17)) - {4} - set(rows.tolist()))[:2]
+  assert int(again.live_rows()) == 13
+
+
+def test_dynamic_expansion_needs_exact_keys_and_a_threshold_in_range():
+  with pytest.raises(ConfigurationError, match="give hashing='exact'"):
+    embeddings.EmbeddingTable('t', dim=2, capacity=4, dynamic_expansion=True)
+  with pytest.raises(ConfigurationError, match=r'expansion_threshold must be '
+                     r'a share of the rows in \(0, 1\]'):
+    embeddings.EmbeddingTable('t', dim=2, capacity=4, hashing='exact',
+                              dynamic_expansion=True, expansion_threshold=2)
+  table = embeddings.EmbeddingTable.from_params(
+      'item', {'dim': 2, 'capacity': 8, 'hashing': 'exact',
+               'dynamic_expansion': True})
+  assert table.dynamic_expansion
+
+
+class _Builder(training.ModelBuilder):
+  """Ever new keys: 8 a step, against a table of 16 rows."""
+
+  def build_input(self, source, batch, epochs, shuffle):
+    keys = tf.data.Dataset.range(10_000).map(lambda i: i // 2)
+    return tf.data.Dataset.zip({'keys': keys, 'y': keys.map(
+        lambda k: tf.cast(k % 2, tf.float32))}).batch(batch)
+
+  def build_inference(self, inputs, training):  # pylint: disable=redefined-outer-name
+    if not hasattr(self, 'table'):
+      self.table = embeddings.EmbeddingTable(
+          'keys', dim=4, capacity=16, hashing='exact',
+          dynamic_expansion=True)
+      self.dense = tf_keras.layers.Dense(1)
+    return self.dense(self.table.lookup(inputs['keys'],
+                                        training=training))[:, 0]
+
+  def build_training(self, global_steps, inputs, inferences):
+    return (tf.reduce_mean(tf.square(inferences - inputs['y'])),
+            self.optimizer)
+
+
+def test_the_engine_s_training_loop_grows_the_table_without_stopping():
+  builder = _Builder(training.ModelArguments.parse(
+      ['--batch-size', '16', '--seed', '1']), None)
+  builder._strategy = tf.distribute.get_strategy()  # pylint: disable=protected-access
+  builder.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
+  train = builder.build_training_graph()
+  iterator = iter(train.dataset)
+  # One call of the loop: 12 steps in one tf.function call (96 keys).
+  _, steps = train.loop(iterator, tf.constant(12, tf.int64))
+  table = builder.table
+  assert int(steps) == 12
+  assert table.current_capacity() == 128 and table.capacity == 16
+  assert int(table.expansions.numpy()) == 3
+  assert int(table.live_rows()) == 96
+  rows = table.rows(tf.range(96, dtype=tf.int64)).numpy()
+  assert (rows >= 0).all() and len(set(rows.tolist())) == 96
+  # The sparse optimizer's slots grew too, and trained the rows looked up.
+  moments = builder.sparse_optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
+  assert moments.shape == (129, 4) and np.abs(moments[rows]).sum() > 0
+
+
+_PS_SCRIPT = r'''
+import json, socket, sys
+import numpy as np
+import tensorflow as tf
+from tensorfx import embeddings, training
+
+num_ps = 1
+restore, save = sys.argv[1], sys.argv[2]
+''' + in_process_cluster(2) + r'''
+with strategy.scope():
+  step = tf.Variable(0, dtype=tf.int64, name='step')
+  optimizer = embeddings.LazyAdam(0.05)
+  table = embeddings.EmbeddingTable(
+      'items', dim=8, capacity=64, hashing='exact', step_counter=step,
+      optimizer=optimizer, dynamic_expansion=True)
+  table.build()
+  optimizer.build(table.shards)
+checkpoint = tf.train.Checkpoint(step=step, table=table, optimizer=optimizer)
+report = {}
+if restore != '-':
+  checkpoint.read(restore + '/ckpt').assert_existing_objects_matched()
+  report['restored_capacity'] = table.current_capacity()
+  saved = np.load(restore + '/keys.npz')
+  rows = table.rows(tf.constant(saved['keys'])).numpy()
+  report['restored_rows'] = bool(np.array_equal(rows, saved['rows']))
+  report['restored_vectors'] = bool(np.array_equal(
+      table.embeddings.numpy()[rows], saved['vectors']))
+
+def train_step(keys):
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(tf.square(table.lookup(keys, 'sum', training=True)
+                                   - 1.0))
+  gradients = tape.gradient(loss, table.shards)
+  optimizer.apply_gradients(zip(gradients, table.shards))
+  step.assign_add(1)
+
+@tf.function
+def worker_step(keys):
+  strategy.run(train_step, (keys,))
+
+coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+first = 0 if restore == '-' else 1000
+for i in range(20):
+  keys = tf.ragged.constant([list(range(first + i * 10, first + i * 10 + 10))],
+                            tf.int64)
+  coordinator.schedule(worker_step, args=(keys,))
+coordinator.join()
+keys = tf.range(first, first + 200, dtype=tf.int64)
+rows = table.rows(keys).numpy()
+report.update(capacity=table.current_capacity(),
+              expansions=int(table.expansions.numpy()),
+              live=int(table.live_rows()), held=int((rows >= 0).sum()),
+              distinct=len(set(rows[rows >= 0].tolist())),
+              steps=int(step.numpy()))
+checkpoint.write(save + '/ckpt')
+np.savez(save + '/keys.npz', keys=keys.numpy(), rows=rows,
+         vectors=table.embeddings.numpy()[rows])
+print(json.dumps(report))
+'''
+
+
+def _ps_run(restore, save):
+  result = subprocess.run([sys.executable, '-c', _PS_SCRIPT, str(restore),
+                           str(save)], capture_output=True, text=True,
+                          timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_under_parameter_servers_workers_grow_the_table_and_a_restart_keeps_it(
+    tmp_path):
+  first, second = tmp_path / 'first', tmp_path / 'second'
+  first.mkdir()
+  second.mkdir()
+  grown = _ps_run('-', first)
+  # 200 keys from 2 workers at once, against 64 rows: grown past them,
+  # every key its own row.
+  assert grown['steps'] == 20 and grown['held'] == 200
+  assert grown['distinct'] == 200 and grown['live'] == 200
+  assert grown['capacity'] == 256 and grown['expansions'] == 2
+  again = _ps_run(first, second)
+  assert again['restored_capacity'] == 256
+  assert again['restored_rows'] and again['restored_vectors']
+  assert again['live'] == 400 and again['distinct'] == 200
+  assert again['capacity'] == 512
