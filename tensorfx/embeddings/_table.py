@@ -330,6 +330,15 @@ class EmbeddingTable(tf.Module):
     if self._built:
       return
     rows, dim = self._capacity + 1, self._dim
+    if self._dynamic_expansion and isinstance(
+        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy):
+      # Remote eager execution cannot pass variables whose shape is not
+      # fully known (TensorFlow aborts the server).
+      raise ConfigurationError(
+          f'EmbeddingTable {self.name!r}: dynamic_expansion grows a table on '
+          'one machine; under parameter servers grow it by a restart with a '
+          'larger capacity (every key keeps its row, vector and slots). '
+          'Received: dynamic_expansion=True under ParameterServerStrategy')
     with self.name_scope:
       # Rows a table with dynamic expansion appends to: the first
       # dimension is not fixed.

@@ -3,12 +3,12 @@ use_dynamic_expansion), keeping every row and optimizer slot, and a restart
 from its checkpoint continues with the grown table.
 
 Single node: a `tf.function` training step, and a `ModelBuilder`'s own
-training graph (the engine's step, several steps per call). Parameter
-servers: a child process with an in-process cluster (a chief, 2 workers,
-1 parameter server) whose workers grow the table at once.
+training graph (the engine's step, several steps per call). Under
+parameter servers it is refused by name (a child process with an
+in-process cluster): remote execution cannot pass variables of a shape
+not fully known.
 """
 
-import json
 import subprocess
 import sys
 
@@ -156,89 +156,28 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping():
 
 
 _PS_SCRIPT = r'''
-import json, socket, sys
-import numpy as np
+import socket
 import tensorflow as tf
 from tensorfx import embeddings, training
 
 num_ps = 1
-restore, save = sys.argv[1], sys.argv[2]
-''' + in_process_cluster(2) + r'''
+''' + in_process_cluster(1) + r'''
 with strategy.scope():
-  step = tf.Variable(0, dtype=tf.int64, name='step')
-  optimizer = embeddings.LazyAdam(0.05)
-  table = embeddings.EmbeddingTable(
-      'items', dim=8, capacity=64, hashing='exact', step_counter=step,
-      optimizer=optimizer, dynamic_expansion=True)
-  table.build()
-  optimizer.build(table.shards)
-checkpoint = tf.train.Checkpoint(step=step, table=table, optimizer=optimizer)
-report = {}
-if restore != '-':
-  checkpoint.read(restore + '/ckpt').assert_existing_objects_matched()
-  report['restored_capacity'] = table.current_capacity()
-  saved = np.load(restore + '/keys.npz')
-  rows = table.rows(tf.constant(saved['keys'])).numpy()
-  report['restored_rows'] = bool(np.array_equal(rows, saved['rows']))
-  report['restored_vectors'] = bool(np.array_equal(
-      table.embeddings.numpy()[rows], saved['vectors']))
-
-def train_step(keys):
-  with tf.GradientTape() as tape:
-    loss = tf.reduce_sum(tf.square(table.lookup(keys, 'sum', training=True)
-                                   - 1.0))
-  gradients = tape.gradient(loss, table.shards)
-  optimizer.apply_gradients(zip(gradients, table.shards))
-  step.assign_add(1)
-
-@tf.function
-def worker_step(keys):
-  strategy.run(train_step, (keys,))
-
-coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-first = 0 if restore == '-' else 1000
-for i in range(20):
-  keys = tf.ragged.constant([list(range(first + i * 10, first + i * 10 + 10))],
-                            tf.int64)
-  coordinator.schedule(worker_step, args=(keys,))
-coordinator.join()
-keys = tf.range(first, first + 200, dtype=tf.int64)
-rows = table.rows(keys).numpy()
-report.update(capacity=table.current_capacity(),
-              expansions=int(table.expansions.numpy()),
-              live=int(table.live_rows()), held=int((rows >= 0).sum()),
-              distinct=len(set(rows[rows >= 0].tolist())),
-              steps=int(step.numpy()))
-checkpoint.write(save + '/ckpt')
-np.savez(save + '/keys.npz', keys=keys.numpy(), rows=rows,
-         vectors=table.embeddings.numpy()[rows])
-print(json.dumps(report))
+  table = embeddings.EmbeddingTable('items', dim=8, capacity=64,
+                                    hashing='exact', dynamic_expansion=True)
+  try:
+    table.build()
+  except Exception as e:
+    print(type(e).__name__, e)
 '''
-
-
-def _ps_run(restore, save):
-  result = subprocess.run([sys.executable, '-c', _PS_SCRIPT, str(restore),
-                           str(save)], capture_output=True, text=True,
-                          timeout=300, check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 @pytest.mark.cluster
-def test_under_parameter_servers_workers_grow_the_table_and_a_restart_keeps_it(
-    tmp_path):
-  first, second = tmp_path / 'first', tmp_path / 'second'
-  first.mkdir()
-  second.mkdir()
-  grown = _ps_run('-', first)
-  # 200 keys from 2 workers at once, against 64 rows: grown past them,
-  # every key its own row.
-  assert grown['steps'] == 20 and grown['held'] == 200
-  assert grown['distinct'] == 200 and grown['live'] == 200
-  assert grown['capacity'] == 256 and grown['expansions'] == 2
-  again = _ps_run(first, second)
-  assert again['restored_capacity'] == 256
-  assert again['restored_rows'] and again['restored_vectors']
-  assert again['live'] == 400 and again['distinct'] == 200
-  assert again['capacity'] == 512
+def test_under_parameter_servers_it_is_refused_by_name():
+  result = subprocess.run([sys.executable, '-c', _PS_SCRIPT],
+                          capture_output=True, text=True, timeout=300,
+                          check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert ("ConfigurationError EmbeddingTable 'items': dynamic_expansion "
+          'grows a table on one machine') in result.stdout
