@@ -19,7 +19,7 @@ checkpoint used, so a restarted job continues with the grown table.
 reads the capacity now.
 """
 
-from typing import Any, List
+from typing import Any
 
 import tensorflow as tf
 
@@ -37,7 +37,7 @@ def key_capacity(table: Any) -> tf.Tensor:
   return total_rows(table) - 1
 
 
-def extend(table: Any, added: tf.Tensor) -> List[Any]:
+def extend(table: Any, added: tf.Tensor) -> list[Any]:
   """Appends `added` rows to the table's variable and its slots.
 
   The new rows are zeros (an exact table's rows get their values when a key
@@ -85,7 +85,7 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   return tf.cond(full, grow, lambda: tf.constant(0, tf.int64))
 
 
-def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> List[Any]:
+def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> list[Any]:
   """Grows the variable (not the free stack) to at least `rows` rows.
 
   What a restore does before laying a checkpoint's keys out: their rows
@@ -98,7 +98,7 @@ def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> List[Any]:
   return updates
 
 
-def _ops(updates: List[Any]) -> List[Any]:
+def _ops(updates: list[Any]) -> list[Any]:
   if tf.executing_eagerly():
     return []
   return [u if isinstance(u, tf.Operation) else u.op for u in updates

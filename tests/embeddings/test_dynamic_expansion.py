@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
-
 from ps_cluster_script import in_process_cluster
-from tensorfx import embeddings
-from tensorfx import training
+
+from tensorfx import embeddings, training
 from tensorfx._errors import ConfigurationError
 
 

@@ -5,10 +5,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from tensorfx import data
-from tensorfx import embeddings
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
+from tensorfx import data, embeddings
+from tensorfx._errors import ConfigurationError, DataError
 
 
 def _keys(*values):
@@ -78,8 +76,8 @@ def test_one_clock_per_table_and_features_yaml_names_the_key():
   for extra, problem in (
       ('  evict_after_steps: 5\n  evict_after_secs: 5\n',
        "'evict_after_steps' or 'evict_after_secs', not both"),
-      ('  evict_every_secs: 5\n', "'evict_every_secs' needs "
-       "'evict_after_secs'")):
+      ('  evict_every_secs: 5\n',
+       "'evict_every_secs' needs 'evict_after_secs'")):
     with pytest.raises(DataError, match=r'f\.yaml:\d+: .*' + problem):
       data.FeatureSet.parse(
           'features:\n- name: item\n  type: embedding\n  fields: item\n'

@@ -18,11 +18,11 @@ import tomllib
 import numpy as np
 import pytest
 import tensorflow as tf
-
 import tfutils_model as tm
+from conftest import ROOT
+
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
-from conftest import ROOT
 
 DB, COLL = 'semantics', 'mlp'
 VALID = {'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},

@@ -1,6 +1,6 @@
 """Exact-key embedding tables' fill, in TensorBoard and the log."""
 
-from typing import Any, Dict
+from typing import Any
 
 from tensorfx._logging import logger
 from tensorfx.embeddings import _table
@@ -19,7 +19,7 @@ class TableFillCallback(base.Callback):
 
   def __init__(self) -> None:
     super().__init__()
-    self._capacity: Dict[str, int] = {}
+    self._capacity: dict[str, int] = {}
     self._tables: Any = None
 
   def _exact_tables(self) -> Any:
@@ -28,11 +28,11 @@ class TableFillCallback(base.Callback):
                       if t.hashing == 'exact' and t.built]
     return self._tables
 
-  def on_train_begin(self, logs: Dict[str, Any]) -> None:
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     for table in self._exact_tables():
       self._capacity[table.name] = table.current_capacity()
 
-  def on_step_end(self, step: int, logs: Dict[str, Any]) -> None:
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     if not self.context.chief:
       return
     values = {}

@@ -23,7 +23,8 @@ operators (`$or`, `$regex`, `$ne`, ...) are refused by name.
 import dataclasses
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 
@@ -34,7 +35,7 @@ _PARAMS_DICTS = ('save_params', 'model_params', 'train_params',
 _CHECKPOINT = re.compile(r'^ckpt-(\d+)\.index$')
 
 # (operator, operand) pairs a value must satisfy.
-Conditions = Tuple[Tuple[str, Any], ...]
+Conditions = tuple[tuple[str, Any], ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,10 +58,10 @@ class Query:
   exp_id: Conditions = ()
   step: Conditions = ()
   saved_filters: bool = False
-  fields: Tuple[Tuple[str, str, Conditions], ...] = ()
+  fields: tuple[tuple[str, str, Conditions], ...] = ()
 
   @classmethod
-  def parse(cls, query: Dict[str, Any], where: str) -> 'Query':
+  def parse(cls, query: dict[str, Any], where: str) -> 'Query':
     """Reads a MongoDB-style query dict.
 
     Raises:
@@ -95,7 +96,7 @@ class Query:
       elif key.startswith('tags.'):
         fields.append(('tags', key[len('tags.'):], _conditions(value, at)))
       elif key.startswith('params.') or key.split('.')[0] in _PARAMS_DICTS:
-        name = key[len('params.'):] if key.startswith('params.') else key
+        name = key.removeprefix('params.')
         fields.append(('params', name, _conditions(value, at)))
       else:
         raise ConfigurationError(
@@ -105,13 +106,13 @@ class Query:
                fields=tuple(fields))
 
   @property
-  def exact_step(self) -> Optional[int]:
+  def exact_step(self) -> int | None:
     """The step asked for with an equality alone, else None."""
     if len(self.step) == 1 and self.step[0][0] == '$eq':
       return self.step[0][1]
     return None
 
-  def filters(self, exp_id: str) -> List[str]:
+  def filters(self, exp_id: str) -> list[str]:
     """The store search's conditions: exp_id and equalities of fields."""
     conditions = ["tags.`tensorfx.action` = 'train'"]
     exp_ids = self.exp_ids(exp_id)
@@ -127,7 +128,7 @@ class Query:
           conditions.append(f'{kind}.`{key}` = {_quote(_text(operand))}')
     return conditions
 
-  def exp_ids(self, default: str) -> Optional[List[str]]:
+  def exp_ids(self, default: str) -> list[str] | None:
     """The exp_ids searched (None: any the exp_id conditions allow)."""
     if not self.exp_id:
       return [default]
@@ -138,7 +139,7 @@ class Query:
         return list(operand)
     return None
 
-  def matches_run(self, params: Dict[str, str], tags: Dict[str, str]) -> bool:
+  def matches_run(self, params: dict[str, str], tags: dict[str, str]) -> bool:
     """Whether a recorded run satisfies every field's conditions."""
     if not _satisfies(tags.get('tfutils.exp_id'), self.exp_id):
       return False
@@ -156,7 +157,7 @@ class Query:
     return _satisfies(step, self.step)
 
 
-def checkpoints(output: str) -> List[Tuple[int, bool, str]]:
+def checkpoints(output: str) -> list[tuple[int, bool, str]]:
   """`(step, saved, prefix)` of every checkpoint in an experiment's output."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   found = {}
@@ -247,7 +248,7 @@ def _equal(recorded: Any, operand: Any) -> bool:
   return bool(recorded == operand)
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
   if isinstance(value, bool):
     return None
   try:

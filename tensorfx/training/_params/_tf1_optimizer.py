@@ -13,7 +13,8 @@ checkpointed with the run.
 """
 
 import inspect
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -50,16 +51,16 @@ class TF1Optimizer(tf.Module):
       of), or None.
   """
 
-  def __init__(self, wrapped: Any, rate: Optional[tf.Variable] = None,
-               schedule: Optional[Callable[[Any], Any]] = None,
-               clipvalue: Optional[float] = None):
+  def __init__(self, wrapped: Any, rate: tf.Variable | None = None,
+               schedule: Callable[[Any], Any] | None = None,
+               clipvalue: float | None = None):
     super().__init__(name='tf1_optimizer')
     self.rate = rate
     self._schedule = schedule
     self.clipvalue = clipvalue
     if isinstance(wrapped, tf.Module) or _trackable(wrapped):
       self.wrapped = wrapped
-      self._state: List[Any] = []
+      self._state: list[Any] = []
     else:
       # A plain wrapper object: what it holds that has TensorFlow state
       # (the optimizer it wraps) is tracked here instead.
@@ -75,7 +76,7 @@ class TF1Optimizer(tf.Module):
       return self._schedule(None)
     return self.rate
 
-  def apply_gradients(self, grads_and_vars: Iterable[Tuple[Any, Any]],
+  def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]],
                       **kwargs: Any) -> Any:
     """Applies the engine's gradients with the object's `apply_gradients`."""
     del kwargs  # The object sums replicas' gradients itself.

@@ -12,7 +12,8 @@ as the value of an update op was).
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _loop
@@ -40,14 +41,14 @@ class StepSession:
   """
 
   def __init__(self, steps: Callable[[int], _loop.StepResult],
-               values: Callable[[_loop.StepResult], Dict[str, Any]],
+               values: Callable[[_loop.StepResult], dict[str, Any]],
                where: str):
     self._steps = steps
     self._values = values
     self._where = where
-    self.results: List[_loop.StepResult] = []
+    self.results: list[_loop.StepResult] = []
 
-  def run(self, fetches: Any, feed_dict: Optional[dict] = None,
+  def run(self, fetches: Any, feed_dict: dict | None = None,
           **kwargs: Any) -> Any:
     """Runs one training step; returns `fetches` with their values.
 
@@ -76,8 +77,8 @@ class StepSession:
 
 def wrap(steps: Callable[[int], _loop.StepResult],
          function: _functions.Function,
-         values: Callable[[_loop.StepResult], Dict[str, Any]],
-         names: List[str]) -> Callable[[int], _loop.StepResult]:
+         values: Callable[[_loop.StepResult], dict[str, Any]],
+         names: list[str]) -> Callable[[int], _loop.StepResult]:
   """The engine's steps, each call driven by the user's train_loop.
 
   Args:
@@ -107,7 +108,7 @@ def wrap(steps: Callable[[int], _loop.StepResult],
   return run
 
 
-def _fetch(fetches: Any, values: Dict[str, Any], where: str) -> Any:
+def _fetch(fetches: Any, values: dict[str, Any], where: str) -> Any:
   if isinstance(fetches, TrainTarget):
     return values.get(fetches.name)
   if isinstance(fetches, str) and fetches in values:
