@@ -433,11 +433,11 @@ def test_two_mirrored_replicas(tmp_path):
     ({'load_params': {'query': {'$or': [{'step': 1}]}}},
      r"load_params\['query'\]\['\$or'\]: top-level operators"),
     ({'load_params': {'query': {'step': {'$ne': 1}}}},
-     r"load_params\['query'\]\['step'\]\['\$ne'\]: the operator has no "
-     'equivalent'),
+     (r"load_params\['query'\]\['step'\]\['\$ne'\]: the operator has no "
+      'equivalent')),
     ({'load_params': {'query': {'uploadDate': 1}}},
-     r"load_params\['query'\]\['uploadDate'\]: the store records no such "
-     'field'),
+     (r"load_params\['query'\]\['uploadDate'\]: the store records no such "
+      'field')),
 ])
 def test_a_bad_dictionary_names_the_key_by_its_path(params, message,
                                                      monkeypatch, tmp_path):

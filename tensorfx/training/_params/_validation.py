@@ -15,7 +15,7 @@ engine (in training every `save_valid_freq` steps, and by
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Optional
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _targets
@@ -46,7 +46,7 @@ class Validation:
   targets: Optional[_functions.Function] = None
   num_steps: Optional[int] = None
   online_agg_func: Optional[Callable[..., Any]] = None
-  agg_func: Union[str, Callable[..., Any], None] = None
+  agg_func: str | Callable[..., Any] | None = None
 
   @property
   def source_name(self):
@@ -77,7 +77,7 @@ class Validation:
         'online_agg_func': self.online_agg_func})
 
 
-def identity(aggregate: Dict[str, Any]) -> Dict[str, Any]:
+def identity(aggregate: dict[str, Any]) -> dict[str, Any]:
   """tfutils' default `agg_func`: the aggregate as it is.
 
   After the default `online_agg_func` (append), each key's list of
