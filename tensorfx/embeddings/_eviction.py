@@ -47,6 +47,13 @@ class Eviction:
     """The clock of the stamps: the step counter, or the wall clock's second."""
     table = self._table
     if table.eviction_clock == 'seconds':
+      if _determinism_enabled():
+        raise ConfigurationError(
+            f'EmbeddingTable {table.name!r} evicts after '
+            f'evict_after_secs={table.evict_after_secs} seconds of wall-clock '
+            'time, which TensorFlow does not read while op determinism is on '
+            '(--seed turns it on): evict by evict_after_steps, or train '
+            'without --seed.')
       return tf.cast(tf.math.floor(tf.timestamp()), tf.int64)
     counter = table.step_counter
     if counter is None:
@@ -79,3 +86,8 @@ class Eviction:
     table.next_sweep.assign(now + self._every)
     table.evicted.assign_add(size)
     return size
+
+
+def _determinism_enabled():
+  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  return config.is_op_determinism_enabled()

@@ -313,6 +313,12 @@ class EmbeddingTable(tf.Module):
     if self._bound.step_counter is None:
       self._bound.step_counter = step_counter
     if self._bound.optimizer is None and optimizer is not None:
+      if self._dynamic_expansion and not hasattr(optimizer, 'grow_slots'):
+        raise ConfigurationError(
+            f'EmbeddingTable {self.name!r} has dynamic_expansion: its '
+            'optimizer must grow its slots with the rows, as the tensorfx '
+            'sparse optimizers do (lazy-adam, adagrad, ftrl). Received: '
+            f'optimizer={type(optimizer).__name__}')
       self._bound.optimizer = optimizer
       if self._keys.exact and hasattr(optimizer, 'save_slots_by_key'):
         # Checkpoints hold the rows' slots by key, with the rows.

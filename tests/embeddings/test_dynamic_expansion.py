@@ -9,6 +9,8 @@ in-process cluster): remote execution cannot pass variables of a shape
 not fully known.
 """
 
+import logging
+import os
 import subprocess
 import sys
 
@@ -20,6 +22,9 @@ from ps_cluster_script import in_process_cluster
 
 from tensorfx import embeddings, training
 from tensorfx._errors import ConfigurationError
+from tensorfx.training import _callbacks
+from tensorfx.training import _summaries
+from tensorfx.training._callbacks import table_fill
 
 
 def _keys(*values):
@@ -105,6 +110,11 @@ def test_dynamic_expansion_needs_exact_keys_and_a_threshold_in_range():
                      r'a share of the rows in \(0, 1\]'):
     embeddings.EmbeddingTable('t', dim=2, capacity=4, hashing='exact',
                               dynamic_expansion=True, expansion_threshold=2)
+  with pytest.raises(ConfigurationError, match='its optimizer must grow its '
+                     'slots with the rows.*Received: optimizer=Adam'):
+    embeddings.EmbeddingTable('t', dim=2, capacity=4, hashing='exact',
+                              dynamic_expansion=True,
+                              optimizer=tf_keras.optimizers.Adam())
   table = embeddings.EmbeddingTable.from_params(
       'item', {'dim': 2, 'capacity': 8, 'hashing': 'exact',
                'dynamic_expansion': True})
@@ -133,13 +143,32 @@ class _Builder(training.ModelBuilder):
             self.optimizer)
 
 
-def test_the_engine_s_training_loop_grows_the_table_without_stopping():
+def _scalars(directory):
+  """TensorBoard's scalars in the event files of `directory`: tag -> values."""
+  found = {}
+  for path in tf.io.gfile.glob(os.path.join(directory, 'events.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        found.setdefault(value.tag, []).append(
+            float(tf.make_ndarray(value.tensor)))
+  return found
+
+
+def test_the_engine_s_training_loop_grows_the_table_without_stopping(
+    tmp_path, caplog):
   builder = _Builder(training.ModelArguments.parse(
       ['--batch-size', '16', '--seed', '1']), None)
   builder._strategy = tf.distribute.get_strategy()  # pylint: disable=protected-access
   builder.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
   train = builder.build_training_graph()
   iterator = iter(train.dataset)
+  # The trainer's callback of the table's fill, with a real summary writer.
+  summaries = _summaries.Summaries(str(tmp_path))
+  fill = table_fill.TableFillCallback()
+  fill.set_context(_callbacks.RunContext(builder=builder,
+                                         output=str(tmp_path),
+                                         summaries=summaries))
+  fill.on_train_begin({'step': 0})
   # One call of the loop: 12 steps in one tf.function call (96 keys).
   _, steps = train.loop(iterator, tf.constant(12, tf.int64))
   table = builder.table
@@ -152,6 +181,14 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping():
   # The sparse optimizer's slots grew too, and trained the rows looked up.
   moments = builder.sparse_optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
   assert moments.shape == (129, 4) and np.abs(moments[rows]).sum() > 0
+  with caplog.at_level(logging.INFO, logger='tensorfx'):
+    fill.on_step_end(12, {'loss': 0.1})
+  summaries.close()
+  assert "EmbeddingTable 'keys' grew from 16 to 128 rows" in caplog.text
+  scalars = _scalars(os.path.join(str(tmp_path), 'train'))
+  assert scalars['embeddings/keys/capacity'] == [128.0]
+  assert scalars['embeddings/keys/live_rows'] == [96.0]
+  assert scalars['embeddings/keys/fill'] == [0.75]
 
 
 _PS_SCRIPT = r'''

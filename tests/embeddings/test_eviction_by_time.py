@@ -9,6 +9,18 @@ from tensorfx import data, embeddings
 from tensorfx._errors import ConfigurationError, DataError
 
 
+@pytest.fixture(autouse=True)
+def _no_determinism():
+  """The wall clock is read only without op determinism (another test's
+  --seed turns it on for the whole process)."""
+  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  enabled = config.is_op_determinism_enabled()
+  config.disable_op_determinism()
+  yield
+  if enabled:
+    config.enable_op_determinism()
+
+
 def _keys(*values):
   return tf.constant(values, tf.int64)
 
@@ -82,3 +94,13 @@ def test_one_clock_per_table_and_features_yaml_names_the_key():
       data.FeatureSet.parse(
           'features:\n- name: item\n  type: embedding\n  fields: item\n'
           '  dim: 2\n  capacity: 8\n' + extra, source='f.yaml')
+
+
+def test_under_op_determinism_the_wall_clock_is_refused_by_name():
+  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  table = embeddings.EmbeddingTable('items', dim=4, capacity=10,
+                                    hashing='exact', evict_after_secs=60)
+  config.enable_op_determinism()
+  with pytest.raises(ConfigurationError, match=r"'items' evicts after "
+                     'evict_after_secs=60 seconds of wall-clock time.*--seed'):
+    table.lookup(_keys(1), training=True)
