@@ -67,7 +67,8 @@ class Feature:
       then `top_k` and `oov_buckets` (1) for a vocabulary, or
       `hash_buckets` instead, or a table over raw keys: `capacity` and the
       table's options (`hashing`, `initializer`, `admit_after`,
-      `evict_after_steps`, `evict_every_steps`), or `table` (another's),
+      `evict_after_steps`, `evict_every_steps`, `evict_after_secs`,
+      `evict_every_secs`, `dynamic_expansion`), or `table` (another's),
       and `combiner`. hash and cross: `buckets` (required).
       identity, target, key, zscore, concat and indicator (1.0 where the
       field's value is missing) take none.
@@ -229,10 +230,17 @@ class Feature:
                     'itself')
           raise _yaml.Invalid(subject, (key,), f'{reason} (this feature has '
                               f'{owner!r})', given[key])
-      if 'evict_every_steps' in given and 'evict_after_steps' not in given:
-        raise _yaml.Invalid(subject, ('evict_every_steps',), "'evict_every_"
-                            "steps' needs 'evict_after_steps'",
-                            given['evict_every_steps'])
+      for unit in ('steps', 'secs'):
+        if f'evict_every_{unit}' in given and \
+            f'evict_after_{unit}' not in given:
+          raise _yaml.Invalid(subject, (f'evict_every_{unit}',),
+                              f"'evict_every_{unit}' needs "
+                              f"'evict_after_{unit}'",
+                              given[f'evict_every_{unit}'])
+      if 'evict_after_steps' in given and 'evict_after_secs' in given:
+        raise _yaml.Invalid(subject, ('evict_after_secs',), "a table evicts "
+                            "by 'evict_after_steps' or 'evict_after_secs', "
+                            'not both', given['evict_after_secs'])
       return
     for key in TABLE_ONLY:
       if key in given:

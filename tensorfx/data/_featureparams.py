@@ -111,6 +111,12 @@ def _boundaries(value):
 
 _POSITIVE = _int_at_least(1)
 
+
+def _boolean(value):
+  if not isinstance(value, bool):
+    raise ValueError('must be true or false')
+  return value
+
 # How an embedding table reduces an instance's keys (tensorfx.embeddings).
 _COMBINERS = ('sum', 'mean', 'sqrtn')
 _combiner = _one_of(_COMBINERS)
@@ -142,6 +148,7 @@ def _initializer(value):
 # Embedding parameters of a table over raw keys (`capacity`), and the ones a
 # feature sharing another's table (`table`) takes from it.
 TABLE_ONLY = ('admit_after', 'evict_after_steps', 'evict_every_steps',
+              'evict_after_secs', 'evict_every_secs', 'dynamic_expansion',
               'hashing', 'initializer')
 VOCABULARY_PARAMS = ('top_k', 'oov_buckets', 'hash_buckets')
 
@@ -163,6 +170,9 @@ PARAMS = {
                             'admit_after': (_POSITIVE, _NOTHING),
                             'evict_after_steps': (_POSITIVE, _NOTHING),
                             'evict_every_steps': (_POSITIVE, _NOTHING),
+                            'evict_after_secs': (_POSITIVE, _NOTHING),
+                            'evict_every_secs': (_POSITIVE, _NOTHING),
+                            'dynamic_expansion': (_boolean, _NOTHING),
                             'hashing': (_hashing, _NOTHING),
                             'initializer': (_initializer, _NOTHING)},
     FeatureType.HASH: {'buckets': (_POSITIVE, _NOTHING)},

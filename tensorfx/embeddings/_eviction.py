@@ -1,9 +1,13 @@
 """The eviction schedule of an `EmbeddingTable`: its clock and its sweeps.
 
-Training lookups stamp the keys (hashed: rows) they read with the step of
-the table's step counter. A sweep reads every stamp, so it runs only when
-due: from a training lookup once the step reaches `next_sweep`, then
-`evict_every_steps` later; `evicted` counts the rows sweeps reset or freed.
+Training lookups stamp the keys (hashed: rows) they read with the table's
+clock: the step of its step counter (`evict_after_steps`), or the wall
+clock's second (`evict_after_secs`, mxRec's `eviction_threshold`). The
+stamps are variables (an exact table's index entries), so checkpoints
+keep them. A sweep reads every stamp, so it runs only when due: from a
+training lookup once the clock reaches `next_sweep`, then `evict_every_steps`
+(or `evict_every_secs`) later; `evicted` counts the rows sweeps reset or
+freed.
 The key mode (`_hashed.py`, `_exact.py`) finds and evicts the stale keys.
 """
 
@@ -13,7 +17,7 @@ from tensorfx._errors import ConfigurationError
 
 
 class Eviction:
-  """When an `EmbeddingTable` with `evict_after_steps` sweeps.
+  """When an `EmbeddingTable` with `evict_after_steps` (or `_secs`) sweeps.
 
   The table owns the variables (`table.next_sweep`, `table.evicted`), so
   that they are checkpointed and exported with it under their usual names.
@@ -21,7 +25,8 @@ class Eviction:
   Args:
     table: the `EmbeddingTable`.
     keys: its key mode (`HashedKeys` or `ExactKeys`), which sweeps.
-    every: steps between sweeps (`evict_every_steps`).
+    every: steps (or seconds) between sweeps (`evict_every_steps`,
+      `evict_every_secs`).
   """
 
   def __init__(self, table, keys, every):
@@ -39,8 +44,17 @@ class Eviction:
                                 name='evicted')
 
   def now(self):
-    """The step counter's value: the clock of the stamps."""
+    """The clock of the stamps: the step counter, or the wall clock's second."""
     table = self._table
+    if table.eviction_clock == 'seconds':
+      if _determinism_enabled():
+        raise ConfigurationError(
+            f'EmbeddingTable {table.name!r} evicts after '
+            f'evict_after_secs={table.evict_after_secs} seconds of wall-clock '
+            'time, which TensorFlow does not read while op determinism is on '
+            '(--seed turns it on): evict by evict_after_steps, or train '
+            'without --seed.')
+      return tf.cast(tf.math.floor(tf.timestamp()), tf.int64)
     counter = table.step_counter
     if counter is None:
       raise ConfigurationError(
@@ -54,7 +68,7 @@ class Eviction:
   def sweep_if_due(self):
     """Evicts when a sweep is due (training lookups call it)."""
     table = self._table
-    if table.evict_after_steps is None:
+    if table.eviction_threshold is None:
       return
     now = self.now()
     due = now >= tf.convert_to_tensor(table.next_sweep)
@@ -72,3 +86,8 @@ class Eviction:
     table.next_sweep.assign(now + self._every)
     table.evicted.assign_add(size)
     return size
+
+
+def _determinism_enabled():
+  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  return config.is_op_determinism_enabled()

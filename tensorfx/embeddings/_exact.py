@@ -23,6 +23,7 @@ import itertools
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _index
 from tensorfx.embeddings import _keyed
 from tensorfx.embeddings import _sharding
@@ -50,6 +51,13 @@ class ExactKeys:
     strategy = tf.distribute.get_strategy()
     parameter_servers = isinstance(strategy,
                                    tf.distribute.ParameterServerStrategy)
+    if table.dynamic_expansion and len(_sharding.shards(table.embeddings)) > 1:
+      raise ConfigurationError(
+          f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
+          'one variable of rows: its rows must not be split over parameter '
+          'servers (they are split when a table is larger than the minimum '
+          'shard). Grow it by a restart with a larger capacity instead, or '
+          'train it on one parameter server.')
     if strategy.num_replicas_in_sync > 1 and not parameter_servers:
       raise ConfigurationError(
           f'EmbeddingTable {table.name!r} has exact keys, which need one '
@@ -71,7 +79,8 @@ class ExactKeys:
       self.indexes.append(_index.KeyIndex(
           table.key_dtype, first, limit, table.capacity,
           name=f'{table.name}_index{i}',
-          placement=placement, device=_cpu(shard.device)))
+          placement=placement, device=_cpu(shard.device),
+          dynamic=table.dynamic_expansion))
     with tf.device(_cpu(shards[0].device)):
       self.lock = tf.CriticalSection(
           name=f'{table.name}_lock',
@@ -118,6 +127,10 @@ class ExactKeys:
 
       rows = self._per_index(keys, record, occurrences)
       updates.extend(self._prepare(tf.concat(given, 0), now))
+      if table.dynamic_expansion:
+        with tf.control_dependencies(_index.control_ops(updates)):
+          updates.append(_expansion.grow_if_full(
+              table, self, table.expansion_threshold))
       with tf.control_dependencies(_index.control_ops(updates)):
         return tf.identity(rows)
 
@@ -125,7 +138,7 @@ class ExactKeys:
 
   def _now(self):
     table = self._table
-    if table.step_counter is None and table.evict_after_steps is None:
+    if table.step_counter is None and table.eviction_threshold is None:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
     return table._eviction.now()  # pylint: disable=protected-access
 
@@ -174,7 +187,7 @@ class ExactKeys:
     def locked():
       total, updates = tf.constant(0, tf.int64), []
       for index in self.indexes:
-        freed, changes = index.sweep(now, self._table.evict_after_steps)
+        freed, changes = index.sweep(now, self._table.eviction_threshold)
         total += freed
         updates.extend(changes)
       with tf.control_dependencies(_index.control_ops(updates)):
@@ -184,6 +197,8 @@ class ExactKeys:
 
   def live_rows(self):
     free = tf.add_n([index.free_rows() for index in self.indexes])
+    if self._table.dynamic_expansion:
+      return _expansion.key_capacity(self._table) - free
     return tf.constant(self._table.capacity, tf.int64) - free
 
   def statistics(self, keys):
@@ -223,6 +238,8 @@ class ExactKeys:
       keys in the order of `entries` (the order of the saved vectors).
     """
     table = self._table
+    if table.dynamic_expansion:
+      return self._load_grown(keys, entries, free)
     capacity = table.capacity
     rows = entries[:, 0]
     highest = tf.reduce_max(tf.concat([rows, [-1]], 0))
@@ -254,6 +271,31 @@ class ExactKeys:
         mine = tf.equal(owner, i)
         updates += index.load(tf.boolean_mask(keys, mine),
                               tf.boolean_mask(entries, mine), stack)
+    return updates, held
+
+
+  def _load_grown(self, keys, entries, free):
+    """`load` of a table with dynamic expansion: it grows to the saved rows.
+
+    Rows keep their numbers (the default row is the starting capacity's);
+    the rows past those the checkpoint knows go under its free rows.
+    """
+    table = self._table
+    rows = entries[:, 0]
+    held = tf.boolean_mask(rows, rows >= 0)
+    free = tf.boolean_mask(free, free >= 0)
+    highest = tf.reduce_max(tf.concat([held, free, [table.default_row]], 0))
+    updates = _expansion.grow_to(table, self, highest + 1)
+    with tf.control_dependencies(_index.control_ops(updates)):
+      total = _expansion.total_rows(table)
+    marks = tf.zeros(tf.reshape(total, [1]), tf.int32)
+    taken = tf.concat([held, free, [table.default_row]], 0)
+    marks = tf.tensor_scatter_nd_add(marks, taken[:, None],
+                                     tf.ones_like(taken, tf.int32))
+    new = tf.where(tf.equal(marks, 0))[:, 0]
+    stack = tf.concat([tf.reverse(new, [0]), free], 0)
+    with tf.control_dependencies(_index.control_ops(updates)):
+      updates += self.indexes[0].load(keys, entries, stack)
     return updates, held
 
 

@@ -29,7 +29,7 @@ class HashedKeys:
     table.counts = tf.Variable(
         functools.partial(_zeros, shape=(capacity,), dtype=tf.int32),
         shape=(capacity,), dtype=tf.int32, trainable=False, name='counts')
-    if table.evict_after_steps is not None:
+    if table.eviction_threshold is not None:
       table.last_seen = tf.Variable(
           functools.partial(_zeros, shape=(capacity,), dtype=tf.int64),
           shape=(capacity,), dtype=tf.int64, trainable=False,
@@ -78,7 +78,7 @@ class HashedKeys:
       return
     table.counts.scatter_add(
         tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
-    if table.evict_after_steps is not None:
+    if table.eviction_threshold is not None:
       table.last_seen.scatter_update(
           tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows))  # pylint: disable=protected-access
 
@@ -96,7 +96,7 @@ class HashedKeys:
         tf.ones_like(rows, tf.int32), rows, table.capacity)
     seen = context.all_reduce(tf.distribute.ReduceOp.SUM, seen)
     table.counts.assign_add(seen)
-    if table.evict_after_steps is not None:
+    if table.eviction_threshold is not None:
       table.last_seen.assign(tf.where(
           seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)))  # pylint: disable=protected-access
 
@@ -106,7 +106,7 @@ class HashedKeys:
     counts = tf.convert_to_tensor(table.counts)
     last = tf.convert_to_tensor(table.last_seen)
     stale = tf.where((counts > 0) &
-                     (now - last >= table.evict_after_steps))[:, 0]
+                     (now - last >= table.eviction_threshold))[:, 0]
     size = tf.shape(stale, out_type=tf.int64)[0]
     table.embeddings.scatter_update(tf.IndexedSlices(
         table._initial.draw(tf.stack([size, table.dim]), now), stale))  # pylint: disable=protected-access
@@ -129,7 +129,7 @@ class HashedKeys:
     table = self._table
     rows = self.rows(keys)
     stamps = (tf.nn.embedding_lookup(table.last_seen, rows)
-              if table.evict_after_steps is not None else
+              if table.eviction_threshold is not None else
               tf.zeros_like(rows))
     return {'row': rows,
             'count': tf.cast(tf.nn.embedding_lookup(table.counts, rows),

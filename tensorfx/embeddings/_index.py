@@ -36,10 +36,12 @@ class KeyIndex:
     placement: a context manager placing the free-row variables (the
       strategy's colocation with the rows, under parameter servers).
     device: the device of the hash table (a CPU).
+    dynamic: whether the stack can grow (`push`, `reserve`): a table with
+      dynamic expansion.
   """
 
   def __init__(self, key_dtype, first, limit, capacity, name, placement,
-               device):
+               device, dynamic=False):
     self._capacity = capacity
     with tf.device(device):
       self.table = tf.lookup.experimental.MutableHashTable(
@@ -51,7 +53,8 @@ class KeyIndex:
       self.free = tf.Variable(
           tf.concat([stack, tf.fill([capacity - (limit - first)],
                                     tf.constant(-1, tf.int64))], 0),
-          trainable=False, name=f'{name}_free')
+          trainable=False, name=f'{name}_free',
+          shape=tf.TensorShape([None]) if dynamic else None)
       self.free_count = tf.Variable(tf.constant(limit - first, tf.int64),
                                     trainable=False, name=f'{name}_free_count')
 
@@ -138,9 +141,36 @@ class KeyIndex:
     with tf.control_dependencies(control_ops([removed])):
       inserted = self.table.insert(keys, entries)
     size = tf.size(free, out_type=tf.int64)
-    padding = tf.fill([self._capacity - size], tf.constant(-1, tf.int64))
+    room = tf.shape(self.free, out_type=tf.int64)[0]
+    padding = tf.fill([room - size], tf.constant(-1, tf.int64))
     return [inserted, self.free.assign(tf.concat([free, padding], 0)),
             self.free_count.assign(size)]
+
+  def push(self, rows):
+    """Puts new rows on the stack (which grows), the lowest on top.
+
+    Returns:
+      The updates.
+    """
+    rows = tf.cast(rows, tf.int64)
+    top = self.free_count.read_value()
+    added = tf.size(rows, out_type=tf.int64)
+    room = tf.shape(self.free, out_type=tf.int64)[0]
+    stack = tf.concat([self.free[:top], tf.reverse(rows, [0]),
+                       self.free[top:room]], 0)
+    return [self.free.assign(stack), self.free_count.assign_add(added)]
+
+  def reserve(self, size):
+    """Makes the stack able to hold `size` rows (it only grows).
+
+    Returns:
+      The updates.
+    """
+    room = tf.shape(self.free, out_type=tf.int64)[0]
+    more = tf.maximum(tf.cast(size, tf.int64) - room, 0)
+    return [self.free.assign(tf.concat(
+        [self.free.read_value(), tf.fill([more], tf.constant(-1, tf.int64))],
+        0))]
 
   def free_rows(self):
     """int64: how many rows wait on this shard's stack."""

@@ -48,12 +48,46 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
     for slot, initial in self._slot_specs():
       values = []
       for var in var_list:
+        if var.shape[0] is None:
+          values.append(self._growing_slot(var, slot, initial))
+          continue
         values.append(self.add_variable_from_reference(
             var, slot, initial_value=tf.fill(var.shape, tf.cast(
                 initial, var.dtype)) if initial else None))
       # One list attribute per slot: Keras saves each list's shards of a
       # ShardedVariable as one whole variable.
       setattr(self, f'_{slot}_slots', values)
+
+  def _growing_slot(self, var, slot, initial):
+    """The slot of a table with dynamic expansion: it grows with the rows."""
+    with tf.init_scope():
+      variable = tf.Variable(
+          tf.fill(tf.shape(var), tf.cast(initial or 0, var.dtype)),
+          shape=tf.TensorShape([None]).concatenate(var.shape[1:]),
+          name=f'{slot}/{var._shared_name}', dtype=var.dtype,  # pylint: disable=protected-access
+          trainable=False)
+    self._variables.append(variable)
+    return variable
+
+  def grow_slots(self, variable, added):
+    """Appends `added` rows, at their initial values, to a table's slots.
+
+    `EmbeddingTable` calls it when a table with dynamic expansion grows.
+
+    Returns:
+      The slots' updates (for control dependencies).
+    """
+    if self._var_key(variable) not in getattr(self, '_index_dict', {}):
+      return []
+    updates = []
+    for slot, initial in self._slot_specs():
+      values = self._slot(slot, variable)
+      shape = tf.concat([tf.reshape(tf.cast(added, tf.int32), [1]),
+                         tf.shape(values)[1:]], 0)
+      updates.append(values.assign(tf.concat(
+          [values.read_value(),
+           tf.fill(shape, tf.cast(initial, values.dtype))], 0)))
+    return updates
 
   def _slot(self, slot, variable):
     return getattr(self, f'_{slot}_slots')[

@@ -16,7 +16,8 @@ KEY_DTYPES = ('int64', 'string')
 # The parameters of an `embedding` feature (features.yaml) that configure
 # its table: the table's own argument names.
 TABLE_PARAMS = ('dim', 'capacity', 'combiner', 'initializer', 'hashing',
-                'admit_after', 'evict_after_steps', 'evict_every_steps')
+                'admit_after', 'evict_after_steps', 'evict_every_steps',
+                'evict_after_secs', 'evict_every_secs', 'dynamic_expansion')
 
 
 def table_kwargs(params):
@@ -60,17 +61,42 @@ def dimension(value):
   return positive('dim', value)
 
 
-def eviction(after, every):
-  """(evict_after_steps, evict_every_steps): None, or both positive."""
-  after = None if after is None else positive('evict_after_steps', after)
+def eviction(after, every, after_secs=None, every_secs=None):
+  """The eviction clock and schedule: `(clock, after, every)`.
+
+  `clock` is 'steps' (`evict_after_steps`), 'seconds' (`evict_after_secs`,
+  wall-clock stamps) or None (no eviction); `after` and `every` are in its
+  unit. One of the two thresholds per table.
+
+  Example:
+    >>> eviction(None, None, after_secs=3600)
+    ('seconds', 3600, 360)
+  """
+  if after is not None and after_secs is not None:
+    raise ConfigurationError(
+        'A table evicts by steps or by seconds: give evict_after_steps or '
+        f'evict_after_secs, not both. Received: evict_after_steps={after}, '
+        f'evict_after_secs={after_secs}')
+  clock, unit = ('seconds', 'secs') if after_secs is not None else (
+      'steps', 'steps')
+  if after_secs is not None:
+    after, every = after_secs, every_secs
+  elif every_secs is not None:
+    positive('evict_every_secs', every_secs)
+    raise ConfigurationError(
+        'evict_every_secs needs evict_after_secs. Received: '
+        f'evict_every_secs={every_secs}, evict_after_secs=None')
+  after = None if after is None else positive(f'evict_after_{unit}', after)
   if every is not None:
-    positive('evict_every_steps', every)
+    positive(f'evict_every_{unit}', every)
     if after is None:
       raise ConfigurationError(
-          'evict_every_steps needs evict_after_steps. Received: '
-          f'evict_every_steps={every}, evict_after_steps=None')
+          f'evict_every_{unit} needs evict_after_{unit}. Received: '
+          f'evict_every_{unit}={every}, evict_after_{unit}=None')
+  if after is None:
+    return None, None, None
   # A sweep reads every stamp: by default a tenth of the threshold apart.
-  return after, every or (max(1, after // 10) if after else None)
+  return clock, after, every or max(1, after // 10)
 
 
 def initializer(value):

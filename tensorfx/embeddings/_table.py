@@ -30,6 +30,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _combine
 from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _exact
+from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _hashed
 from tensorfx.embeddings import _initial
 from tensorfx.embeddings import _options
@@ -104,6 +105,19 @@ class EmbeddingTable(tf.Module):
     evict_every_steps: how often to look for keys to evict (default: every
       `evict_after_steps // 10` steps, at least 1). A sweep reads every
       row's stamp (or every key's), so it is not done every step.
+    evict_after_secs: instead of `evict_after_steps`, evict the keys not
+      looked up in training for this many seconds of wall-clock time
+      (mxRec's `eviction_threshold`): lookups stamp keys with the time.
+    evict_every_secs: how often (seconds) to look for keys to evict by
+      time (default: `evict_after_secs // 10`, at least 1).
+    dynamic_expansion: (exact keys) grow the capacity while training,
+      without a restart, when the keys holding rows fill more than
+      `expansion_threshold` of it (mxRec's `use_dynamic_expansion`): the
+      capacity doubles inside the training step, the rows, optimizer slots
+      and keys already there are kept, and `current_capacity()` tells the
+      capacity now; `capacity` stays the starting one (its default row).
+    expansion_threshold: the share of the key rows held past which a table
+      with `dynamic_expansion` grows (default 0.8).
     optimizer: this table's own optimizer (default: the builder's sparse
       optimizer).
     step_counter: the int64 variable counting training steps, the clock of
@@ -117,7 +131,10 @@ class EmbeddingTable(tf.Module):
   def __init__(self, name, dim, capacity, *, key_dtype=tf.int64,
                initializer=None, combiner='mean', hashing='mod',
                admit_after=1, evict_after_steps=None, evict_every_steps=None,
-               optimizer=None, step_counter=None, seed=None):
+               optimizer=None, step_counter=None, seed=None,
+               evict_after_secs=None, evict_every_secs=None,
+               dynamic_expansion=False,
+               expansion_threshold=_expansion.EXPANSION_THRESHOLD):
     if not isinstance(name, str) or not name.isidentifier():
       raise ConfigurationError(
           'name must be letters, digits and underscores, not starting with '
@@ -129,8 +146,25 @@ class EmbeddingTable(tf.Module):
     self._combiner = _options.one_of('combiner', combiner, COMBINERS)
     self._hashing = _options.one_of('hashing', hashing, HASHINGS)
     self._admit_after = _options.positive('admit_after', admit_after)
-    self._evict_after, self._evict_every = _options.eviction(
-        evict_after_steps, evict_every_steps)
+    self._clock, self._evict_after, self._evict_every = _options.eviction(
+        evict_after_steps, evict_every_steps, evict_after_secs,
+        evict_every_secs)
+    if not isinstance(dynamic_expansion, bool):
+      raise ConfigurationError(
+          'dynamic_expansion must be True or False. Received: '
+          f'dynamic_expansion={dynamic_expansion!r}')
+    if dynamic_expansion and hashing != 'exact':
+      raise ConfigurationError(
+          'dynamic_expansion grows a table of exact keys (a hashed table '
+          "spreads keys over all its rows): give hashing='exact'. Received: "
+          f'hashing={hashing!r}')
+    self._dynamic_expansion = dynamic_expansion
+    if isinstance(expansion_threshold, bool) or not isinstance(
+        expansion_threshold, (int, float)) or not 0 < expansion_threshold <= 1:
+      raise ConfigurationError(
+          'expansion_threshold must be a share of the rows in (0, 1]. '
+          f'Received: expansion_threshold={expansion_threshold!r}')
+    self._expansion_threshold = float(expansion_threshold)
     self._initializer = _options.initializer(initializer)
     self._initial = _initial.InitialValues(
         name, self._capacity, self._dim, self._initializer, seed)
@@ -152,7 +186,8 @@ class EmbeddingTable(tf.Module):
 
     Reads the table's parameters (`dim`, `capacity`, `combiner`,
     `initializer`, `hashing`, `admit_after`, `evict_after_steps`,
-    `evict_every_steps`) and ignores the feature's others.
+    `evict_every_steps`, `evict_after_secs`, `evict_every_secs`,
+    `dynamic_expansion`) and ignores the feature's others.
 
     Example:
       >>> table = EmbeddingTable.from_params(
@@ -214,7 +249,43 @@ class EmbeddingTable(tf.Module):
   @property
   def evict_after_steps(self):
     """Steps without a training lookup after which a key is evicted, or None."""
+    return self._evict_after if self._clock == 'steps' else None
+
+  @property
+  def evict_after_secs(self):
+    """Seconds without a training lookup after which a key is evicted, or None."""
+    return self._evict_after if self._clock == 'seconds' else None
+
+  @property
+  def eviction_clock(self):
+    """What stamps lookups: 'steps', 'seconds', or None (no eviction)."""
+    return self._clock
+
+  @property
+  def eviction_threshold(self):
+    """The eviction threshold in the clock's unit, or None."""
     return self._evict_after
+
+  @property
+  def dynamic_expansion(self):
+    """Whether the capacity grows while training (exact keys)."""
+    return self._dynamic_expansion
+
+  @property
+  def expansion_threshold(self):
+    """The share of key rows held past which the table grows."""
+    return self._expansion_threshold
+
+  def current_capacity(self):
+    """The number of rows keys can hold now (grown or not), an int.
+
+    Example:
+      >>> table.capacity, table.current_capacity()   # grown twice
+      (1000, 4000)
+    """
+    if not self._built or not self._dynamic_expansion:
+      return self._capacity
+    return int(_expansion.key_capacity(self))
 
   @property
   def optimizer(self):
@@ -242,6 +313,12 @@ class EmbeddingTable(tf.Module):
     if self._bound.step_counter is None:
       self._bound.step_counter = step_counter
     if self._bound.optimizer is None and optimizer is not None:
+      if self._dynamic_expansion and not hasattr(optimizer, 'grow_slots'):
+        raise ConfigurationError(
+            f'EmbeddingTable {self.name!r} has dynamic_expansion: its '
+            'optimizer must grow its slots with the rows, as the tensorfx '
+            'sparse optimizers do (lazy-adam, adagrad, ftrl). Received: '
+            f'optimizer={type(optimizer).__name__}')
       self._bound.optimizer = optimizer
       if self._keys.exact and hasattr(optimizer, 'save_slots_by_key'):
         # Checkpoints hold the rows' slots by key, with the rows.
@@ -259,10 +336,25 @@ class EmbeddingTable(tf.Module):
     if self._built:
       return
     rows, dim = self._capacity + 1, self._dim
+    if self._dynamic_expansion and isinstance(
+        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy):
+      # Remote eager execution cannot pass variables whose shape is not
+      # fully known (TensorFlow aborts the server).
+      raise ConfigurationError(
+          f'EmbeddingTable {self.name!r}: dynamic_expansion grows a table on '
+          'one machine; under parameter servers grow it by a restart with a '
+          'larger capacity (every key keeps its row, vector and slots). '
+          'Received: dynamic_expansion=True under ParameterServerStrategy')
     with self.name_scope:
+      # Rows a table with dynamic expansion appends to: the first
+      # dimension is not fixed.
       self.embeddings = tf.Variable(
           functools.partial(self._keys.initial_rows, shape=(rows, dim)),
-          shape=(rows, dim), dtype=tf.float32, name='embeddings')
+          shape=((None, dim) if self._dynamic_expansion else (rows, dim)),
+          dtype=tf.float32, name='embeddings')
+      if self._dynamic_expansion:
+        self.expansions = tf.Variable(tf.constant(0, tf.int64),
+                                      trainable=False, name='expansions')
       self._keys.build()
       if self._evict_after is not None:
         self._eviction.build()
@@ -406,7 +498,8 @@ class EmbeddingTable(tf.Module):
       1234
 
     Args:
-      now: the current step (default: the step counter's value).
+      now: the current step, or second with `evict_after_secs` (default:
+        the clock's value).
 
     Returns:
       int64: the number of rows reset (hashed) or freed (exact).
@@ -414,7 +507,8 @@ class EmbeddingTable(tf.Module):
     if self._evict_after is None:
       raise ConfigurationError(
           f'EmbeddingTable {self.name!r} does not evict: give it '
-          'evict_after_steps. Received: evict_after_steps=None')
+          'evict_after_steps or evict_after_secs. Received: '
+          'evict_after_steps=None')
     self._require_built('evict()')
     return self._eviction.sweep(now)
 

@@ -145,8 +145,12 @@ class TrainingRun:
                            arguments=record.arguments,
                            evaluator_task=self.evaluator_task)
         + self.user_callbacks + list(builder.build_callbacks()), context)
+    steps = _step_function(training, iterator, settings.guards.thres_loss)
+    # A builder may drive each call of the steps itself (tfutils'
+    # train_loop, `ParamsBuilder.wrap_train_steps`).
+    wrap = getattr(builder, 'wrap_train_steps', None)
     loop = _loop.TrainingLoop(
-        _step_function(training, iterator, settings.guards.thres_loss),
+        steps if wrap is None else wrap(steps),
         lambda: int(training.global_step.numpy()),
         _cadence.Cadence(
             max_steps=settings.loop.max_steps,

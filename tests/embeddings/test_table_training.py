@@ -5,7 +5,8 @@ tables) is analyzed once. A hand-written builder looks tables up from its
 hook; the sample trains single-node in this process and on a local
 parameter-server cluster (2 ps, 2 workers) in child processes, with hashed
 tables and with exact-key tables (the same analysis: a table's options do
-not change the transform).
+not change the transform); exact-key tables with `dynamic_expansion` grow
+in a training run and a restart continues with them.
 """
 
 import importlib.util
@@ -403,3 +404,48 @@ def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
   assert before[0]['scores'] != pytest.approx(before[1]['scores'])
   for old, new in zip(before, after):
     assert new['scores'] == pytest.approx(old['scores'], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
+    data, tmp_path):
+  # 600 users and 400 items against 64 rows each: the tables must grow.
+  text = _exact_features(64).replace('  hashing: exact\n',
+                                     '  hashing: exact\n'
+                                     '  dynamic_expansion: true\n')
+  data = _with_features(data, text, 'dynamic.yaml')
+  trainer = _load_trainer()
+  output = tmp_path / 'output'
+
+  def train(steps):
+    args, job = trainer.RecommenderArguments.parse(
+        _args(data, output, '--max-steps', str(steps), '--hidden-layers:1',
+              '16'), parse_job=True)
+    builder = trainer.Recommender(args, _dataset(data))
+    model = training.ModelTrainer().train(builder, job)
+    return {t.name: t for t in embeddings.find_tables(builder)}, model
+
+  tables, model = train(100)
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed'
+  grown = {}
+  for name, table in tables.items():
+    assert table.dynamic_expansion and table.capacity == 64
+    grown[name] = table.current_capacity()
+    assert grown[name] > 64 and int(table.expansions.numpy()) >= 1
+    held = _held_rows(table)
+    assert len(set(held.tolist())) == len(held) == int(table.live_rows()) > 64
+  held_items = dict(zip(*(t.numpy().tolist() for t in
+                          tables['item']._keys.export()[:2])))  # pylint: disable=protected-access
+  # The exported model serves over the grown table.
+  user, item, history = _first(data)
+  assert model.predict([_example(user, item, history)])[0]['scores']
+  # A restart from the checkpoint continues with the grown tables.
+  again, _ = train(130)
+  for name, table in again.items():
+    assert table.current_capacity() >= grown[name]
+  keys, entries = (t.numpy() for t in again['item']._keys.export()[:2])  # pylint: disable=protected-access
+  restored = dict(zip(keys.tolist(), entries.tolist()))
+  for key, entry in held_items.items():
+    if entry[0] >= 0:
+      assert restored[key][0] == entry[0]  # Every held key kept its row.

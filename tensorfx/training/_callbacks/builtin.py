@@ -12,6 +12,7 @@ from tensorfx.training._callbacks import profiler
 from tensorfx.training._callbacks import progress
 from tensorfx.training._callbacks import serving_check
 from tensorfx.training._callbacks import signals
+from tensorfx.training._callbacks import table_fill
 from tensorfx.training._callbacks import tensorboard
 from tensorfx.training._callbacks import tracking
 
@@ -47,6 +48,8 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   if role != 'evaluate':
     callbacks.append(tensorboard.TensorBoardCallback())
   if role == 'train':
+    callbacks.append(table_fill.TableFillCallback())
+  if role == 'train':
     callbacks.append(hparams.HParamsCallback(arguments or {}))
     if settings.summaries.profile_steps:
       callbacks.append(profiler.ProfilerCallback(
@@ -56,7 +59,8 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   callbacks.append(tracking.TrackingCallback(
       tracker, arguments or {}, source or {},
       action='evaluate' if role == 'evaluate' else 'train',
-      owner=role != 'evaluator'))
+      owner=role != 'evaluator',
+      resume=settings.restore.resume or role != 'train'))
   if role != 'evaluate':
     callbacks += [hypertune.HypertuneCallback(),
                   bad_records.BadRecordsCallback()]

@@ -19,20 +19,24 @@ class TrackingCallback(base.Callback):
     action: what the run does: 'train' or 'evaluate'.
     owner: whether this run starts and ends the store's run; the
       evaluator task records into the chief's run without ending it.
+    resume: whether training resumes the output's run (False with
+      `--no-resume`: the checkpoints went aside, a new run starts).
   """
 
-  def __init__(self, tracker, arguments, source, action='train', owner=True):
+  def __init__(self, tracker, arguments, source, action='train', owner=True,
+               resume=True):
     super().__init__()
     self.tracker = tracker
     self._arguments = arguments
     self._source = source
     self._action = action
     self._owner = owner
+    self._resume = resume
     self._tracked_checkpoint = None
 
   def on_train_begin(self, logs):
     self.tracker.start(self._arguments, self._source, action=self._action,
-                       resume=self._action == 'train')
+                       resume=self._action == 'train' and self._resume)
 
   def on_step_end(self, step, logs):
     self.tracker.log_train(step, {k: logs[k] for k in

@@ -12,6 +12,7 @@ import os
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
+from tensorfx._logging import logger
 from tensorfx.training._params import _arguments
 from tensorfx.training._params import _builder
 from tensorfx.training._params import _data
@@ -19,6 +20,7 @@ from tensorfx.training._params import _fingerprint
 from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 from tensorfx.training._params import _load
+from tensorfx.training._params import _optimizer
 from tensorfx.training._params import _record
 from tensorfx.training._params import _save
 from tensorfx.training._params import _store
@@ -83,7 +85,9 @@ def train_from_params(save_params, model_params, train_params,
     train_params: `data_params` (`func`, `batch_size`, its arguments),
       `targets` (`func(inputs, outputs, **kwargs)` -> dict, recorded),
       `num_steps` (None: until interrupted), `thres_loss`,
-      `validate_first`, `num_minibatches`.
+      `validate_first`, `num_minibatches`, `train_loop` (`{'func':
+      f(sess, train_targets, **kwargs)}`, called for every step: its
+      `sess.run(train_targets)` runs the step).
     loss_params: `pred_targets`, `loss_func`, `loss_func_kwargs`,
       `agg_func`, `agg_func_kwargs` (default: softmax cross-entropy of
       `labels`, averaged).
@@ -94,10 +98,14 @@ def train_from_params(save_params, model_params, train_params,
       gradients clipped to [-1, 1] (tfutils' ClipOptimizer).
     validation_params: targets by name: `data` (`func`, `batch_size`, its
       arguments), `targets` (`func(inputs, outputs, **kwargs)` -> dict;
-      default: the loss), `num_steps`, `online_agg_func`, `agg_func`.
+      default: the loss), `num_steps`, `online_agg_func`, `agg_func`
+      (default: tfutils' identity, the per-batch lists; `'mean'` for
+      their means).
     load_params: what a fresh experiment starts from: `exp_id` (and the
-      location keys) of another experiment, or `from_ckpt`; `do_restore`,
-      `query` (`{'step': N}`), `to_restore`, `load_param_dict`,
+      location keys) of another experiment, or `from_ckpt`; `do_restore`
+      (False: from scratch, the exp_id's checkpoints moved aside), `query`
+      (a MongoDB-style query, see the guide), `to_restore`,
+      `load_param_dict`,
       `restore_global_step`.
     log_device_placement: log where each operation runs.
     dont_run: build everything, train nothing.
@@ -145,12 +153,14 @@ def train_from_params(save_params, model_params, train_params,
   location = save.location
   store = _store.Store(location.uri) if save.do_save else None
   output = _store.output_of(location, store)
-  recorded = _recorded_fingerprint(output, store, location)
+  fresh = _fresh_start(load, location, output)
+  recorded = None if fresh else _recorded_fingerprint(output, store,
+                                                      location)
   # Before anything of the experiment is touched; the variables are
   # compared once the model is built.
   _fingerprint.check_function(recorded, model, location.exp_id,
                               f'recorded in {output}')
-  warm_start = _warm_start(load, location, store, output)
+  warm_start = None if fresh else _warm_start(load, location, store, output)
   description = {
       'save_params': {**_keys.describe(
           {k: v for k, v in vars(location).items() if v is not None}),
@@ -163,7 +173,12 @@ def train_from_params(save_params, model_params, train_params,
       'validation_params': {v.name: v.describe() for v in validations},
       'load_params': load.describe(),
   }
-  flags = save.flags() + train.flags() + _model_flags(model)
+  flags = save.flags() + train.flags() + _model_flags(
+      model, _optimizer.trainable_pattern(optimizer))
+  if fresh:
+    # tfutils' do_restore False: from scratch; the old checkpoints and
+    # summaries go aside (never deleted), the store gets a new run.
+    flags.append('--no-resume')
   args = _arguments.ParamsArguments.make(
       flags, [v.target() for v in validations], description)
   sources = {'train': _data.FunctionSource(
@@ -173,10 +188,11 @@ def train_from_params(save_params, model_params, train_params,
                                   loss.pred_targets)
   record = _record.ExperimentRecord(
       location.exp_id, store, location.experiment, action='train',
-      description=description, save=save)
+      description=description, save=save, fresh=bool(fresh))
   spec = _builder.Spec(
       model=model, loss=loss, learning_rate=rate, optimizer=optimizer,
-      train_targets=train.targets, warm_start=warm_start, recorded=recorded,
+      train_targets=train.targets, train_loop=train.train_loop,
+      warm_start=warm_start, recorded=recorded,
       exp_id=location.exp_id, callbacks=(record,))
   builder = _builder.ParamsBuilder(args, dataset, spec)
   if dont_run:
@@ -260,9 +276,12 @@ def test_from_params(load_params, model_params, validation_params,
         "{'test': {'data': {...}, 'targets': {...}}}.")
   record_at = save.location if save is not None else load.location
   do_save = save.do_save if save is not None else True
-  load_store = _store.Store(load.location.uri)
+  # Read only to find the tested experiment (its directory, a query's
+  # runs): without MLflow, where TFUTILS_HOME keeps it.
+  load_store = (_store.Store(load.location.uri) if do_save
+                else _store.store_if_installed(load.location.uri))
   output = _store.output_of(load.location, load_store)
-  checkpoint = _checkpoint_to_load(load, output)
+  checkpoint = _checkpoint_to_load(load, output, load_store)
   flags = ['--batch-size', str(validations[0].batch_size)]
   if do_save:
     flags += ['--experiment', record_at.experiment, '--tracking-uri',
@@ -281,7 +300,7 @@ def test_from_params(load_params, model_params, validation_params,
                                   loss.pred_targets)
   store = None
   if do_save:
-    store = (load_store if record_at.uri == load_store.uri
+    store = (load_store if load_store and record_at.uri == load_store.uri
              else _store.Store(record_at.uri))
   record = _record.ExperimentRecord(
       record_at.exp_id, store, record_at.experiment, action='evaluate',
@@ -302,13 +321,18 @@ def test_from_params(load_params, model_params, validation_params,
           'results': summary['results'], 'run_id': record.run_id}
 
 
-def _model_flags(model):
+def _model_flags(model, trainable_names=None):
   flags = []
   if model.seed:
     flags += ['--seed', str(model.seed)]
+  pattern = trainable_names
   if model.trainable_scopes:
     scopes = '|'.join(s.replace('.', r'\.') for s in model.trainable_scopes)
-    flags += ['--trainable-pattern', f'^({scopes})/']
+    # Both given: variables of the scopes whose names start as named.
+    pattern = (f'^(?=(?:{scopes})/){pattern[1:]}' if pattern
+               else f'^({scopes})/')
+  if pattern:
+    flags += ['--trainable-pattern', pattern]
   return flags
 
 
@@ -327,22 +351,31 @@ def _recorded_fingerprint(output, store, location):
   return None
 
 
+def _fresh_start(load, location, output):
+  """The checkpoint `do_restore` False sets aside, or None.
+
+  tfutils' `do_restore=False` trains from scratch whatever the exp_id
+  has: its checkpoints are moved aside (`--no-resume`), not resumed.
+  """
+  if load.do_restore:
+    return None
+  own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
+  if own:
+    logger.warning("load_params['do_restore'] is False: exp_id %r starts "
+                   'from scratch; its checkpoints (latest %s) are moved '
+                   'aside, and the store records a new run.',
+                   location.exp_id, own)
+  return own
+
+
 def _warm_start(load, location, store, output):
   """What a fresh experiment loads, `(checkpoint, load)`, or None.
 
   Raises:
-    ConfigurationError: `do_restore` False on an experiment that has
-      checkpoints (training from scratch would overwrite them), or
-      nothing to load where load_params point.
+    ConfigurationError: nothing to load where load_params point.
   """
   own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
   if own:
-    if not load.do_restore:
-      raise ConfigurationError(
-          f"load_params['do_restore'] is False, but exp_id "
-          f'{location.exp_id!r} has checkpoints ({own}): training it from '
-          'scratch would overwrite them. Give a new exp_id, or delete '
-          f'{output}.')
     # Resuming its own checkpoints: load_params apply to a fresh start.
     return None
   if not load.do_restore:
@@ -352,18 +385,19 @@ def _warm_start(load, location, store, output):
     return (_restore.resolve_checkpoint(load.from_ckpt,
                                         what="load_params['from_ckpt']"),
             load)
-  if load.location.same_experiment(location) and load.step is None:
+  if (load.location.same_experiment(location) and load.step is None and
+      load.query is None):
     return None
   load_store = store
   if store is None or load.location.uri != store.uri:
-    load_store = _store.Store(load.location.uri)
+    load_store = _store.store_if_installed(load.location.uri)
   loaded = _store.output_of(load.location, load_store)
-  return _load.checkpoint_of(loaded, load.step), load
+  return _load.find_checkpoint(load, load_store, loaded), load
 
 
-def _checkpoint_to_load(load, output):
+def _checkpoint_to_load(load, output, store):
   if load.from_ckpt:
     from tensorfx.training import _restore  # pylint: disable=g-import-not-at-top
     return _restore.resolve_checkpoint(load.from_ckpt,
                                        what="load_params['from_ckpt']")
-  return _load.checkpoint_of(output, load.step)
+  return _load.find_checkpoint(load, store, output)

@@ -28,6 +28,7 @@ from tensorfx.training._params import _fingerprint
 from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 from tensorfx.training._params import _optimizer
+from tensorfx.training._params import _train_loop
 from tensorfx.training._params import _variables
 
 
@@ -41,6 +42,7 @@ class Spec:
     learning_rate: `learning_rate_params` (`Params`); None in testing.
     optimizer: `optimizer_params` (`Params`); None in testing.
     train_targets: `train_params['targets']` (a `_functions.Function`).
+    train_loop: `train_params['train_loop']` (a `_functions.Function`).
     warm_start: what a fresh experiment loads: `(checkpoint, load
       settings)`, or None.
     recorded: the fingerprint the experiment recorded, or None.
@@ -52,6 +54,7 @@ class Spec:
   learning_rate: Any = None
   optimizer: Any = None
   train_targets: Optional[_functions.Function] = None
+  train_loop: Optional[_functions.Function] = None
   warm_start: Optional[Tuple[str, Any]] = None
   recorded: Optional[dict] = None
   exp_id: str = ''
@@ -187,6 +190,28 @@ class ParamsBuilder(ModelBuilder):
     """The model's fingerprint (see `_fingerprint`)."""
     return _fingerprint.fingerprint(self._spec.model,
                                     self.model_variables.created)
+
+  def wrap_train_steps(self, steps):
+    """The engine's steps, driven by `train_params['train_loop']` if any.
+
+    Called by the engine once per run (see `_train_loop`).
+    """
+    function = self._spec.train_loop
+    if function is None:
+      return steps
+    names = ['loss', 'learning_rate', 'optimizer'] + sorted(
+        self._run.targets or ())
+
+    def values(result):
+      rate = None
+      try:
+        rate = float(self.optimizer.learning_rate)
+      except (AttributeError, TypeError, ValueError):
+        pass
+      return {'loss': result.loss, 'learning_rate': rate, 'optimizer': None,
+              **self.train_target_values()}
+
+    return _train_loop.wrap(steps, function, values, names)
 
   def train_target_values(self):
     """The extra training targets of the last step: name -> float."""

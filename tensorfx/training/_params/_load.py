@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _restore
 from tensorfx.training._params import _keys
+from tensorfx.training._params import _query
 from tensorfx.training._params import _store
 
 KEYS = _store.LOCATION_KEYS + (
@@ -40,6 +41,8 @@ class LoadSettings:
     from_ckpt: a checkpoint path to load instead of an experiment's.
     step: the step of the loaded experiment's checkpoint (`query`); None
       for its latest.
+    query: a query that is more than an exp_id and a step (searched in
+      the store, see `_query`); None otherwise.
     select: `select(name) -> bool`: the variables loaded (`to_restore`).
     rename: checkpoint variable name -> model variable name.
     restore_global_step: whether the global step is loaded too.
@@ -49,6 +52,7 @@ class LoadSettings:
   do_restore: bool = True
   from_ckpt: Optional[str] = None
   step: Optional[int] = None
+  query: Optional[_query.Query] = None
   select: Optional[Callable[[str], bool]] = None
   rename: Mapping[str, str] = dataclasses.field(default_factory=dict)
   restore_global_step: bool = True
@@ -63,28 +67,26 @@ class LoadSettings:
     """
     params.check_known(KEYS)
     location = _store.Location.from_params(params, fallback=save_location)
-    query = params.child('query')
-    step = None
-    for key, value in query.value.items():
-      if key == 'exp_id':
-        if params.get('exp_id') not in (None, value):
-          raise ConfigurationError(
-              f"{query.where('exp_id')} and {params.where('exp_id')} differ. "
-              f'Received: {value!r} and {params.get("exp_id")!r}')
-        location = dataclasses.replace(location, exp_id=value)
-      elif key == 'step':
-        step = query.integer('step', None, minimum=0)
-      else:
+    query = _query.Query.parse(params.child('query').value,
+                               params.where('query'))
+    exp_ids = query.exp_ids(location.exp_id)
+    if query.exp_id and exp_ids is not None and len(exp_ids) == 1:
+      if params.get('exp_id') not in (None, exp_ids[0]):
         raise ConfigurationError(
-            f'{query.where(key)}: a query selects a checkpoint by exp_id and '
-            "step ({'exp_id': 'run1', 'step': 3000}) here; MongoDB queries "
-            'of other keys have no equivalent.')
+            f"{params.where('query')}['exp_id'] and {params.where('exp_id')} "
+            f'differ. Received: {exp_ids[0]!r} and {params.get("exp_id")!r}')
+      location = dataclasses.replace(location, exp_id=exp_ids[0])
+    step = query.exact_step
+    simple = not query.fields and not query.saved_filters and (
+        not query.step or step is not None) and (
+            not query.exp_id or query.exp_id[0][0] == '$eq')
     from_ckpt = params.get('from_ckpt')
     return cls(
         location=location,
         do_restore=params.boolean('do_restore', True),
         from_ckpt=str(from_ckpt) if from_ckpt else None,
         step=step,
+        query=None if simple else query,
         select=_selection(params),
         rename=_rename(params),
         restore_global_step=params.boolean('restore_global_step', True),
@@ -94,7 +96,9 @@ class LoadSettings:
     return _keys.describe({
         'location': dataclasses.asdict(self.location),
         'do_restore': self.do_restore, 'from_ckpt': self.from_ckpt,
-        'step': self.step, 'to_restore': self.to_restore,
+        'step': self.step,
+        'query': dataclasses.asdict(self.query) if self.query else None,
+        'to_restore': self.to_restore,
         'load_param_dict': dict(self.rename),
         'restore_global_step': self.restore_global_step})
 
@@ -124,6 +128,33 @@ def checkpoint_of(output, step=None, what="load_params['exp_id']"):
   raise ConfigurationError(
       f"{what}: the experiment has no checkpoint of step {step} (looked in "
       f'{directory} and {os.path.join(directory, SAVED)}).')
+
+
+def find_checkpoint(load, store, output):
+  """The checkpoint `load` names: by query, else `checkpoint_of(output)`.
+
+  Args:
+    load: the `LoadSettings`.
+    store: the `Store` of `load.location`, or None (then only the
+      location's own output is searched).
+    output: the output directory of `load.location`'s experiment.
+
+  Raises:
+    ConfigurationError: no checkpoint matches.
+  """
+  query = load.query
+  if query is None:
+    return checkpoint_of(output, load.step)
+  outputs = []
+  if store is not None:
+    runs = store.search(load.location.experiment,
+                        query.filters(load.location.exp_id))
+    outputs = [r.data.tags['tensorfx.output'] for r in runs
+               if r.data.tags.get('tensorfx.output') and
+               query.matches_run(r.data.params, r.data.tags)]
+  if not outputs and not query.fields and store is None:
+    outputs = [output]
+  return _query.latest_match(query, outputs, "load_params['query']")
 
 
 def _selection(params):

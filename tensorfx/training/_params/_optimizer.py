@@ -7,16 +7,20 @@ decays as training goes. `optimizer_params['optimizer']` is a class (or
 function) taking `learning_rate=` and the remaining keys: a tf_keras
 optimizer class, or one of TensorFlow 1's `tf.compat.v1.train` optimizer
 classes that tfutils users wrote, which is made as its tf_keras
-equivalent. tfutils' `ClipOptimizer` keys (`optimizer_class`, `clip`,
-`optimizer_kwargs`) are read too; without `optimizer_params`, tfutils'
+equivalent; any other class with TensorFlow 1's `compute_gradients` and
+`apply_gradients` is made as written and adapted (`_tf1_optimizer`).
+tfutils' `ClipOptimizer` keys (`optimizer_class`, `clip`,
+`optimizer_kwargs`, `trainable_names`) are read too; without `optimizer_params`, tfutils'
 default: momentum 0.9, gradients clipped to [-1, 1].
 """
+
+import re
 
 import tensorflow as tf
 import tf_keras
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._params import _keys
+from tensorfx.training._params import _keys, _tf1_optimizer
 
 # TensorFlow 1 optimizer class name -> (tf_keras class name, renamed keys).
 _TF1 = {
@@ -105,7 +109,7 @@ def optimizer(params, rate):
   """
   params.alias('func', 'optimizer')
   kwargs = params.rest('optimizer', 'optimizer_class', 'clip',
-                       'optimizer_kwargs')
+                       'optimizer_kwargs', 'trainable_names')
   kwargs.update(params.child('optimizer_kwargs').value)
   made = params.get('optimizer')
   wrapped = params.get('optimizer_class')
@@ -118,7 +122,7 @@ def optimizer(params, rate):
   if made is None or _is_clip_optimizer(made):
     # tfutils' ClipOptimizer (its default): the class it wraps, clipped.
     made = wrapped or tf.compat.v1.train.MomentumOptimizer
-    if not params.value:
+    if not set(params.value) - {'trainable_names'}:
       kwargs = {'momentum': 0.9}
     if params.boolean('clip', True):
       kwargs.setdefault('clipvalue', 1.0)
@@ -130,6 +134,8 @@ def optimizer(params, rate):
   where = params.where('optimizer_class' if wrapped is not None
                        else 'optimizer')
   made, kwargs = _keras_equivalent(made, kwargs)
+  if _tf1_optimizer.is_tf1_class(made):
+    return _tf1(made, kwargs, rate, where)
   if isinstance(made, str):
     try:
       made = type(tf_keras.optimizers.get(made))
@@ -151,6 +157,51 @@ def optimizer(params, rate):
         f'{where} must make an optimizer (with apply_gradients). Received: '
         f'{result!r}')
   return result
+
+
+def trainable_pattern(params):
+  """`--trainable-pattern` of ClipOptimizer's `trainable_names`, or None.
+
+  tfutils' ClipOptimizer trained only the variables whose names start with
+  one of `trainable_names` (a name or a list of them).
+
+  Raises:
+    ConfigurationError: not a name or a list of names.
+  """
+  names = params.get('trainable_names')
+  if names is None:
+    return None
+  if isinstance(names, str):
+    names = [names]
+  where = params.where('trainable_names')
+  if not isinstance(names, (list, tuple)) or not names or not all(
+      isinstance(n, str) and n for n in names):
+    raise ConfigurationError(
+        f'{where} must be a variable name prefix or a list of them. '
+        f'Received: {where}={params.get("trainable_names")!r}')
+  return '^(?:' + '|'.join(re.escape(n) for n in names) + ')'
+
+
+def _tf1(made, kwargs, rate, where):
+  """A TensorFlow 1-style optimizer class made and adapted.
+
+  The class receives the rate as a variable (every TensorFlow 1 optimizer
+  reads one; not all call a function), which the adapter sets from the
+  schedule before each update.
+  """
+  clipvalue = kwargs.pop('clipvalue', None)
+  schedule = rate if callable(rate) else None
+  variable = tf.Variable(float(rate) if schedule is None else 0.0,
+                         trainable=False, name='learning_rate',
+                         dtype=tf.float32)
+  try:
+    result = made(learning_rate=variable, **kwargs)
+  except TypeError as e:
+    raise ConfigurationError(
+        f'{where} ({_keys.describe(made)}) does not take the keys given: '
+        f'{e}. Received: {sorted(kwargs)}') from None
+  return _tf1_optimizer.TF1Optimizer(result, rate=variable,
+                                     schedule=schedule, clipvalue=clipvalue)
 
 
 def _is_clip_optimizer(value):

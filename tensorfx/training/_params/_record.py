@@ -18,10 +18,12 @@ experiment records:
 
 import json
 import os
+import statistics
 
 import tensorflow as tf
 
 from tensorfx._logging import logger
+from tensorfx.training import _targets
 from tensorfx.training import _tracking
 from tensorfx.training._callbacks import base
 from tensorfx.training._params import _load
@@ -40,10 +42,12 @@ class ExperimentRecord(base.Callback):
     save: the `SaveSettings` (None when evaluating).
     validates: for an evaluation, the experiment and checkpoint it
       evaluates (tags `tfutils.validates`, `tfutils.checkpoint`).
+    fresh: whether the run starts from scratch on an exp_id that had
+      checkpoints (`do_restore` False; tag `tfutils.fresh_start`).
   """
 
   def __init__(self, exp_id, store, experiment, action='train',
-               description=None, save=None, validates=None):
+               description=None, save=None, validates=None, fresh=False):
     super().__init__()
     self.exp_id = exp_id
     self.store = store
@@ -52,6 +56,7 @@ class ExperimentRecord(base.Callback):
     self.description = description or {}
     self.save = save
     self.validates = validates
+    self.fresh = fresh
     self.run_id = None
     self.results = None
     self.saved_filters = []
@@ -71,7 +76,7 @@ class ExperimentRecord(base.Callback):
           'exp_id': self.exp_id, 'experiment': self.experiment,
           'store': self.store and _tracking._safe(self.store.uri),  # pylint: disable=protected-access
           'fingerprint': fingerprint, 'params': self.description,
-          'model_config': builder.model_config})
+          'model_config': builder.model_config, 'fresh_start': self.fresh})
     if self.store is not None:
       output = self.context.output
       output = output if '://' in output else os.path.abspath(output)
@@ -83,6 +88,8 @@ class ExperimentRecord(base.Callback):
               'tfutils.model': _tag(fingerprint)}
       if builder.model_config:
         tags['tfutils.model_config'] = _tag(builder.model_config)
+      if self.fresh:
+        tags['tfutils.fresh_start'] = 'true'
       if self.validates:
         tags.update({f'tfutils.{k}': str(v)
                      for k, v in self.validates.items()})
@@ -128,6 +135,23 @@ class ExperimentRecord(base.Callback):
   def on_evaluate_end(self, step, results):
     self.results = {'step': step,
                     'results': {k: dict(v) for k, v in results.items()}}
+    if not self._chief:
+      return
+    # tfutils' default agg_func keeps each key's per-batch list, which
+    # the store's and TensorBoard's numbers cannot hold: their mean goes
+    # there (the lists are in the results).
+    for name, values in results.items():
+      means = {key: statistics.fmean(value) for key, value in values.items()
+               if isinstance(value, list) and value and
+               all(isinstance(v, (int, float)) for v in value)}
+      if not means:
+        continue
+      if self.context.summaries is not None:
+        self.context.summaries.scalars(_targets.summaries_dir(name), step,
+                                       means)
+      if self.run_id is not None:
+        self._call(self.store.log_metrics, self.run_id, step,
+                   {f'{name}/{k}': v for k, v in means.items()})
 
   def _tags(self, tags):
     if self.run_id is not None:

@@ -169,18 +169,22 @@ class Store:
     self.uri = uri
     self.client = MlflowClient(tracking_uri=uri)
 
-  def _search(self, experiment, conditions):
+  def search(self, experiment, conditions, max_results=1000):
+    """The runs of `experiment` meeting `conditions`, newest first."""
     try:
       found = self.client.get_experiment_by_name(experiment)
       if found is None:
-        return None
-      runs = self.client.search_runs(
+        return []
+      return list(self.client.search_runs(
           [found.experiment_id], filter_string=' and '.join(conditions),
-          order_by=['attributes.start_time DESC'], max_results=1)
+          order_by=['attributes.start_time DESC'], max_results=max_results))
     except Exception as e:  # pylint: disable=broad-except
       raise ConfigurationError(
           'Cannot read the MLflow tracking store '
           f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}') from None  # pylint: disable=protected-access
+
+  def _search(self, experiment, conditions):
+    runs = self.search(experiment, conditions, max_results=1)
     return runs[0] if runs else None
 
   def training_run(self, location):
@@ -206,6 +210,18 @@ class Store:
   def log_metrics(self, run_id, step, values):
     # Through the tracker's conversion: numbers only, one timestamp.
     self.client.log_batch(run_id, metrics=_tracking._metrics(values, step))  # pylint: disable=protected-access
+
+
+def store_if_installed(uri):
+  """The `Store` of `uri`, or None when MLflow is not installed.
+
+  For what only reads the store when it can (finding an experiment's
+  directory): its absence costs nothing where nothing is recorded.
+  """
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  if importlib.util.find_spec('mlflow') is None:
+    return None
+  return Store(uri)
 
 
 def output_of(location, store):

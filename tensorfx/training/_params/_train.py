@@ -8,6 +8,7 @@
 | `thres_loss` (100) | `--thres-loss`: `HighLossError` above it (tfutils' `HiLossError`) |
 | `validate_first` (True) | `--validate-first` |
 | `num_minibatches` (1) | `--accumulation-steps` |
+| `train_loop` (`func(sess, train_targets, **kwargs)`) | called for every step (`--steps-per-loop 1`); its `sess.run(train_targets)` runs the engine's step (see `_train_loop`) |
 """
 
 import dataclasses
@@ -18,7 +19,7 @@ from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 
 KEYS = ('data_params', 'targets', 'num_steps', 'thres_loss',
-        'validate_first', 'num_minibatches', 'queue_params')
+        'validate_first', 'num_minibatches', 'queue_params', 'train_loop')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,7 @@ class TrainSettings:
     thres_loss: the largest loss before `HighLossError`; None for none.
     validate_first: whether to validate before the first step.
     num_minibatches: the minibatches whose gradients one update applies.
+    train_loop: the custom inner loop (`func` and its keys), or None.
   """
   data: _functions.Function
   batch_size: int
@@ -41,6 +43,7 @@ class TrainSettings:
   thres_loss: Optional[float] = 100.0
   validate_first: bool = True
   num_minibatches: int = 1
+  train_loop: Optional[_functions.Function] = None
 
   @classmethod
   def from_params(cls, params):
@@ -50,9 +53,7 @@ class TrainSettings:
       ConfigurationError: an unknown key, a missing one or a bad value,
         naming it (`train_params['data_params']['func']`).
     """
-    params.check_known(KEYS, hint=' (a custom train_loop is not supported: '
-                       'the engine runs the steps; see the tfutils '
-                       'migration guide)')
+    params.check_known(KEYS)
     data = params.child('data_params', required=True,
                         what="the training data: {'func': ..., "
                         "'batch_size': ...}")
@@ -80,8 +81,17 @@ class TrainSettings:
       raise ConfigurationError(
           f"{params.where('queue_params')}: there are no input queues in "
           'TensorFlow 2; the data function returns a tf.data.Dataset.')
+    train_loop = None
+    loop = params.value.get('train_loop')
+    if callable(loop):
+      train_loop = _functions.Function(loop, {}, params.where('train_loop'))
+    elif loop is not None:
+      train_loop = _functions.Function.from_params(
+          params.child('train_loop'), 'the custom training loop, called '
+          'for every step as func(sess, train_targets, **kwargs)')
     return cls(
         data=function, batch_size=batch_size, targets=targets,
+        train_loop=train_loop,
         num_steps=params.integer('num_steps', None, allow_none=True),
         thres_loss=None if thres_loss is None else float(thres_loss),
         validate_first=params.boolean('validate_first', True),
@@ -96,6 +106,8 @@ class TrainSettings:
              else '--no-validate-first']
     if self.thres_loss is not None:
       flags += ['--thres-loss', repr(self.thres_loss)]
+    if self.train_loop is not None:
+      flags += ['--steps-per-loop', '1']
     return flags
 
   def describe(self):
@@ -105,4 +117,6 @@ class TrainSettings:
         'targets': self.targets.describe() if self.targets else None,
         'num_steps': self.num_steps, 'thres_loss': self.thres_loss,
         'validate_first': self.validate_first,
-        'num_minibatches': self.num_minibatches})
+        'num_minibatches': self.num_minibatches,
+        'train_loop': (self.train_loop.describe() if self.train_loop
+                       else None)})

@@ -11,7 +11,7 @@ engine (in training every `save_valid_freq` steps, and by
 | `targets` (`func`, kwargs) | `compute`: `func(inputs, outputs, **kwargs)` on each batch; without it, the loss of `loss_params` |
 | `num_steps` | `batches` (the data cycles, as tfutils' providers did); None: one pass |
 | `online_agg_func` (`(agg, res, step) -> agg`) | `online_agg` (default: keep the batches' values) |
-| `agg_func` (`(agg) -> dict`) | `agg` (default: the mean of each target over the batches; tfutils' `identity` kept the list) |
+| `agg_func` (`(agg) -> dict`) | `agg` (default: tfutils' identity, each key's list of per-batch values; `'mean'` (or `median`, `sum`, `min`, `max`, `first`, `last`) reduces each list) |
 """
 
 import dataclasses
@@ -46,7 +46,7 @@ class Validation:
   targets: Optional[_functions.Function] = None
   num_steps: Optional[int] = None
   online_agg_func: Optional[Callable[..., Any]] = None
-  agg_func: Optional[Callable[..., Any]] = None
+  agg_func: str | Callable[..., Any] | None = None
 
   @property
   def source_name(self):
@@ -62,9 +62,8 @@ class Validation:
   def target(self):
     """The engine's `ValidationTarget`."""
     online = self.online_agg_func or 'append'
-    agg = self.agg_func
-    if agg is None and not callable(online):
-      agg = 'mean'
+    # tfutils' default agg_func is the identity: the per-batch lists.
+    agg = self.agg_func if self.agg_func is not None else identity
     return _targets.ValidationTarget(
         self.name, source=self.source_name, batches=self.num_steps,
         batch_size=self.batch_size, online_agg=online, agg=agg,
@@ -76,6 +75,19 @@ class Validation:
         'targets': self.targets.describe() if self.targets else None,
         'num_steps': self.num_steps, 'agg_func': self.agg_func,
         'online_agg_func': self.online_agg_func})
+
+
+def identity(aggregate: dict[str, Any]) -> dict[str, Any]:
+  """tfutils' default `agg_func`: the aggregate as it is.
+
+  After the default `online_agg_func` (append), each key's list of
+  per-batch values.
+
+  Example:
+    >>> identity({'top1': [0.9, 0.8]})
+    {'top1': [0.9, 0.8]}
+  """
+  return dict(aggregate)
 
 
 def _compute(function):
@@ -90,6 +102,21 @@ def _compute(function):
   compute.__qualname__ = getattr(function.func, '__qualname__',
                                  repr(function.func))
   return compute
+
+
+def _agg_func(target):
+  """`agg_func`: a callable, or the name of a reduction of each list."""
+  value = target.get('agg_func')
+  if isinstance(value, str):
+    if value not in _targets.FINAL_AGGREGATIONS:
+      raise ConfigurationError(
+          f"{target.where('agg_func')} must be a function (aggregate) -> "
+          f'dict or one of {", ".join(_targets.FINAL_AGGREGATIONS)}. '
+          f"Received: {target.where('agg_func')}={value!r}")
+    return value
+  return target.function(
+      'agg_func', 'how the combined results become the result: '
+      "(aggregate) -> dict, or 'mean'", required=False)
 
 
 def from_params(params):
@@ -129,9 +156,7 @@ def from_params(params):
         online_agg_func=target.function(
             'online_agg_func', 'how batch results combine: (aggregate, '
             'results, step) -> aggregate', required=False),
-        agg_func=target.function(
-            'agg_func', 'how the combined results become the result: '
-            '(aggregate) -> dict', required=False))
+        agg_func=_agg_func(target))
     try:
       validation.target()
     except ConfigurationError as e:
