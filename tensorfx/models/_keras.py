@@ -1,6 +1,6 @@
 """KerasModelBuilder: a compiled tf_keras model, trained by tensorfx."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -68,11 +68,11 @@ class KerasModelBuilder(ModelBuilder):
 
   def __init__(self, args: Any, dataset: Any) -> None:
     super().__init__(args, dataset)
-    self._keras_model: Optional[tf_keras.Model] = None
-    self._output_width: Optional[int] = None
-    self._class_weights: Optional[List[float]] = None
+    self._keras_model: tf_keras.Model | None = None
+    self._output_width: int | None = None
+    self._class_weights: list[float] | None = None
 
-  def build_model(self, inputs: Dict[str, Any]) -> tf_keras.Model:
+  def build_model(self, inputs: dict[str, Any]) -> tf_keras.Model:
     """Builds and compiles the Keras model.
 
     Called once per process, eagerly, under the distribution strategy's
@@ -100,7 +100,7 @@ class KerasModelBuilder(ModelBuilder):
     return self._keras_model
 
   @property
-  def trainable_variables(self) -> Tuple[tf.Variable, ...]:
+  def trainable_variables(self) -> tuple[tf.Variable, ...]:
     # A frozen layer (layer.trainable = False) keeps variables that
     # TensorFlow calls trainable; Keras lists them as non-trainable.
     variables = super().trainable_variables
@@ -170,7 +170,7 @@ class KerasModelBuilder(ModelBuilder):
       self._keras_model = _checked(self.build_model(self._inputs()), self)
     return self._keras_model
 
-  def _feature_names(self) -> List[str]:
+  def _feature_names(self) -> list[str]:
     features = self.dataset.features
     if features is None:
       raise ConfigurationError(
@@ -178,7 +178,7 @@ class KerasModelBuilder(ModelBuilder):
           'the model\'s inputs are its transformed features.')
     return [f.name for f in features if f.type not in _NOT_INPUTS]
 
-  def _inputs(self) -> Dict[str, Any]:
+  def _inputs(self) -> dict[str, Any]:
     spec = self.dataset.transform_output.transformed_feature_spec()
     inputs = {}
     for name in self._feature_names():
@@ -202,11 +202,11 @@ class KerasModelBuilder(ModelBuilder):
       values[name] = value
     return values
 
-  def _target_name(self) -> Optional[str]:
+  def _target_name(self) -> str | None:
     target = self.dataset.features.target
     return None if target is None else target.name
 
-  def _vocabulary(self) -> List[str]:
+  def _vocabulary(self) -> list[str]:
     name = self._target_name()
     if name is None:
       return []

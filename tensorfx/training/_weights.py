@@ -7,7 +7,7 @@ per example, read from the data; Keras `fit`'s `sample_weight`) and
 training loss with them; a builder of one's own calls `example_weights`.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import tensorflow as tf
 
@@ -15,7 +15,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import weights as _weight_settings
 
 
-def class_weights(builder: Any) -> Optional[List[float]]:
+def class_weights(builder: Any) -> list[float] | None:
   """The weight of each class of the builder's target, in index order.
 
   Example:
@@ -42,7 +42,7 @@ def class_weights(builder: Any) -> Optional[List[float]]:
   features = dataset.features
   target = features.target if features is not None else None
   described = dataset.transformed_features.get(target.name) if target else None
-  if described is None or not described.vocabulary:
+  if target is None or described is None or not described.vocabulary:
     raise ConfigurationError(
         '--class-weight needs a classifier: one target feature reading a '
         'discrete field. Received: --class-weight for '
@@ -85,9 +85,9 @@ def _balanced(dataset, field, labels):
   return [total / (len(labels) * counts[label]) for label in labels]
 
 
-def example_weights(builder: Any, inputs: Dict[str, Any],
-                    labels: Optional[Any] = None,
-                    classes: Optional[List[float]] = None) -> Any:
+def example_weights(builder: Any, inputs: dict[str, Any],
+                    labels: Any | None = None,
+                    classes: list[float] | None = None) -> Any:
   """The weight of each example of a batch in the training loss.
 
   Called inside the training and evaluation steps. The `weight` feature

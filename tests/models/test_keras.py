@@ -24,7 +24,7 @@ from tensorfx.training._callbacks import CallbackList
 from tensorfx.prediction import Model
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import keras_iris  # noqa: E402  (beside this file)
+import keras_iris
 
 INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 LABELS = ['virginica', 'setosa', 'versicolor']
@@ -44,7 +44,7 @@ def _train(builder_class, output, dataset, callbacks=(), *flags):
 
 def training_optimizer(builder):
   # The optimizer the engine keeps (and checkpoints) for the builder.
-  return getattr(builder, '_training_optimizer')
+  return builder._training_optimizer
 
 
 def _metrics(output):

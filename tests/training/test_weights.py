@@ -65,9 +65,9 @@ def skewed(tmp_path_factory):
   labels = ['b' if i % 10 == 0 else 'a' for i in range(300)]
   xs = random.normal(size=len(labels))
   for name, weight_b in (('plain.csv', 1), ('weighted.csv', 9)):
-    with open(root / name, 'w') as f:
-      for label, x in zip(labels, xs):
-        f.write(f'{label},{x:.4f},{weight_b if label == "b" else 1}\n')
+    (root / name).write_text(''.join(
+        f'{label},{x:.4f},{weight_b if label == "b" else 1}\n'
+        for label, x in zip(labels, xs)))
   (root / 'schema.yaml').write_text(SCHEMA)
   (root / 'features.yaml').write_text(FEATURES)
   data.CsvDataSet(str(root / 'schema.yaml'),

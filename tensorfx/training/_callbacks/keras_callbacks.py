@@ -1,6 +1,6 @@
 """KerasCallback: a standard tf_keras callback inside a tensorfx run."""
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
@@ -78,12 +78,12 @@ class KerasCallback(base.Callback):
           f'Received: {callback!r}')
     self.callback = callback
     self._epoch = 0
-    self._loss: Optional[float] = None
+    self._loss: float | None = None
     self._active = True
     self._backup = name == 'BackupAndRestore'
     self._saved_step = 0
 
-  def on_train_begin(self, logs: Dict[str, Any]) -> None:
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     context = self.context
     name = type(self.callback).__name__
     self._active = context.role == 'train' and (
@@ -107,7 +107,7 @@ class KerasCallback(base.Callback):
     self.callback.on_epoch_begin(self._epoch, {})
     self._check_stop()
 
-  def on_step_end(self, step: int, logs: Dict[str, Any]) -> None:
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     if not self._active:
       return
     loss = logs.get('loss')
@@ -137,7 +137,7 @@ class KerasCallback(base.Callback):
       self.callback.on_epoch_begin(self._epoch, {})
       self._check_stop()
 
-  def on_train_end(self, logs: Dict[str, Any]) -> None:
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     if not self._active or self._backup:
       return
     self.callback.on_train_end({} if self._loss is None else

@@ -11,7 +11,6 @@ This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
 import dataclasses
-from typing import Optional, Tuple, Union
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -19,10 +18,10 @@ from tensorfx.training._settings import _section
 BALANCED = 'balanced'
 
 # A parsed --class-weight: 'balanced', or ((class, weight), ...).
-ClassWeight = Union[str, Tuple[Tuple[Union[str, int], float], ...]]
+ClassWeight = str | tuple[tuple[str | int, float], ...]
 
 
-def parse_class_weight(value: object) -> Optional[ClassWeight]:
+def parse_class_weight(value: object) -> ClassWeight | None:
   """Parses `--class-weight`: `balanced`, or a mapping of class to weight.
 
   Example:
@@ -90,7 +89,7 @@ class WeightSettings:
       label or an index of the target's vocabulary), or None
       (`--class-weight`).
   """
-  class_weight: Optional[ClassWeight] = None
+  class_weight: ClassWeight | None = None
 
   @classmethod
   def from_args(cls, args):
