@@ -47,8 +47,8 @@ class ModelTrainer:
     for callback in callbacks:
       if not isinstance(callback, _callbacks.Callback):
         raise ConfigurationError(
-            'callbacks must be tensorfx.training.Callback instances (or '
-            f'tf_keras callbacks). Received: {callback!r}')
+            'callbacks must be tensorfx.training.Callback instances. '
+            f'Received: {callback!r}')
     self._config = config or Configuration.environment()
     self._callbacks = callbacks
 

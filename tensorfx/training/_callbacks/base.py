@@ -129,8 +129,8 @@ class CallbackList:
     for callback in self.callbacks:
       if not isinstance(callback, Callback):
         raise TypeError(
-            'Callbacks must be tensorfx.training.Callback instances (or '
-            f'tf_keras callbacks). Received: {callback!r}')
+            'Callbacks must be tensorfx.training.Callback instances. '
+            f'Received: {callback!r}')
       callback.set_context(context)
 
   def find(self, kind):
