@@ -147,6 +147,23 @@ def test_a_subclassed_model_with_logits_and_reduce_lr_on_plateau(
   assert len(builder.keras_model.losses) == 1
 
 
+def test_a_second_run_resumes_the_keras_model_and_its_optimizer(
+    tmp_path, iris_dataset_factory):
+  runs = []
+  for steps in ('20', '40'):
+    args, job = training.ModelArguments.parse(
+        iris_args(tmp_path / 'out', '--max-steps', steps, '--seed', '1'),
+        parse_job=True)
+    builder = keras_iris.FunctionalIris(args, iris_dataset_factory())
+    training.ModelTrainer().train(builder, job)
+    runs.append(builder)
+  first, second = (b.keras_model for b in runs)
+  # The optimizer's state came back with the weights: 20 + 20 updates.
+  assert int(second.optimizer.iterations.numpy()) == 40
+  assert int(runs[1].global_step.numpy()) == 40
+  assert not np.allclose(first.get_weights()[0], second.get_weights()[0])
+
+
 REGRESSION_FEATURES = """
 features:
 - name: X
