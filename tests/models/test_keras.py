@@ -15,6 +15,7 @@ import tensorflow as tf
 import tf_keras
 import yaml
 
+from conftest import IRIS
 from conftest import iris_args
 from tensorfx import data
 from tensorfx import training
@@ -147,6 +148,7 @@ def test_a_subclassed_model_with_logits_and_reduce_lr_on_plateau(
   assert len(builder.keras_model.losses) == 1
 
 
+@pytest.mark.slow
 def test_a_second_run_resumes_the_keras_model_and_its_optimizer(
     tmp_path, iris_dataset_factory):
   runs = []
@@ -154,7 +156,9 @@ def test_a_second_run_resumes_the_keras_model_and_its_optimizer(
     args, job = training.ModelArguments.parse(
         iris_args(tmp_path / 'out', '--max-steps', steps, '--seed', '1'),
         parse_job=True)
-    builder = keras_iris.FunctionalIris(args, iris_dataset_factory())
+    # Training data only: nothing to validate.
+    builder = keras_iris.FunctionalIris(args, iris_dataset_factory(
+        train=os.path.join(IRIS, 'data', 'train.csv')))
     training.ModelTrainer().train(builder, job)
     runs.append(builder)
   first, second = (b.keras_model for b in runs)
@@ -233,6 +237,28 @@ def test_build_model_must_return_a_compiled_tf_keras_model(
                           iris_dataset_factory())
   with pytest.raises(ConfigurationError, match=message.replace('(', r'\(')):
     builder.build_graph_interfaces(training.Configuration.local())
+
+
+class Frozen(KerasModelBuilder):
+  """A pretrained-style hidden layer, frozen as Keras users freeze it."""
+
+  def build_model(self, inputs):
+    model = keras_iris.functional_model(inputs)
+    model.layers[1].trainable = False
+    model.compile(optimizer='adam', loss='sparse_categorical_crossentropy')
+    return model
+
+
+def test_a_frozen_layer_stays_out_of_the_trained_variables(
+    iris_dataset_factory):
+  builder = Frozen(training.ModelArguments.parse([]), iris_dataset_factory())
+  interface, _, _ = builder.build_graph_interfaces(
+      training.Configuration.local())
+  frozen = {id(v) for v in builder.keras_model.layers[1].weights}
+  trained = {id(v) for v in interface.variables}
+  assert len(frozen) == 2
+  assert not frozen & trained
+  assert len(trained) == 2  # the output layer's kernel and bias
 
 
 def test_terminate_on_nan_stops_the_run(tmp_path):
