@@ -139,6 +139,25 @@ class FeatureSet:
     return targets[0] if targets else None
 
   @property
+  def weight(self):
+    """The `weight` feature (per-example loss weights), or None.
+
+    Example:
+      >>> FeatureSet.parse('features:\\n- name: w\\n  type: weight\\n'
+      ...                  '  fields: importance\\n').weight.fields
+      ('importance',)
+
+    Raises:
+      DataError: there are several weight features.
+    """
+    weights = tuple(f for f in self._features if f.type is FeatureType.WEIGHT)
+    if len(weights) > 1:
+      raise _yaml.Invalid('FeatureSet', (), 'there are several weight '
+                          'features; an example has one weight',
+                          [w.name for w in weights])
+    return weights[0] if weights else None
+
+  @property
   def keys(self):
     """The key features (instance keys passed through to predictions)."""
     return tuple(f for f in self._features if f.type is FeatureType.KEY)

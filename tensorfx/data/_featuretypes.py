@@ -32,6 +32,8 @@ class FeatureType(enum.StrEnum):
   HASH = 'hash'
   CROSS = 'cross'
   INDICATOR = 'indicator'
+  # A per-example weight of the training loss (a numeric field, >= 0).
+  WEIGHT = 'weight'
 
   @classmethod
   def _missing_(cls, value):
@@ -51,16 +53,18 @@ _ALIASES = {
 
 # Types that need a numeric field: they do arithmetic on the value.
 NUMERIC_TYPES = frozenset({FeatureType.SCALE, FeatureType.ZSCORE,
-                           FeatureType.LOG, FeatureType.BUCKETIZE})
+                           FeatureType.LOG, FeatureType.BUCKETIZE,
+                           FeatureType.WEIGHT})
 # Types that read only single-valued (length 1) fields.
 SINGLE_VALUED = frozenset({FeatureType.TARGET, FeatureType.KEY,
-                           FeatureType.CROSS, FeatureType.INDICATOR})
+                           FeatureType.CROSS, FeatureType.INDICATOR,
+                           FeatureType.WEIGHT})
 # Types that read a variable-length field as a bag of values.
 BAGS = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING, FeatureType.HASH,
                   FeatureType.BUCKETIZE})
 # Types that may not sit inside a concat (the concat would hide them).
 NOT_IN_CONCAT = frozenset({FeatureType.TARGET, FeatureType.KEY,
-                           FeatureType.CONCAT})
+                           FeatureType.CONCAT, FeatureType.WEIGHT})
 
 
 def an(word):

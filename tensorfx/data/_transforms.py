@@ -167,6 +167,9 @@ def _transform(feature, inputs, schema, raw=None):
   if kind in (FeatureType.IDENTITY, FeatureType.KEY):
     return each(lambda v: tf.cast(v, tf.float32), x) if \
         kind == FeatureType.IDENTITY and field.numeric else x
+  if kind == FeatureType.WEIGHT:
+    # As read: a weight of 0 leaves the example out of the loss.
+    return tf.cast(x, tf.float32)
   if kind == FeatureType.TARGET:
     if field.numeric:
       return tf.cast(x, tf.float32)

@@ -13,6 +13,7 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._args import ModelArguments
   from tensorfx.training._callbacks import Callback
   from tensorfx.training._callbacks import EarlyStopping
+  from tensorfx.training._callbacks import KerasCallback
   from tensorfx.training._callbacks import RunContext
   from tensorfx.training._evaluation import EvaluationResults
   from tensorfx.training._builder import ModelBuilder
@@ -26,6 +27,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
+  from tensorfx.training._weights import class_weights
+  from tensorfx.training._weights import example_weights
 
 _EXPORTS = {
     'Callback': 'tensorfx.training._callbacks',
@@ -33,6 +36,7 @@ _EXPORTS = {
     'EarlyStopping': 'tensorfx.training._callbacks',
     'EvaluationResults': 'tensorfx.training._evaluation',
     'EvaluationInterface': 'tensorfx.training._interfaces',
+    'KerasCallback': 'tensorfx.training._callbacks',
     'ModelArguments': 'tensorfx.training._args',
     'ModelBuilder': 'tensorfx.training._builder',
     'ModelTrainer': 'tensorfx.training._trainer',
@@ -41,6 +45,8 @@ _EXPORTS = {
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'class_weights': 'tensorfx.training._weights',
+    'example_weights': 'tensorfx.training._weights',
     'regression_loss': 'tensorfx.training._losses',
     'test_from_params': 'tensorfx.training._params',
     'train_from_params': 'tensorfx.training._params',
@@ -52,6 +58,7 @@ __all__ = [
     'EarlyStopping',
     'EvaluationInterface',
     'EvaluationResults',
+    'KerasCallback',
     'ModelArguments',
     'ModelBuilder',
     'ModelTrainer',
@@ -60,6 +67,8 @@ __all__ = [
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
+    'class_weights',
+    'example_weights',
     'regression_loss',
     'test_from_params',
     'train_from_params',

@@ -29,7 +29,8 @@ class ModelTrainer:
 
   Args:
     config: the `Configuration`; read from `TF_CONFIG` when not given.
-    callbacks: `tensorfx.training.Callback`s to add to training (and to
+    callbacks: `tensorfx.training.Callback`s (or standard `tf_keras`
+      callbacks, run through `KerasCallback`) to add to training (and to
       evaluation), after the built-in ones and before the builder's own
       (`ModelBuilder.build_callbacks()`).
   """
@@ -39,7 +40,10 @@ class ModelTrainer:
     if config is not None and not isinstance(config, Configuration):
       raise ConfigurationError('config must be a Configuration or None. '
                                f'Received: config={config!r}')
-    callbacks = list(callbacks or ())
+    # Standard tf_keras callbacks run through the adapter.
+    callbacks = [_callbacks.KerasCallback(c)
+                 if _callbacks.is_keras_callback(c) else c
+                 for c in callbacks or ()]
     for callback in callbacks:
       if not isinstance(callback, _callbacks.Callback):
         raise ConfigurationError(

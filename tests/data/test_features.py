@@ -254,7 +254,7 @@ def test_unknown_feature_names_it_and_the_known_ones():
     (dict(name='a', type='magic'),
      "Feature 'a': type: unknown feature type; accepted types are identity, "
      'target, key, concat, scale, zscore, log, bucketize, onehot, embedding, '
-     "hash, cross, indicator. Received: type='magic'"),
+     "hash, cross, indicator, weight. Received: type='magic'"),
     (dict(name='a-b', type='identity'),
      'Feature: name: a feature name must be letters, digits and '
      "underscores, not starting with a digit. Received: name='a-b'"),
@@ -290,7 +290,7 @@ def test_feature_constructor_validates(kwargs, message):
     ('features:\n- name: a\n  type: normalize\n',
      'features.yaml:3: features[0].type: unknown feature type; accepted '
      'types are identity, target, key, concat, scale, zscore, log, '
-     'bucketize, onehot, embedding, hash, cross, indicator. Received: '
+     'bucketize, onehot, embedding, hash, cross, indicator, weight. Received: '
      "type='normalize'"),
     ('features:\n- name: 9a\n  type: identity\n',
      'features.yaml:2: features[0].name: a feature name must be letters, '

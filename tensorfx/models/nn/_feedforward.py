@@ -8,6 +8,7 @@ from tensorfx.data import _transforms
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.embeddings._table import EmbeddingTable
 from tensorfx.training import _losses
+from tensorfx.training import _weights
 from tensorfx.training._args import ModelArguments
 from tensorfx.training._builder import ModelBuilder
 
@@ -90,7 +91,8 @@ class _FeedForward(ModelBuilder):
   def _model_inputs(self, inputs, training=False):
     parts = []
     for name, info in sorted(self.described.items()):
-      if info.type in (FeatureType.TARGET, FeatureType.KEY):
+      if info.type in (FeatureType.TARGET, FeatureType.KEY,
+                       FeatureType.WEIGHT):
         continue
       value = inputs[name]
       if info.type == FeatureType.EMBEDDING:
@@ -220,12 +222,18 @@ class FeedForwardClassification(_FeedForward):
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
     labels = inputs[self.target.name]
-    # Labels unseen in analysis are -1: they carry no weight.
-    weights = tf.cast(labels >= 0, tf.float32)
+    if not hasattr(self, '_class_weights'):
+      self._class_weights = _weights.class_weights(self)
+    # Labels unseen in analysis are -1: they carry no weight. The weight
+    # feature and --class-weight scale each example's loss (as Keras'
+    # sample_weight and class_weight: the mean over the known examples).
+    weights = _weights.example_weights(self, inputs, labels,
+                                       self._class_weights)
+    known = tf.cast(labels >= 0, tf.float32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.maximum(labels, 0), logits=inferences)
     loss = tf.reduce_sum(losses * weights) / tf.maximum(
-        tf.reduce_sum(weights), 1.0)
+        tf.reduce_sum(known), 1.0)
     return loss, self.optimizer
 
   def build_output(self, inferences):
@@ -270,8 +278,10 @@ class FeedForwardRegression(_FeedForward):
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
     target = tf.cast(inputs[self.target.name], tf.float32)
-    loss = _losses.regression_loss(inferences[:, 0], target,
-                                   self.settings.loss)
+    # The weight feature's per-example weights (ones without one).
+    loss = _losses.regression_loss(
+        inferences[:, 0], target, self.settings.loss,
+        weights=_weights.example_weights(self, inputs))
     return loss, self.optimizer
 
   def build_output(self, inferences):

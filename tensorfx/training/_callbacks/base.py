@@ -119,7 +119,12 @@ class CallbackList:
   """
 
   def __init__(self, callbacks, context):
-    self.callbacks = list(callbacks)
+    # A standard Keras callback (from build_callbacks()) runs through the
+    # adapter.
+    from tensorfx.training._callbacks import keras_callbacks
+    self.callbacks = [keras_callbacks.KerasCallback(c)
+                      if keras_callbacks.is_keras_callback(c) else c
+                      for c in callbacks]
     self.context = context
     for callback in self.callbacks:
       if not isinstance(callback, Callback):

@@ -29,7 +29,8 @@ def build(builder):
   key_names = []
   if features is not None:
     for feature in features:
-      if feature.type == FeatureType.TARGET:
+      if feature.type in (FeatureType.TARGET, FeatureType.WEIGHT):
+        # What is known only of training data: optional when serving.
         target_fields.update(feature.fields)
       elif feature.type == FeatureType.KEY:
         key_names.append(feature.name)

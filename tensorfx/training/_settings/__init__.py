@@ -31,6 +31,7 @@ from tensorfx.training._settings import speed
 from tensorfx.training._settings import summaries
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
+from tensorfx.training._settings import weights
 from tensorfx.training._settings.checkpoints import CheckpointSettings
 from tensorfx.training._settings.checkpoints import parse_best_metric
 from tensorfx.training._settings.data import DataSettings
@@ -47,9 +48,10 @@ from tensorfx.training._settings.speed import SpeedSettings
 from tensorfx.training._settings.summaries import SummarySettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
+from tensorfx.training._settings.weights import WeightSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss,
+_SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss, weights,
              validation, guards, restore, export, tracking, prediction,
              logging, summaries)
 
@@ -90,6 +92,7 @@ class Settings:
   prediction: PredictionSettings = PredictionSettings()
   logging: LoggingSettings = LoggingSettings()
   summaries: SummarySettings = SummarySettings()
+  weights: WeightSettings = WeightSettings()
 
   @classmethod
   def from_args(cls, args):
@@ -115,6 +118,7 @@ __all__ = [
     'SummarySettings',
     'TrackingSettings',
     'ValidationSettings',
+    'WeightSettings',
     'add_arguments',
     'check',
     'parse_best_metric',
