@@ -1,5 +1,6 @@
 """DataSet: a schema, a feature set, analysis results and named sources."""
 
+import collections.abc
 import copy
 import os
 
@@ -27,11 +28,27 @@ class DataSource:
   # Sources that can drop bad records instead of failing say so.
   supports_skipping = False
 
-  def __init__(self, paths, schema):
-    self.paths = _paths.as_list(paths)
+  def __init__(self, paths=None, schema=None):
+    self.paths = _paths.as_list(paths) if paths is not None else []
+    # None until a DataSet binds the source to its schema (see `bind`).
     self.schema = schema
     self.skip_bad_records = False
     self._files = None
+
+  def bind(self, schema):
+    """A source like this one (files, options) reading by `schema`.
+
+    What a DataSet does with the sources it is given: the dataset's schema
+    is the one they read by. Files are not touched.
+
+    Example:
+      >>> source = CsvDataSource('data/train-*.csv')  # no schema yet
+      >>> source.bind(schema).schema is schema
+      True
+    """
+    source = copy.copy(self)
+    source.schema = schema
+    return source
 
   @property
   def bad_records(self):
@@ -106,7 +123,17 @@ class DataSource:
 class DataSet:
   """Data described declaratively, with named sources.
 
+  Example:
+    >>> dataset = DataSet({'train': CsvDataSource('data/train.csv')},
+    ...                   'schema.yaml', None, 'features.yaml')
+    >>> len(dataset), dataset.sources
+    (1, ['train'])
+
   Args:
+    sources: only in the original tensorfx's form `DataSet(sources, schema,
+      metadata, features)`: a dict of name to `DataSource`, bound to the
+      schema (tensorfx's own form, `DataSet(schema, metadata, features)`,
+      is for subclasses, which add their sources).
     schema: a `Schema`, or the path of its YAML file.
     metadata: the analysis output directory (as written by
       `tensorfx analyze`), its `metadata.json`, or None when the data has not
@@ -119,7 +146,8 @@ class DataSet:
   without its label is bad), whatever the schema says about them.
   """
 
-  def __init__(self, schema, metadata=None, features=None):
+  def __init__(self, *args, **kwargs):
+    sources, schema, metadata, features = _arguments(args, kwargs)
     if isinstance(schema, str):
       schema = Schema.load(schema)
     if not isinstance(schema, Schema):
@@ -156,6 +184,15 @@ class DataSet:
         path = None
       self._analysis_dir = path
     self._sources = {}
+    for name, source in (sources or {}).items():
+      self._sources[name] = self._bind(name, source)
+
+  def _bind(self, name, source):
+    """The source a DataSet given `source` reads: bound to its schema."""
+    if not isinstance(source, DataSource):
+      raise DataError(f'Source {name!r} must be a DataSource. Received: '
+                      f'{type(source).__name__}')
+    return source.bind(self._reading_schema)
 
   @property
   def schema(self):
@@ -242,6 +279,10 @@ class DataSet:
 
   def __iter__(self):
     return iter(self._sources)
+
+  def __len__(self):
+    """The number of sources."""
+    return len(self._sources)
 
   @property
   def analysis_dir(self):
@@ -380,3 +421,36 @@ class DataSet:
     # Prefetched again: the transform is the pipeline's last stage.
     return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)
+
+
+_NAMES = ('schema', 'metadata', 'features')
+# The original tensorfx's order: DataSet(sources, schema, metadata, features).
+_ORIGINAL_NAMES = ('sources',) + _NAMES
+
+
+def _arguments(args, kwargs):
+  """`(sources, schema, metadata, features)` of either constructor form.
+
+  DataSet(schema, metadata=None, features=None) is tensorfx's, and
+  DataSet(sources, schema, metadata=None, features=None) the original
+  tensorfx's; a dict (of name to DataSource) first, or `sources=`, says
+  which.
+  """
+  original = 'sources' in kwargs or (
+      bool(args) and isinstance(args[0], collections.abc.Mapping))
+  names = _ORIGINAL_NAMES if original else _NAMES
+  if len(args) > len(names):
+    raise TypeError(f'DataSet takes at most {len(names)} positional '
+                    f'arguments ({", ".join(names)}); {len(args)} were given')
+  values = dict(zip(names, args))
+  for key, value in kwargs.items():
+    if key not in names:
+      raise TypeError(f'DataSet got an unexpected keyword argument {key!r}; '
+                      f'it takes {", ".join(names)}')
+    if key in values:
+      raise TypeError(f'DataSet got multiple values for argument {key!r}')
+    values[key] = value
+  if 'schema' not in values:
+    raise TypeError("DataSet missing required argument: 'schema'")
+  return (values.get('sources'), values['schema'], values.get('metadata'),
+          values.get('features'))

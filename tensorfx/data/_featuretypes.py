@@ -32,6 +32,21 @@ class FeatureType(enum.StrEnum):
   HASH = 'hash'
   CROSS = 'cross'
   INDICATOR = 'indicator'
+  # The original tensorfx's lower-case spelling of the same members.
+  identity = 'identity'
+  target = 'target'
+  key = 'key'
+  concat = 'concat'
+  scale = 'scale'
+  zscore = 'zscore'
+  log = 'log'
+  bucketize = 'bucketize'
+  onehot = 'onehot'
+  one_hot = 'onehot'
+  embedding = 'embedding'
+  hash = 'hash'
+  cross = 'cross'
+  indicator = 'indicator'
 
   @classmethod
   def _missing_(cls, value):
