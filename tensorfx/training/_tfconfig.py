@@ -42,6 +42,41 @@ _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})$')
 _MAX_SHOWN = 200
 
 
+class ChiefType(str):
+  """The chief's task type, 'chief', that also equals 'master'.
+
+  TensorFlow names the coordinating task `chief`; the original tensorfx (and
+  legacy AI Platform) named it `master`, and code written for it tests
+  `config.task.type == 'master'`. Both tests hold; the value (in device
+  names, logs, JSON) is 'chief'.
+
+  Example:
+    >>> CHIEF == 'chief', CHIEF == 'master', str(CHIEF)
+    (True, True, 'chief')
+  """
+
+  __slots__ = ()
+
+  def __eq__(self, other: object) -> bool:
+    if isinstance(other, str) and other == 'master':
+      return True
+    return str.__eq__(self, other)
+
+  def __ne__(self, other: object) -> bool:
+    return not self.__eq__(other)
+
+  __hash__ = str.__hash__
+
+  def __str__(self) -> str:
+    return 'chief'
+
+  def __repr__(self) -> str:
+    return "'chief'"
+
+
+CHIEF = ChiefType('chief')
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
   """The task this process runs in a training job.
@@ -212,7 +247,7 @@ def normalise_task(task, jobs, raw_names, where):
     names = ', '.join(raw_names[n] for n in jobs)
     raise error(where, 'task.type', f'must name a job of `cluster` '
                 f'({names})', raw)
-  return TaskSpec(name, index, trial)
+  return TaskSpec(CHIEF if name == 'chief' else name, index, trial)
 
 
 def _valid_address(address):
