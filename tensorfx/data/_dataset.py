@@ -129,18 +129,19 @@ class DataSet:
     >>> len(dataset), dataset.sources
     (1, ['train'])
 
-  Args:
-    sources: only in the original tensorfx's form `DataSet(sources, schema,
-      metadata, features)`: a dict of name to `DataSource`, bound to the
-      schema (tensorfx's own form, `DataSet(schema, metadata, features)`,
-      is for subclasses, which add their sources).
-    schema: a `Schema`, or the path of its YAML file.
-    metadata: the analysis output directory (as written by
-      `tensorfx analyze`), its `metadata.json`, or None when the data has not
-      been analyzed yet. A `metadata.json` of the original tensorfx (field
-      statistics without a transform graph) is recognized: the data is
-      analyzed instead, as without one.
-    features: a `FeatureSet`, or the path of its YAML file.
+  Two forms: tensorfx's `DataSet(schema, metadata=None, features=None)`,
+  for subclasses, which add their sources, and the original tensorfx's
+  `DataSet(sources, schema, metadata=None, features=None)`, told apart by
+  the dict (or `sources=`) first. Their arguments:
+
+  - `sources`: a dict of name to `DataSource`, each bound to the schema.
+  - `schema`: a `Schema`, or the path of its YAML file.
+  - `metadata`: the analysis output directory (as written by `tensorfx
+    analyze`), its `metadata.json`, or None when the data has not been
+    analyzed yet. A `metadata.json` of the original tensorfx (field
+    statistics without a transform graph) is recognized: the data is
+    analyzed instead, as without one.
+  - `features`: a `FeatureSet`, or the path of its YAML file.
 
   Sources read records with the fields of targets required (a record
   without its label is bad), whatever the schema says about them.

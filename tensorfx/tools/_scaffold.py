@@ -11,7 +11,7 @@ import argparse
 import keyword
 import os
 import re
-from typing import Any, List, Optional
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _templates
@@ -62,8 +62,8 @@ def _model(text: str) -> str:
                            f'Received: {text!r}')
 
 
-def scaffold(name: Optional[str], directory: Optional[str] = None,
-             model: str = MODELS[0]) -> List[str]:
+def scaffold(name: str | None, directory: str | None = None,
+             model: str = MODELS[0]) -> list[str]:
   """Writes a new project; returns the paths written.
 
   Example:
@@ -110,7 +110,7 @@ def scaffold(name: Optional[str], directory: Optional[str] = None,
   return written
 
 
-def run(args: Any, rest: List[str]) -> int:
+def run(args: Any, rest: list[str]) -> int:
   del rest
   written = scaffold(args.name, args.dir, args.model)
   root = os.path.dirname(written[0])

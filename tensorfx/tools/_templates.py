@@ -5,7 +5,6 @@ Each template is plain text with `{name}` (the Python package) and
 """
 
 import random
-from typing import Dict, List
 
 SCHEMA = """\
 # The columns of data/train.csv and data/eval.csv, in order (no header
@@ -304,7 +303,7 @@ _CENTRES = {'low': (1.0, 1.0), 'mid': (3.0, 3.0), 'high': (5.0, 5.0)}
 _COLORS = ('amber', 'blue', 'cyan')
 
 
-def sample_rows(count: int, seed: int) -> List[str]:
+def sample_rows(count: int, seed: int) -> list[str]:
   """`count` CSV lines of the sample data: label,x1,x2,color.
 
   The label is the nearest of three centres (with noise well inside their
@@ -322,7 +321,7 @@ def sample_rows(count: int, seed: int) -> List[str]:
   return rows
 
 
-def project_files(name: str, model: str) -> Dict[str, str]:
+def project_files(name: str, model: str) -> dict[str, str]:
   """The files of a new project: relative path -> text.
 
   Args:

@@ -22,10 +22,8 @@ Example:
 import argparse
 import os
 import sys
-from typing import List, Optional
 
-from tensorfx.tools import _main
-from tensorfx.tools import _scaffold
+from tensorfx.tools import _main, _scaffold
 
 # What --distributed starts besides the master, as the original did.
 DISTRIBUTED = 'ps=1,workers=1'
@@ -69,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def translate(argv: List[str]) -> List[str]:
+def translate(argv: list[str]) -> list[str]:
   """The `tensorfx` command line that a `tfx` command line runs.
 
   Example:
@@ -103,7 +101,7 @@ def translate(argv: List[str]) -> List[str]:
   return command
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
   """Runs a `tfx` command line; returns the exit code."""
   argv = list(sys.argv[1:] if argv is None else argv)
   return _main.main(translate(argv))

@@ -8,7 +8,7 @@ unpacks as before, whose attributes are the arguments'.
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
-from typing import Any
+from typing import Any, Self
 
 
 class ParsedJob(tuple):
@@ -25,7 +25,7 @@ class ParsedJob(tuple):
 
   __slots__ = ()
 
-  def __new__(cls, args: Any, output: Any) -> 'ParsedJob':
+  def __new__(cls, args: Any, output: Any) -> Self:
     return super().__new__(cls, (args, output))
 
   def __getnewargs__(self) -> tuple:

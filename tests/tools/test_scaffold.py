@@ -7,10 +7,8 @@ import sys
 
 import pytest
 
-from tensorfx.data import FeatureSet
-from tensorfx.data import Schema
-from tensorfx.tools import main
-from tensorfx.tools import tfx
+from tensorfx.data import FeatureSet, Schema
+from tensorfx.tools import main, tfx
 
 MODELS = ['nn.FeedForwardClassification', 'custom']
 

@@ -9,16 +9,14 @@ a restore.
 
 import json
 import pickle
+from typing import ClassVar
 
 import pytest
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.models.nn._feedforward import hidden_layers
-from tensorfx.training import Configuration
-from tensorfx.training import ModelArguments
-from tensorfx.training import ModelTrainer
-from tensorfx.training import TaskSpec
+from tensorfx.training import Configuration, ModelArguments, ModelTrainer, TaskSpec
 
 
 def test_parse_job_reads_as_the_pair_and_as_the_arguments():
@@ -90,7 +88,7 @@ def test_a_cluster_of_empty_jobs_is_accepted_as_the_original_did():
 
 class _Recording(nn.FeedForwardClassification):
   """Records each call of build_init (a class list: one per test run)."""
-  calls = []
+  calls: ClassVar[list] = []
 
   def build_init(self, restored=False):
     super().build_init(restored)
@@ -99,7 +97,7 @@ class _Recording(nn.FeedForwardClassification):
 
 class _FreshOnly(nn.FeedForwardClassification):
   """An override written before build_init took `restored`."""
-  calls = []
+  calls: ClassVar[list] = []
 
   def build_init(self):
     super().build_init()
