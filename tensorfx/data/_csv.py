@@ -265,7 +265,8 @@ class CsvDataSet(DataSet):
     skip_bad_records: whether bad rows are skipped (and counted: each
       source's `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
-      or list of them.
+      or list of them, or a `CsvDataSource` (its files and options, read by
+      this dataset's schema).
   """
 
   def __init__(self, schema, metadata=None, features=None, delimiter=',',

@@ -284,7 +284,8 @@ class ExamplesDataSet(DataSet):
       match the schema are skipped (and counted: each source's
       `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
-      or list of them.
+      or list of them, or an `ExamplesDataSource` (its files and options,
+      read by this dataset's schema).
   """
 
   def __init__(self, schema, metadata=None, features=None, compression='auto',

@@ -119,7 +119,12 @@ class Configuration:
 
   @property
   def task(self) -> TaskSpec:
-    """This process's `TaskSpec` (type normalised to TensorFlow's names)."""
+    """This process's `TaskSpec` (type normalised to TensorFlow's names).
+
+    The chief's type is 'chief' and also equals 'master', the original
+    tensorfx's name for it: `config.task.type == 'master'` holds on the
+    chief, single-node training included.
+    """
     return self._task
 
   @property
