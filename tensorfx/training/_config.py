@@ -125,6 +125,8 @@ class Configuration:
     tensorfx's name for it: `config.task.type == 'master'` holds on the
     chief, single-node training included.
     """
+    if self._task.type == 'chief':
+      return dataclasses.replace(self._task, type=_tfconfig.CHIEF)
     return self._task
 
   @property

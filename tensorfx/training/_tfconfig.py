@@ -50,6 +50,9 @@ class ChiefType(str):
   `config.task.type == 'master'`. Both tests hold; the value (in device
   names, logs, JSON) is 'chief'.
 
+  `Configuration.task` reports the chief's type as one; inside tensorfx
+  (strategies, servers, records) the type is the plain 'chief'.
+
   Example:
     >>> CHIEF == 'chief', CHIEF == 'master', str(CHIEF)
     (True, True, 'chief')
@@ -247,7 +250,7 @@ def normalise_task(task, jobs, raw_names, where):
     names = ', '.join(raw_names[n] for n in jobs)
     raise error(where, 'task.type', f'must name a job of `cluster` '
                 f'({names})', raw)
-  return TaskSpec(CHIEF if name == 'chief' else name, index, trial)
+  return TaskSpec(name, index, trial)
 
 
 def _valid_address(address):
