@@ -28,18 +28,18 @@ EXPECTED = ['virginica', 'setosa', 'versicolor']
 pytestmark = pytest.mark.slow
 
 
-def _tfx_train(module, suffix, output):
+def _tfx_train(module, suffix, output, *extra, max_steps='600'):
   """Runs the sample's run script's command line: (returncode, log)."""
   result = subprocess.run(
       [sys.executable, '-m', 'tensorfx.tools.tfx', 'train', '--module',
-       module, '--output', str(output),
+       module, '--output', str(output), *extra,
        '--data-train', f'data/train.{suffix}',
        '--data-eval', f'data/eval.{suffix}',
        '--data-schema', 'data/schema.yaml',
        '--data-metadata', 'data/metadata.json',
        '--data-features', 'trainer/features.yaml',
        '--log-level-tensorflow', 'ERROR', '--log-level', 'INFO',
-       '--batch-size', '5', '--max-steps', '600',
+       '--batch-size', '5', '--max-steps', max_steps,
        '--checkpoint-interval-secs', '30',
        '--hidden-layers:1', '20', '--hidden-layers:2', '10'],
       cwd=SAMPLE, capture_output=True, text=True, timeout=900, check=False)
@@ -102,3 +102,14 @@ def test_the_dataframe_client_trains_and_predicts_in_process(tmp_path):
   assert [p['label'] for p in predictions] == EXPECTED
   job = _job(tmp_path / 'df')
   assert job['metrics']['accuracy'] >= 0.85, job['metrics']
+
+
+@pytest.mark.cluster
+def test_distributed_trains_on_a_local_master_worker_and_ps(tmp_path):
+  output = tmp_path / 'distributed'
+  code, log = _tfx_train('trainer.csv', 'csv', output, '--distributed',
+                         max_steps='40')
+  assert code == 0, log[-3000:]
+  for role in ('[chief   ]', '[worker-0]', '[ps-0    ]'):
+    assert role in log, role
+  assert _job(output)['status'] == 'completed'
