@@ -1,6 +1,5 @@
 """DataSet: a schema, a feature set, analysis results and named sources."""
 
-import collections.abc
 import copy
 import os
 
@@ -9,6 +8,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _metadata
 from tensorfx.data import _missing
 from tensorfx.data import _paths
+from tensorfx.data._datasetargs import dataset_arguments
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._metadata import Metadata
 from tensorfx.data._schema import Schema
@@ -148,7 +148,7 @@ class DataSet:
   """
 
   def __init__(self, *args, **kwargs):
-    sources, schema, metadata, features = _arguments(args, kwargs)
+    sources, schema, metadata, features = dataset_arguments(args, kwargs)
     if isinstance(schema, str):
       schema = Schema.load(schema)
     if not isinstance(schema, Schema):
@@ -423,35 +423,3 @@ class DataSet:
     return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)
 
-
-_NAMES = ('schema', 'metadata', 'features')
-# The original tensorfx's order: DataSet(sources, schema, metadata, features).
-_ORIGINAL_NAMES = ('sources',) + _NAMES
-
-
-def _arguments(args, kwargs):
-  """`(sources, schema, metadata, features)` of either constructor form.
-
-  DataSet(schema, metadata=None, features=None) is tensorfx's, and
-  DataSet(sources, schema, metadata=None, features=None) the original
-  tensorfx's; a dict (of name to DataSource) first, or `sources=`, says
-  which.
-  """
-  original = 'sources' in kwargs or (
-      bool(args) and isinstance(args[0], collections.abc.Mapping))
-  names = _ORIGINAL_NAMES if original else _NAMES
-  if len(args) > len(names):
-    raise TypeError(f'DataSet takes at most {len(names)} positional '
-                    f'arguments ({", ".join(names)}); {len(args)} were given')
-  values = dict(zip(names, args))
-  for key, value in kwargs.items():
-    if key not in names:
-      raise TypeError(f'DataSet got an unexpected keyword argument {key!r}; '
-                      f'it takes {", ".join(names)}')
-    if key in values:
-      raise TypeError(f'DataSet got multiple values for argument {key!r}')
-    values[key] = value
-  if 'schema' not in values:
-    raise TypeError("DataSet missing required argument: 'schema'")
-  return (values.get('sources'), values['schema'], values.get('metadata'),
-          values.get('features'))
