@@ -47,7 +47,10 @@ class CsvDataSource(DataSource):
   Args:
     paths: a path, a file pattern, a comma-separated list or a sequence of
       them; local or any `tf.io.gfile` filesystem (`gs://`).
-    schema: the `Schema` of the columns.
+    schema: the `Schema` of the columns; may be left out when the source
+      is given to a `CsvDataSet` (or `DataSet`), which binds it to its own
+      (as the original tensorfx's `CsvDataSource('data/*.csv')`). Files are
+      not touched until read.
     delimiter: the one-character column delimiter.
     skip_header: whether each file starts with a header line to skip.
     skip_bad_records: whether bad rows are dropped (and counted in
@@ -57,18 +60,15 @@ class CsvDataSource(DataSource):
 
   supports_skipping = True
 
-  def __init__(self, paths, schema, delimiter=',', skip_header=False,
+  def __init__(self, paths, schema=None, delimiter=',', skip_header=False,
                skip_bad_records=False):
     super().__init__(paths, schema)
     if not isinstance(delimiter, str) or len(delimiter) != 1 or \
         delimiter in '"\n\r' or not delimiter.isascii():
       raise DataError('delimiter must be a single ASCII character other than '
                       f'a quote or newline. Received: delimiter={delimiter!r}')
-    for field in schema:
-      if field.length != 1:
-        raise DataError(
-            f'CSV data holds one value per column; field {field.name!r} has '
-            f'length {field.length}. Use ExamplesDataSet for list fields.')
+    if schema is not None:
+      _check_scalar(schema)
     if not isinstance(skip_bad_records, bool):
       raise DataError('skip_bad_records must be True or False. Received: '
                       f'skip_bad_records={skip_bad_records!r}')
@@ -79,6 +79,14 @@ class CsvDataSource(DataSource):
     self._lock = threading.Lock()
     if skip_bad_records:
       self.enable_skipping()
+
+  def bind(self, schema):
+    _check_scalar(schema)
+    source = super().bind(schema)
+    # Counts and locks are the new source's own.
+    source._bad_records = 0
+    source._lock = threading.Lock()
+    return source
 
   def enable_skipping(self, count=True):
     """Makes `read()` drop bad rows instead of failing.
@@ -230,6 +238,14 @@ class CsvDataSource(DataSource):
     return _csvsplits.record_batches(self, pipeline, label)
 
 
+def _check_scalar(schema):
+  for field in schema:
+    if field.length != 1:
+      raise DataError(
+          f'CSV data holds one value per column; field {field.name!r} has '
+          f'length {field.length}. Use ExamplesDataSet for list fields.')
+
+
 class CsvDataSet(DataSet):
   """A DataSet of CSV sources sharing one schema.
 
@@ -249,7 +265,8 @@ class CsvDataSet(DataSet):
     skip_bad_records: whether bad rows are skipped (and counted: each
       source's `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
-      or list of them.
+      or list of them, or a `CsvDataSource` (its files and options, read by
+      this dataset's schema).
   """
 
   def __init__(self, schema, metadata=None, features=None, delimiter=',',
@@ -257,6 +274,10 @@ class CsvDataSet(DataSet):
     super().__init__(schema, metadata=metadata, features=features)
     for name, paths in sources.items():
       if paths is None:
+        continue
+      if isinstance(paths, CsvDataSource):
+        # The original tensorfx's form: train=CsvDataSource('data/*.csv').
+        self._sources[name] = paths.bind(self._reading_schema)
         continue
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')

@@ -8,6 +8,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _metadata
 from tensorfx.data import _missing
 from tensorfx.data import _paths
+from tensorfx.data._datasetargs import dataset_arguments
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._metadata import Metadata
 from tensorfx.data._schema import Schema
@@ -27,11 +28,27 @@ class DataSource:
   # Sources that can drop bad records instead of failing say so.
   supports_skipping = False
 
-  def __init__(self, paths, schema):
-    self.paths = _paths.as_list(paths)
+  def __init__(self, paths=None, schema=None):
+    self.paths = _paths.as_list(paths) if paths is not None else []
+    # None until a DataSet binds the source to its schema (see `bind`).
     self.schema = schema
     self.skip_bad_records = False
     self._files = None
+
+  def bind(self, schema):
+    """A source like this one (files, options) reading by `schema`.
+
+    What a DataSet does with the sources it is given: the dataset's schema
+    is the one they read by. Files are not touched.
+
+    Example:
+      >>> source = CsvDataSource('data/train-*.csv')  # no schema yet
+      >>> source.bind(schema).schema is schema
+      True
+    """
+    source = copy.copy(self)
+    source.schema = schema
+    return source
 
   @property
   def bad_records(self):
@@ -106,20 +123,32 @@ class DataSource:
 class DataSet:
   """Data described declaratively, with named sources.
 
-  Args:
-    schema: a `Schema`, or the path of its YAML file.
-    metadata: the analysis output directory (as written by
-      `tensorfx analyze`), its `metadata.json`, or None when the data has not
-      been analyzed yet. A `metadata.json` of the original tensorfx (field
-      statistics without a transform graph) is recognized: the data is
-      analyzed instead, as without one.
-    features: a `FeatureSet`, or the path of its YAML file.
+  Example:
+    >>> dataset = DataSet({'train': CsvDataSource('data/train.csv')},
+    ...                   'schema.yaml', None, 'features.yaml')
+    >>> len(dataset), dataset.sources
+    (1, ['train'])
+
+  Two forms: tensorfx's `DataSet(schema, metadata=None, features=None)`,
+  for subclasses, which add their sources, and the original tensorfx's
+  `DataSet(sources, schema, metadata=None, features=None)`, told apart by
+  the dict (or `sources=`) first. Their arguments:
+
+  - `sources`: a dict of name to `DataSource`, each bound to the schema.
+  - `schema`: a `Schema`, or the path of its YAML file.
+  - `metadata`: the analysis output directory (as written by `tensorfx
+    analyze`), its `metadata.json`, or None when the data has not been
+    analyzed yet. A `metadata.json` of the original tensorfx (field
+    statistics without a transform graph) is recognized: the data is
+    analyzed instead, as without one.
+  - `features`: a `FeatureSet`, or the path of its YAML file.
 
   Sources read records with the fields of targets required (a record
   without its label is bad), whatever the schema says about them.
   """
 
-  def __init__(self, schema, metadata=None, features=None):
+  def __init__(self, *args, **kwargs):
+    sources, schema, metadata, features = dataset_arguments(args, kwargs)
     if isinstance(schema, str):
       schema = Schema.load(schema)
     if not isinstance(schema, Schema):
@@ -156,6 +185,15 @@ class DataSet:
         path = None
       self._analysis_dir = path
     self._sources = {}
+    for name, source in (sources or {}).items():
+      self._sources[name] = self._bind(name, source)
+
+  def _bind(self, name, source):
+    """The source a DataSet given `source` reads: bound to its schema."""
+    if not isinstance(source, DataSource):
+      raise DataError(f'Source {name!r} must be a DataSource. Received: '
+                      f'{type(source).__name__}')
+    return source.bind(self._reading_schema)
 
   @property
   def schema(self):
@@ -242,6 +280,10 @@ class DataSet:
 
   def __iter__(self):
     return iter(self._sources)
+
+  def __len__(self):
+    """The number of sources."""
+    return len(self._sources)
 
   @property
   def analysis_dir(self):
@@ -380,3 +422,4 @@ class DataSet:
     # Prefetched again: the transform is the pipeline's last stage.
     return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)
+

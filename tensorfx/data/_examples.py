@@ -81,7 +81,8 @@ class ExamplesDataSource(DataSource):
   Args:
     paths: a path, a file pattern, a comma-separated list or a sequence of
       them; local or any `tf.io.gfile` filesystem (`gs://`).
-    schema: the `Schema` of the features.
+    schema: the `Schema` of the features; may be left out when the source
+      is given to an `ExamplesDataSet`, which binds it to its own.
     compression: None, 'GZIP', 'ZLIB', or 'auto' (by each file's suffix:
       .gz is GZIP).
     skip_bad_records: whether records that are not a tf.Example or do not
@@ -92,7 +93,7 @@ class ExamplesDataSource(DataSource):
 
   supports_skipping = True
 
-  def __init__(self, paths, schema, compression='auto',
+  def __init__(self, paths, schema=None, compression='auto',
                skip_bad_records=False):
     super().__init__(paths, schema)
     _check_compression(compression)
@@ -105,6 +106,13 @@ class ExamplesDataSource(DataSource):
     self._lock = threading.Lock()
     if skip_bad_records:
       self.enable_skipping()
+
+  def bind(self, schema):
+    source = super().bind(schema)
+    # Counts and locks are the new source's own.
+    source._bad_records = 0
+    source._lock = threading.Lock()
+    return source
 
   def enable_skipping(self, count=True):
     """Makes `read()` drop bad records instead of failing.
@@ -276,7 +284,8 @@ class ExamplesDataSet(DataSet):
       match the schema are skipped (and counted: each source's
       `bad_records`, the analysis log) instead of failing.
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
-      or list of them.
+      or list of them, or an `ExamplesDataSource` (its files and options,
+      read by this dataset's schema).
   """
 
   def __init__(self, schema, metadata=None, features=None, compression='auto',
@@ -285,6 +294,9 @@ class ExamplesDataSet(DataSet):
     _check_compression(compression)
     for name, paths in sources.items():
       if paths is None:
+        continue
+      if isinstance(paths, ExamplesDataSource):
+        self._sources[name] = paths.bind(self._reading_schema)
         continue
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')

@@ -17,6 +17,7 @@ from tensorfx.data._featureparams import VOCABULARY_PARAMS
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
 from tensorfx.data._featuretypes import an
+from tensorfx.data._names import Names
 from tensorfx.data._schema import is_identifier
 
 _NOTHING = _yaml.NOTHING
@@ -152,7 +153,7 @@ class Feature:
         len(fields) != 1:
       raise _yaml.Invalid(subject, ('fields',), f'{an(kind.value)} feature '
                           'reads exactly one field', self.fields)
-    object.__setattr__(self, 'fields', fields)
+    object.__setattr__(self, 'fields', Names(fields))
 
   def _init_params(self, subject, kind):
     given = self.params
@@ -246,6 +247,100 @@ class Feature:
       if key in given:
         raise _yaml.Invalid(subject, (key,), f"{key!r} needs an embedding "
                             "table: give the feature 'capacity'", given[key])
+
+  # The original tensorfx's factories: Feature.target('Y', 'species').
+
+  @classmethod
+  def identity(cls, name, field):
+    """A feature holding a field's value unchanged.
+
+    Example:
+      >>> Feature.identity('x', 'petal_length').fields == ['petal_length']
+      True
+    """
+    return cls(name, FeatureType.IDENTITY, fields=(field,))
+
+  @classmethod
+  def target(cls, name, field):
+    """The target (label) feature, read from `field`.
+
+    Example:
+      >>> Feature.target('Y', 'species').type
+      <FeatureType.TARGET: 'target'>
+    """
+    return cls(name, FeatureType.TARGET, fields=(field,))
+
+  @classmethod
+  def concatenate(cls, name, *features):
+    """A concat of features, given one by one or as one list.
+
+    Example:
+      >>> x = Feature.concatenate('X', Feature.scale('a', 'a'),
+      ...                         Feature.log('b', 'b'))
+      >>> x.fields == ['a', 'b']
+      True
+    """
+    if len(features) == 1 and isinstance(features[0], (list, tuple)):
+      features = tuple(features[0])
+    return cls(name, FeatureType.CONCAT, features=tuple(features))
+
+  @classmethod
+  def scale(cls, name, field, range=(0.0, 1.0), log=False):
+    """Min-max scaling of a numeric field to `range` (min, max).
+
+    Example:
+      >>> Feature.scale('pl', 'petal_length', range=(-1, 1)).params['min']
+      -1.0
+
+    Raises:
+      DataError: `log=True`, which tensorfx spells as its own feature.
+    """
+    if log:
+      raise _yaml.Invalid(f'Feature {name!r}', ('log',), 'scaling the log of '
+                          'a value is not supported; use Feature.log (log(x '
+                          '+ 1)) or a zscore feature', log)
+    low, high = range
+    return cls(name, FeatureType.SCALE, fields=(field,),
+               params={'min': low, 'max': high})
+
+  @classmethod
+  def log(cls, name, field, offset=1.0):
+    """The log of a numeric field: log(x + offset).
+
+    Example:
+      >>> Feature.log('sw', 'sepal_width').params['offset']
+      1.0
+    """
+    return cls(name, FeatureType.LOG, fields=(field,),
+               params={'offset': offset})
+
+  @classmethod
+  def one_hot(cls, name, field, top_k=None, oov_buckets=1):
+    """A one-hot encoding of a field over its analyzed vocabulary.
+
+    Example:
+      >>> Feature.one_hot('c', 'country', top_k=50).params['top_k']
+      50
+    """
+    params = {'oov_buckets': oov_buckets}
+    if top_k is not None:
+      params['top_k'] = top_k
+    return cls(name, FeatureType.ONEHOT, fields=(field,), params=params)
+
+  @classmethod
+  def bucketize(cls, name, field, boundaries=None, buckets=None):
+    """Buckets of a numeric field: fixed `boundaries` or `buckets` quantiles.
+
+    Example:
+      >>> Feature.bucketize('age', 'age', [18, 35, 65]).params['boundaries']
+      (18.0, 35.0, 65.0)
+    """
+    params = {}
+    if boundaries is not None:
+      params['boundaries'] = boundaries
+    if buckets is not None:
+      params['buckets'] = buckets
+    return cls(name, FeatureType.BUCKETIZE, fields=(field,), params=params)
 
   @property
   def table(self):

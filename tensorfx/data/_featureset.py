@@ -19,6 +19,8 @@ from tensorfx.data._featuretypes import an
 
 
 _FEATURE_KEYS = ('name', 'type', 'fields', 'features', 'transform')
+# Types whose name names their vocabulary file in the analysis.
+_VOCABULARY_TYPES = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING})
 
 
 def _parse_feature(item, where, locations):
@@ -88,7 +90,8 @@ class FeatureSet:
   Args:
     features: the top-level `Feature`s. Names are unique across the set,
       children of concat features included (a name also names the
-      feature's vocabulary file).
+      feature's vocabulary file), except that children of concats other
+      than onehot and embedding may repeat a name among themselves.
 
   Raises:
     DataError: a feature is not a Feature, or two share a name.
@@ -102,12 +105,13 @@ class FeatureSet:
         raise _yaml.Invalid('FeatureSet', ('features', i),
                             'expected a Feature', feature)
       for path, each in _named(feature, ('features', i)):
-        if each.name in seen:
+        if each.name in seen and not _may_repeat(seen[each.name], path,
+                                                 each):
           raise _yaml.Invalid('FeatureSet', path + ('name',),
                               'duplicate feature name; '
-                              f'{_dotted(seen[each.name])} has the same name',
-                              each.name)
-        seen[each.name] = path
+                              f'{_dotted(seen[each.name][0])} has the same '
+                              'name', each.name)
+        seen.setdefault(each.name, (path, each))
     self._features = features
     self._index = {f.name: f for f in features}
     # Where each feature was parsed from (name -> (Where, fields Where)),
@@ -315,6 +319,8 @@ features=(), params=Params({}))
     Raises:
       DataError: the text is invalid; names the source, line and key path.
     """
+    if isinstance(text, FeatureSet):
+      return text  # The original accepted a parsed set too.
     doc = _yaml.load_yaml(text, source)
     where = _yaml.root(doc, source)
     if not isinstance(doc, dict):
@@ -337,6 +343,30 @@ features=(), params=Params({}))
       raise where.relocate(doc, e) from None
     feature_set._locations = locations  # pylint: disable=protected-access
     return feature_set
+
+  @classmethod
+  def create(cls, *features):
+    """A feature set of features given one by one or as one list.
+
+    The original tensorfx's constructor of feature sets in code.
+
+    Example:
+      >>> features = FeatureSet.create([
+      ...     Feature.concatenate('X', Feature.scale('pl', 'petal_length'),
+      ...                         Feature.log('sw', 'sepal_width')),
+      ...     Feature.target('Y', 'species')])
+      >>> features['X'].fields == ['petal_length', 'sepal_width']
+      True
+
+    Raises:
+      DataError: no features, or as `FeatureSet` raises.
+    """
+    if len(features) == 1 and isinstance(features[0], (list, tuple)):
+      features = tuple(features[0])
+    if not features:
+      raise _yaml.Invalid('FeatureSet', ('features',), 'FeatureSet.create '
+                          'needs one or more Features', list(features))
+    return cls(features)
 
   @classmethod
   def load(cls, path):
@@ -363,6 +393,18 @@ def _named(feature, path):
   yield path, feature
   for j, child in enumerate(feature.features):
     yield from _named(child, path + ('features', j))
+
+
+def _may_repeat(first, path, feature):
+  """Whether a feature may share the name of `first` (its (path, feature)).
+
+  Children of concats may repeat a name, as the original tensorfx's own
+  samples did, unless either names a vocabulary file by it (onehot,
+  embedding): the concat reads its children by position, not by name.
+  """
+  other_path, other = first
+  nested = len(path) > 2 and len(other_path) > 2
+  return nested and not {feature.type, other.type} & _VOCABULARY_TYPES
 
 
 def _dotted(path):

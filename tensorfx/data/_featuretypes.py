@@ -34,6 +34,22 @@ class FeatureType(enum.StrEnum):
   INDICATOR = 'indicator'
   # A per-example weight of the training loss (a numeric field, >= 0).
   WEIGHT = 'weight'
+  # The original tensorfx's lower-case spelling of the same members.
+  identity = 'identity'
+  target = 'target'
+  key = 'key'
+  concat = 'concat'
+  scale = 'scale'
+  zscore = 'zscore'
+  log = 'log'
+  bucketize = 'bucketize'
+  onehot = 'onehot'
+  one_hot = 'onehot'
+  embedding = 'embedding'
+  hash = 'hash'
+  cross = 'cross'
+  indicator = 'indicator'
+  weight = 'weight'
 
   @classmethod
   def _missing_(cls, value):

@@ -5,6 +5,7 @@ import enum
 import re
 
 from tensorfx import _yaml
+from tensorfx.data._names import Names
 
 _IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _FIELD_KEYS = ('name', 'type', 'length', 'default', 'missing',
@@ -25,6 +26,10 @@ class SchemaFieldType(enum.StrEnum):
   INTEGER = 'integer'
   REAL = 'real'
   DISCRETE = 'discrete'
+  # The original tensorfx's spelling of the same members.
+  integer = 'integer'
+  real = 'real'
+  discrete = 'discrete'
 
   @classmethod
   def _missing_(cls, value):
@@ -152,6 +157,40 @@ class SchemaField:
                           "mode, or a default)", missing)
     object.__setattr__(self, 'missing', policy)
 
+  @classmethod
+  def integer(cls, name, **options):
+    """An integer field (the original tensorfx's factory).
+
+    Example:
+      >>> SchemaField.integer('count').type
+      <SchemaFieldType.INTEGER: 'integer'>
+
+    Args:
+      name: the field's name.
+      **options: `length`, `default`, `missing`, `description`.
+    """
+    return cls(name, SchemaFieldType.INTEGER, **options)
+
+  @classmethod
+  def real(cls, name, **options):
+    """A real-valued field (the original tensorfx's factory).
+
+    Example:
+      >>> SchemaField.real('petal_length').numeric
+      True
+    """
+    return cls(name, SchemaFieldType.REAL, **options)
+
+  @classmethod
+  def discrete(cls, name, **options):
+    """A discrete (string) field (the original tensorfx's factory).
+
+    Example:
+      >>> SchemaField.discrete('species').numeric
+      False
+    """
+    return cls(name, SchemaFieldType.DISCRETE, **options)
+
   @property
   def numeric(self):
     """Whether the field holds numbers (integer or real)."""
@@ -214,10 +253,33 @@ class Schema:
     self._fields = fields
     self._index = index
 
+  @classmethod
+  def create(cls, *fields):
+    """A schema of fields given one by one or as one list (the original's).
+
+    Example:
+      >>> Schema.create(SchemaField.discrete('c'), SchemaField.real('x'))[1]
+      SchemaField(name='x', type=<SchemaFieldType.REAL: 'real'>, length=1, \
+default=None, description='', missing=None)
+
+    Raises:
+      DataError: no fields, or as `Schema` raises.
+    """
+    if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+      fields = tuple(fields[0])
+    if not fields:
+      raise _yaml.Invalid('Schema', ('fields',), 'Schema.create needs one or '
+                          'more SchemaFields', list(fields))
+    return cls(fields)
+
   @property
   def fields(self):
-    """The fields, a tuple of `SchemaField`s in column order."""
-    return self._fields
+    """The fields, a tuple of `SchemaField`s in column order.
+
+    It also equals the list of their names, as the original tensorfx's
+    `fields` did: `schema.fields == ['species', 'petal_length']`.
+    """
+    return Names(self._fields)
 
   @property
   def field_names(self):

@@ -22,6 +22,7 @@ _COMMANDS = {
     'status': 'tensorfx.tools._status',
     'logs': 'tensorfx.tools._logs',
     'cancel': 'tensorfx.tools._cancel',
+    'scaffold': 'tensorfx.tools._scaffold',
 }
 
 

@@ -23,6 +23,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
 from tensorfx.training import _settings
+from tensorfx.training._parsedjob import ParsedJob
 
 
 _A = TypeVar('_A', bound='ModelArguments')
@@ -163,7 +164,9 @@ class ModelArguments(argparse.Namespace):
 
     Returns:
       The arguments (an instance of `cls`), processed; with `parse_job`, a
-      tuple of the arguments and the job's output path.
+      tuple of the arguments and the job's output path (a `ParsedJob`,
+      which also reads as the arguments, with `output`: the original
+      tensorfx's last form, `args = parse(parse_job=True)`).
 
     With `--config run.yaml` among them, the file's values are the
     defaults that the other arguments override; an indexed list flag
@@ -216,7 +219,7 @@ class ModelArguments(argparse.Namespace):
         raise
       raise _runconfig.locate(e, parser, config, origins, argv) from None
     if parse_job:
-      return arguments, arguments.output
+      return ParsedJob(arguments, arguments.output)
     return arguments
 
   def process(self) -> None:

@@ -1,5 +1,6 @@
 """ModelBuilder: the hooks a user fills in to define a model."""
 
+import inspect
 import types
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -10,6 +11,7 @@ from tensorfx.data import _filters
 from tensorfx.training import _engine
 from tensorfx.training import _interfaces
 from tensorfx.training import _optimizers
+from tensorfx.training import _parsedjob
 from tensorfx.training import _restore
 from tensorfx.training import _settings
 from tensorfx.training._engine import cache as _engine_cache
@@ -40,7 +42,8 @@ class ModelBuilder(tf.Module):
   - `build_training(global_steps, inputs, inferences)`: `(loss, optimizer)`.
   - `build_output(inferences)`: the prediction outputs.
   - `build_evaluation(inputs, outputs)`: metric objects, updated.
-  - `build_init()`: initialization of a fresh (not resumed) model.
+  - `build_init(restored)`: initialization of a fresh model, or (when it
+    takes `restored`) of a restored one's local state.
 
   `build_optimizer()` and `build_sparse_optimizer()` make the optimizers
   on first use of `self.optimizer` and `self.sparse_optimizer`. The graph
@@ -60,8 +63,10 @@ class ModelBuilder(tf.Module):
     ...     return loss, self.optimizer
 
   Args:
-    args: the `ModelArguments` of the job.
-    dataset: the `DataSet` to train and evaluate on.
+    args: the `ModelArguments` of the job (or what `parse(parse_job=True)`
+      returned).
+    dataset: the `DataSet` to train and evaluate on; may be given later,
+      to `ModelTrainer().train(builder, dataset, output)`.
   """
 
   # The evaluation result that ranks models: (name, 'min' or 'max'). The
@@ -69,9 +74,9 @@ class ModelBuilder(tf.Module):
   # the evaluator exports to best_model/, what tuning reports.
   evaluation_metric = ('loss', 'min')
 
-  def __init__(self, args: Any, dataset: Any) -> None:
+  def __init__(self, args: Any, dataset: Any = None) -> None:
     super().__init__(name=_module_name(type(self).__name__))
-    self._args = args
+    self._args = _parsedjob.arguments_of(args)
     self._dataset = dataset
     self._settings: Optional[_settings.Settings] = None
     # Before any hook creates a variable: initializers draw from the seed.
@@ -94,8 +99,41 @@ class ModelBuilder(tf.Module):
 
   @property
   def dataset(self) -> Any:
-    """The `DataSet` used for training and evaluation."""
+    """The `DataSet` used for training and evaluation.
+
+    Raises:
+      ConfigurationError: the builder was made without one and none was
+        given since (`use_dataset`, or `ModelTrainer().train(builder,
+        dataset, output)`).
+    """
+    if self._dataset is None:
+      raise ConfigurationError(
+          f'{type(self).__name__} has no dataset: pass it to the builder '
+          '(Builder(args, dataset)) or to the trainer (ModelTrainer().train('
+          'builder, dataset, output)).')
     return self._dataset
+
+  def use_dataset(self, dataset: Any) -> None:
+    """Gives the builder its dataset, before its graphs are built.
+
+    What `ModelTrainer().train(builder, dataset, output)` does for a
+    builder made without one, as the original tensorfx's last version
+    did.
+
+    Example:
+      >>> builder = nn.FeedForwardClassification(args)
+      >>> builder.use_dataset(dataset)
+
+    Raises:
+      ConfigurationError: the graphs were built with another dataset.
+    """
+    if dataset is self._dataset:
+      return
+    if self._strategy is not None:
+      raise ConfigurationError(
+          f'{type(self).__name__} was built with another dataset; make a new '
+          'builder to train on this one.')
+    self._dataset = dataset
 
   @property
   def settings(self) -> _settings.Settings:
@@ -330,8 +368,15 @@ class ModelBuilder(tf.Module):
       return dict(inferences)
     return {'outputs': inferences}
 
-  def build_init(self) -> None:
-    """Initializes a fresh model, before its first training step.
+  def build_init(self, restored: bool = False) -> None:
+    """Initializes a fresh model, or a restored one's local state.
+
+    Its two uses (the original tensorfx's init and local init): with
+    `restored=False`, a fresh model before its first training step; with
+    `restored=True`, after a previous model (the job's own checkpoint) was
+    restored, for what checkpoints do not hold (caches, lookup tables,
+    counters kept outside the model). An override without the `restored`
+    parameter is only called for a fresh model, as before.
 
     Called eagerly, once per run, after the variables exist and only when
     no checkpoint of the job's own is being resumed; in every training
@@ -346,12 +391,18 @@ class ModelBuilder(tf.Module):
 
     Example:
       >>> class Model(ModelBuilder):
-      ...   def build_init(self):
-      ...     super().build_init()
-      ...     self.embedding.embeddings.assign(pretrained_vectors)
+      ...   def build_init(self, restored=False):
+      ...     super().build_init(restored)
+      ...     if not restored:
+      ...       self.embedding.embeddings.assign(pretrained_vectors)
+      ...     self.seen_this_run.assign(0)  # not in checkpoints' meaning
+
+    Args:
+      restored: whether a previous model was just restored (then the
+        default does nothing: the warm start is for fresh models).
     """
     restore = self.settings.restore
-    if not restore.warm_start:
+    if restored or not restore.warm_start:
       return
     _restore.warm_start(
         _engine.warm_start_variables(self), restore.warm_start,
@@ -410,6 +461,24 @@ class ModelBuilder(tf.Module):
     tensor per raw field.
     """
     return _engine.prediction_graph(self)
+
+
+def run_init(builder: 'ModelBuilder', restored: bool) -> None:
+  """Calls `builder.build_init` for a fresh or a restored model.
+
+  An override that does not take `restored` is called for fresh models
+  only: it was written when build_init had that one use.
+  """
+  if not restored:
+    builder.build_init()
+    return
+  try:
+    parameters = inspect.signature(builder.build_init).parameters
+  except (TypeError, ValueError):
+    return
+  if 'restored' in parameters or any(
+      p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+    builder.build_init(restored=True)
 
 
 def _module_name(name):

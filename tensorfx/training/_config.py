@@ -55,6 +55,12 @@ class Configuration:
     if not isinstance(env, str):
       raise _tfconfig.error(where, env_key, "must be a string such as "
                             "'local' or 'cloud'", env)
+    # The original tensorfx made a cluster of any non-empty `cluster`, one
+    # whose jobs list no task included; it trains here as a lone chief.
+    self._declared_cluster = isinstance(cluster, dict) and bool(cluster) and \
+        all(isinstance(v, (list, tuple)) and not v for v in cluster.values())
+    if self._declared_cluster:
+      cluster = None
     self._cluster, raw_jobs = _tfconfig.normalise_cluster(cluster, where)
     self._task = _tfconfig.normalise_task(task, self._cluster, raw_jobs, where)
     # Remembered for the record only: `master` is true for chief either way.
@@ -113,7 +119,14 @@ class Configuration:
 
   @property
   def task(self) -> TaskSpec:
-    """This process's `TaskSpec` (type normalised to TensorFlow's names)."""
+    """This process's `TaskSpec` (type normalised to TensorFlow's names).
+
+    The chief's type is 'chief' and also equals 'master', the original
+    tensorfx's name for it: `config.task.type == 'master'` holds on the
+    chief, single-node training included.
+    """
+    if self._task.type == 'chief':
+      return dataclasses.replace(self._task, type=_tfconfig.CHIEF)
     return self._task
 
   @property
@@ -154,13 +167,21 @@ class Configuration:
   @property
   def device(self) -> str:
     """This task's device ('/job:worker/task:1'); '' when not distributed."""
-    if not self.distributed:
+    if not self._multi_task():
       return ''
     return f'/job:{self._task.type}/task:{self._task.index}'
 
   @property
   def distributed(self) -> bool:
-    """Whether the training cluster has more than one task."""
+    """Whether the training cluster has more than one task.
+
+    Also true, as the original tensorfx reported it, for a `cluster` whose
+    jobs list no task at all (`{"hosts": []}`); such a job trains as a lone
+    chief all the same.
+    """
+    return self._multi_task() or self._declared_cluster
+
+  def _multi_task(self):
     return sum(len(a) for a in self._training_jobs().values()) > 1
 
   @property
@@ -211,7 +232,7 @@ class Configuration:
       return 'default'
     if self.num_ps:
       return 'parameter_server'
-    if self.distributed:
+    if self._multi_task():
       return 'multi_worker_mirrored'
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if len(tf.config.list_physical_devices('GPU')) > 1:
@@ -283,7 +304,7 @@ class Configuration:
       >>> server = Configuration.environment().create_server()
       >>> server.join()  # a ps or worker serves until the job ends
     """
-    if not self.distributed or self.evaluator:
+    if not self._multi_task() or self.evaluator:
       raise ConfigurationError(
           'create_server needs a task of a distributed training cluster '
           '(more than one task; the evaluator is not part of it). Received: '

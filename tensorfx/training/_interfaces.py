@@ -35,6 +35,24 @@ class TrainingInterface:
   batch_size: int
   gradient_norm: Any = None
 
+  @property
+  def graph(self) -> Any:
+    """The `tf.Graph` of the training loop, traced over `dataset`.
+
+    The original tensorfx's interfaces held their graph; here it is the
+    traced function's (what TensorBoard shows). None when the loop is not a
+    `tf.function` (a parameter-server coordinator's).
+
+    Example:
+      >>> training, _, _ = builder.build_graph_interfaces(config)
+      >>> [op.name for op in training.graph.get_operations()][:3]
+    """
+    import tensorflow as tf
+    if not hasattr(self.loop, 'get_concrete_function'):
+      return None
+    return self.loop.get_concrete_function(
+        iter(self.dataset), tf.constant(1, tf.int64)).graph
+
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationInterface:
@@ -64,6 +82,16 @@ class EvaluationInterface:
   step: Optional[Callable] = None
   compute: Optional[Callable] = None
 
+  @property
+  def graph(self) -> Any:
+    """The `tf.Graph` of the evaluation loop, traced over the eval data.
+
+    None when the loop is not a `tf.function`.
+    """
+    if not hasattr(self.loop, 'get_concrete_function'):
+      return None
+    return self.loop.get_concrete_function(iter(self.dataset())).graph
+
 
 @dataclasses.dataclass(frozen=True)
 class PredictionInterface:
@@ -78,6 +106,18 @@ class PredictionInterface:
   """
   signatures: Mapping[str, Callable]
   module: Any
+
+  @property
+  def graph(self) -> Any:
+    """The `tf.Graph` of the default serving signature (CSV lines in)."""
+    return _signature_graph(self.signatures)
+
+
+def _signature_graph(signatures):
+  fn = signatures.get('serving_default') or next(iter(signatures.values()))
+  if hasattr(fn, 'get_concrete_function'):
+    fn = fn.get_concrete_function()
+  return getattr(fn, 'graph', None)
 
 
 class DeferredPrediction:
@@ -110,3 +150,8 @@ class DeferredPrediction:
   @property
   def module(self):
     return self.interface.module
+
+  @property
+  def graph(self):
+    """The `tf.Graph` of the default serving signature (built first)."""
+    return self.interface.graph

@@ -14,6 +14,7 @@ from tensorfx import _jobdirs
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
+from tensorfx.training import _builder
 from tensorfx.training import _callbacks
 from tensorfx.training import _cadence
 from tensorfx.training import _checkpoints
@@ -130,8 +131,9 @@ class TrainingRun:
         max_to_keep=settings.checkpoints.keep,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
         model=builder)
-    if _checkpoints.resume(checkpoints, settings.restore) is None:
-      builder.build_init()
+    _builder.run_init(
+        builder,
+        restored=_checkpoints.resume(checkpoints, settings.restore) is not None)
     summaries = _summaries.Summaries(self.paths['summaries'])
     iterator = iter(training.dataset)
     context = _callbacks.RunContext(

@@ -42,6 +42,44 @@ _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d{1,5})$')
 _MAX_SHOWN = 200
 
 
+class ChiefType(str):
+  """The chief's task type, 'chief', that also equals 'master'.
+
+  TensorFlow names the coordinating task `chief`; the original tensorfx (and
+  legacy AI Platform) named it `master`, and code written for it tests
+  `config.task.type == 'master'`. Both tests hold; the value (in device
+  names, logs, JSON) is 'chief'.
+
+  `Configuration.task` reports the chief's type as one; inside tensorfx
+  (strategies, servers, records) the type is the plain 'chief'.
+
+  Example:
+    >>> CHIEF == 'chief', CHIEF == 'master', str(CHIEF)
+    (True, True, 'chief')
+  """
+
+  __slots__ = ()
+
+  def __eq__(self, other: object) -> bool:
+    if isinstance(other, str) and other == 'master':
+      return True
+    return str.__eq__(self, other)
+
+  def __ne__(self, other: object) -> bool:
+    return not self.__eq__(other)
+
+  __hash__ = str.__hash__
+
+  def __str__(self) -> str:
+    return 'chief'
+
+  def __repr__(self) -> str:
+    return "'chief'"
+
+
+CHIEF = ChiefType('chief')
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
   """The task this process runs in a training job.

@@ -62,14 +62,26 @@ class ModelTrainer:
     """The training `Configuration`."""
     return self._config
 
-  def train(self, model_builder: Any, output: str) -> Any:
+  def train(self, model_builder: Any, dataset: Any = None,
+            output: Optional[str] = None) -> Any:
     """Runs training for this process's role.
 
     The chief trains, checkpoints, evaluates and exports; parameter servers
     and workers of a parameter-server cluster serve until the job ends.
 
+    Two forms: `train(builder, output)`, for a builder made with its
+    dataset, and the original tensorfx's last one, `train(builder,
+    dataset, output)`, for a builder made without (`ModelBuilder(args)`).
+
+    Example:
+      >>> model = ModelTrainer().train(builder, '/tmp/job')
+      >>> model = ModelTrainer().train(nn.FeedForwardClassification(args),
+      ...                              dataset, output='/tmp/job')
+
     Args:
       model_builder: the `ModelBuilder` to train.
+      dataset: the `DataSet` to train on, given to the builder; or, in the
+        two-argument form, the output.
       output: the job's output directory (local or gs://); re-using one
         resumes from its latest checkpoint.
 
@@ -89,6 +101,10 @@ class ModelTrainer:
       process exits (code 0) when the job has ended, so a trainer script
       written for the chief runs unchanged as every task.
     """
+    if output is None and not _is_dataset(dataset):
+      dataset, output = None, dataset
+    if dataset is not None:
+      model_builder.use_dataset(dataset)
     output = _output(output, 'train')
     config = self._config
     settings = model_builder.settings
@@ -188,6 +204,11 @@ class ModelTrainer:
     output = _output(output, 'export')
     _configure_logging(model_builder.settings)
     return _actions.export(model_builder, output, checkpoint, directory)
+
+
+def _is_dataset(value):
+  from tensorfx.data import DataSet
+  return isinstance(value, DataSet)
 
 
 def _output(output, method):

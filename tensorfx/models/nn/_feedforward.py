@@ -30,11 +30,41 @@ class FeedForwardArguments(ModelArguments):
 
   def process(self):
     super().process()
-    for index, units in enumerate(self.hidden_layers or [], start=1):
-      if units <= 0:
-        raise ConfigurationError(
-            'Hidden layers need a positive number of units. Received: '
-            f'--hidden-layers:{index}={units}')
+    hidden_layers(self.hidden_layers)
+
+
+def hidden_layers(layers):
+  """`(name, units, activation)` of each hidden layer of `--hidden-layers`.
+
+  An item is a number of units (a relu layer named `hidden<N>`), or, as the
+  original tensorfx's last version set them in code, a tuple `(name, units,
+  activation)`, e.g. `args.hidden_layers = [('l1', 20, 'relu'), ('l2', 10,
+  'relu')]`.
+
+  Example:
+    >>> hidden_layers([20, ('top', 10, 'tanh')])
+    [('hidden1', 20, 'relu'), ('top', 10, 'tanh')]
+
+  Raises:
+    ConfigurationError: an item is neither, or has no positive units.
+  """
+  result = []
+  for index, item in enumerate(layers or [], start=1):
+    if isinstance(item, (list, tuple)) and len(item) == 3:
+      name, units, activation = item
+    else:
+      name, units, activation = f'hidden{index}', item, 'relu'
+    if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+      raise ConfigurationError(
+          'Hidden layers need a positive number of units (or a tuple (name, '
+          f'units, activation)). Received: --hidden-layers:{index}={item!r}')
+    if not isinstance(name, str) or not isinstance(activation, str):
+      raise ConfigurationError(
+          'A hidden layer given as a tuple is (name, units, activation), '
+          f'two strings and a number. Received: hidden_layers[{index - 1}]='
+          f'{item!r}')
+    result.append((name, units, activation))
+  return result
 
 
 class FeedForwardClassificationArguments(FeedForwardArguments):
@@ -65,7 +95,7 @@ class _FeedForward(ModelBuilder):
 
   _outputs = 1
 
-  def __init__(self, args, dataset):
+  def __init__(self, args, dataset=None):
     super().__init__(args, dataset)
     self._described = None
     self._layers = None
@@ -143,8 +173,8 @@ class _FeedForward(ModelBuilder):
             key_dtype=tf.int64 if field.numeric else tf.string)
       self._embeddings[name] = tables[owner]
     self._layers = [
-        tf_keras.layers.Dense(units, activation='relu', name=f'hidden{i}')
-        for i, units in enumerate(self.args.hidden_layers or [], start=1)]
+        tf_keras.layers.Dense(units, activation=activation, name=name)
+        for name, units, activation in hidden_layers(self.args.hidden_layers)]
     self._layers.append(tf_keras.layers.Dense(self._output_units(),
                                               name='output'))
 
@@ -195,7 +225,7 @@ class FeedForwardClassification(_FeedForward):
 
   evaluation_metric = ('accuracy', 'max')
 
-  def __init__(self, args, dataset):
+  def __init__(self, args, dataset=None):
     super().__init__(args, dataset)
     loss = self.settings.loss
     if loss.given:

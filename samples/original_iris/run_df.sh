@@ -1,0 +1,4 @@
+#!/bin/sh
+# Runs the standalone DataFrame client from this directory.
+
+python -m trainer.df "$@"
