@@ -19,6 +19,8 @@ import pytest
 from conftest import README_TRAIN
 from conftest import ROOT
 
+pytestmark = pytest.mark.docs
+
 DOCS = os.path.join(ROOT, 'docs')
 MARKER = '<!-- runnable -->'
 _FENCE = re.compile(r'^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$')

@@ -52,6 +52,7 @@ print('root unchanged')
 '''
 
 
+@pytest.mark.slow
 def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
     tmp_path):
   run = (f'code = tensorfx.tools.main(["train", "--module", "trainer", '
@@ -73,6 +74,7 @@ def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
   assert 'the program still logs' in result.stderr
 
 
+@pytest.mark.slow
 def test_the_programs_logging_setup_is_kept_and_used(iris_analysis, tmp_path):
   setup = ('logging.basicConfig(level=logging.INFO, '
            'format="USER %(name)s: %(message)s")')

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip('mypy', reason='mypy is in the test extra')
 
 

@@ -17,6 +17,8 @@ from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.data._transforms import multi_hot
 
+pytestmark = pytest.mark.xdist_group('test_multivalent')
+
 SCHEMA = """\
 fields:
 - name: id

@@ -19,6 +19,8 @@ from tensorfx.data import Schema
 from tensorfx.data import TransformedFeature
 from tensorfx.data._transforms import raw_feature_spec
 
+pytestmark = pytest.mark.xdist_group('test_transforms')
+
 SCHEMA = """\
 fields:
 - name: id

@@ -24,6 +24,8 @@ from tensorfx import embeddings
 from tensorfx import prediction
 from tensorfx import training
 
+pytestmark = pytest.mark.slow
+
 RECOMMEND = os.path.join(ROOT, 'samples', 'recommend')
 CAPACITY = 16384
 
@@ -242,6 +244,7 @@ def single(data, tmp_path_factory):
   return builder, output, model
 
 
+@pytest.mark.xdist_group('test_table_training_single')
 def test_the_sample_trains_single_node_to_a_useful_auc(single):
   builder, output, _ = single
   job = yaml.safe_load((output / 'job.yaml').read_text())
@@ -257,6 +260,7 @@ def test_the_sample_trains_single_node_to_a_useful_auc(single):
   assert 0 < int(user.live_rows()) < CAPACITY
 
 
+@pytest.mark.xdist_group('test_table_training_single')
 def test_the_exported_sample_serves_raw_ids(single, data):
   builder, output, model = single
   user, item, history = _first(data)
@@ -278,6 +282,7 @@ def test_the_exported_sample_serves_raw_ids(single, data):
   assert loaded.predict([f'{user},{item},'])[0]['label'] in ('yes', 'no')
 
 
+@pytest.mark.cluster
 def test_the_sample_trains_on_a_parameter_server_cluster(data, tmp_path):
   output = tmp_path / 'ps'
   command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
@@ -327,6 +332,7 @@ def _held_rows(table):
   return rows[rows >= 0]
 
 
+@pytest.mark.xdist_group('test_table_training_exact')
 def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   builder, output, _ = exact
   job = yaml.safe_load((output / 'job.yaml').read_text())
@@ -348,6 +354,7 @@ def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   assert int(item.live_rows()) <= 400 < CAPACITY
 
 
+@pytest.mark.xdist_group('test_table_training_exact')
 def test_the_exported_exact_model_serves_raw_ids(exact, data):
   _, output, model = exact
   user, item, history = _first(data)
@@ -362,6 +369,7 @@ def test_the_exported_exact_model_serves_raw_ids(exact, data):
   assert again['scores'] == pytest.approx(seen['scores'], abs=1e-6)
 
 
+@pytest.mark.cluster
 def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
                                                                    tmp_path):
   output = tmp_path / 'ps'

@@ -27,6 +27,8 @@ from tensorfx.models import nn
 from tensorfx.training import ModelTrainer
 from samples.original_census import generate
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_missing_values')]
+
 SCHEMA = Schema.parse("""\
 fields:
 - name: income_bracket

@@ -16,6 +16,8 @@ import yaml
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_census')]
+
 CENSUS = os.path.join(ROOT, 'samples', 'census')
 
 

@@ -20,6 +20,8 @@ import yaml
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gematria_style')]
+
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria-style')
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def test_evaluate_prints_and_writes_the_latest_checkpoint_results(
   assert summary['step'] == 300
   assert summary['checkpoint'] == os.path.join(output, 'checkpoints',
                                                'ckpt-300')
-  record = yaml.safe_load(open(os.path.join(output, 'job.yaml')).read())
+  record = yaml.safe_load(pathlib.Path(os.path.join(output, 'job.yaml')).read_text())
   for name, value in record['metrics'].items():
     assert np.isclose(summary['results']['eval'][name], value, rtol=1e-5)
   assert os.path.exists(os.path.join(output, 'evaluations',

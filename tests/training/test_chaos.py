@@ -20,6 +20,8 @@ from conftest import ROOT
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
 import chaos  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+pytestmark = [pytest.mark.chaos, pytest.mark.cluster, pytest.mark.slow]
+
 
 @pytest.mark.chaos
 def test_a_killed_task_of_each_kind_is_survived(tmp_path, iris_analysis):

@@ -203,6 +203,7 @@ def test_problem_names_each_kind_of_damage(job):
       'no index file ckpt-7.index'
 
 
+@pytest.mark.slow
 def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
   """Issue 19 as a user met it: `tensorfx train` to 1000 with checkpoints
   every 200, the newest data file damaged, then on to 1200."""
@@ -236,6 +237,7 @@ def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
   assert 'Traceback' not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_evaluator_skips_and_moves_aside_a_damaged_checkpoint(
     job, iris_analysis):
   """The evaluator task, in its own process, on a finished job's

@@ -21,6 +21,8 @@ import yaml
 from conftest import IRIS
 from test_trainer import _scalars
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
 TIMEOUT = 240
 _PID = re.compile(r'(\S+) \(pid (\d+)\)')
 

@@ -25,6 +25,8 @@ from tensorfx.training import Configuration
 
 import fuzzing
 
+pytestmark = pytest.mark.slow
+
 CASES = int(os.environ.get('TENSORFX_FUZZ_CASES', '30'))
 SEED = int(os.environ.get('TENSORFX_FUZZ_SEED', '19'))
 

@@ -27,6 +27,8 @@ from tensorfx import training
 from tensorfx._errors import DataError
 from tensorfx.models import nn
 
+pytestmark = pytest.mark.slow
+
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = ('--hidden-layers:1', '8', '--seed', '6',
           '--checkpoint-interval-steps', '50')
@@ -181,6 +183,7 @@ def test_a_reanalysis_killed_midway_leaves_no_complete_looking_output(
   assert not dataset.analyzed
 
 
+@pytest.mark.cluster
 def test_kills_in_the_evaluator_writes_are_survived(tmp_path, iris_analysis):
   """The evaluator is killed while writing evaluated.json, best.json and
   best_model/ (once each); the launcher restarts it and it carries on."""

@@ -330,6 +330,7 @@ def _squared_error(outputs, labels):
   return tf.square(outputs - tf.one_hot(labels, 3))
 
 
+@pytest.mark.slow
 def test_a_postgresql_store(tmp_path, postgres_uri):  # pylint: disable=redefined-outer-name
   result = training.train_from_params(
       save_params=_save('pg', host=postgres_uri, save_metrics_freq=5,
@@ -384,6 +385,7 @@ _MIRRORED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_two_mirrored_replicas(tmp_path):
   # Logical devices are set before TensorFlow starts: a fresh process. Each
   # replica calls the model function (and the targets) on its half batch.

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import pathlib
 
 import pytest
 import tensorflow as tf
@@ -17,7 +18,7 @@ from test_trainer import _train
 
 
 def _with_bad_rows(tmp_path, name, replacements):
-  lines = open(os.path.join(IRIS, 'data', f'{name}.csv')).read().splitlines()
+  lines = pathlib.Path(os.path.join(IRIS, 'data', f'{name}.csv')).read_text().splitlines()
   for number, text in replacements.items():
     lines[number - 1] = text
   path = tmp_path / f'{name}.csv'
