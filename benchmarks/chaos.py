@@ -191,8 +191,9 @@ class ChaosRun:
         due = None
 
   def _report(self, code, wall):
-    from tensorfx import prediction  # pylint: disable=g-import-not-at-top
-    import yaml  # pylint: disable=g-import-not-at-top
+    import yaml
+
+    from tensorfx import prediction
     for kill in self.kills:
       if kill['kind'] in ('chief', 'ps'):
         after = [step for at, step in self._resumes if at > kill['time']]
@@ -209,7 +210,7 @@ class ChaosRun:
         model = prediction.Model.load(os.path.join(self.output, name))
         labels = [p['label'] for p in model.predict(list(INSTANCES))]
         predictions[name] = labels == list(INSTANCES.values())
-      except Exception as e:  # pylint: disable=broad-except
+      except Exception as e:
         predictions[name] = f'{type(e).__name__}: {e}'
     evaluated_path = os.path.join(self.output, 'summaries', 'eval',
                                   'evaluated.json')
@@ -220,8 +221,8 @@ class ChaosRun:
     by_kind = {kind: sum(k['kind'] == kind for k in self.kills)
                for kind in KINDS}
     lost = [k['lost'] for k in self.kills if k.get('lost') is not None]
-    restarts = sum('restarted' in l for l in self.lines
-                   if l.startswith('[cluster'))
+    restarts = sum('restarted' in line for line in self.lines
+                   if line.startswith('[cluster'))
     return {
         'exit_code': code,
         'wall_secs': round(wall, 1),
@@ -282,9 +283,9 @@ def main(argv=None):
   parser.add_argument('--output', default=os.path.join(ROOT, 'benchmarks',
                                                        'results', 'chaos'))
   args = parser.parse_args(argv)
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   sys.path.insert(0, ROOT)
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   shutil.rmtree(args.output, ignore_errors=True)
   analysis = os.path.join(args.output, 'analysis')
   data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),

@@ -112,7 +112,7 @@ def test_a_marker_without_a_code_block_is_an_error(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize('page', sorted(RUNNABLE))
 def test_runnable_snippets_run(page, tmp_path):
-  import json  # pylint: disable=g-import-not-at-top
+  import json
   scratch = tmp_path / 'work'
   scratch.mkdir()
   os.symlink(os.path.join(ROOT, 'samples'), scratch / 'samples')

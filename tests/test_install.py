@@ -99,7 +99,7 @@ def wheelhouse(tmp_path_factory):
 
 
 def test_the_wheel_carries_license_and_type_marker(wheelhouse):
-  import zipfile  # pylint: disable=g-import-not-at-top
+  import zipfile
   wheel, = glob.glob(str(wheelhouse / '*.whl'))
   names = zipfile.ZipFile(wheel).namelist()
   assert 'tensorfx/py.typed' in names
@@ -153,7 +153,7 @@ def installs(wheelhouse, tmp_path_factory):
   side by side 11.7 min (under other load), so they run in turn;
   TENSORFX_INSTALL_WORKERS=N runs N at a time.
   """
-  import concurrent.futures  # pylint: disable=g-import-not-at-top
+  import concurrent.futures
   versions = _wanted()
   workers = int(os.environ.get('TENSORFX_INSTALL_WORKERS', '1'))
   with concurrent.futures.ThreadPoolExecutor(max(workers, 1)) as pool:

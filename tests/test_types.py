@@ -1,6 +1,8 @@
-"""Type checking: mypy passes on the typed public modules, and sees the
-lazily imported public names (ModelBuilder, ModelTrainer, ...) as the
-classes they are, without importing TensorFlow at run time."""
+"""Type checking: mypy passes on every module of the package.
+
+It sees the lazily imported public names (ModelBuilder, ModelTrainer, ...)
+as the classes they are, without importing TensorFlow at run time.
+"""
 
 import os
 import subprocess

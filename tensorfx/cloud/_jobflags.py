@@ -160,7 +160,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
     ConfigurationError: a missing project, region or staging location, a
       bad flag value, or a bad config file (naming file, line and key).
   """
-  import datetime  # pylint: disable=g-import-not-at-top
+  import datetime
   environ = os.environ if environ is None else environ
   known = {f'{FLAG_PREFIX[r]}_{s}' for r in _workerpool.ROLES
            for s in ('machine_type', 'accelerator', 'image_uri', 'count')}

@@ -54,12 +54,12 @@ def job_client(region, api_endpoint=None):
     region: the job's region; picks the regional endpoint.
     api_endpoint: another endpoint ('host[:port]' or a URL), or None.
   """
-  from google.api_core.client_options import ClientOptions  # pylint: disable=g-import-not-at-top
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.api_core.client_options import ClientOptions
+  from google.cloud import aiplatform_v1
   endpoint = api_endpoint or f'{region}-aiplatform.googleapis.com'
   credentials = None
   if endpoint.startswith('http://'):
-    from google.auth.credentials import AnonymousCredentials  # pylint: disable=g-import-not-at-top
+    from google.auth.credentials import AnonymousCredentials
     credentials = AnonymousCredentials()
   return aiplatform_v1.JobServiceClient(
       transport='rest', credentials=credentials,
@@ -68,7 +68,7 @@ def job_client(region, api_endpoint=None):
 
 def _proto_request(request):
   """The create request (JSON) as the client's request message."""
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   if 'customJob' in request:
     cls = aiplatform_v1.CreateCustomJobRequest
   else:
@@ -83,12 +83,12 @@ def request_json(message):
   camelCase field names and enum names; fields left at their defaults are
   omitted, exactly as the client omits them on the wire.
   """
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
   return json_format.MessageToJson(type(message).pb(message), indent=2)
 
 
 def _as_dict(message):
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
   return json_format.MessageToDict(type(message).pb(message))
 
 
@@ -226,7 +226,7 @@ def submit(spec, *, package_path=None, packages=(), dry_run=False,
 
 
 def _create(request, region, api_endpoint):
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   client = job_client(region, api_endpoint)
   try:
     if 'custom_job' in type(request).meta.fields:
@@ -268,7 +268,7 @@ def resolve_name(job, project=None, region=None):
 
 
 def _get(client, name):
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   try:
     if '/customJobs/' in name:
       return _as_dict(client.get_custom_job(name=name))

@@ -193,8 +193,10 @@ def vertex_study(where, doc):
 
 
 def _algorithm(where, spec):
-  """The search algorithm of a legacy or Vertex study spec; None for the
-  service's default (absent or ALGORITHM_UNSPECIFIED)."""
+  """The search algorithm of a legacy or Vertex study spec.
+
+  None for the service's default (absent or ALGORITHM_UNSPECIFIED).
+  """
   algorithm = spec.get('algorithm')
   if algorithm is None:
     return None

@@ -7,7 +7,6 @@ from typing import Any, Mapping
 from tensorfx.cloud import _argchecks
 from tensorfx.cloud import _vertexschema
 
-
 PARAMETER_TYPES = ('DOUBLE', 'INTEGER', 'DISCRETE', 'CATEGORICAL')
 SCALE_TYPES = ('UNIT_LINEAR_SCALE', 'UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE')
 GOALS = ('MAXIMIZE', 'MINIMIZE')

@@ -10,12 +10,12 @@ import dataclasses
 
 from tensorfx import _yaml
 from tensorfx.data._featureparams import PARAMS
-from tensorfx.data._featureparams import Params
 from tensorfx.data._featureparams import REQUIRED
 from tensorfx.data._featureparams import TABLE_ONLY
 from tensorfx.data._featureparams import VOCABULARY_PARAMS
-from tensorfx.data._featuretypes import FeatureType
+from tensorfx.data._featureparams import Params
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import an
 from tensorfx.data._schema import is_identifier
 

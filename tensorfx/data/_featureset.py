@@ -11,12 +11,11 @@ from tensorfx import _yaml
 from tensorfx.data import _missing
 from tensorfx.data._feature import Feature
 from tensorfx.data._featuretypes import BAGS
-from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
 from tensorfx.data._featuretypes import NUMERIC_TYPES
 from tensorfx.data._featuretypes import SINGLE_VALUED
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import an
-
 
 _FEATURE_KEYS = ('name', 'type', 'fields', 'features', 'transform')
 
@@ -279,12 +278,11 @@ class FeatureSet:
 
   @classmethod
   def parse(cls, text, source='<string>'):
-    """Parses a feature set from YAML text.
+    r"""Parses a feature set from YAML text.
 
     Example:
-      >>> FeatureSet.parse('features:\\n- name: y\\n  type: target\\n').target
-      Feature(name='y', type=<FeatureType.TARGET: 'target'>, fields=('y',), \
-features=(), params=Params({}))
+      >>> FeatureSet.parse('features:\n- name: y\n  type: target\n').target
+      Feature(name='y', type=<FeatureType.TARGET: 'target'>, fields=('y',), ...)
 
     Args:
       text: YAML: a mapping whose `features` lists mappings with `name`,
@@ -316,7 +314,7 @@ features=(), params=Params({}))
       feature_set = cls(features)
     except _yaml.Invalid as e:
       raise where.relocate(doc, e) from None
-    feature_set._locations = locations  # pylint: disable=protected-access
+    feature_set._locations = locations
     return feature_set
 
   @classmethod

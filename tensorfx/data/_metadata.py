@@ -167,7 +167,7 @@ class Metadata:
     Raises:
       DataError: the file is missing or invalid; names the path.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = str(path)
     if tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)
@@ -190,7 +190,7 @@ class Metadata:
     Returns:
       The path of the file written.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = str(path)
     if path.endswith('/') or tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)

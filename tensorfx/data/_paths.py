@@ -25,7 +25,7 @@ def expand(paths, what='data'):
   Raises:
     DataError: when a path or pattern matches no file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   files = []
   for pattern in as_list(paths):
     try:

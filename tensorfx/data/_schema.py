@@ -268,10 +268,10 @@ class Schema:
 
   @classmethod
   def parse(cls, text, source='<string>'):
-    """Parses a schema from YAML text.
+    r"""Parses a schema from YAML text.
 
     Example:
-      >>> Schema.parse('fields:\\n- name: x\\n  type: real\\n')['x'].type
+      >>> Schema.parse('fields:\n- name: x\n  type: real\n')['x'].type
       <SchemaFieldType.REAL: 'real'>
 
     Args:

@@ -440,7 +440,7 @@ def find_tables(module):
     ['items', 'users']
   """
   found = {}
-  for table in module._flatten(  # pylint: disable=protected-access
+  for table in module._flatten(
       predicate=lambda m: isinstance(m, EmbeddingTable),
       with_path=False):
     found.setdefault(id(table), table)

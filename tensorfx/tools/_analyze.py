@@ -59,8 +59,8 @@ def data_format(paths, requested='auto'):
 
 
 def run(args, beam_args):
-  from tensorfx import _logging  # pylint: disable=g-import-not-at-top
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import _logging
+  from tensorfx import data
   _logging.configure(args.log_level)
   if data_format(args.data_train, args.data_format) == 'tfrecord':
     compression = None if args.compression == 'none' else args.compression

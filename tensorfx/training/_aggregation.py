@@ -10,6 +10,7 @@ import statistics
 
 from tensorfx._errors import ConfigurationError
 
+
 def _combine(op):
   def combine(aggregate, results, index):
     del index
@@ -88,7 +89,7 @@ def _reduce(agg, values):
   if agg in ('first', 'last'):
     return _FINAL[agg](values)
   # Arrays a target's own computation made (one per batch, same shape).
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   reduce = {'mean': np.mean, 'median': np.median, 'sum': np.sum,
             'min': np.min, 'max': np.max}[agg]
   return reduce(np.stack([np.asarray(v) for v in values]), axis=0)

@@ -24,7 +24,6 @@ from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
 from tensorfx.training import _settings
 
-
 _A = TypeVar('_A', bound='ModelArguments')
 
 
@@ -94,7 +93,7 @@ class ModelArguments(argparse.Namespace):
     return parser
 
   @staticmethod
-  def add_list_argument(  # pylint: disable=redefined-builtin
+  def add_list_argument(
       parser: Any, *names: str, type: Any = None, help: Optional[str] = None,
       default: Optional[list] = None, **kwargs: Any) -> argparse.Action:
     """Adds a list flag, settable whole or one item at a time by index.
@@ -190,7 +189,7 @@ class ModelArguments(argparse.Namespace):
     if config:
       defaults = _runconfig.resolve(parser, _runconfig.read_config(config),
                                     config, origins)
-      for action in parser._actions:  # pylint: disable=protected-access
+      for action in parser._actions:
         if action.dest in defaults:
           action.required = False  # The file gave it.
       parser.set_defaults(**defaults)
@@ -264,7 +263,7 @@ class ModelArguments(argparse.Namespace):
 
   def _check_positive(self, dest, optional=False, expected=None):
     """Raises unless flag `dest` is positive; for subclasses' `process()`."""
-    _settings._section.check_positive(self, dest, optional, expected)  # pylint: disable=protected-access
+    _settings._section.check_positive(self, dest, optional, expected)
 
 
 def _description(cls):
@@ -276,7 +275,7 @@ def _dests(parser):
   # parser._actions includes every argument group's actions; argparse has no
   # public way to list them.
   seen = []
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     if action.dest is argparse.SUPPRESS or action.dest == 'help':
       continue
     if action.dest not in seen:

@@ -288,7 +288,7 @@ class ModelBuilder(tf.Module):
     Returns:
       A `tf_keras.optimizers.Optimizer`.
     """
-    from tensorfx.embeddings import _optimizers as sparse  # pylint: disable=g-import-not-at-top
+    from tensorfx.embeddings import _optimizers as sparse
     return sparse.build_sparse_optimizer(
         self._args, _optimizers.build_learning_rate(self._args))
 

@@ -79,8 +79,11 @@ def job_finished(output, since, settle_secs=None):
 
 
 def job_started():
-  """When this job began (a unix time): as the local launcher says
-  (`TENSORFX_JOB_STARTED`, the same for a restarted task), else now."""
+  """When this job began (a unix time).
+
+  As the local launcher says (`TENSORFX_JOB_STARTED`, the same for a
+  restarted task), else now.
+  """
   try:
     return float(os.environ['TENSORFX_JOB_STARTED'])
   except (KeyError, ValueError):

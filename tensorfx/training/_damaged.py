@@ -83,8 +83,11 @@ def problem(prefix):
 
 
 def went_away(prefix):
-  """Whether a checkpoint's index is gone: deleted by its writer's
-  rotation (or moved aside), as opposed to damaged in place."""
+  """Whether a checkpoint's index is gone.
+
+  Deleted by its writer's rotation (or moved aside), as opposed to damaged
+  in place.
+  """
   return not tf.io.gfile.exists(prefix + '.index')
 
 

@@ -24,8 +24,8 @@ from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
-from tensorfx.training import _damaged
 from tensorfx.training import _cluster
+from tensorfx.training import _damaged
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
 from tensorfx.training import _summaries
@@ -175,9 +175,11 @@ class EvaluatorRun:
     return state
 
   def _skip(self, path, error):
-    """Whether checkpoint `path`, which failed to restore with `error`, is
-    to be skipped: gone (the chief's rotation deleted it), or damaged, then
-    moved aside as the chief does on resume. Never tried again."""
+    """Whether checkpoint `path`, which failed with `error`, is skipped.
+
+    Skipped when gone (the chief's rotation deleted it), or damaged, then
+    moved aside as the chief does on resume. Never tried again.
+    """
     if _damaged.went_away(path):
       logger.info('Checkpoint %s went away before evaluation', path)
     elif isinstance(error, _damaged.Unreadable):

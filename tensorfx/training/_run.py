@@ -14,8 +14,8 @@ from tensorfx import _jobdirs
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
-from tensorfx.training import _callbacks
 from tensorfx.training import _cadence
+from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
 from tensorfx.training import _cluster
 from tensorfx.training import _evaluation
@@ -218,7 +218,7 @@ class TrainingRun:
       extra['stopped'] = outcome.reason
     record.write(status='completed', global_step=step, metrics=logs['metrics'],
                  checkpoint=checkpoints.latest, model=model_dir, **extra)
-    from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+    from tensorfx.prediction import Model
     return Model.load(model_dir)
 
   def _analyze(self, dataset):
@@ -239,7 +239,7 @@ def _end_after_failure(callbacks, logs):
   """
   try:
     callbacks.on_train_end(logs)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     logger.warning('A callback failed while the run ended: %s: %s',
                    type(e).__name__, e)
 

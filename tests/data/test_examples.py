@@ -316,8 +316,8 @@ def test_record_batches_name_file_record_and_feature(tmp_path, bad, problem):
 
 def test_analysis_of_tfrecords_matches_the_csv_analysis(tmp_path,
                                                          iris_analysis):
-  import csv  # pylint: disable=g-import-not-at-top
-  import json  # pylint: disable=g-import-not-at-top
+  import csv
+  import json
   schema = os.path.join(IRIS, 'schema.yaml')
   with open(os.path.join(IRIS, 'data', 'train.csv')) as f:
     rows = [row for row in csv.reader(f) if row]

@@ -30,6 +30,7 @@ import zlib
 import pytest
 import tensorflow as tf
 
+import fuzzing
 from tensorfx import DataError
 from tensorfx.data import CsvDataSource
 from tensorfx.data import DataSet
@@ -37,8 +38,6 @@ from tensorfx.data import ExamplesDataSource
 from tensorfx.data import Schema
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
-
-import fuzzing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
@@ -118,9 +117,11 @@ def _same_rows(a, b):
 
 
 def _as_written(path):
-  """The rows as an independent reading of the text says they are: each
-  non-empty line (cut at \\n) split at the commas (by Python's csv module where there are quotes), five cells,
-  numbers by float()."""
+  r"""The rows as an independent reading of the text says they are.
+
+  Each non-empty line (cut at \n) split at the commas (by Python's csv
+  module where there are quotes), five cells, numbers by float().
+  """
   rows = []
   with open(path, encoding='utf-8', newline='') as f:
     for line in f.read().split('\n'):
@@ -259,8 +260,11 @@ def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
 
 
 def _records_before(plain, offset):
-  """The records of a TFRecord file cut at `offset`, if it is cut between
-  two records or in a record's header; else None."""
+  """The records of a TFRecord file cut at `offset`, or None.
+
+  The records if it is cut between two records or in a record's header;
+  else None.
+  """
   at = count = 0
   while True:
     if offset - at < 12:

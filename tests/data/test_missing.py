@@ -342,7 +342,7 @@ def test_an_indicator_needs_holes_that_reach_the_transform(field, problem):
   with pytest.raises(DataError, match=re.escape(
       "features.yaml:4: features[0].fields: feature 'm': an indicator "
       'feature needs a field '
-      
+
       f'whose missing values reach the transform; {problem}')):
     features.validate(schema)
 

@@ -110,7 +110,7 @@ def data(tmp_path_factory):
   assert result.returncode == 0, result.stderr[-3000:]
   features = root / 'features.yaml'
   features.write_text(FEATURES)
-  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data as tfx_data
   analysis = root / 'analysis'
   tfx_data.ExamplesDataSet(
       os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
@@ -129,7 +129,7 @@ def _args(data, output, *extra):
 
 
 def _dataset(data):
-  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data as tfx_data
   data_dir, features, analysis = data
   return tfx_data.ExamplesDataSet(
       os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
@@ -165,7 +165,7 @@ class DotProduct(training.ModelBuilder):
 
   evaluation_metric = ('auc', 'max')
 
-  def build_inference(self, inputs, training):  # pylint: disable=redefined-outer-name
+  def build_inference(self, inputs, training):
     if not hasattr(self, 'users'):
       self.users = embeddings.EmbeddingTable('users', dim=8,
                                              capacity=CAPACITY)
@@ -327,7 +327,7 @@ def exact(data, tmp_path_factory):
 
 
 def _held_rows(table):
-  _, entries, _ = table._keys.export()  # pylint: disable=protected-access
+  _, entries, _ = table._keys.export()
   rows = entries.numpy()[:, 0]
   return rows[rows >= 0]
 
@@ -343,8 +343,8 @@ def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   # The options of features.yaml reached the tables.
   assert user.hashing == item.hashing == 'exact'
   assert (user.admit_after, user.evict_after_steps) == (2, 5000)
-  assert user._evict_every == 500  # pylint: disable=protected-access
-  initializer = user._initializer  # pylint: disable=protected-access
+  assert user._evict_every == 500
+  initializer = user._initializer
   assert type(initializer).__name__ == 'RandomUniform'
   assert initializer.get_config()['maxval'] == 0.03
   for table in (user, item):

@@ -164,5 +164,5 @@ def _parsed(record):
   """A record as a tf.Example, or its bytes when it is not one."""
   try:
     return tf.train.Example.FromString(record)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     return record

@@ -166,14 +166,16 @@ def test_worker_processes_analyze_as_this_process_does(tmp_path,
   for name in ('metadata.json',):
     assert json.loads((output / name).read_text()) == json.loads(
         pathlib.Path(os.path.join(iris_analysis, name)).read_text())
-  assert (output / 'transform_fn' / 'assets' / 'Y').read_text() == pathlib.Path(os.path.join(iris_analysis, 'transform_fn', 'assets', 'Y')).read_text()
+  vocabulary = pathlib.Path(iris_analysis, 'transform_fn', 'assets', 'Y')
+  assert (output / 'transform_fn' / 'assets' / 'Y').read_text() == (
+      vocabulary.read_text())
 
 
 @pytest.mark.slow
 def test_a_second_training_run_reuses_its_analysis(tmp_path):
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
+  from tensorfx import training
+  from tensorfx.models import nn
 
   def train(steps):
     args, job = nn.FeedForwardClassificationArguments.parse(

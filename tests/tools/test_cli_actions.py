@@ -50,7 +50,7 @@ def test_export_writes_a_model_of_the_checkpoint(iris_model, iris_analysis,
                 '--export-dir', str(tmp_path / 'exported'), *_TRAINER_FLAGS,
                 '--data-metadata', iris_analysis)
   assert result.returncode == 0, result.stderr[-3000:]
-  from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+  from tensorfx.prediction import Model
   exported = Model.load(str(tmp_path / 'exported'))
   instances = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2']
   for a, b in zip(exported.predict(instances), model.predict(instances)):

@@ -157,7 +157,7 @@ def test_ctrl_c_stops_a_follower_with_130(tmp_path, iris_analysis,
 
 
 def test_follow_takes_no_checkpoint(capsys):
-  from tensorfx.tools import main  # pylint: disable=g-import-not-at-top
+  from tensorfx.tools import main
   code = main(['evaluate', '--module', 'trainer', '--output', '/tmp/x',
                '--follow', '--checkpoint', '/tmp/x/checkpoints'])
   assert code == 1

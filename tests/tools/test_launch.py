@@ -47,7 +47,7 @@ def _configs(folder, name):
   path = folder / f'{name}.jsonl'
   if not path.exists():
     return []
-  return [json.loads(l) for l in path.read_text().splitlines()]
+  return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def _wait(condition, timeout=30):

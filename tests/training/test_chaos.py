@@ -1,5 +1,7 @@
-"""Chaos: a parameter-server cluster with an evaluator trains while its
-tasks are killed, and finishes as if nothing had happened.
+"""Chaos: a cluster trains while its tasks are killed, and finishes.
+
+A parameter-server cluster with an evaluator finishes as if nothing had
+happened.
 
 The short version of benchmarks/chaos.py (which runs ~10 minutes of
 random kills): one SIGKILL of each kind of task (a worker, the evaluator,
@@ -18,7 +20,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
-import chaos  # pylint: disable=g-import-not-at-top,wrong-import-position
+import chaos
 
 pytestmark = [pytest.mark.chaos, pytest.mark.cluster, pytest.mark.slow]
 

@@ -205,8 +205,11 @@ def test_problem_names_each_kind_of_damage(job):
 
 @pytest.mark.slow
 def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
-  """Issue 19 as a user met it: `tensorfx train` to 1000 with checkpoints
-  every 200, the newest data file damaged, then on to 1200."""
+  """Issue 19 as a user met it.
+
+  `tensorfx train` to 1000 with checkpoints every 200, the newest data file
+  damaged, then on to 1200.
+  """
   output = tmp_path / 'job'
   shutil.copytree(trained, output)
   _truncate(_data(output, 1000))
@@ -240,9 +243,11 @@ def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
 @pytest.mark.slow
 def test_the_evaluator_skips_and_moves_aside_a_damaged_checkpoint(
     job, iris_analysis):
-  """The evaluator task, in its own process, on a finished job's
-  checkpoints: the damaged one is named, moved aside, never evaluated."""
-  import json  # pylint: disable=g-import-not-at-top
+  """The evaluator task, in its own process, on a finished job's checkpoints.
+
+  The damaged one is named, moved aside, never evaluated.
+  """
+  import json
   _flip(_data(job, 800))
   env = dict(os.environ, TF_CONFIG=json.dumps({
       'cluster': {'chief': ['127.0.0.1:1'], 'evaluator': ['127.0.0.1:2']},

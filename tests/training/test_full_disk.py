@@ -1,5 +1,6 @@
-"""A full disk during a checkpoint or an export: a clear error, and the
-previous checkpoint and model still usable.
+"""A full disk during a checkpoint or an export: a clear error.
+
+The previous checkpoint and model are still usable.
 
 The job's checkpoints and model go to a real size-capped filesystem (a
 tmpfs mounted for the test, through Vertex AI's AIP_CHECKPOINT_DIR and

@@ -85,7 +85,7 @@ def test_compiled_step_with_float16_loss_scaling(iris_dataset_factory):
   # The scale optimizer applied the updates inside the compiled step (an
   # overflowing step would be skipped, not applied).
   assert 0 < int(builder.optimizer.iterations.numpy()) <= 20
-  assert np.isfinite(float(builder._loss_scale_optimizer.loss_scale))  # pylint: disable=protected-access
+  assert np.isfinite(float(builder._loss_scale_optimizer.loss_scale))
 
 
 def test_compiled_evaluation_gives_the_same_metrics(iris_dataset_factory):

@@ -26,7 +26,7 @@ from test_trainer import _train
 mlflow = pytest.importorskip('mlflow', reason='the tracking extra '
                              '(pip install "tensorfx-sdk[tracking]") is not '
                              'installed')
-from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top,wrong-import-position
+from mlflow.tracking import MlflowClient  # noqa: E402  (after the importorskip that guards it)
 
 
 def _run_of(uri, experiment):
@@ -137,7 +137,7 @@ def test_provenance_outside_git(tmp_path):
   source = {'path': str(tmp_path / 'trainer.py'),
             **_jobinfo.git_provenance(str(tmp_path))}
   assert source['commit'] is None
-  tags = _tracking._source_tags(source)  # pylint: disable=protected-access
+  tags = _tracking._source_tags(source)
   assert tags['tensorfx.git.commit'] == 'none'
   assert 'mlflow.source.git.commit' not in tags
 

@@ -118,7 +118,7 @@ def test_tfrecord_records_are_skipped_and_counted(tmp_path, iris_analysis):
 
 def test_the_flag_is_refused_for_a_source_that_cannot_skip(tmp_path,
                                                           iris_analysis):
-  import pandas as pd  # pylint: disable=g-import-not-at-top
+  import pandas as pd
   frame = pd.read_csv(os.path.join(IRIS, 'data', 'train.csv'), header=None,
                       names=['species', 'sepal_length', 'sepal_width',
                              'petal_length', 'petal_width'])

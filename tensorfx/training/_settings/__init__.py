@@ -22,8 +22,8 @@ from tensorfx.training._settings import export
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
-from tensorfx.training._settings import loss
 from tensorfx.training._settings import loop
+from tensorfx.training._settings import loss
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore

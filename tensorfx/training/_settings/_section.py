@@ -19,7 +19,7 @@ def group(parser, title):
   `--help` lists them by what a user looks for, whichever section owns
   them.
   """
-  for existing in parser._action_groups:  # pylint: disable=protected-access
+  for existing in parser._action_groups:
     if existing.title == title:
       return existing
   return parser.add_argument_group(title)
@@ -57,7 +57,7 @@ ALL = 'all'
 
 def batch_size(text):
   """Parses a batch size: a positive integer, or `all` (any case)."""
-  import argparse  # pylint: disable=g-import-not-at-top
+  import argparse
   value = str(text).strip()
   if value.lower() == ALL:
     return ALL
