@@ -97,6 +97,14 @@ def _api_message(error):
   return re.sub(r'^[A-Z]+ \S+: ', '', str(error.message or error))
 
 
+def _region(name):
+  """The region of a full job name (which resolve_name makes)."""
+  match = _NAME.match(name)
+  if match is None:
+    raise CloudError(f'Not a Vertex AI job name. Received: {name!r}')
+  return match['region']
+
+
 def _console_url(name):
   match = _NAME.match(name)
   if not match:
@@ -286,7 +294,7 @@ def _trial_summary(job):
   trials = job.get('trials') or []
   if not trials:
     return None
-  counts = {}
+  counts: dict[str, int] = {}
   for trial in trials:
     state = trial.get('state', 'STATE_UNSPECIFIED').lower()
     counts[state] = counts.get(state, 0) + 1
@@ -330,7 +338,7 @@ def wait(job_name, *, api_endpoint=None, poll_interval=DEFAULT_POLL_SECONDS,
   """
   out = out or sys.stdout
   name = resolve_name(job_name)
-  region = _NAME.match(name)['region']
+  region = _region(name)
   client = client or job_client(region, api_endpoint)
   short_name = '/'.join(name.split('/')[-2:])
   deadline = None if timeout is None else time.monotonic() + timeout
@@ -384,7 +392,7 @@ def status(job, project=None, region=None, *, follow=True, api_endpoint=None,
   """
   out = out or sys.stdout
   name = resolve_name(job, project, region)
-  client = job_client(_NAME.match(name)['region'], api_endpoint)
+  client = job_client(_region(name), api_endpoint)
   if follow:
     return wait(name, poll_interval=poll_interval, out=out, client=client)
   found = _get(client, name)

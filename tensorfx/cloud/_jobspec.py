@@ -212,7 +212,7 @@ class JobSpec:
     pools = self.pools()
     while pools[-1] is None:
       pools.pop()
-    spec = {'workerPoolSpecs': [
+    spec: dict[str, Any] = {'workerPoolSpecs': [
         {} if pool is None else pool.to_json(
             self.trainer_image or _images.trainer_image(
                 self.project, self.region, pool.gpu),

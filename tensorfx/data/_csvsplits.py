@@ -17,6 +17,7 @@ skipped rows are logged by file and line.
 import collections
 from concurrent import futures
 import os
+from typing import Any
 
 import apache_beam as beam
 
@@ -143,7 +144,7 @@ class _DecodeRanges(beam.DoFn):
     # few ahead of the one tf.Transform works on: every core is busy even
     # in a single-process runner.
     with futures.ThreadPoolExecutor(_THREADS) as pool:
-      ahead = collections.deque()
+      ahead: collections.deque[Any] = collections.deque()
       for item in self._blocks(path, start, end, first):
         ahead.append((pool.submit(self._parse, tf.constant(item[0])),) + item)
         if len(ahead) > _THREADS:
@@ -213,7 +214,7 @@ class _DecodeRanges(beam.DoFn):
 
 # Traced parsers by (schema, delimiter, skipping): a runner makes a DoFn per
 # bundle, and tracing one costs more than decoding a block.
-_PARSERS = {}
+_PARSERS: dict[Any, Any] = {}
 
 
 def _parser(schema, delimiter, skip_bad_records):

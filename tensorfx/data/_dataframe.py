@@ -13,6 +13,7 @@ from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
+from tensorfx.data._schema import SchemaFieldType
 from tensorfx.data._schema import is_identifier
 
 # Rows per RecordBatch the analysis reads.
@@ -84,7 +85,7 @@ def infer_schema(frame):
     else:
       raise DataError(f'Column {name!r} has dtype {dtype}, which a schema '
                       'cannot describe; convert it, or drop it.')
-    fields.append(SchemaField(name, kind, length=length))
+    fields.append(SchemaField(name, SchemaFieldType(kind), length=length))
   if not fields:
     raise DataError('The DataFrame has no columns.')
   return Schema(fields)

@@ -153,8 +153,8 @@ class DataSet:
       if _metadata.is_legacy(file):
         # Said when the analysis runs: logging is set up by then.
         self._legacy_metadata = file
-        path = None
-      self._analysis_dir = path
+      else:
+        self._analysis_dir = path
     self._sources = {}
 
   @property
@@ -279,7 +279,7 @@ class DataSet:
     """The `Metadata` (statistics, vocabularies) of the analysis, or None."""
     if self._metadata is None and self.analyzed:
       self._metadata = Metadata.load(
-          os.path.join(self._analysis_dir, _METADATA_FILE))
+          os.path.join(str(self._analysis_dir), _METADATA_FILE))
     return self._metadata
 
   def _require_features(self, what):
@@ -346,7 +346,7 @@ class DataSet:
             'call analyze(). Received: metadata='
             f'{self._analysis_dir!r}')
       import tensorflow_transform as tft
-      self._transform_output = tft.TFTransformOutput(self._analysis_dir)
+      self._transform_output = tft.TFTransformOutput(str(self._analysis_dir))
     return self._transform_output
 
   @property

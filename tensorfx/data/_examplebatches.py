@@ -10,6 +10,8 @@ With `skip_bad_records` the records that do not parse are left out of their
 batch and reported; a truncated or corrupt file fails either way.
 """
 
+from typing import Any
+
 from tensorfx._errors import DataError
 from tensorfx.data import _examplescan
 
@@ -90,7 +92,7 @@ def _good_features(path, records, count, schema, on_bad_record):
 
 # Traced parsers by schema: tracing one per file would cost more than
 # parsing a small file.
-_PARSERS = {}
+_PARSERS: dict[Any, Any] = {}
 
 
 def _parser(schema):

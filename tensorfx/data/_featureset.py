@@ -7,6 +7,8 @@ into a tf.Transform `preprocessing_fn`; this module (and `_feature`,
 without TensorFlow.
 """
 
+from typing import Any
+
 from tensorfx import _yaml
 from tensorfx.data import _missing
 from tensorfx.data._feature import Feature
@@ -28,7 +30,8 @@ def _parse_feature(item, where, locations):
   for key in ('name', 'type'):
     if key not in item:
       raise where.error(f'a feature needs a {key!r}', item)
-  params = {k: v for k, v in item.items() if k not in _FEATURE_KEYS}
+  # Made a Params (defaults filled in) by the Feature.
+  params: Any = {k: v for k, v in item.items() if k not in _FEATURE_KEYS}
   # The original tensorfx put parameters under `transform:`.
   transform = item.get('transform')
   if transform is not None:
@@ -95,7 +98,7 @@ class FeatureSet:
 
   def __init__(self, features):
     features = tuple(features)
-    seen = {}
+    seen: dict[str, Any] = {}
     for i, feature in enumerate(features):
       if not isinstance(feature, Feature):
         raise _yaml.Invalid('FeatureSet', ('features', i),
@@ -307,7 +310,7 @@ class FeatureSet:
     if not isinstance(items, list) or not items:
       raise items_where.error('features must be a non-empty list of features',
                               items)
-    locations = {}
+    locations: dict[str, Any] = {}
     features = [_parse_feature(item, items_where.at(items, i), locations)
                 for i, item in enumerate(items)]
     try:

@@ -108,7 +108,9 @@ class Metadata:
       return NotImplemented
     return self.to_dict() == other.to_dict()
 
-  __hash__ = None  # Holds mappings; equal by value, so not hashable.
+  # Holds mappings; equal by value, so not hashable (None is how Python
+  # says so; typeshed types __hash__ as a method).
+  __hash__ = None  # type: ignore[assignment]
 
   def __repr__(self):
     return (f'Metadata(instances={self._instances!r}, '

@@ -26,7 +26,7 @@ def expand(paths, what='data'):
     DataError: when a path or pattern matches no file.
   """
   import tensorflow as tf
-  files = []
+  files: list[str] = []
   for pattern in as_list(paths):
     try:
       matches = sorted(tf.io.gfile.glob(pattern))

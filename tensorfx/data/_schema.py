@@ -3,6 +3,7 @@
 import dataclasses
 import enum
 import re
+from typing import Any
 
 from tensorfx import _yaml
 
@@ -164,7 +165,7 @@ class SchemaField:
 
   def to_dict(self):
     """The YAML mapping of the field, without the values left at default."""
-    data = {'name': self.name, 'type': self.type.value}
+    data: dict[str, Any] = {'name': self.name, 'type': self.type.value}
     if self.length != 1:
       data['length'] = self.length
     if self.default is not None:
@@ -201,7 +202,7 @@ class Schema:
 
   def __init__(self, fields):
     fields = tuple(fields)
-    index = {}
+    index: dict[str, Any] = {}
     for i, field in enumerate(fields):
       if not isinstance(field, SchemaField):
         raise _yaml.Invalid('Schema', ('fields', i),

@@ -19,6 +19,7 @@ complete values; indicator features read the raw ones.
 """
 
 import dataclasses
+from typing import Any
 
 from tensorfx.data import _missing
 from tensorfx.data._featuretypes import FeatureType
@@ -314,7 +315,7 @@ def describe(feature_set, transform_output):
     kind = feature.type
     params = feature.params
     if kind == FeatureType.TARGET:
-      vocabulary = ()
+      vocabulary: tuple[Any, ...] = ()
       if spec[feature.name].dtype.is_integer:
         vocabulary = tuple(
             v.decode('utf-8') if isinstance(v, bytes) else v

@@ -21,6 +21,7 @@ import binascii
 import contextlib
 import re
 import threading
+from typing import Any
 
 from tensorfx._errors import DataError
 
@@ -32,7 +33,7 @@ _MESSAGE = re.compile(re.escape(_BEGIN) + f'({_B64})' + re.escape(_END))
 _UNLOCATED = re.compile(re.escape(_RECORD) + f'({_B64})' + re.escape(_BEGIN) +
                         f'({_B64})' + re.escape(_END))
 # Sources whose pipelines may fail with unlocated errors, oldest first.
-_WATCHED = []
+_WATCHED: list[Any] = []
 _WATCHED_LIMIT = 32
 _LOCK = threading.Lock()
 

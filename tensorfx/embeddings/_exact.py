@@ -19,6 +19,7 @@ twice took two locks of each index in turns and deadlocked.
 """
 
 import itertools
+from typing import Any
 
 import tensorflow as tf
 
@@ -39,10 +40,10 @@ class ExactKeys:
 
   def __init__(self, table):
     self._table = table
-    self.indexes = None
-    self.ranges = None
-    self.state = None
-    self.lock = None
+    self.indexes: Any = None
+    self.ranges: Any = None
+    self.state: Any = None
+    self.lock: Any = None
 
   def build(self):
     """Makes one index per shard of the table's rows, beside it."""

@@ -64,7 +64,7 @@ def run(args, beam_args):
   _logging.configure(args.log_level)
   if data_format(args.data_train, args.data_format) == 'tfrecord':
     compression = None if args.compression == 'none' else args.compression
-    dataset = data.ExamplesDataSet(args.data_schema,
+    dataset: data.DataSet = data.ExamplesDataSet(args.data_schema,
                                    features=args.data_features,
                                    compression=compression,
                                    skip_bad_records=args.skip_bad_records,

@@ -77,7 +77,7 @@ class ModelBuilder(tf.Module):
     # Before any hook creates a variable: initializers draw from the seed.
     _seed.set_seed(self.settings.loop.seed)
     self._strategy = None
-    self.global_step = None
+    self.global_step: Any = None
     self._optimizer = None
     self._sparse_optimizer = None
     # Held outside tf.Module tracking: the transform graph is exported with

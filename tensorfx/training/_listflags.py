@@ -9,6 +9,7 @@ This module must not import TensorFlow (see `_args`).
 
 import argparse
 import re
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 
@@ -75,10 +76,10 @@ def rewrite_indexed(parser, argv, bases=None):
       for name in action.option_strings:
         list_actions[name] = action
 
-  items = {}      # dest -> {index: (token, value)}
-  names = {}      # dest -> the name first used in the indexed form
+  items: dict[str, Any] = {}  # dest -> {index: (token, value)}
+  names: dict[str, str] = {}  # dest -> the name first used in the indexed form
   slots = {}      # dest -> position of its placeholder in the output
-  whole = {}      # dest -> the name used in the whole-list form
+  whole: dict[str, str] = {}  # dest -> the name used in the whole-list form
   output = []
   i = 0
   while i < len(argv):

@@ -23,6 +23,7 @@ TensorFlow is imported by the functions that need it: the arguments check
 
 import os
 import re
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -77,7 +78,7 @@ def variable_name(variable):
 def checkpoint_names(reader):
   """Variable name -> checkpoint keys, from a `tf.train.load_checkpoint`."""
   keys = reader.get_variable_to_shape_map()
-  names = {}
+  names: dict[str, Any] = {}
   if _OBJECT_GRAPH in keys:
     from tensorflow.core.protobuf import trackable_object_graph_pb2
     graph = trackable_object_graph_pb2.TrackableObjectGraph()

@@ -7,6 +7,7 @@ theirs to a scratch directory that is removed at the end.
 """
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -168,7 +169,7 @@ class TrainingRun:
         gradient_norm=lambda: _read(training.gradient_norm))
     context.save = loop.save_checkpoint
     context.step_hook = loop.at_step
-    logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
+    logs: dict[str, Any] = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
             'metrics': {}, 'model': None}
     try:
       with _validation.data_errors():

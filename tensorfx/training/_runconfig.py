@@ -60,6 +60,7 @@ import argparse
 import difflib
 import os
 import re
+from typing import Any
 
 from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
@@ -163,11 +164,12 @@ def resolve(parser, doc, path, origins=None):
       twice, or a value its flag rejects.
   """
   flags = _flags(parser)
-  values = {}
+  values: dict[str, Any] = {}
   # dest -> (key, line), to name both of a duplicate.
   origins = {} if origins is None else origins
+  located: Any = doc  # A parsed mapping: it knows its lines.
   for key, value in doc.items():
-    line = doc.lines.get(key, doc.line)
+    line = located.lines.get(key, located.line)
     name = _normal(key)
     if name == 'config':
       raise ConfigurationError(
@@ -176,8 +178,9 @@ def resolve(parser, doc, path, origins=None):
     if isinstance(value, dict) and (name in SECTIONS or name not in flags):
       if name not in SECTIONS:
         raise _unknown(path, line, key, flags, 'section or flag')
-      for sub, item in value.items():
-        sub_line = value.lines.get(sub, value.line)
+      mapping: Any = value  # A parsed mapping: it knows its lines.
+      for sub, item in mapping.items():
+        sub_line = mapping.lines.get(sub, mapping.line)
         action = _section_flag(flags, name, _normal(sub))
         label = f'{key}.{sub}'
         items = _items_action(parser, name)
@@ -393,7 +396,7 @@ def dump(parser, values):
     longs = [o for o in action.option_strings if o.startswith('--')]
     if longs and action.dest not in names:
       names[action.dest] = (_normal(longs[0]), action)
-  doc = {}
+  doc: dict[str, Any] = {}
   for dest, value in values.items():
     name, action = names.get(dest, (None, None))
     if name in (None, 'config', 'print_config') or value in (None, []):

@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import time
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -145,8 +146,8 @@ class MlflowTracker(Tracker):
     except Exception as e:
       raise ConfigurationError(
           f'Cannot open the MLflow tracking store {_safe(uri)}: {e}') from None
-    self.run_id = None
-    self.experiment_id = None
+    self.run_id: Any = None
+    self.experiment_id: Any = None
     self._failed = False
 
   def start(self, params, source, action='train', resume=True):

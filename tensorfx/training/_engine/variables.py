@@ -7,6 +7,8 @@ variables on its first trace is traced twice, and variables made inside a
 trace cannot be placed by every strategy.
 """
 
+from typing import Any
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
@@ -93,7 +95,8 @@ def route(builder, variables, optimizer):
     if table.built:
       for shard in table.shards:
         owner[id(shard)] = table.optimizer
-  dense, groups = [], {}
+  dense: list[Any] = []
+  groups: dict[Any, Any] = {}
   for variable in variables:
     table_optimizer = owner.get(id(variable))
     if table_optimizer is None or table_optimizer is optimizer:

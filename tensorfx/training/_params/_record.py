@@ -18,6 +18,7 @@ experiment records:
 
 import json
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -53,7 +54,7 @@ class ExperimentRecord(base.Callback):
     self.save = save
     self.validates = validates
     self.run_id = None
-    self.results = None
+    self.results: Any = None
     self.saved_filters = []
     self._failed = False
 

@@ -61,8 +61,8 @@ class Validation:
 
   def target(self):
     """The engine's `ValidationTarget`."""
-    online = self.online_agg_func or 'append'
-    agg = self.agg_func
+    online: Any = self.online_agg_func or 'append'
+    agg: Any = self.agg_func
     if agg is None and not callable(online):
       agg = 'mean'
     return _targets.ValidationTarget(
@@ -86,7 +86,8 @@ def _compute(function):
                                    _functions.model_outputs(outputs))
 
   # Named as the user's function, in records and errors.
-  compute.__module__ = getattr(function.func, '__module__', None)
+  compute.__module__ = getattr(function.func, '__module__',
+                               compute.__module__)
   compute.__qualname__ = getattr(function.func, '__qualname__',
                                  repr(function.func))
   return compute

@@ -15,6 +15,7 @@ This package must not import TensorFlow (see `tensorfx.training._args`).
 """
 
 import dataclasses
+from typing import Any, cast
 
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
@@ -94,7 +95,9 @@ class Settings:
   @classmethod
   def from_args(cls, args):
     """Reads every section from `args` (a `ModelArguments` or namespace)."""
-    return cls(**{field.name: field.type.from_args(args)
+    # Each field's type is a section class (not a string: no postponed
+    # annotations here).
+    return cls(**{field.name: cast(Any, field.type).from_args(args)
                   for field in dataclasses.fields(cls)})
 
 

@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _targets
@@ -160,12 +160,13 @@ class ValidationSettings:
       has_eval: whether the dataset has an `eval` source; without one
         there is no default target.
     """
-    default = ()
+    default: tuple[Any, ...] = ()
     if has_eval:
       # 'all' is resolved when the graphs are built; None reads it then.
-      batch_size = None if self.batch_size == _section.ALL else \
+      batch_size: Any = None if self.batch_size == _section.ALL else \
           self.batch_size
       default = (_targets.ValidationTarget(
           _targets.DEFAULT, batches=self.batches, batch_size=batch_size,
-          online_agg=self.online_agg or 'mean', agg=self.agg),)
+          online_agg=cast(Any, self.online_agg or 'mean'),
+          agg=cast(Any, self.agg)),)
     return list(default + self.targets)
