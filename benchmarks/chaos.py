@@ -51,6 +51,9 @@ class ChaosRun:
     max_steps: the target global step.
     checkpoint_interval: steps between checkpoints.
     kill_every: (low, high) seconds of training between kills.
+    kill_every_steps: (low, high) steps of training between kills, instead
+      of seconds: the kills then land at the same steps on a fast machine
+      as on a slow one (a job of enough steps gets all of them).
     kinds: the kinds of task killed in turn (then random choices), e.g.
       ('worker', 'evaluator', 'ps', 'chief').
     kills: how many kills at most (None: until the target is near).
@@ -61,14 +64,15 @@ class ChaosRun:
   """
 
   def __init__(self, output, analysis, *, max_steps=3000,
-               checkpoint_interval=200, kill_every=(4.0, 10.0), kinds=(),
-               kills=None, kill_secs=None, seed=0, restarts=100,
-               stream=None):
+               checkpoint_interval=200, kill_every=(4.0, 10.0),
+               kill_every_steps=None, kinds=(), kills=None, kill_secs=None,
+               seed=0, restarts=100, stream=None):
     self.output = str(output)
     self.analysis = analysis
     self.max_steps = max_steps
     self.checkpoint_interval = checkpoint_interval
     self.kill_every = kill_every
+    self.kill_every_steps = kill_every_steps
     self.schedule = list(kinds)
     self.kills_wanted = kills
     self.kill_secs = kill_secs
@@ -159,7 +163,7 @@ class ChaosRun:
     stop = (time.monotonic() + self.kill_secs if self.kill_secs is not None
             else deadline)
     while launcher.poll() is None and time.monotonic() < deadline:
-      time.sleep(0.2)
+      time.sleep(0.05)
       with self._lock:
         if self._finishing or time.monotonic() > stop or (
             self.kills_wanted is not None and
@@ -170,10 +174,14 @@ class ChaosRun:
         if not self._progressed:
           due = None
           continue
+        # `due`: a step when kills are by steps, else a time.
+        by_steps = self.kill_every_steps is not None
+        now = self._step if by_steps else time.monotonic()
         if due is None:
-          due = time.monotonic() + self.random.uniform(*self.kill_every)
+          due = (now + self.random.randint(*self.kill_every_steps) if by_steps
+                 else now + self.random.uniform(*self.kill_every))
           continue
-        if time.monotonic() < due:
+        if now < due:
           continue
         kind = (self.schedule.pop(0) if self.schedule
                 else self.random.choice(KINDS))
