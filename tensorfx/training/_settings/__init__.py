@@ -14,8 +14,9 @@ Example:
 This package must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
 import dataclasses
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
@@ -55,7 +56,7 @@ _SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss,
              logging, summaries)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   """Adds every section's flags to `parser`."""
   for section in _SECTIONS:
     section.add_arguments(parser)
@@ -63,7 +64,7 @@ def add_arguments(parser):
       data.add_filter_arguments(parser)
 
 
-def check(args):
+def check(args: Any) -> None:
   """Checks every section's values.
 
   Raises:
@@ -93,7 +94,7 @@ class Settings:
   summaries: SummarySettings = SummarySettings()
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     """Reads every section from `args` (a `ModelArguments` or namespace)."""
     # Each field's type is a section class (not a string: no postponed
     # annotations here).
