@@ -37,7 +37,9 @@ from conftest import IRIS
 from conftest import README_TRAIN
 from conftest import ROOT
 
-pytestmark = pytest.mark.install
+# One worker builds the wheel and the installs (module fixtures) once.
+pytestmark = [pytest.mark.install, pytest.mark.slow,
+              pytest.mark.xdist_group('test_install')]
 
 DISTRIBUTION = 'tensorfx-sdk'
 # Minor versions that could exist; requires-python picks the supported ones.

@@ -89,6 +89,16 @@ def test_every_test_that_starts_a_cluster_is_marked_cluster():
   assert not unmarked, unmarked
 
 
+def test_modules_with_expensive_module_fixtures_stay_on_one_worker():
+  # An expensive module-scoped fixture built on both workers costs twice.
+  for name in ('test_install.py', 'test_damaged_checkpoints.py',
+               'test_params.py', 'test_transforms.py', 'test_census.py'):
+    path, = [p for p in _test_modules() if p.endswith(os.sep + name)]
+    assert 'xdist_group' in str(_marks(ast.parse(_read(path)))) or (
+        'xdist_group' in _read(path)), name
+  assert '--dist loadgroup' in _pytest_ini()['addopts']
+
+
 def test_the_full_suite_runs_everything_and_the_fast_tier_is_documented():
   assert 'python -m pytest tests' in _read('.ci', 'run')
   assert not re.search(r'pytest\s.*-m\s', _read('.ci', 'run'))

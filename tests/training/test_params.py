@@ -27,6 +27,9 @@ from tensorfx.training._params import _store
 from test_tracking import postgres_uri  # noqa: F401  (a fixture)
 import tfutils_model as tm
 
+# On one worker: the job is trained once (module fixture `base`).
+pytestmark = pytest.mark.xdist_group('test_params')
+
 DB, COLL = 'blobs', 'mlp'
 
 
