@@ -16,7 +16,6 @@ Writes benchmarks/results/analysis_memory.json and .md and prints the table.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ CENSUS = os.path.join(ROOT, 'samples', 'census')
 
 def write_data(directory, rows):
   """A census CSV of `rows` rows (generated once, in chunks, then kept)."""
-  from samples.census import generate  # pylint: disable=g-import-not-at-top
+  from samples.census import generate
   path = os.path.join(directory, f'census-{rows}.csv')
   if os.path.exists(path):
     return path

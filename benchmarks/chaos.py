@@ -51,6 +51,9 @@ class ChaosRun:
     max_steps: the target global step.
     checkpoint_interval: steps between checkpoints.
     kill_every: (low, high) seconds of training between kills.
+    kill_every_steps: (low, high) steps of training between kills, instead
+      of seconds: the kills then land at the same steps on a fast machine
+      as on a slow one (a job of enough steps gets all of them).
     kinds: the kinds of task killed in turn (then random choices), e.g.
       ('worker', 'evaluator', 'ps', 'chief').
     kills: how many kills at most (None: until the target is near).
@@ -61,14 +64,15 @@ class ChaosRun:
   """
 
   def __init__(self, output, analysis, *, max_steps=3000,
-               checkpoint_interval=200, kill_every=(4.0, 10.0), kinds=(),
-               kills=None, kill_secs=None, seed=0, restarts=100,
-               stream=None):
+               checkpoint_interval=200, kill_every=(4.0, 10.0),
+               kill_every_steps=None, kinds=(), kills=None, kill_secs=None,
+               seed=0, restarts=100, stream=None):
     self.output = str(output)
     self.analysis = analysis
     self.max_steps = max_steps
     self.checkpoint_interval = checkpoint_interval
     self.kill_every = kill_every
+    self.kill_every_steps = kill_every_steps
     self.schedule = list(kinds)
     self.kills_wanted = kills
     self.kill_secs = kill_secs
@@ -159,7 +163,7 @@ class ChaosRun:
     stop = (time.monotonic() + self.kill_secs if self.kill_secs is not None
             else deadline)
     while launcher.poll() is None and time.monotonic() < deadline:
-      time.sleep(0.2)
+      time.sleep(0.05)
       with self._lock:
         if self._finishing or time.monotonic() > stop or (
             self.kills_wanted is not None and
@@ -170,10 +174,14 @@ class ChaosRun:
         if not self._progressed:
           due = None
           continue
+        # `due`: a step when kills are by steps, else a time.
+        by_steps = self.kill_every_steps is not None
+        now = self._step if by_steps else time.monotonic()
         if due is None:
-          due = time.monotonic() + self.random.uniform(*self.kill_every)
+          due = (now + self.random.randint(*self.kill_every_steps) if by_steps
+                 else now + self.random.uniform(*self.kill_every))
           continue
-        if time.monotonic() < due:
+        if now < due:
           continue
         kind = (self.schedule.pop(0) if self.schedule
                 else self.random.choice(KINDS))
@@ -191,8 +199,9 @@ class ChaosRun:
         due = None
 
   def _report(self, code, wall):
-    from tensorfx import prediction  # pylint: disable=g-import-not-at-top
-    import yaml  # pylint: disable=g-import-not-at-top
+    import yaml
+
+    from tensorfx import prediction
     for kill in self.kills:
       if kill['kind'] in ('chief', 'ps'):
         after = [step for at, step in self._resumes if at > kill['time']]
@@ -209,7 +218,7 @@ class ChaosRun:
         model = prediction.Model.load(os.path.join(self.output, name))
         labels = [p['label'] for p in model.predict(list(INSTANCES))]
         predictions[name] = labels == list(INSTANCES.values())
-      except Exception as e:  # pylint: disable=broad-except
+      except Exception as e:
         predictions[name] = f'{type(e).__name__}: {e}'
     evaluated_path = os.path.join(self.output, 'summaries', 'eval',
                                   'evaluated.json')
@@ -220,8 +229,8 @@ class ChaosRun:
     by_kind = {kind: sum(k['kind'] == kind for k in self.kills)
                for kind in KINDS}
     lost = [k['lost'] for k in self.kills if k.get('lost') is not None]
-    restarts = sum('restarted' in l for l in self.lines
-                   if l.startswith('[cluster'))
+    restarts = sum('restarted' in line for line in self.lines
+                   if line.startswith('[cluster'))
     return {
         'exit_code': code,
         'wall_secs': round(wall, 1),
@@ -282,9 +291,9 @@ def main(argv=None):
   parser.add_argument('--output', default=os.path.join(ROOT, 'benchmarks',
                                                        'results', 'chaos'))
   args = parser.parse_args(argv)
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   sys.path.insert(0, ROOT)
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   shutil.rmtree(args.output, ignore_errors=True)
   analysis = os.path.join(args.output, 'analysis')
   data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),

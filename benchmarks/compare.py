@@ -48,11 +48,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import ctr_data
 import ctr_model
 import tensorflow as tf
-# pylint: enable=g-import-not-at-top,wrong-import-position
 
 _FIRST_STEP = re.compile(r'\bstep 1\b')
 
@@ -239,7 +237,7 @@ def _one_pass(dataset):
 
 def input_only(files, stats, batch, rounds):
   """Section 6: reading + parsing only, no model, no transform."""
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   schema = data.Schema.load(files['schema'])
   pipelines = {
       'tensorfx': lambda: data.ExamplesDataSource(
@@ -364,7 +362,7 @@ def memory(files, rounds):
     growths = {'tensorfx': [], 'hand-written': []}
     rows = None
     for _ in range(max(1, rounds - 1)):
-      for kind in peaks:
+      for kind in peaks:  # noqa: PLC0206  (appends to two dicts under one key)
         out = subprocess.run(
             [sys.executable, '-c', script, kind, files['schema'],
              files['stats'], *shard_files], capture_output=True, text=True,
@@ -385,7 +383,7 @@ def memory(files, rounds):
 
 def serving(model_dir, files, rounds):
   """Section 9: predictions/s, prediction.Model against the raw signature."""
-  from tensorfx import prediction  # pylint: disable=g-import-not-at-top
+  from tensorfx import prediction
   with open(files['csv'][0]) as f:
     lines = [line.rstrip('\n') for _, line in zip(range(1024), f)]
   model = prediction.Model.load(model_dir)
@@ -394,10 +392,10 @@ def serving(model_dir, files, rounds):
   for batch, reps in ((1, 200), (1024, 20)):
     instances = lines[:batch]
     calls = {
-        'tensorfx': lambda: model.predict(instances),
+        'tensorfx': lambda: model.predict(instances),  # noqa: B023  (called in this iteration only)
         'raw-signature': lambda: {
             k: v.numpy() for k, v in signature(
-                csv=tf.constant(instances)).items()},
+                csv=tf.constant(instances)).items()},  # noqa: B023  (called in this iteration only)
     }
     for call in calls.values():
       call()
@@ -609,8 +607,11 @@ def main(argv=None):
 
 
 def _write(out, result):
-  """Writes compare.json and compare.md (after each section: a section
-  that fails later loses nothing measured before it); returns the table."""
+  """Writes compare.json and compare.md; returns the table.
+
+  Written after each section: a section that fails later loses nothing
+  measured before it.
+  """
   with open(os.path.join(out, 'compare.json'), 'w') as f:
     json.dump(result, f, indent=2)
   table = markdown(result)

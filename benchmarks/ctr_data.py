@@ -78,8 +78,11 @@ _SMALL = [bytes([n]) for n in range(128)]
 
 
 def _examples(reals, ids, labels):
-  """Serialized tf.Examples, encoded directly: protobuf objects take ~20x
-  longer at this size (`check_encoding` proves the bytes equal)."""
+  """Serialized tf.Examples, encoded directly.
+
+  Protobuf objects take ~20x longer at this size (`check_encoding` proves
+  the bytes equal).
+  """
   strings = _strings(ids)
   real_bytes = reals.astype('<f4').tobytes()
   # An entry is `key: name, value: Feature`; a real's Feature is a packed
@@ -115,7 +118,7 @@ def _examples(reals, ids, labels):
 
 def check_encoding(count=5, seed=1):
   """Raises unless `_examples` encodes what tf.train.Example would."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   reals, ids, labels = rows(count, seed)
   strings = _strings(ids)
   for n, record in enumerate(_examples(reals, ids, labels)):
@@ -156,7 +159,7 @@ def generate(directory, rows_count, shards=8, seed=0, log=sys.stderr):
   Returns:
     `paths(directory, rows_count, shards)`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   files = paths(directory, rows_count, shards)
   check_encoding()
   base = os.path.dirname(files['schema'])

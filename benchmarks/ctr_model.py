@@ -34,7 +34,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow as tf
 import tf_keras
 
@@ -43,7 +42,6 @@ sys.path.insert(0, HERE)
 # whichever one is installed.
 sys.path.insert(1, ROOT)
 import ctr_data
-# pylint: enable=g-import-not-at-top,wrong-import-position
 
 LEARNING_RATE = 1e-3
 STEPS_PER_EXECUTION = 50
@@ -131,10 +129,9 @@ def tuned_pipeline(files, batch, stats, compression='', repeat=True,
   if repeat:
     ds = ds.repeat()
   ds = ds.batch(batch, drop_remainder=repeat)
-  if preprocess:
-    parse = lambda records: transform(tf.io.parse_example(records, spec))
-  else:
-    parse = lambda records: tf.io.parse_example(records, spec)
+  def parse(records):
+    features = tf.io.parse_example(records, spec)
+    return transform(features) if preprocess else features
   ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -264,7 +261,7 @@ def compute_ceiling(dataset, batch, warmup, steps,
 
 def tensorfx_builder_type():
   """The `ModelBuilder` of the reference model (tensorfx imported late)."""
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx import training
 
   class CtrBuilder(training.ModelBuilder):
     """CtrNet as a ModelBuilder: the transform graph feeds it."""
@@ -294,7 +291,7 @@ def tensorfx_builder_type():
 
 
 def tensorfx_dataset(files, analysis, compression='auto', train=None):
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   return data.ExamplesDataSet(files['schema'], metadata=analysis,
                               features=files['features'],
                               compression=compression,
@@ -308,7 +305,7 @@ def tensorfx_train(files, analysis, output, batch, steps, log_every,
   `train` (default: every TFRecord shard) are the training files; `extra`
   more flags (`--jit-compile`, `--cache none`, ...).
   """
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx import training
   args, job = training.ModelArguments.parse(
       ['--output', output, '--batch-size', str(batch), '--max-steps',
        str(steps), '--log-interval-steps', str(log_every),
@@ -322,7 +319,7 @@ def tensorfx_train(files, analysis, output, batch, steps, log_every,
 
 def analyze(files, output):
   """The tf.Transform analysis (z-score statistics) of the first shard."""
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   marker = os.path.join(output, 'metadata.json')
   if not os.path.exists(marker):
     dataset = data.ExamplesDataSet(files['schema'],

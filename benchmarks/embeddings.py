@@ -97,7 +97,7 @@ class _Watcher:
 
 
 def _rates(output, warmup):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   found = []
   for path in glob.glob(os.path.join(output, 'summaries', 'train',
                                      'events.out.tfevents.*')):
@@ -124,7 +124,7 @@ HASHED = {'exact': 'lazy-adam', 'cluster-exact': 'cluster'}
 
 def exact_features(directory):
   """Writes the sample's features.yaml with exact keys in every table there."""
-  import yaml  # pylint: disable=g-import-not-at-top
+  import yaml
   with open(os.path.join(SAMPLE, 'features.yaml')) as f:
     features = yaml.safe_load(f)
   for feature in features['features']:
@@ -167,7 +167,7 @@ def train(variant, data, analysis, output, steps, window, batch):
                        '\n'.join(watcher.lines[-40:]))
   rates = _rates(output, window)
   with open(os.path.join(output, 'job.yaml')) as f:
-    import yaml  # pylint: disable=g-import-not-at-top
+    import yaml
     job = yaml.safe_load(f)
   peaks = {name: round(peak) for name, peak in watcher.peaks.items()
            if name != 'process' or not cluster}
@@ -192,9 +192,10 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
   Returns:
     {mode: {'train_first', 'train', 'serve': keys/s, 'rows': rows held}}.
   """
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx import embeddings  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import tensorflow as tf
+
+  from tensorfx import embeddings
   rng = np.random.default_rng(seed)
   space = np.unique(rng.integers(1, 1 << 40, size=ids))
   weights = 1.0 / np.arange(1, space.size + 1)
@@ -219,7 +220,7 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
           return i + 1, total + tf.reduce_sum(vectors)
         return tf.while_loop(lambda i, _: i < tf.shape(keys)[0], body,
                              [tf.constant(0), tf.constant(0.0)])[1]
-      return run
+      return run  # noqa: B023  (the def above, not a loop variable)
 
     train, serve = loop(True), loop(False)
     # Traced on one batch; the rows it admits are the measured passes' too.
@@ -346,11 +347,11 @@ def main(argv=None):
                     '--data-schema', 'schema.yaml', '--data-features',
                     'features.yaml', '--output', analysis], cwd=SAMPLE,
                    check=True)
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   runs = {v: [] for v in steps}
   with tempfile.TemporaryDirectory(prefix='tensorfx-embeddings-') as work:
     for round_ in range(rounds):
-      for variant in steps:
+      for variant in steps:  # noqa: PLC0206  (the key names the output too)
         output = os.path.join(work, f'{variant}-{round_}')
         run = train(variant, data, analysis, output, steps[variant],
                     windows[variant], args.batch)

@@ -30,12 +30,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow as tf
 
 from samples.census import generate
 from tensorfx import data
-# pylint: enable=g-import-not-at-top,wrong-import-position
 
 SCHEMA = os.path.join(ROOT, 'samples', 'census', 'schema.yaml')
 
@@ -133,7 +131,7 @@ def run(args):
     rates = {name: [] for name in pipelines}
     cpu_rates = {name: [] for name in pipelines}
     counts = {}
-    for name, make in pipelines.items():
+    for make in pipelines.values():
       one_pass(make(kind, files, schema, args.batch_size))  # Warm-up.
     for _ in range(args.rounds):
       for name, make in pipelines.items():  # A B A B ...

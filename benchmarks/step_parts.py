@@ -45,16 +45,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import ctr_data
 import ctr_model
 import tensorflow as tf
-# pylint: enable=g-import-not-at-top,wrong-import-position
 
 
 def _engine_loop(dataset):
   """`run(steps)` of the hand-written step in the engine's loop form."""
-  from tensorfx.training._engine import local_loop  # pylint: disable=g-import-not-at-top
+  from tensorfx.training._engine import local_loop
   step = ctr_model.hand_step()
   loop = local_loop.make_loop(tf.distribute.get_strategy(),
                               lambda batch: step(*batch), float('inf'))
@@ -64,7 +62,7 @@ def _engine_loop(dataset):
 
 def _tensorfx_builder(files, analysis, train, batch, output, extra=()):
   """The benchmark's `ModelBuilder`, with `compare.py`'s flags."""
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx import training
   args, _ = training.ModelArguments.parse(
       ['--output', output, '--batch-size', str(batch), '--no-shuffle',
        *extra], parse_job=True)
@@ -73,8 +71,11 @@ def _tensorfx_builder(files, analysis, train, batch, output, extra=()):
 
 
 def _tensorfx_pipeline(files, analysis, train, batch, output):
-  """The batches tensorfx trains on (`ModelBuilder.build_input`'s, with the
-  `--cache` replay), as the hand-written loop's (inputs, labels)."""
+  """The batches tensorfx trains on, as the hand-written loop's pairs.
+
+  `ModelBuilder.build_input`'s batches, with the `--cache` replay, as
+  (inputs, labels).
+  """
   builder = _tensorfx_builder(files, analysis, train, batch, output)
   dataset = builder.build_input('train', batch, None, shuffle=False)
   return dataset.map(lambda features: (features, features['label']))
@@ -82,7 +83,7 @@ def _tensorfx_pipeline(files, analysis, train, batch, output):
 
 def _tensorfx_engine(files, analysis, train, batch, output, extra=()):
   """`run(steps)` of ModelTrainer's own training loop (its interface)."""
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
+  from tensorfx import training
   builder = _tensorfx_builder(files, analysis, train, batch, output, extra)
   interface, _, _ = builder.build_graph_interfaces(
       training.Configuration.local())

@@ -35,7 +35,7 @@ def suggest(parser, message):
   """The " (did you mean ...?)" to add to argparse's error `message`."""
   match = _UNRECOGNIZED.match(message)
   if match:
-    options = [o for action in parser._actions  # pylint: disable=protected-access
+    options = [o for action in parser._actions
                for o in action.option_strings if o.startswith('--')]
     hints = []
     for token in match.group(1).split():
@@ -48,7 +48,7 @@ def suggest(parser, message):
     return f' ({"; ".join(hints)})' if hints else ''
   match = _CHOICE.match(message)
   if match:
-    for action in parser._actions:  # pylint: disable=protected-access
+    for action in parser._actions:
       if action.choices and match.group(1) in (action.metavar, action.dest,
                                                *action.option_strings):
         close = difflib.get_close_matches(match.group(2),

@@ -56,7 +56,7 @@ def incomplete(directory):
     >>> incomplete('gs://b/job/model')
     False
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.io.gfile.exists(_join(str(directory).rstrip('/'), MARKER))
 
 
@@ -79,7 +79,7 @@ def write_atomically(directory, write_fn, fault=None):
   Returns:
     `directory`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   directory = str(directory).rstrip('/')
   if is_local(directory):
     partial = directory + PARTIAL
@@ -113,10 +113,10 @@ def write_atomically(directory, write_fn, fault=None):
 
 
 def write_text(path, text, fault=None):
-  """Writes a text file through a temporary file renamed into place.
+  r"""Writes a text file through a temporary file renamed into place.
 
   Example:
-    >>> write_text('/tmp/job/job.yaml', 'status: running\\n')
+    >>> write_text('/tmp/job/job.yaml', 'status: running\n')
 
   Args:
     path: the file (local or an object store); its directory must exist.
@@ -128,7 +128,7 @@ def write_text(path, text, fault=None):
     tf.errors.OpError or OSError: the write failed; the old file is intact
       and no temporary file is left.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = str(path)
   temporary = f'{path}.tmp-{uuid.uuid4().hex[:12]}'
   try:
@@ -146,8 +146,11 @@ def write_text(path, text, fault=None):
 
 
 def disk_full(error):
-  """What the system said if an error from a write means a full disk (or
-  quota), e.g. 'No space left on device'; None for other errors."""
+  """What the system said if a write's error means a full disk, else None.
+
+  A full disk or quota, e.g. 'No space left on device'; None for other
+  errors.
+  """
   if isinstance(error, OSError) and error.errno in (errno.ENOSPC,
                                                     errno.EDQUOT,
                                                     errno.EFBIG):
@@ -161,9 +164,11 @@ def disk_full(error):
 
 
 def remove_tree(directory):
-  """Deletes a directory tree if it exists (also where there are no real
-  directories, as on ram://)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  """Deletes a directory tree if it exists.
+
+  Also where there are no real directories, as on ram://.
+  """
+  import tensorflow as tf
   if not tf.io.gfile.exists(directory):
     return
   try:
@@ -220,5 +225,5 @@ def _join(directory, name):
 def _quietly(function, *args):
   try:
     function(*args)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     pass  # Clean-up after a failure: the failure is what to report.

@@ -27,7 +27,7 @@ import signal
 VARIABLE = 'TENSORFX_FAULT'
 ONCE = 'TENSORFX_FAULT_ONCE'
 
-_reached = {}
+_reached: dict[str, int] = {}
 
 
 def point(name):

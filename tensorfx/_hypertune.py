@@ -96,7 +96,7 @@ def report_metric(tag, value, step=None, *, checkpoint_path='', force=False,
   lines = []
   if os.path.exists(path):
     with open(path) as f:
-      lines = [l.rstrip('\n') for l in f if l.strip()]
+      lines = [line.rstrip('\n') for line in f if line.strip()]
   lines = lines[-(_MAX_ENTRIES - 1):] + [line]
   # Written whole and renamed, so the service never reads half a line.
   handle, temporary = tempfile.mkstemp(dir=directory, prefix='.metrics-')

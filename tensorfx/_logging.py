@@ -105,7 +105,7 @@ def configure(level='info', library_level='warning'):
     library_level: the libraries' level name (debug, info, warning,
       error).
   """
-  global _library_level
+  global _library_level  # noqa: PLW0603  (the level the import hook applies later)
   logger.setLevel(LEVELS.get(level, logging.INFO))
   if not any(isinstance(h, _FallbackHandler) for h in logger.handlers):
     logger.addHandler(_FallbackHandler())
@@ -191,12 +191,12 @@ def quiet_beam():
 
 
 def filter_startup_noise(text, gpu_present=None):
-  """TensorFlow's import output without its known start-up lines.
+  r"""TensorFlow's import output without its known start-up lines.
 
   Example:
     >>> filter_startup_noise('I0000 00:00:1.2 7 port.cc:153] oneDNN custom '
-    ...                      'operations are on.\\nE0000 real trouble\\n')
-    'E0000 real trouble\\n'
+    ...                      'operations are on.\nE0000 real trouble\n')
+    'E0000 real trouble\n'
 
   Args:
     text: what was written to stderr while TensorFlow was imported.
@@ -313,7 +313,7 @@ def install_import_hook(argv=None, environ=None):
       default `sys.argv`.
     environ: the environment; by default `os.environ`.
   """
-  global _hook, _set_level
+  global _hook, _set_level  # noqa: PLW0603  (one hook per process)
   environ = os.environ if environ is None else environ
   if 'tensorflow' in sys.modules:
     return
@@ -331,7 +331,7 @@ def install_import_hook(argv=None, environ=None):
 
 def uninstall_import_hook():
   """Removes the hook if the first `import tensorflow` has not used it."""
-  global _hook
+  global _hook  # noqa: PLW0603  (one hook per process)
   if _hook is not None and _hook in sys.meta_path:
     sys.meta_path.remove(_hook)
   _hook = None

@@ -40,7 +40,7 @@ class LineList(list):
     self.lines = []
 
 
-class _Loader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+class _Loader(yaml.SafeLoader):
   """The safe loader, building LineDict and LineList."""
 
 
@@ -78,10 +78,10 @@ _Loader.add_constructor('tag:yaml.org,2002:seq', _construct_sequence)
 
 
 def load_yaml(text, source='<string>'):
-  """Parses YAML safely; mappings and sequences remember their lines.
+  r"""Parses YAML safely; mappings and sequences remember their lines.
 
   Example:
-    >>> doc = load_yaml('a: 1\\nb:\\n- x\\n', 'f.yaml')
+    >>> doc = load_yaml('a: 1\nb:\n- x\n', 'f.yaml')
     >>> doc.lines['b'], doc['b'].lines[0]
     (2, 3)
 
@@ -143,7 +143,7 @@ def read_text(path):
     DataError: naming the path, when it does not exist, is a directory or
       cannot be read.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = str(path)
   try:
     if not tf.io.gfile.exists(path):
@@ -169,9 +169,10 @@ def write_text(path, text):
   Example:
     >>> write_text('gs://bucket/out/metadata.json', '{}')  # doctest: +SKIP
   """
-  import posixpath  # pylint: disable=g-import-not-at-top
-  import uuid  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import posixpath
+  import uuid
+
+  import tensorflow as tf
   path = str(path)
   directory = posixpath.dirname(path)
   temporary = f'{path}.tmp-{uuid.uuid4().hex}'
@@ -246,10 +247,10 @@ def _message(prefix, path, problem, value, label=None):
 
 @dataclasses.dataclass(frozen=True)
 class Where:
-  """A location in a parsed file: the source, a key path and its line.
+  r"""A location in a parsed file: the source, a key path and its line.
 
   Example:
-    >>> doc = load_yaml('fields:\\n- name: 1x\\n', 'schema.yaml')
+    >>> doc = load_yaml('fields:\n- name: 1x\n', 'schema.yaml')
     >>> where = root(doc, 'schema.yaml')
     >>> str(where.locate(doc, ('fields', 0, 'name')).error(
     ...     'not an identifier', 1))

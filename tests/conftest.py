@@ -13,7 +13,7 @@ os.environ.setdefault('CUDA_VISIBLE_DEVICES', '')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 os.environ.setdefault('no_proxy', '127.0.0.1,localhost')
 
-import pytest  # pylint: disable=g-import-not-at-top
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IRIS = os.path.join(ROOT, 'samples', 'iris')
@@ -32,7 +32,7 @@ def iris_args(output, *extra):
 @pytest.fixture(scope='session')
 def iris_analysis(tmp_path_factory):
   """The iris training data analyzed once (a `tensorfx analyze` output)."""
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   output = str(tmp_path_factory.mktemp('iris') / 'analysis')
   dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
                             features=os.path.join(IRIS, 'features.yaml'),
@@ -44,7 +44,7 @@ def iris_analysis(tmp_path_factory):
 @pytest.fixture(scope='session')
 def iris_dataset_factory(iris_analysis):
   """Makes iris CsvDataSets that use the shared analysis."""
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
 
   def make(**sources):
     sources = sources or {
@@ -61,8 +61,8 @@ def iris_dataset_factory(iris_analysis):
 @pytest.fixture(scope='session')
 def iris_model(tmp_path_factory, iris_dataset_factory):
   """An iris model trained in-process for 300 steps: (output dir, Model)."""
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from tensorfx import training
+  from tensorfx.models import nn
   output = tmp_path_factory.mktemp('iris-model') / 'output'
   args, job = nn.FeedForwardClassificationArguments.parse(
       iris_args(output, '--max-steps', '300', '--batch-size', '32',

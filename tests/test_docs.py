@@ -19,6 +19,8 @@ import pytest
 from conftest import README_TRAIN
 from conftest import ROOT
 
+pytestmark = pytest.mark.docs
+
 DOCS = os.path.join(ROOT, 'docs')
 MARKER = '<!-- runnable -->'
 _FENCE = re.compile(r'^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$')
@@ -110,7 +112,7 @@ def test_a_marker_without_a_code_block_is_an_error(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize('page', sorted(RUNNABLE))
 def test_runnable_snippets_run(page, tmp_path):
-  import json  # pylint: disable=g-import-not-at-top
+  import json
   scratch = tmp_path / 'work'
   scratch.mkdir()
   os.symlink(os.path.join(ROOT, 'samples'), scratch / 'samples')

@@ -12,8 +12,12 @@ Slow (a full TensorFlow install per interpreter): marked `install`, so
 
 The interpreter running the tests already has every dependency installed
 (CI's `pip install -e ".[test]"` proved them installable from the declared
-requirements): its venv sees them (`--system-site-packages`) and installs
-only the wheel, which saves CI a minutes-long TensorFlow install. The other
+requirements): its venv sees them and installs only the wheel, which saves
+CI a minutes-long TensorFlow install. "Its" packages are those of the
+environment the tests run in, which is often a virtualenv: the new venv
+lists that environment's site-packages directories in a .pth file (plain
+paths, so this checkout's editable install stays out), where
+`--system-site-packages` would show only the base interpreter's. The other
 interpreters install everything from the package index.
 """
 
@@ -23,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 
 from packaging.specifiers import SpecifierSet
@@ -32,7 +37,9 @@ from conftest import IRIS
 from conftest import README_TRAIN
 from conftest import ROOT
 
-pytestmark = pytest.mark.install
+# One worker builds the wheel and the installs (module fixtures) once.
+pytestmark = [pytest.mark.install, pytest.mark.slow,
+              pytest.mark.xdist_group('test_install')]
 
 DISTRIBUTION = 'tensorfx-sdk'
 # Minor versions that could exist; requires-python picks the supported ones.
@@ -83,6 +90,27 @@ def test_every_supported_python_includes_3_11_and_3_12():
   assert _project()['name'] == DISTRIBUTION
 
 
+def test_a_venv_of_the_running_python_sees_its_packages(tmp_path):
+  # Also when the tests run in a virtualenv, whose packages a venv made
+  # with --system-site-packages would not see.
+  venv = tmp_path / 'venv'
+  subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)],
+                 check=True, timeout=120, env=_clean_env())
+  _see_running_packages(venv / 'bin' / 'python')
+  found = subprocess.run(
+      [str(venv / 'bin' / 'python'), '-c',
+       'import importlib.util as u; print(u.find_spec("tensorflow").origin);'
+       'tensorfx = u.find_spec("tensorfx"); print(tensorfx and '
+       'tensorfx.origin)'], capture_output=True, text=True, timeout=120,
+      check=False, env=_clean_env(), cwd=tmp_path)
+  assert found.returncode == 0, found.stderr
+  tensorflow, tensorfx = found.stdout.split('\n')[:2]
+  import tensorflow as tf
+  assert os.path.dirname(tensorflow) == os.path.dirname(tf.__file__)
+  # This checkout's editable install is not: the wheel is what is tested.
+  assert not tensorfx.startswith(ROOT), tensorfx
+
+
 @pytest.fixture(scope='module')
 def wheelhouse(tmp_path_factory):
   """The wheel, built once from this checkout."""
@@ -99,7 +127,7 @@ def wheelhouse(tmp_path_factory):
 
 
 def test_the_wheel_carries_license_and_type_marker(wheelhouse):
-  import zipfile  # pylint: disable=g-import-not-at-top
+  import zipfile
   wheel, = glob.glob(str(wheelhouse / '*.whl'))
   names = zipfile.ZipFile(wheel).namelist()
   assert 'tensorfx/py.typed' in names
@@ -107,17 +135,53 @@ def test_the_wheel_carries_license_and_type_marker(wheelhouse):
   assert not any(n.startswith(('tests/', 'samples/', 'docs/')) for n in names)
 
 
+def _running_site_packages():
+  """Where the environment running the tests has its packages.
+
+  Its sys.path without the standard library, PYTHONPATH and this checkout:
+  the site-packages directories (the virtualenv's, the base's where it
+  sees them, the user's) and any directory their .pth files added.
+  """
+  paths = sysconfig.get_paths()
+  standard = {os.path.realpath(p) for p in (
+      paths['stdlib'], paths['platstdlib'],
+      os.path.join(paths['platstdlib'], 'lib-dynload'))}
+  given = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+  skipped = standard | {os.path.realpath(p) for p in given if p}
+  found = []
+  for entry in sys.path:
+    real = os.path.realpath(entry or os.curdir)
+    if (os.path.isdir(real) and real not in skipped and real not in found
+        and not (real + os.sep).startswith(os.path.realpath(ROOT) + os.sep)):
+      found.append(real)
+  return found
+
+
+def _see_running_packages(python):
+  """Makes `python`'s venv import what the running environment has."""
+  purelib = subprocess.run(
+      [str(python), '-c', 'import sysconfig; '
+       'print(sysconfig.get_paths()["purelib"])'], capture_output=True,
+      text=True, timeout=120, check=True, env=_clean_env()).stdout.strip()
+  # Plain directories, after the venv's own: its .pth files (this
+  # checkout's editable install among them) are not run.
+  with open(os.path.join(purelib, 'running_environment.pth'), 'w',
+            encoding='utf-8') as f:
+    f.write(''.join(f'{d}\n' for d in _running_site_packages()))
+
+
 def _install_and_run(version, wheelhouse, work):
   """venv + `pip install tensorfx-sdk` + the iris sample, for one Python."""
-  python = find_interpreter(version)
+  running = version == '{}.{}'.format(*sys.version_info[:2])
+  python = sys.executable if running else find_interpreter(version)
   if python is None:
     return None
   venv = work / 'venv'
-  running = version == '{}.{}'.format(*sys.version_info[:2])
-  subprocess.run([python, '-m', 'venv', str(venv)] +
-                 (['--system-site-packages'] if running else []),
-                 check=True, timeout=120, env=_clean_env())
+  subprocess.run([python, '-m', 'venv', str(venv)], check=True, timeout=120,
+                 env=_clean_env())
   bin_dir = venv / 'bin'
+  if running:
+    _see_running_packages(bin_dir / 'python')
   # Beside the running interpreter's packages (this checkout installed
   # among them), the wheel is installed over them, without dependencies.
   extra = ['--force-reinstall', '--no-deps'] if running else []
@@ -153,7 +217,7 @@ def installs(wheelhouse, tmp_path_factory):
   side by side 11.7 min (under other load), so they run in turn;
   TENSORFX_INSTALL_WORKERS=N runs N at a time.
   """
-  import concurrent.futures  # pylint: disable=g-import-not-at-top
+  import concurrent.futures
   versions = _wanted()
   workers = int(os.environ.get('TENSORFX_INSTALL_WORKERS', '1'))
   with concurrent.futures.ThreadPoolExecutor(max(workers, 1)) as pool:

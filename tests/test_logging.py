@@ -52,6 +52,7 @@ print('root unchanged')
 '''
 
 
+@pytest.mark.slow
 def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
     tmp_path):
   run = (f'code = tensorfx.tools.main(["train", "--module", "trainer", '
@@ -66,13 +67,14 @@ def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
     assert noise not in result.stderr, (noise, result.stderr[:3000])
   lines = result.stderr.splitlines()
   # tensorfx's lines, once each, in its format (HH:MM:SS LEVEL message).
-  training = [l for l in lines if 'Training from step 0 to 5' in l]
+  training = [line for line in lines if 'Training from step 0 to 5' in line]
   assert len(training) == 1 and training[0][8:] == (
       ' INFO Training from step 0 to 5, 64 examples per step'), training
-  assert sum('Exported the model' in l for l in lines) == 1
+  assert sum('Exported the model' in line for line in lines) == 1
   assert 'the program still logs' in result.stderr
 
 
+@pytest.mark.slow
 def test_the_programs_logging_setup_is_kept_and_used(iris_analysis, tmp_path):
   setup = ('logging.basicConfig(level=logging.INFO, '
            'format="USER %(name)s: %(message)s")')
@@ -98,8 +100,8 @@ logging.info("my own info line")
   # Through the program's handler, once; tensorfx's own stays silent.
   assert lines.count('USER tensorfx: Training from step 0 to 3, 64 examples '
                      'per step') == 1, result.stderr[-3000:]
-  assert not any(l.endswith(' INFO Training from step 0 to 3, 64 examples '
-                            'per step') for l in lines)
+  assert not any(line.endswith(' INFO Training from step 0 to 3, 64 examples '
+                            'per step') for line in lines)
   # tensorfx did not lower or raise the root logger's level.
   assert 'USER root: my own info line' in lines
 
@@ -168,7 +170,7 @@ def test_configure_sets_tensorfx_and_library_levels_not_roots():
     assert (root.level, list(root.handlers)) == before
     assert _logging.logger.level == logging.DEBUG
     assert _logging.logger.propagate
-    assert sum(isinstance(h, _logging._FallbackHandler)  # pylint: disable=protected-access
+    assert sum(isinstance(h, _logging._FallbackHandler)
                for h in _logging.logger.handlers) == 1
     assert logging.getLogger('apache_beam').level == logging.ERROR
   finally:

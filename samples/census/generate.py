@@ -153,7 +153,7 @@ def _text(value):
 
 def to_example(row):
   """A row as a tf.Example: int64_list, float_list or bytes_list per field."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   feature = {}
   for name in FIELDS:
     value = row[name]
@@ -170,7 +170,7 @@ def to_example(row):
 
 
 def write_tfrecords(path, rows):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.TFRecordWriter(path, 'GZIP') as writer:
     for row in rows:
       writer.write(to_example(row).SerializeToString())

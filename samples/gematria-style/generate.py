@@ -88,7 +88,7 @@ def cycles(block, machine, simulated, rng):
 
 
 def example(block_id, block, source=None, throughput=None):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
   def ints(value):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
@@ -126,7 +126,7 @@ def measured(count, rng, first_id):
 
 
 def write(path, records):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.TFRecordWriter(path, 'GZIP') as writer:
     for record in records:
       writer.write(record if isinstance(record, bytes)
@@ -135,7 +135,7 @@ def write(path, records):
 
 def invalid(records):
   """The records with 5 invalid ones put among them."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   text = tf.train.Example()
   text.CopyFrom(records[0])
   text.features.feature['throughput'].CopyFrom(tf.train.Feature(

@@ -1,4 +1,4 @@
-"""Writes synthetic user/item click data with large, Zipf-distributed id spaces.
+r"""Writes synthetic user/item click data with large, Zipf-distributed id spaces.
 
 Users and items have made-up 64-bit-ish ids (random integers below 2^40,
 so only hashing can map them to rows) and hidden taste vectors. Each
@@ -18,7 +18,7 @@ is printed and written to `oracle.json`.
 Run it from this directory (deterministic for a given --seed):
 
   python generate.py                                   # the README's size
-  python generate.py --users 2000 --items 1000 --train 20000 --eval 2000 \\
+  python generate.py --users 2000 --items 1000 --train 20000 --eval 2000 \
       --output /tmp/recommend-data                      # tiny, for tests
 
 Writes, under --output (default data/):
@@ -106,7 +106,7 @@ def auc(labels, scores):
 
 
 def to_example(columns, i):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   feature = tf.train.Feature
   return tf.train.Example(features=tf.train.Features(feature={
       'user': feature(int64_list=tf.train.Int64List(
@@ -121,7 +121,7 @@ def to_example(columns, i):
 
 
 def write_tfrecords(path, columns, indices):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.TFRecordWriter(path, 'GZIP') as writer:
     for i in indices:
       writer.write(to_example(columns, i).SerializeToString())

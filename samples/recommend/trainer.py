@@ -1,4 +1,4 @@
-"""The recommendation sample: click-through from raw user and item ids.
+r"""The recommendation sample: click-through from raw user and item ids.
 
 Each raw id goes through an embedding table (`features.yaml`: `capacity`
 rows, admission after 2 sightings, eviction after 20,000 idle steps); the
@@ -8,9 +8,9 @@ sparse optimizer (`--embedding-optimizer`, lazy Adam by default), the dense
 layers with `--optimizer`. Evaluation reports the AUC (and ranks models by
 it). Run it from this directory (see README.md):
 
-  tensorfx train --module trainer --output /tmp/recommend \\
-      --data-train 'data/train-*.tfrecord.gz' --data-eval data/eval.tfrecord.gz \\
-      --data-schema schema.yaml --data-features features.yaml \\
+  tensorfx train --module trainer --output /tmp/recommend \
+      --data-train 'data/train-*.tfrecord.gz' --data-eval data/eval.tfrecord.gz \
+      --data-schema schema.yaml --data-features features.yaml \
       --hidden-layers:1 64 --hidden-layers:2 32
 """
 

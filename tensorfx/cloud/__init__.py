@@ -10,14 +10,14 @@ Nothing here imports TensorFlow or the Google Cloud clients until a
 function needs them.
 """
 
-from tensorfx._jobdirs import output_dirs
-from tensorfx.cloud._errors import CloudError
-from tensorfx.cloud._errors import JobFailedError
 from tensorfx._hypertune import report_metric
 from tensorfx._hypertune import report_metrics
 from tensorfx._hypertune import trial_id
+from tensorfx._jobdirs import output_dirs
 from tensorfx.cloud._configfile import ConfigFile
 from tensorfx.cloud._configfile import load_config
+from tensorfx.cloud._errors import CloudError
+from tensorfx.cloud._errors import JobFailedError
 from tensorfx.cloud._images import EXECUTOR_IMAGE_CPU
 from tensorfx.cloud._images import EXECUTOR_IMAGE_GPU
 from tensorfx.cloud._images import trainer_image

@@ -51,7 +51,7 @@ def trainer_image(project, region, gpu=False, version=None):
       runs the tensorfx that submitted it.
   """
   if version is None:
-    from tensorfx._version import __version__  # pylint: disable=g-import-not-at-top
+    from tensorfx._version import __version__
     version = __version__
   name = 'trainer-gpu' if gpu else 'trainer'
   return (f'{region}-docker.pkg.dev/{project}/{TRAINER_IMAGE_REPOSITORY}/'

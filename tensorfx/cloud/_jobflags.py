@@ -7,6 +7,7 @@ The flags are those of `gcloud ai-platform jobs submit training` (what
 
 import os
 import types
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.cloud import _checks
@@ -160,7 +161,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
     ConfigurationError: a missing project, region or staging location, a
       bad flag value, or a bad config file (naming file, line and key).
   """
-  import datetime  # pylint: disable=g-import-not-at-top
+  import datetime
   environ = os.environ if environ is None else environ
   known = {f'{FLAG_PREFIX[r]}_{s}' for r in _workerpool.ROLES
            for s in ('machine_type', 'accelerator', 'image_uri', 'count')}
@@ -205,7 +206,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
   timeout_seconds = _checks.parse_duration(timeout) if timeout is not None \
       else fields.get('timeout_seconds')
   all_args = tuple(fields.get('args', ())) + tuple(args)
-  roles = {role: (_workerpool.WorkerPool(**pools[role]) if role in pools
+  roles: dict[str, Any] = {role: (_workerpool.WorkerPool(**pools[role]) if role in pools
                   else None)
            for role in _workerpool.ROLES}
   return _jobspec.JobSpec(
@@ -219,7 +220,7 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
           fields.get('package_uris', ())),
       args=all_args,
       job_dir=job_dir,
-      labels=merged_labels,
+      labels=types.MappingProxyType(merged_labels),
       service_account=service_account or fields.get('service_account'),
       network=network or fields.get('network'),
       timeout_seconds=timeout_seconds,

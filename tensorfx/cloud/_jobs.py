@@ -54,12 +54,12 @@ def job_client(region, api_endpoint=None):
     region: the job's region; picks the regional endpoint.
     api_endpoint: another endpoint ('host[:port]' or a URL), or None.
   """
-  from google.api_core.client_options import ClientOptions  # pylint: disable=g-import-not-at-top
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.api_core.client_options import ClientOptions
+  from google.cloud import aiplatform_v1
   endpoint = api_endpoint or f'{region}-aiplatform.googleapis.com'
   credentials = None
   if endpoint.startswith('http://'):
-    from google.auth.credentials import AnonymousCredentials  # pylint: disable=g-import-not-at-top
+    from google.auth.credentials import AnonymousCredentials
     credentials = AnonymousCredentials()
   return aiplatform_v1.JobServiceClient(
       transport='rest', credentials=credentials,
@@ -68,7 +68,7 @@ def job_client(region, api_endpoint=None):
 
 def _proto_request(request):
   """The create request (JSON) as the client's request message."""
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   if 'customJob' in request:
     cls = aiplatform_v1.CreateCustomJobRequest
   else:
@@ -83,18 +83,26 @@ def request_json(message):
   camelCase field names and enum names; fields left at their defaults are
   omitted, exactly as the client omits them on the wire.
   """
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
   return json_format.MessageToJson(type(message).pb(message), indent=2)
 
 
 def _as_dict(message):
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
   return json_format.MessageToDict(type(message).pb(message))
 
 
 def _api_message(error):
   """The service's explanation, without the REST client's 'POST url: '."""
   return re.sub(r'^[A-Z]+ \S+: ', '', str(error.message or error))
+
+
+def _region(name):
+  """The region of a full job name (which resolve_name makes)."""
+  match = _NAME.match(name)
+  if match is None:
+    raise CloudError(f'Not a Vertex AI job name. Received: {name!r}')
+  return match['region']
 
 
 def _console_url(name):
@@ -226,7 +234,7 @@ def submit(spec, *, package_path=None, packages=(), dry_run=False,
 
 
 def _create(request, region, api_endpoint):
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   client = job_client(region, api_endpoint)
   try:
     if 'custom_job' in type(request).meta.fields:
@@ -268,7 +276,7 @@ def resolve_name(job, project=None, region=None):
 
 
 def _get(client, name):
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   try:
     if '/customJobs/' in name:
       return _as_dict(client.get_custom_job(name=name))
@@ -286,7 +294,7 @@ def _trial_summary(job):
   trials = job.get('trials') or []
   if not trials:
     return None
-  counts = {}
+  counts: dict[str, int] = {}
   for trial in trials:
     state = trial.get('state', 'STATE_UNSPECIFIED').lower()
     counts[state] = counts.get(state, 0) + 1
@@ -330,7 +338,7 @@ def wait(job_name, *, api_endpoint=None, poll_interval=DEFAULT_POLL_SECONDS,
   """
   out = out or sys.stdout
   name = resolve_name(job_name)
-  region = _NAME.match(name)['region']
+  region = _region(name)
   client = client or job_client(region, api_endpoint)
   short_name = '/'.join(name.split('/')[-2:])
   deadline = None if timeout is None else time.monotonic() + timeout
@@ -384,7 +392,7 @@ def status(job, project=None, region=None, *, follow=True, api_endpoint=None,
   """
   out = out or sys.stdout
   name = resolve_name(job, project, region)
-  client = job_client(_NAME.match(name)['region'], api_endpoint)
+  client = job_client(_region(name), api_endpoint)
   if follow:
     return wait(name, poll_interval=poll_interval, out=out, client=client)
   found = _get(client, name)

@@ -26,7 +26,6 @@ from tensorfx.cloud._studyspec import StudySpec
 from tensorfx.cloud._workerpool import ROLES
 from tensorfx.cloud._workerpool import WorkerPool
 
-
 _LABEL_KEY = re.compile(r'^[a-z][a-z0-9_-]{0,62}$')
 _LABEL_VALUE = re.compile(r'^[a-z0-9_-]{0,63}$')
 _PROJECT = re.compile(r'^[a-z0-9][a-z0-9.:-]{3,62}[a-z0-9]$')
@@ -213,7 +212,7 @@ class JobSpec:
     pools = self.pools()
     while pools[-1] is None:
       pools.pop()
-    spec = {'workerPoolSpecs': [
+    spec: dict[str, Any] = {'workerPoolSpecs': [
         {} if pool is None else pool.to_json(
             self.trainer_image or _images.trainer_image(
                 self.project, self.region, pool.gpu),

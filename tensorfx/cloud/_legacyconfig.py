@@ -13,7 +13,6 @@ from tensorfx.cloud import _checks
 from tensorfx.cloud import _machines
 from tensorfx.cloud import _studyconfig
 
-
 # Role -> legacy key prefix.
 _LEGACY = {'chief': 'master', 'workers': 'worker',
            'parameter_servers': 'parameterServer', 'evaluator': 'evaluator'}

@@ -41,13 +41,13 @@ def logging_client(project: str, api_endpoint: str | None = None) -> Any:
       for logging.googleapis.com. A plain http:// endpoint gets anonymous
       credentials, since real ones must never travel unencrypted.
   """
-  from google.cloud import logging as cloud_logging  # pylint: disable=g-import-not-at-top
+  from google.cloud import logging as cloud_logging
   credentials = None
   options = None
   if api_endpoint:
     options = {'api_endpoint': api_endpoint}
     if api_endpoint.startswith('http://'):
-      from google.auth.credentials import AnonymousCredentials  # pylint: disable=g-import-not-at-top
+      from google.auth.credentials import AnonymousCredentials
       credentials = AnonymousCredentials()
   return cloud_logging.Client(project=project, credentials=credentials,
                               client_options=options, _use_grpc=False)
@@ -139,8 +139,8 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
 
 
 def _entries(reader: Any, match: Any, since: str) -> Any:
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
-  from google.cloud import logging as cloud_logging  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
+  from google.cloud import logging as cloud_logging
   try:
     return list(reader.list_entries(
         resource_names=[f'projects/{match["project"]}'],
@@ -181,7 +181,7 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
       region.
     CloudError: the job has already ended, or the call failed.
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   out = out or sys.stdout
   name = _jobs.resolve_name(job, project, region)
   match = _jobs.NAME.match(name)

@@ -50,7 +50,7 @@ _MODERN_MACHINE = re.compile(r'^[a-z][a-z0-9]*-[a-z0-9-]+$')
 
 def accelerator_types():
   """The accelerator type names Vertex AI accepts (from its API)."""
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   return tuple(n for n in aiplatform_v1.AcceleratorType.__members__
                if n != 'ACCELERATOR_TYPE_UNSPECIFIED')
 

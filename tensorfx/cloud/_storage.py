@@ -91,9 +91,9 @@ def storage_client(project=None):
     A client with the default credentials, or, when `STORAGE_EMULATOR_HOST`
     is set, with anonymous credentials talking to that emulator.
   """
-  from google.cloud import storage  # pylint: disable=g-import-not-at-top
+  from google.cloud import storage
   if os.environ.get('STORAGE_EMULATOR_HOST'):
-    from google.auth.credentials import AnonymousCredentials  # pylint: disable=g-import-not-at-top
+    from google.auth.credentials import AnonymousCredentials
     return storage.Client(project=project or _EMULATOR_PROJECT,
                           credentials=AnonymousCredentials())
   return storage.Client(project=project)
@@ -123,7 +123,7 @@ def check_bucket(bucket, client=None, what='staging bucket'):
       bucket cannot be read with these credentials.
     CloudError: the check itself failed (e.g. no network).
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   name = parse_gcs_uri(bucket)[0] if str(bucket).startswith('gs://') else \
       parse_gcs_uri(f'gs://{bucket}')[0]
   storage = client or storage_client()
@@ -163,7 +163,7 @@ def upload(local_path, gcs_uri, client=None):
     ConfigurationError: the file does not exist, or the URI is not gs://.
     CloudError: the upload failed.
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   local_path = os.fspath(local_path)
   if not os.path.isfile(local_path):
     raise ConfigurationError(
@@ -204,7 +204,7 @@ def download(gcs_uri, local_path, client=None):
     ConfigurationError: the object does not exist.
     CloudError: the download failed.
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   bucket, path = parse_gcs_uri(str(gcs_uri))
   storage = client or storage_client()
   local_path = os.fspath(local_path)
@@ -272,7 +272,7 @@ def list_uris(prefix, client=None):
     ConfigurationError: the prefix is not gs://.
     CloudError: the listing failed (e.g. the bucket does not exist).
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   bucket, path = parse_gcs_uri(prefix)
   storage = client or storage_client()
   try:
@@ -293,7 +293,7 @@ def exists(gcs_uri, client=None):
     ConfigurationError: the URI is not gs://.
     CloudError: the check failed (e.g. access denied).
   """
-  from google.api_core import exceptions  # pylint: disable=g-import-not-at-top
+  from google.api_core import exceptions
   bucket, path = parse_gcs_uri(gcs_uri)
   storage = client or storage_client()
   try:

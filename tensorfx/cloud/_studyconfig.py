@@ -6,6 +6,7 @@ Legacy AI Platform's `trainingInput.hyperparameters` or Vertex AI's
 """
 
 import types
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.cloud import _checks
@@ -49,7 +50,7 @@ def legacy_study(where, value):
       scale = _checks.enum(at.at(param, 'scaleType'), scale,
                            _studyspec.SCALE_TYPES + ('NONE',), 'a scale type')
       scale = None if scale == 'NONE' else scale
-    kwargs = {'scale_type': scale}
+    kwargs: dict[str, Any] = {'scale_type': scale}
     if kind in ('DOUBLE', 'INTEGER'):
       for key, name in (('minValue', 'min_value'), ('maxValue', 'max_value')):
         if key not in param:
@@ -146,7 +147,7 @@ def vertex_study(where, doc):
     key, kind = given[0]
     vat = iat.at(param, key)
     values = _checks.mapping(vat, param[key], key)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if kind in ('DOUBLE', 'INTEGER'):
       for name, field in (('minValue', 'min_value'),
                           ('maxValue', 'max_value')):
@@ -193,8 +194,10 @@ def vertex_study(where, doc):
 
 
 def _algorithm(where, spec):
-  """The search algorithm of a legacy or Vertex study spec; None for the
-  service's default (absent or ALGORITHM_UNSPECIFIED)."""
+  """The search algorithm of a legacy or Vertex study spec.
+
+  None for the service's default (absent or ALGORITHM_UNSPECIFIED).
+  """
   algorithm = spec.get('algorithm')
   if algorithm is None:
     return None

@@ -7,7 +7,6 @@ from typing import Any, Mapping
 from tensorfx.cloud import _argchecks
 from tensorfx.cloud import _vertexschema
 
-
 PARAMETER_TYPES = ('DOUBLE', 'INTEGER', 'DISCRETE', 'CATEGORICAL')
 SCALE_TYPES = ('UNIT_LINEAR_SCALE', 'UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE')
 GOALS = ('MAXIMIZE', 'MINIMIZE')
@@ -62,12 +61,14 @@ class ParameterSpec:
             f'{what}: {bound}',
             'an integer' if self.type == 'INTEGER' else 'a number',
             value)
-      _argchecks.require(self.min_value <= self.max_value,
+      low: Any = self.min_value  # Numbers: checked above.
+      high: Any = self.max_value
+      _argchecks.require(low <= high,
                          f'{what}: max_value',
                          f'at least min_value {self.min_value}',
                          self.max_value)
       if self.scale_type in ('UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE'):
-        _argchecks.require(self.min_value > 0, f'{what}: min_value',
+        _argchecks.require(low > 0, f'{what}: min_value',
                            'a positive number on a log scale', self.min_value)
     elif self.type == 'DISCRETE':
       _argchecks.require(
@@ -84,10 +85,12 @@ class ParameterSpec:
 
   def to_json(self):
     """This parameter's `StudySpec.ParameterSpec` as Vertex AI's JSON."""
-    spec = {'parameterId': self.name}
+    spec: dict[str, Any] = {'parameterId': self.name}
     if self.type == 'DOUBLE':
-      spec['doubleValueSpec'] = {'minValue': float(self.min_value),
-                                 'maxValue': float(self.max_value)}
+      low: Any = self.min_value  # Numbers: checked when made.
+      high: Any = self.max_value
+      spec['doubleValueSpec'] = {'minValue': float(low),
+                                 'maxValue': float(high)}
     elif self.type == 'INTEGER':
       spec['integerValueSpec'] = {'minValue': str(self.min_value),
                                   'maxValue': str(self.max_value)}
@@ -160,7 +163,7 @@ class StudySpec:
 
   def to_json(self):
     """The `StudySpec` as Vertex AI's JSON."""
-    study = {
+    study: dict[str, Any] = {
         'metrics': [{'metricId': self.metric, 'goal': self.goal}],
         'parameters': [p.to_json() for p in self.parameters],
     }

@@ -9,6 +9,8 @@ create --config` read: `workerPoolSpecs`, `scheduling`, `serviceAccount`,
 they are.
 """
 
+from typing import Any
+
 from tensorfx import _yaml
 from tensorfx.cloud import _checks
 from tensorfx.cloud import _machines
@@ -124,7 +126,8 @@ def read(where, doc):
   _vertexschema.check(where, doc, _vertexschema.top_level_fields(),
                       'job config')
   doc = _snake_free(doc)
-  fields, pools = {}, {}
+  fields: dict[str, Any] = {}
+  pools: dict[str, Any] = {}
   job, job_at = doc, where
   if 'trialJobSpec' in doc:
     clash = [k for k in _VERTEX_JOB if k in doc]

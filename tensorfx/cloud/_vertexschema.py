@@ -38,7 +38,7 @@ _OPAQUE = frozenset({
 
 
 def _descriptor(name: str) -> Any:
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   return getattr(aiplatform_v1, name).pb().DESCRIPTOR
 
 
@@ -57,9 +57,12 @@ def job_spec_fields() -> set[str]:
 
 
 def top_level_fields() -> dict[str, Any]:
-  """What a config's top level may hold: a CustomJobSpec's fields, and a
-  CustomJob's and HyperparameterTuningJob's around it (labels, displayName,
-  studySpec, maxTrialCount, trialJobSpec, ...)."""
+  """What a config's top level may hold.
+
+  A CustomJobSpec's fields, and a CustomJob's and HyperparameterTuningJob's
+  around it (labels, displayName, studySpec, maxTrialCount, trialJobSpec,
+  ...).
+  """
   fields = {}
   for name in ('HyperparameterTuningJob', 'CustomJob', 'CustomJobSpec'):
     fields.update(_fields(_descriptor(name)))
@@ -111,7 +114,7 @@ def check(where: Any, value: Any, fields: dict[str, Any], what: str) -> None:
 
 
 def _check_value(where: Any, value: Any, field: Any) -> None:
-  from google.protobuf import descriptor as pb  # pylint: disable=g-import-not-at-top
+  from google.protobuf import descriptor as pb
   message = field.message_type
   if message is not None and message.GetOptions().map_entry:
     if not isinstance(value, dict):

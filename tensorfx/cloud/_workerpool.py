@@ -90,18 +90,19 @@ class WorkerPool:
   @property
   def gpu(self):
     """Whether the machines have GPUs (which need the GPU image)."""
-    return bool(self.accelerator_type) and \
-        not self.accelerator_type.startswith('TPU')
+    return bool(self.accelerator_type and
+                not self.accelerator_type.startswith('TPU'))
 
   def to_json(self, trainer_image, package_uris, python_module, args):
     """This pool's `WorkerPoolSpec` as Vertex AI's JSON."""
-    machine = {'machineType': self.machine_type}
+    machine: dict[str, Any] = {'machineType': self.machine_type}
     if self.accelerator_type:
       machine['acceleratorType'] = self.accelerator_type
       machine['acceleratorCount'] = self.accelerator_count
-    pool = {'machineSpec': machine, 'replicaCount': str(self.replica_count)}
+    pool: dict[str, Any] = {'machineSpec': machine,
+                            'replicaCount': str(self.replica_count)}
     if self.boot_disk_type or self.boot_disk_size_gb:
-      disk = {}
+      disk: dict[str, Any] = {}
       if self.boot_disk_type:
         disk['bootDiskType'] = self.boot_disk_type
       if self.boot_disk_size_gb:
@@ -117,7 +118,7 @@ class WorkerPool:
       else:
         image = trainer_image
         command = _images.run_package_command(package_uris, python_module)
-      container = {'imageUri': image}
+      container: dict[str, Any] = {'imageUri': image}
       if command:
         container['command'] = list(command)
       if args:

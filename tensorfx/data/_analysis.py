@@ -48,7 +48,7 @@ _DIRECT = ('directrunner', 'direct')
 def analyze(dataset, output_dir, source='train', pipeline_args=None,
             reuse=True):
   """Runs the analysis (or reuses an equal one); see `DataSet.analyze`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   data_source = dataset[source]
   files = data_source.files()  # Fail fast, before Beam starts.
   fingerprint = _fingerprint.fingerprint(dataset, source)
@@ -78,14 +78,13 @@ def analyze(dataset, output_dir, source='train', pipeline_args=None,
 
 def _run(dataset, data_source, output_dir, options):
   """Runs the pipeline; returns (the `Metadata`, bad records skipped)."""
-  # pylint: disable=g-import-not-at-top
   import tensorflow as tf
   import tensorflow_transform.beam as tft_beam
   from tensorflow_transform.tf_metadata import dataset_metadata
   from tensorflow_transform.tf_metadata import metadata_io
   from tensorflow_transform.tf_metadata import schema_utils
+
   from tensorfx.data import _transforms
-  # pylint: enable=g-import-not-at-top
   schema = data_source.schema
   preprocessing_fn = dataset.preprocessing_fn
   tf.io.gfile.makedirs(output_dir)
@@ -118,7 +117,7 @@ def _run(dataset, data_source, output_dir, options):
     # Beam re-raises a worker's error as the same type, its message suffixed
     # with the step that failed: keep just the data error's text.
     raise DataError(_BEAM_STEP.sub('', str(e))) from None
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     # Runners may wrap it in another error; recover the data error's text.
     match = re.search(r'DataError: (.+?)(?:\n|$)', str(e))
     if match:
@@ -150,10 +149,8 @@ def pipeline_options(pipeline_args, files=()):
       mode: one worker process per core from `MULTI_PROCESSING_BYTES` on a
       machine of `MULTI_PROCESSING_CORES` or more, else in this process.
   """
-  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf
   from apache_beam.options.pipeline_options import PipelineOptions
-  # pylint: enable=g-import-not-at-top
+  import tensorflow as tf
   args = list(pipeline_args or [])
   given = {a.split('=')[0].lstrip('-') for a in args if a.startswith('--')}
   if 'runner' not in given:
@@ -207,7 +204,7 @@ def _quiet_beam():
 
 def bad_records(result):
   """How many bad records the sources of a finished pipeline skipped."""
-  from apache_beam.metrics.metric import MetricsFilter  # pylint: disable=g-import-not-at-top
+  from apache_beam.metrics.metric import MetricsFilter
   try:
     counters = result.metrics().query(MetricsFilter().with_namespace(
         _arrow.COUNTER_NAMESPACE).with_name(
@@ -225,7 +222,7 @@ def bad_records(result):
 
 
 def _write_json(value, path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.gfile.GFile(path, 'w') as f:
     json.dump(value, f)
 

@@ -15,14 +15,14 @@ COUNTER_NAMESPACE = 'tensorfx'
 
 
 def _value_type(field):
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   return {'integer': pa.int64(), 'real': pa.float32(),
           'discrete': pa.large_binary()}[field.type.value]
 
 
 def arrow_schema(schema):
   """The Arrow schema of the record batches of a `Schema`."""
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   return pa.schema([pa.field(f.name, pa.large_list(_value_type(f)))
                     for f in schema])
 
@@ -33,12 +33,11 @@ def tensor_adapter_config(schema):
   Scalars and fixed-length fields become dense tensors, variable-length
   ones `tf.SparseTensor`s: what the training readers give the transform.
   """
-  # pylint: disable=g-import-not-at-top
   from tensorflow_transform.tf_metadata import schema_utils
   from tfx_bsl.tfxio import tensor_adapter
   from tfx_bsl.tfxio import tensor_representation_util
+
   from tensorfx.data import _transforms
-  # pylint: enable=g-import-not-at-top
   proto = schema_utils.schema_from_feature_spec(
       _transforms.raw_feature_spec(schema))
   return tensor_adapter.TensorAdapterConfig(
@@ -63,8 +62,8 @@ def record_batch(columns, schema):
   Returns:
     A `pyarrow.RecordBatch` with `arrow_schema(schema)`.
   """
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import pyarrow as pa
   arrays = []
   for field in schema:
     value_type = _value_type(field)
@@ -88,12 +87,12 @@ def record_batch(columns, schema):
 
 
 def _numpy(value):
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   return value.numpy() if hasattr(value, 'numpy') else np.asarray(value)
 
 
 def _values(values, value_type):
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
   if pa.types.is_large_binary(value_type):
     # Text from pandas or Python is str; from TensorFlow, bytes.
     return pa.array([v.encode('utf-8') if isinstance(v, str) else v
@@ -104,7 +103,7 @@ def _values(values, value_type):
 
 def _ragged(column):
   """(flat values, row lengths) of a variable-length column."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   if hasattr(column, 'indices') and hasattr(column, 'dense_shape'):
     rows = int(column.dense_shape[0])
     lengths = np.bincount(_numpy(column.indices)[:, 0], minlength=rows)

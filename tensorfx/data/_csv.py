@@ -24,7 +24,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _csvrules
 from tensorfx.data import _paths
 from tensorfx.data import _validation
-from tensorfx.data._csvrules import parse_lines  # pylint: disable=unused-import
+from tensorfx.data._csvrules import parse_lines
 from tensorfx.data._csvrules import read_rows
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
@@ -124,7 +124,7 @@ class CsvDataSource(DataSource):
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     files = self.files()
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
@@ -157,7 +157,7 @@ class CsvDataSource(DataSource):
 
   def _check_batch(self, lines):
     """Parses and checks each line; drops empty and bad ones, counting these."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
     features, reasons = parse_lines(lines, self.schema, self.delimiter)
     good = reasons == ''
@@ -210,7 +210,7 @@ class CsvDataSource(DataSource):
 
   def _find_line(self, record):
     """The message of the first line whose text is `record`, by the rules."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     for path in self.files():
       with tf.io.gfile.GFile(path, 'rb') as f:
         for number, line in enumerate(f, start=1):
@@ -234,7 +234,7 @@ class CsvDataSource(DataSource):
                 skip_bad_records=self.skip_bad_records)
 
   def record_batches(self, pipeline, label='ReadCsv'):
-    from tensorfx.data import _csvsplits  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _csvsplits
     return _csvsplits.record_batches(self, pipeline, label)
 
 

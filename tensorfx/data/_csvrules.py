@@ -68,7 +68,7 @@ def nan_is_missing(field):
 
 
 def dtype(field):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return {'integer': tf.int64, 'real': tf.float32,
           'discrete': tf.string}[field.type.value]
 
@@ -83,8 +83,9 @@ def decode_lines(lines, schema, delimiter=','):
   Returns:
     A dict of [B'] tensors by field name, B' the non-empty lines.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _validation  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx.data import _validation
   lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
   defaults = []
   for field in schema:
@@ -132,7 +133,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
     `(features, reasons)`: a dict of [B] tensors, and [B] strings that are
     empty for good lines and say what is wrong with bad ones.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   size = len(schema)
   optional = set(optional)
   short_fields = [f for f in schema if f.name not in optional]
@@ -185,7 +186,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
 
 
 def _parse_column(field, column):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   type_name = field.type.value
   empty = tf.strings.length(column) == 0
   if nan_is_missing(field):
@@ -258,7 +259,7 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
 
 
 def _lines(path, skip_header):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   # Bytes, decoded line by line: a line that is not UTF-8 is a bad row.
   with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):

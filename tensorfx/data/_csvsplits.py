@@ -17,6 +17,7 @@ skipped rows are logged by file and line.
 import collections
 from concurrent import futures
 import os
+from typing import Any
 
 import apache_beam as beam
 
@@ -33,7 +34,7 @@ _THREADS = min(os.cpu_count() or 1, 4)
 
 def splits(files, split_bytes=None):
   """`(path, start, end)` byte ranges covering the files."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   split_bytes = split_bytes or SPLIT_BYTES
   ranges = []
   for path in files:
@@ -61,7 +62,7 @@ def blocks(path, start, end, block_bytes=None):
   `data` ends with the end of a line (its newline included, except at the
   end of the file); `offset` is its position in the file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   block_bytes = block_bytes or BLOCK_BYTES
   with tf.io.gfile.GFile(path, 'rb') as f:
     offset = start
@@ -106,7 +107,7 @@ def blocks(path, start, end, block_bytes=None):
 
 def count_lines(path, end):
   """How many lines start before byte `end` of a file (all but the last)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   count = 0
   with tf.io.gfile.GFile(path, 'rb') as f:
     remaining = end
@@ -136,14 +137,14 @@ class _DecodeRanges(beam.DoFn):
                           self._skip_bad_records)
 
   def process(self, split):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path, start, end = split
     first = _FirstLine(path)
     # Blocks decode in threads (TensorFlow releases the GIL), in order, a
     # few ahead of the one tf.Transform works on: every core is busy even
     # in a single-process runner.
     with futures.ThreadPoolExecutor(_THREADS) as pool:
-      ahead = collections.deque()
+      ahead: collections.deque[Any] = collections.deque()
       for item in self._blocks(path, start, end, first):
         ahead.append((pool.submit(self._parse, tf.constant(item[0])),) + item)
         if len(ahead) > _THREADS:
@@ -167,7 +168,7 @@ class _DecodeRanges(beam.DoFn):
 
   def _batches(self, path, first, item):
     """The RecordBatch of one decoded block (checked, or bad rows dropped)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     future, data, header = item
     first.skip(header)
     if not self._skip_bad_records:
@@ -213,7 +214,7 @@ class _DecodeRanges(beam.DoFn):
 
 # Traced parsers by (schema, delimiter, skipping): a runner makes a DoFn per
 # bundle, and tracing one costs more than decoding a block.
-_PARSERS = {}
+_PARSERS: dict[Any, Any] = {}
 
 
 def _parser(schema, delimiter, skip_bad_records):
@@ -221,7 +222,7 @@ def _parser(schema, delimiter, skip_bad_records):
   key = (schema, delimiter, skip_bad_records)
   if key in _PARSERS:
     return _PARSERS[key]
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
   def lines_of(data):
     # As TextLineDataset cuts lines: at \n, without a \r before it.

@@ -13,6 +13,7 @@ from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
+from tensorfx.data._schema import SchemaFieldType
 from tensorfx.data._schema import is_identifier
 
 # Rows per RecordBatch the analysis reads.
@@ -20,13 +21,13 @@ _BATCH_ROWS = 65536
 
 
 def _is_list(value):
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   return isinstance(value, (list, tuple, np.ndarray))
 
 
 def _type_of_values(values, column):
   """The schema type of a sequence of Python/numpy scalars."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   values = [v for v in values if v is not None]
   if values and all(isinstance(v, (numbers.Integral, np.integer)) and
                     not isinstance(v, (bool, np.bool_)) for v in values):
@@ -54,8 +55,8 @@ def infer_schema(frame):
   Raises:
     DataError: a column name is not an identifier, or its type is unknown.
   """
-  import pandas as pd  # pylint: disable=g-import-not-at-top
-  from pandas.api import types  # pylint: disable=g-import-not-at-top
+  import pandas as pd
+  from pandas.api import types
   fields = []
   for name in frame.columns:
     if not is_identifier(name):
@@ -84,7 +85,7 @@ def infer_schema(frame):
     else:
       raise DataError(f'Column {name!r} has dtype {dtype}, which a schema '
                       'cannot describe; convert it, or drop it.')
-    fields.append(SchemaField(name, kind, length=length))
+    fields.append(SchemaField(name, SchemaFieldType(kind), length=length))
   if not fields:
     raise DataError('The DataFrame has no columns.')
   return Schema(fields)
@@ -108,7 +109,7 @@ class DataFrameDataSource(DataSource):
   """
 
   def __init__(self, frame, schema, name='data'):
-    import pandas as pd  # pylint: disable=g-import-not-at-top
+    import pandas as pd
     if not isinstance(frame, pd.DataFrame):
       raise DataError(f'Source {name!r} must be a pandas DataFrame. '
                       f'Received: {type(frame).__name__}')
@@ -135,8 +136,8 @@ class DataFrameDataSource(DataSource):
     return self._columns
 
   def _column(self, field):
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    import pandas as pd  # pylint: disable=g-import-not-at-top
+    import numpy as np
+    import pandas as pd
     where = f'DataFrame {self.name!r}'
     if field.name not in self.frame.columns:
       raise DataError(f'{where} has no column {field.name!r}; its columns '
@@ -208,7 +209,7 @@ class DataFrameDataSource(DataSource):
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     columns = {}
     for field in self.schema:
       values = self.columns()[field.name]
@@ -246,7 +247,7 @@ class DataFrameDataSource(DataSource):
 
   def arrow_batches(self, rows=_BATCH_ROWS):
     """Yields the rows as Arrow RecordBatches of `rows` rows (see `_arrow`)."""
-    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _arrow
     columns = self.columns()
     for start in range(0, len(self.frame), rows):
       yield _arrow.record_batch(
@@ -254,14 +255,15 @@ class DataFrameDataSource(DataSource):
            for name, column in columns.items()}, self.schema)
 
   def record_batches(self, pipeline, label='ReadDataFrame'):
-    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    import apache_beam as beam
     return pipeline | f'{label}Batches' >> beam.Create(
         list(self.arrow_batches()))
 
   def content_digest(self):
-    import hashlib  # pylint: disable=g-import-not-at-top
-    import pickle  # pylint: disable=g-import-not-at-top
-    import pandas as pd  # pylint: disable=g-import-not-at-top
+    import hashlib
+    import pickle
+
+    import pandas as pd
     try:
       data = pd.util.hash_pandas_object(self.frame, index=True).to_numpy()
       data = data.tobytes() + repr(list(self.frame.columns)).encode()
@@ -271,7 +273,7 @@ class DataFrameDataSource(DataSource):
 
 
 def _isna(value):
-  import pandas as pd  # pylint: disable=g-import-not-at-top
+  import pandas as pd
   try:
     return bool(pd.isna(value))
   except (TypeError, ValueError):
@@ -285,7 +287,7 @@ def _as_int(value):
 
 
 def _dtype(field):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return {'integer': tf.int64, 'real': tf.float32,
           'discrete': tf.string}[field.type.value]
 
@@ -317,7 +319,7 @@ class DataFrameDataSet(DataSet):
         raise DataError('DataFrameDataSet needs a schema or at least one '
                         'source to infer it from.')
       name, frame = next(iter(sources.items()))
-      import pandas as pd  # pylint: disable=g-import-not-at-top
+      import pandas as pd
       if not isinstance(frame, pd.DataFrame):
         raise DataError(f'Source {name!r} must be a pandas DataFrame. '
                         f'Received: {type(frame).__name__}')
@@ -333,8 +335,8 @@ class DataFrameDataSet(DataSet):
     The same `Metadata` that `analyze()` writes to `metadata.json`, without
     the transform graph; for looking at the data.
     """
-    from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
-    from tensorfx.data._metadata import Metadata  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _statistics
+    from tensorfx.data._metadata import Metadata
     data_source = self[source]
     statistics = _statistics.Statistics(data_source.schema)
     for batch in data_source.arrow_batches():

@@ -83,7 +83,7 @@ class DataSource:
       raise DataError(f'A source needs paths. Received: {paths!r}')
     source = copy.copy(self)
     source.paths = _paths.as_list(paths)
-    source._files = None  # pylint: disable=protected-access
+    source._files = None
     return source
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
@@ -182,8 +182,8 @@ class DataSet:
       if _metadata.is_legacy(file):
         # Said when the analysis runs: logging is set up by then.
         self._legacy_metadata = file
-        path = None
-      self._analysis_dir = path
+      else:
+        self._analysis_dir = path
     self._sources = {}
     for name, source in (sources or {}).items():
       self._sources[name] = self._bind(name, source)
@@ -293,7 +293,7 @@ class DataSet:
   @property
   def analyzed(self):
     """Whether a complete analysis output is available."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if not self._analysis_dir:
       return False
     return (tf.io.gfile.exists(os.path.join(self._analysis_dir,
@@ -321,7 +321,7 @@ class DataSet:
     """The `Metadata` (statistics, vocabularies) of the analysis, or None."""
     if self._metadata is None and self.analyzed:
       self._metadata = Metadata.load(
-          os.path.join(self._analysis_dir, _METADATA_FILE))
+          os.path.join(str(self._analysis_dir), _METADATA_FILE))
     return self._metadata
 
   def _require_features(self, what):
@@ -333,7 +333,7 @@ class DataSet:
   @property
   def preprocessing_fn(self):
     """The tf.Transform `preprocessing_fn` compiled from the feature set."""
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms
     return _transforms.build_preprocessing_fn(
         self._require_features('Preprocessing'), self._schema)
 
@@ -364,7 +364,7 @@ class DataSet:
     Returns:
       The `Metadata` computed (or reused).
     """
-    from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _analysis
     self._require_features('Analysis')
     if self._legacy_metadata:
       logger.info('%s holds the original tensorfx\'s statistics, not an '
@@ -387,14 +387,14 @@ class DataSet:
             '--data-metadata) with a `tensorfx analyze` output directory, or '
             'call analyze(). Received: metadata='
             f'{self._analysis_dir!r}')
-      import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-      self._transform_output = tft.TFTransformOutput(self._analysis_dir)
+      import tensorflow_transform as tft
+      self._transform_output = tft.TFTransformOutput(str(self._analysis_dir))
     return self._transform_output
 
   @property
   def transformed_features(self):
     """A dict of feature name to `TransformedFeature`, after analysis."""
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms
     return _transforms.describe(self._require_features('Describing features'),
                                 self.transform_output)
 
@@ -405,7 +405,7 @@ class DataSet:
     has its fill value as `default_value`, so an absent feature is a
     missing value, as an empty CSV cell is; targets are required.
     """
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _transforms
     return _transforms.parsing_spec(self._reading_schema)
 
   def transform(self, dataset, layer=None):
@@ -415,8 +415,9 @@ class DataSet:
       dataset: batches of raw features, as `DataSource.read()` makes.
       layer: the transform layer to use (one is made if not given).
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
+
+    from tensorfx.data import _transforms
     apply = _transforms.applier(
         layer or self.transform_output.transform_features_layer())
     # Prefetched again: the transform is the pipeline's last stage.

@@ -10,6 +10,8 @@ With `skip_bad_records` the records that do not parse are left out of their
 batch and reported; a truncated or corrupt file fails either way.
 """
 
+from typing import Any
+
 from tensorfx._errors import DataError
 from tensorfx.data import _examplescan
 
@@ -37,8 +39,9 @@ def record_batches(path, schema, compression='', skip_bad_records=False,
     DataError: naming the file and record of the first bad record (unless
       `skip_bad_records`), or of a truncated or corrupt file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx.data import _arrow
   parse = _parser(schema)
   count = 0
   batches = iter(tf.data.TFRecordDataset(path, compression).batch(
@@ -70,8 +73,9 @@ def record_batches(path, schema, compression='', skip_bad_records=False,
 
 def _good_features(path, records, count, schema, on_bad_record):
   """The parsed good records of a batch (None if none), the bad reported."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+  import numpy as np
+
+  from tensorfx.data import _transforms
   spec = _transforms.parsing_spec(schema)
   values = records.numpy()
   good = []
@@ -88,14 +92,15 @@ def _good_features(path, records, count, schema, on_bad_record):
 
 # Traced parsers by schema: tracing one per file would cost more than
 # parsing a small file.
-_PARSERS = {}
+_PARSERS: dict[Any, Any] = {}
 
 
 def _parser(schema):
   """The tf.function parsing a batch of serialized tf.Examples."""
   if schema not in _PARSERS:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
+
+    from tensorfx.data import _transforms
     spec = _transforms.parsing_spec(schema)
     _PARSERS[schema] = tf.function(
         lambda records: tf.io.parse_example(records, spec),

@@ -141,8 +141,9 @@ class ExamplesDataSource(DataSource):
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
+
+    from tensorfx.data import _transforms
     files = self.files()
     compressions = self.compressions()
     spec = _transforms.parsing_spec(self.schema)
@@ -154,7 +155,7 @@ class ExamplesDataSource(DataSource):
     # Plain TensorFlow calls: not converted by autograph (start-up time).
     no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
-        no_autograph(lambda path, compression: tf.data.TFRecordDataset(
+        no_autograph(lambda path, compression: tf.data.TFRecordDataset(  # noqa: PLW0108  (do_not_convert takes a function)
             path, compression)),
         cycle_length=min(len(files), _CYCLE_LENGTH),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
@@ -185,15 +186,16 @@ class ExamplesDataSource(DataSource):
 
   def _good_records(self, records):
     """[B] bool: which records of a batch parse (from Python, counting)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     good = tf.py_function(self._check_records, [records], tf.bool)
     good.set_shape(records.shape)
     return good
 
   def _check_records(self, records):
     """Parses a batch; on failure finds, counts and logs its bad records."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+    import numpy as np
+
+    from tensorfx.data import _transforms
     spec = _transforms.parsing_spec(self.schema)
     values = records.numpy()
     if _examplescan.records_problem(values, spec) is None:
@@ -225,8 +227,9 @@ class ExamplesDataSource(DataSource):
     return dict(super().reading_options(), compressions=self.compressions())
 
   def record_batches(self, pipeline, label='ReadExamples'):
-    import apache_beam as beam  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+    import apache_beam as beam
+
+    from tensorfx.data import _arrow
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
     skip_bad = self.skip_bad_records
@@ -255,7 +258,7 @@ class ExamplesDataSource(DataSource):
 
 def _not_empty(features):
   """Whether a batch of parsed features holds any record."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   value = next(iter(features.values()))
   size = value.dense_shape[0] if isinstance(value, tf.SparseTensor) else \
       tf.shape(value, out_type=tf.int64)[0]

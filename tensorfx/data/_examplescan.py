@@ -37,7 +37,7 @@ def diagnose(source, error):
   What `ExamplesDataSource.diagnose` returns: None when the error is not
   about the source's files.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(error, tf.errors.DataLossError):
     match = _RECORD_LOSS.search(clean(error))
     if not match:
@@ -66,7 +66,7 @@ def diagnose(source, error):
 
 def records_problem(records, spec):
   """What is wrong with a batch of records (from Python), or None."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   try:
     tf.io.parse_example(records, spec)
     return None
@@ -107,8 +107,9 @@ def scan(path, compression, schema, parse):
     `(message, failure)`: the message of the `DataError`, and what failed:
     TensorFlow's message, or the record when it is not a tf.Example.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx.data import _transforms
   spec = _transforms.parsing_spec(schema)
   count = 0
   batches = iter(tf.data.TFRecordDataset(path, compression).batch(
@@ -133,7 +134,7 @@ def data_loss(path, compression, count, error):
   Returns:
     `(message, TensorFlow's message)`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   number = count + 1
   try:
     for _ in tf.data.TFRecordDataset(path, compression).skip(count):
@@ -147,7 +148,7 @@ def data_loss(path, compression, count, error):
 
 def _parse_problem(path, records, count, spec):
   """The first record of a batch that does not parse, as `scan` returns."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   names = tf.strings.as_string(tf.range(count + 1, count + 1 +
                                         tf.shape(records, tf.int64)[0]))
   try:

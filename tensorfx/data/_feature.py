@@ -7,15 +7,16 @@ Checks against the schema and the other features are `FeatureSet`'s.
 
 import collections.abc
 import dataclasses
+from typing import Any
 
 from tensorfx import _yaml
 from tensorfx.data._featureparams import PARAMS
-from tensorfx.data._featureparams import Params
 from tensorfx.data._featureparams import REQUIRED
 from tensorfx.data._featureparams import TABLE_ONLY
 from tensorfx.data._featureparams import VOCABULARY_PARAMS
-from tensorfx.data._featuretypes import FeatureType
+from tensorfx.data._featureparams import Params
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import an
 from tensorfx.data._names import Names
 from tensorfx.data._schema import is_identifier
@@ -133,7 +134,7 @@ class Feature:
       raise _yaml.Invalid(subject, ('fields',), 'fields must be a field name '
                           'or a list of field names', self.fields)
     if kind is FeatureType.CONCAT:
-      union = []
+      union: list[Any] = []
       for child in self.features:
         union.extend(f for f in child.fields if f not in union)
       if fields and fields != tuple(union):
@@ -156,7 +157,7 @@ class Feature:
     object.__setattr__(self, 'fields', Names(fields))
 
   def _init_params(self, subject, kind):
-    given = self.params
+    given: Any = self.params  # As given; made a Params here.
     if given is None:
       given = {}
     if not isinstance(given, collections.abc.Mapping):
@@ -363,7 +364,7 @@ class Feature:
 
   def to_dict(self):
     """The YAML mapping of the feature, without the values left at default."""
-    data = {'name': self.name, 'type': self.type.value}
+    data: dict[str, Any] = {'name': self.name, 'type': self.type.value}
     if self.type is FeatureType.CONCAT:
       data['features'] = [f.to_dict() for f in self.features]
     elif self.fields != (self.name,):

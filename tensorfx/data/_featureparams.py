@@ -6,6 +6,7 @@ normalized value or raise ValueError saying what was expected.
 
 import collections.abc
 import math
+from typing import Any
 
 from tensorfx import _yaml
 from tensorfx.data._featuretypes import FeatureType
@@ -153,7 +154,7 @@ TABLE_ONLY = ('admit_after', 'evict_after_steps', 'evict_every_steps',
 VOCABULARY_PARAMS = ('top_k', 'oov_buckets', 'hash_buckets')
 
 # Per type: parameter name -> (check, default or _NOTHING when optional).
-PARAMS = {
+PARAMS: dict[Any, dict[str, Any]] = {
     FeatureType.SCALE: {'min': (_number, 0.0), 'max': (_number, 1.0)},
     FeatureType.LOG: {'offset': (_number, 1.0)},
     FeatureType.BUCKETIZE: {'boundaries': (_boundaries, _NOTHING),

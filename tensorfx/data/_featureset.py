@@ -7,16 +7,17 @@ into a tf.Transform `preprocessing_fn`; this module (and `_feature`,
 without TensorFlow.
 """
 
+from typing import Any
+
 from tensorfx import _yaml
 from tensorfx.data import _missing
 from tensorfx.data._feature import Feature
 from tensorfx.data._featuretypes import BAGS
-from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
 from tensorfx.data._featuretypes import NUMERIC_TYPES
 from tensorfx.data._featuretypes import SINGLE_VALUED
+from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._featuretypes import an
-
 
 _FEATURE_KEYS = ('name', 'type', 'fields', 'features', 'transform')
 # Types whose name names their vocabulary file in the analysis.
@@ -31,7 +32,8 @@ def _parse_feature(item, where, locations):
   for key in ('name', 'type'):
     if key not in item:
       raise where.error(f'a feature needs a {key!r}', item)
-  params = {k: v for k, v in item.items() if k not in _FEATURE_KEYS}
+  # Made a Params (defaults filled in) by the Feature.
+  params: Any = {k: v for k, v in item.items() if k not in _FEATURE_KEYS}
   # The original tensorfx put parameters under `transform:`.
   transform = item.get('transform')
   if transform is not None:
@@ -99,7 +101,7 @@ class FeatureSet:
 
   def __init__(self, features):
     features = tuple(features)
-    seen = {}
+    seen: dict[str, Any] = {}
     for i, feature in enumerate(features):
       if not isinstance(feature, Feature):
         raise _yaml.Invalid('FeatureSet', ('features', i),
@@ -302,12 +304,11 @@ class FeatureSet:
 
   @classmethod
   def parse(cls, text, source='<string>'):
-    """Parses a feature set from YAML text.
+    r"""Parses a feature set from YAML text.
 
     Example:
-      >>> FeatureSet.parse('features:\\n- name: y\\n  type: target\\n').target
-      Feature(name='y', type=<FeatureType.TARGET: 'target'>, fields=('y',), \
-features=(), params=Params({}))
+      >>> FeatureSet.parse('features:\n- name: y\n  type: target\n').target
+      Feature(name='y', type=<FeatureType.TARGET: 'target'>, fields=('y',), ...)
 
     Args:
       text: YAML: a mapping whose `features` lists mappings with `name`,
@@ -334,14 +335,14 @@ features=(), params=Params({}))
     if not isinstance(items, list) or not items:
       raise items_where.error('features must be a non-empty list of features',
                               items)
-    locations = {}
+    locations: dict[str, Any] = {}
     features = [_parse_feature(item, items_where.at(items, i), locations)
                 for i, item in enumerate(items)]
     try:
       feature_set = cls(features)
     except _yaml.Invalid as e:
       raise where.relocate(doc, e) from None
-    feature_set._locations = locations  # pylint: disable=protected-access
+    feature_set._locations = locations
     return feature_set
 
   @classmethod

@@ -70,7 +70,7 @@ def filter_records(dataset, filters, batch_size):
   Returns:
     The filtered `tf.data.Dataset`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if not filters:
     return dataset
   # RE2 matches whole strings: `.*(?:REGEX).*` is a search.

@@ -25,7 +25,7 @@ def _digest(text):
 
 def fingerprint(dataset, source):
   """The fingerprint (a JSON-able dict) of analyzing `dataset[source]`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   data_source = dataset[source]
   files = []
   for path in data_source.files():
@@ -76,7 +76,7 @@ def difference(old, new):
 
 def load(directory):
   """The fingerprint stored in an analysis directory, or None."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = posixpath.join(directory, FILE)
   try:
     with tf.io.gfile.GFile(path) as f:
@@ -86,6 +86,6 @@ def load(directory):
 
 
 def save(directory, value):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.gfile.GFile(posixpath.join(directory, FILE), 'w') as f:
     json.dump(value, f, indent=2)

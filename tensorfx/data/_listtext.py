@@ -38,8 +38,9 @@ def parse_lists(raw, schema):
     The dict with each list field as the data readers give it: a [B, None]
     `tf.SparseTensor` (length 0) or a [B, N] tensor (length N).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.data import _transforms  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx.data import _transforms
   dtypes = _transforms.raw_feature_spec(schema)
   parsed = dict(raw)
   for field in schema:

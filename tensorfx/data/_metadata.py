@@ -108,7 +108,9 @@ class Metadata:
       return NotImplemented
     return self.to_dict() == other.to_dict()
 
-  __hash__ = None  # Holds mappings; equal by value, so not hashable.
+  # Holds mappings; equal by value, so not hashable (None is how Python
+  # says so; typeshed types __hash__ as a method).
+  __hash__ = None  # type: ignore[assignment]
 
   def __repr__(self):
     return (f'Metadata(instances={self._instances!r}, '
@@ -167,7 +169,7 @@ class Metadata:
     Raises:
       DataError: the file is missing or invalid; names the path.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = str(path)
     if tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)
@@ -190,7 +192,7 @@ class Metadata:
     Returns:
       The path of the file written.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     path = str(path)
     if path.endswith('/') or tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)

@@ -101,7 +101,7 @@ def required(schema, names):
 
 def is_missing(value, field):
   """[B] bool: where a raw tensor of `field` holds its marker."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if field.type.value == 'real':
     return tf.math.is_nan(value)
   return tf.equal(value, tf.constant(marker(field), value.dtype))
@@ -121,7 +121,7 @@ def impute(inputs, schema):
   Returns:
     A new dict: the imputed fields replaced, the others as they were.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   outputs = dict(inputs)
   for field in schema:
     if not imputed(field) or field.name not in inputs:
@@ -138,8 +138,8 @@ def impute(inputs, schema):
 
 def _statistic(field, present):
   """The field's statistic over its present values, as a scalar of its type."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_transform as tft
   dtype = present.dtype
   if field.missing == 'mode':
     return _mode(field, present)
@@ -159,13 +159,13 @@ def _statistic(field, present):
 
 def _mode(field, present):
   """The most frequent present value, read back from a 1-entry vocabulary."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_transform as tft
   dtype = present.dtype
   text = present if dtype == tf.string else tf.strings.as_string(
       present, precision=9, scientific=True) if dtype.is_floating else \
       tf.strings.as_string(present)
-  from tensorflow_transform import tf_utils  # pylint: disable=g-import-not-at-top
+  from tensorflow_transform import tf_utils
   vocabulary = tft.vocabulary(
       text, top_k=1, weights=tf.ones_like(text, tf.float32),
       vocab_filename=f'missing_mode_{field.name}')
@@ -190,5 +190,5 @@ def _mode(field, present):
 
 def indicator(value, field):
   """[B] float32: 1.0 where the raw value of `field` is missing."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.cast(is_missing(value, field), tf.float32)

@@ -25,8 +25,8 @@ def expand(paths, what='data'):
   Raises:
     DataError: when a path or pattern matches no file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  files = []
+  import tensorflow as tf
+  files: list[str] = []
   for pattern in as_list(paths):
     try:
       matches = sorted(tf.io.gfile.glob(pattern))

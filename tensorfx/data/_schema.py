@@ -3,6 +3,7 @@
 import dataclasses
 import enum
 import re
+from typing import Any
 
 from tensorfx import _yaml
 from tensorfx.data._names import Names
@@ -203,7 +204,7 @@ class SchemaField:
 
   def to_dict(self):
     """The YAML mapping of the field, without the values left at default."""
-    data = {'name': self.name, 'type': self.type.value}
+    data: dict[str, Any] = {'name': self.name, 'type': self.type.value}
     if self.length != 1:
       data['length'] = self.length
     if self.default is not None:
@@ -240,7 +241,7 @@ class Schema:
 
   def __init__(self, fields):
     fields = tuple(fields)
-    index = {}
+    index: dict[str, Any] = {}
     for i, field in enumerate(fields):
       if not isinstance(field, SchemaField):
         raise _yaml.Invalid('Schema', ('fields', i),
@@ -330,10 +331,10 @@ default=None, description='', missing=None)
 
   @classmethod
   def parse(cls, text, source='<string>'):
-    """Parses a schema from YAML text.
+    r"""Parses a schema from YAML text.
 
     Example:
-      >>> Schema.parse('fields:\\n- name: x\\n  type: real\\n')['x'].type
+      >>> Schema.parse('fields:\n- name: x\n  type: real\n')['x'].type
       <SchemaFieldType.REAL: 'real'>
 
     Args:

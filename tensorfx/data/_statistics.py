@@ -34,7 +34,7 @@ class Statistics:
 
   def add(self, batch):
     """Adds the rows of one `pyarrow.RecordBatch`."""
-    import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
+    import pyarrow.compute as pc
     self.instances += batch.num_rows
     for name, kind, field in self._fields:
       column = batch.column(name)
@@ -68,7 +68,7 @@ def _new(kind):
 
 
 def _add_text(stats, values, field):
-  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
+  import pyarrow.compute as pc
   if field.length == 1 and _missing.fill_value(field) == '':
     present = pc.not_equal(pc.binary_length(values), 0)
     stats['missing'] += len(values) - pc.sum(present).as_py() if \
@@ -90,7 +90,7 @@ def _add_text(stats, values, field):
 
 
 def _add_numbers(stats, values, field):
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   array = values.to_numpy(zero_copy_only=False)
   if field.length == 1 and _missing.imputed(field):
     if field.type.value == 'real':

@@ -19,6 +19,7 @@ complete values; indicator features read the raw ones.
 """
 
 import dataclasses
+from typing import Any
 
 from tensorfx.data import _missing
 from tensorfx.data._featuretypes import FeatureType
@@ -32,7 +33,7 @@ _CATEGORICAL = frozenset({
 
 def raw_feature_spec(schema):
   """The tf.io feature spec of the raw (untransformed) data of a schema."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   spec = {}
   for field in schema:
     dtype = _dtype(field)
@@ -52,7 +53,7 @@ def parsing_spec(schema):
   `_missing.fill_value`) takes its fill value there. (tf.Transform's
   metadata takes no defaults, so the raw feature spec has none.)
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   spec = raw_feature_spec(schema)
   for field in schema:
     default = _missing.fill_value(field)
@@ -67,7 +68,7 @@ def parsing_spec(schema):
 
 
 def _dtype(field):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return {'integer': tf.int64, 'real': tf.float32,
           'discrete': tf.string}[field.type.value]
 
@@ -125,8 +126,8 @@ def _transform(feature, inputs, schema, raw=None):
   Indicator features read the `raw` inputs (before imputation; by default
   `inputs`).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_transform as tft
   raw = inputs if raw is None else raw
   kind = feature.type
   params = feature.params
@@ -221,7 +222,7 @@ def _ones(x):
   their counts before Beam sees them; without, it sends Beam every value of
   every record, which is most of the analysis's time. Same vocabulary.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(x, tf.SparseTensor):
     return tf.ones_like(x.values, tf.float32)
   return tf.ones_like(x, tf.float32)
@@ -244,7 +245,7 @@ def multi_hot(indices, depth):
   Returns:
     [B, depth] float32: 1.0 where the row holds the category.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(indices, tf.SparseTensor):
     indices = tf.sparse.to_dense(indices, default_value=-1)
   if indices.shape.rank == 1:
@@ -265,7 +266,7 @@ def applier(layer):
     >>> apply = applier(dataset.transform_output.transform_features_layer())
     >>> transformed = raw_batches.map(apply)
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
   @tf.autograph.experimental.do_not_convert
   def apply(features):
@@ -275,8 +276,8 @@ def applier(layer):
 
 def as_matrix(value):
   """Reshapes [B] or [B, ...] to [B, width], keeping the width static."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import tensorflow as tf
   if value.shape.rank == 1:
     return tf.expand_dims(value, -1)
   if value.shape.rank == 2:
@@ -286,8 +287,8 @@ def as_matrix(value):
 
 def _cardinality(feature):
   """The number of categories of a categorical feature, inside the fn."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tensorflow_transform as tft
   params = feature.params
   if feature.type == FeatureType.BUCKETIZE:
     if params.get('boundaries') is not None:
@@ -317,7 +318,7 @@ def describe(feature_set, transform_output):
     kind = feature.type
     params = feature.params
     if kind == FeatureType.TARGET:
-      vocabulary = ()
+      vocabulary: tuple[Any, ...] = ()
       if spec[feature.name].dtype.is_integer:
         vocabulary = tuple(
             v.decode('utf-8') if isinstance(v, bytes) else v

@@ -21,6 +21,7 @@ import binascii
 import contextlib
 import re
 import threading
+from typing import Any
 
 from tensorfx._errors import DataError
 
@@ -32,7 +33,7 @@ _MESSAGE = re.compile(re.escape(_BEGIN) + f'({_B64})' + re.escape(_END))
 _UNLOCATED = re.compile(re.escape(_RECORD) + f'({_B64})' + re.escape(_BEGIN) +
                         f'({_B64})' + re.escape(_END))
 # Sources whose pipelines may fail with unlocated errors, oldest first.
-_WATCHED = []
+_WATCHED: list[Any] = []
 _WATCHED_LIMIT = 32
 _LOCK = threading.Lock()
 
@@ -48,7 +49,7 @@ def assert_valid(reasons, files, lines):
   Returns:
     An op to depend on.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   bad = tf.strings.length(reasons) > 0
   first = _first(bad)
   message = tf.strings.join([
@@ -73,7 +74,7 @@ def assert_valid_records(reasons, records):
   Returns:
     An op to depend on.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   bad = tf.strings.length(reasons) > 0
   first = _first(bad)
   message = tf.strings.join([
@@ -97,7 +98,7 @@ def assert_records(good, records, reason):
   Returns:
     An op to depend on.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   first = _first(tf.logical_not(good))
   # A slice, not a gather: past the end (no bad record, or B = 0) it is
   # empty, and so is the record quoted.
@@ -110,7 +111,7 @@ def assert_records(good, records, reason):
 
 def _first(bad):
   """The index of the first true value of [B] `bad` (0 if none, or B = 0)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   # argmax fails on an empty batch: give it one false value to find.
   padded = tf.concat([tf.cast(bad, tf.int32), [0]], axis=0)
   return tf.argmax(padded, output_type=tf.int32)
@@ -118,7 +119,7 @@ def _first(bad):
 
 def _at(values, index, default):
   """values[index], or `default` past the end (an empty batch)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   padded = tf.concat([values, tf.constant([default], values.dtype)], axis=0)
   return tf.gather(padded, index)
 
@@ -236,7 +237,7 @@ def data_errors():
   that do not match the schema become a `DataError` naming the file and
   record; other errors pass through unchanged.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   try:
     yield
   except tf.errors.OpError as e:

@@ -11,6 +11,7 @@ other way round.
 """
 
 import dataclasses
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 
@@ -114,7 +115,8 @@ class EmbeddingArguments:
       if own_build is not None:
         parser = own_build.__get__(None, klass)()
       else:
-        parser = super(cls, klass).build_parser()
+        following: Any = super(cls, klass)  # The next class of the MRO.
+        parser = following.build_parser()
       add_arguments(parser)
       return parser
 
@@ -122,10 +124,12 @@ class EmbeddingArguments:
       if own_process is not None:
         own_process(self)
       else:
-        super(cls, self).process()
+        following: Any = super(cls, self)
+        following.process()
       check(self)
 
     build_parser.__doc__ = getattr(own_build, '__doc__', None)
     process.__doc__ = getattr(own_process, '__doc__', None)
-    cls.build_parser = classmethod(build_parser)
-    cls.process = process
+    mixed: Any = cls  # Its methods are replaced here.
+    mixed.build_parser = classmethod(build_parser)
+    mixed.process = process

@@ -19,6 +19,7 @@ twice took two locks of each index in turns and deadlocked.
 """
 
 import itertools
+from typing import Any
 
 import tensorflow as tf
 
@@ -40,10 +41,10 @@ class ExactKeys:
 
   def __init__(self, table):
     self._table = table
-    self.indexes = None
-    self.ranges = None
-    self.state = None
-    self.lock = None
+    self.indexes: Any = None
+    self.ranges: Any = None
+    self.state: Any = None
+    self.lock: Any = None
 
   def build(self):
     """Makes one index per shard of the table's rows, beside it."""
@@ -106,7 +107,7 @@ class ExactKeys:
       occurrences = tf.math.unsorted_segment_sum(
           tf.ones_like(position), position, tf.size(unique, out_type=tf.int64))
       rows = self._record(unique, occurrences, self._now())
-      table._eviction.sweep_if_due()  # pylint: disable=protected-access
+      table._eviction.sweep_if_due()
       rows = tf.gather(rows, position)
     else:
       rows = self.rows(keys)
@@ -140,7 +141,7 @@ class ExactKeys:
     table = self._table
     if table.step_counter is None and table.eviction_threshold is None:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
-    return table._eviction.now()  # pylint: disable=protected-access
+    return table._eviction.now()
 
   def _prepare(self, rows, now):
     """Fresh values and cleared slots for the rows keys were just given."""
@@ -150,7 +151,7 @@ class ExactKeys:
     # holds the first row each was given, and their rows are disjoint.
     first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
     salt = now * (table.capacity + 1) + first
-    values = table._initial.draw(tf.stack([size, table.dim]), salt)  # pylint: disable=protected-access
+    values = table._initial.draw(tf.stack([size, table.dim]), salt)
     updates = _sharding.scatter_update(table.embeddings, rows, values)
     optimizer = table.optimizer
     if hasattr(optimizer, 'reset_slots'):

@@ -36,7 +36,7 @@ class HashedKeys:
           name='last_seen')
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
-    return self._table._initial.initial_rows(  # pylint: disable=protected-access
+    return self._table._initial.initial_rows(
         shape, partition_shape, partition_offset)
 
   def rows(self, keys):
@@ -55,7 +55,7 @@ class HashedKeys:
     rows = self.rows(keys)
     if training:
       self._record(rows)
-      self._table._eviction.sweep_if_due()  # pylint: disable=protected-access
+      self._table._eviction.sweep_if_due()
     return self._admitted(rows, training)
 
   def _admitted(self, rows, training):
@@ -80,7 +80,7 @@ class HashedKeys:
         tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
     if table.eviction_threshold is not None:
       table.last_seen.scatter_update(
-          tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows))  # pylint: disable=protected-access
+          tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows))
 
   def _record_replicated(self, context, rows):
     """Synchronous replicas: every copy counts the keys of all replicas.
@@ -98,7 +98,7 @@ class HashedKeys:
     table.counts.assign_add(seen)
     if table.eviction_threshold is not None:
       table.last_seen.assign(tf.where(
-          seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)))  # pylint: disable=protected-access
+          seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)))
 
   def sweep(self, now):
     """Resets the stale rows: fresh values, count 0, cleared slots."""
@@ -109,7 +109,7 @@ class HashedKeys:
                      (now - last >= table.eviction_threshold))[:, 0]
     size = tf.shape(stale, out_type=tf.int64)[0]
     table.embeddings.scatter_update(tf.IndexedSlices(
-        table._initial.draw(tf.stack([size, table.dim]), now), stale))  # pylint: disable=protected-access
+        table._initial.draw(tf.stack([size, table.dim]), now), stale))
     table.counts.scatter_update(
         tf.IndexedSlices(tf.zeros_like(stale, tf.int32), stale))
     table.last_seen.scatter_update(

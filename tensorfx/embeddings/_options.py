@@ -103,7 +103,7 @@ def initializer(value):
   """None, a callable, or what `tf_keras.initializers.get` takes."""
   if value is None or callable(value):
     return value
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
   try:
     return tf_keras.initializers.get(_plain(value))
   except (ValueError, TypeError):

@@ -23,6 +23,7 @@ over M.
 
 import functools
 import types
+from typing import Any
 
 import tensorflow as tf
 
@@ -174,7 +175,7 @@ class EmbeddingTable(tf.Module):
     # Not tracked: whoever bound them (the builder) checkpoints them. The
     # key mode holds an exact table's index, which is checkpointed by key.
     self._bound = types.SimpleNamespace(optimizer=None, step_counter=None)
-    self._keys = (_exact.ExactKeys(self) if hashing == 'exact' else
+    self._keys: Any = (_exact.ExactKeys(self) if hashing == 'exact' else
                   _hashed.HashedKeys(self))
     self._eviction = _eviction.Eviction(self, self._keys, self._evict_every)
     self._built = False
@@ -533,8 +534,8 @@ def find_tables(module):
     >>> [t.name for t in find_tables(builder)]
     ['items', 'users']
   """
-  found = {}
-  for table in module._flatten(  # pylint: disable=protected-access
+  found: dict[Any, Any] = {}
+  for table in module._flatten(
       predicate=lambda m: isinstance(m, EmbeddingTable),
       with_path=False):
     found.setdefault(id(table), table)

@@ -160,7 +160,7 @@ def _predict(model, batch):
   Records of one kind in a row go to the model in one call; when a call
   fails, its records are predicted one by one to find the bad ones.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   start = 0
   while start < len(batch):
     kind = batch[start].kind

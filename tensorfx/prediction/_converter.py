@@ -30,7 +30,7 @@ class Converter:
 
   def example(self, record, outputs):
     """The serialized tf.Example: the record's features, then the outputs."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if record.kind == 'example':
       example = tf.train.Example.FromString(record.value)
     else:
@@ -65,7 +65,7 @@ class Converter:
       return dict(record.value)
     if record.kind == 'csv':
       return self._csv_row(record.value)
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     example = tf.train.Example.FromString(record.value)
     row = {}
     for name, feature in example.features.feature.items():
@@ -80,7 +80,7 @@ class Converter:
 
   def _csv_row(self, line):
     """A CSV line's cells by field name (typed by the schema)."""
-    import csv  # pylint: disable=g-import-not-at-top
+    import csv
     values = next(csv.reader(io.StringIO(line)))
     if self._schema is None:
       return dict(zip(self._serving, values))
@@ -124,14 +124,14 @@ def _flat(value):
 
 def _plain(value):
   """A value compared across JSON and model outputs (floats as float32)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
+  import numpy as np
   values = list(_flat(value))
   return [float(np.float32(v)) if isinstance(v, float) else v for v in values]
 
 
 def _feature(value, field_type=None):
   """A tf.train.Feature holding `value` (a scalar or a nested list)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   values = [v for v in _flat(value) if v is not None]
   if value is None or (not values and field_type is None):
     return None if value is None else tf.train.Feature()

@@ -59,7 +59,7 @@ class Model:
     Raises:
       DataError: naming `path`, when there is no tensorfx model there.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if not tf.io.gfile.exists(path):
       raise DataError(f'There is no model at {path!r}.')
     _check_complete(path)
@@ -108,8 +108,9 @@ class Model:
     Raises:
       DataError: naming the instance and what is wrong with it.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _validation  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
+
+    from tensorfx.data import _validation
     instances = list(instances)
     if not instances:
       return []
@@ -165,7 +166,7 @@ class Model:
                       f'{sorted(k.__name__ for k in kinds)}')
 
   def _columns(self, instances):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     columns = {}
     for name, spec in self._feature_specs.items():
       fill = self._fill(name)
@@ -192,7 +193,7 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
   Raises:
     DataError: `path` holds neither a SavedModel nor numbered versions.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if any(tf.io.gfile.exists(os.path.join(path, name))
          for name in ('saved_model.pb', 'saved_model.pbtxt')):
     return path, None

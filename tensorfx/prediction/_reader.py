@@ -48,7 +48,7 @@ def _format_of(path, input_format):
 
 def total_bytes(paths, input_format, compression):
   """The bytes of the input, when progress can be measured in them."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   total = 0
   for path in paths:
     if path == '-':
@@ -75,7 +75,7 @@ def batches(paths, input_format, compression, batch_size):
 
 
 def _tfrecord_batches(path, compression, batch_size):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   batches = iter(tf.data.TFRecordDataset(path, compression).batch(
       batch_size).prefetch(1))
   number = 0
@@ -97,7 +97,7 @@ def _tfrecord_batches(path, compression, batch_size):
 
 
 def _text_batches(path, kind, batch_size):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   name = '<stdin>' if path == '-' else path
   stream = sys.stdin.buffer if path == '-' else tf.io.gfile.GFile(path, 'rb')
   try:

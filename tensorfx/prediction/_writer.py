@@ -14,7 +14,7 @@ class Writer:
   """
 
   def __init__(self, output, tfrecord, compression):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     self._output = output
     self._local = output != '-' and '://' not in output
     self._target = output + '.partial' if self._local else output
@@ -34,7 +34,7 @@ class Writer:
     self._file.write(record)
 
   def close(self):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if self._file is sys.stdout:
       sys.stdout.flush()
       return
@@ -43,7 +43,7 @@ class Writer:
       tf.io.gfile.rename(self._target, self._output, overwrite=True)
 
   def abort(self):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if self._file is sys.stdout:
       sys.stdout.flush()
       return

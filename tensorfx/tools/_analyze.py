@@ -59,12 +59,12 @@ def data_format(paths, requested='auto'):
 
 
 def run(args, beam_args):
-  from tensorfx import _logging  # pylint: disable=g-import-not-at-top
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import _logging
+  from tensorfx import data
   _logging.configure(args.log_level)
   if data_format(args.data_train, args.data_format) == 'tfrecord':
     compression = None if args.compression == 'none' else args.compression
-    dataset = data.ExamplesDataSet(args.data_schema,
+    dataset: data.DataSet = data.ExamplesDataSet(args.data_schema,
                                    features=args.data_features,
                                    compression=compression,
                                    skip_bad_records=args.skip_bad_records,

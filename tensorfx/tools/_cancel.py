@@ -27,7 +27,7 @@ def add_parser(commands):
 
 def run(args, rest):
   del rest
-  from tensorfx.cloud import _logs  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _logs
   _logs.cancel(args.job, args.project, args.region,
                api_endpoint=args.api_endpoint, wait=args.wait,
                poll_interval=args.poll_interval)

@@ -43,7 +43,7 @@ def run(args, rest):
     argv += ['--checkpoint', args.checkpoint]
   if args.follow:
     if args.checkpoint:
-      from tensorfx._errors import ConfigurationError  # pylint: disable=g-import-not-at-top
+      from tensorfx._errors import ConfigurationError
       raise ConfigurationError(
           '--follow evaluates every new checkpoint; it takes no --checkpoint. '
           f'Received: --checkpoint={args.checkpoint}')

@@ -252,5 +252,5 @@ def run_local_cluster(command, cluster_text, stream=None, restarts=0):
     code = cluster.wait()
   finally:
     signal.signal(signal.SIGTERM, previous)
-  cluster._say(f'cluster ran {time.monotonic() - start:.0f}s')  # pylint: disable=protected-access
+  cluster._say(f'cluster ran {time.monotonic() - start:.0f}s')
   return code

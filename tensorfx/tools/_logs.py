@@ -29,7 +29,7 @@ def add_parser(commands):
 
 def run(args, rest):
   del rest
-  from tensorfx.cloud import _logs  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _logs
   _logs.logs(args.job, args.project, args.region, follow=args.follow,
              api_endpoint=args.api_endpoint,
              logging_endpoint=args.logging_endpoint,

@@ -35,8 +35,8 @@ def build_parser():
                       version=f'tensorfx {_version.__version__}')
   commands = parser.add_subparsers(dest='command', metavar='COMMAND')
   commands.required = True
-  import importlib  # pylint: disable=g-import-not-at-top
-  for name, module in _COMMANDS.items():
+  import importlib
+  for module in _COMMANDS.values():
     importlib.import_module(module).add_parser(commands)
   return parser
 

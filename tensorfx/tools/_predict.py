@@ -104,9 +104,9 @@ def run(args, rest):
       raise ConfigurationError(
           f'With --model, tensorfx predict takes no trainer arguments. '
           f'Received: {extra}')
-    from tensorfx import _logging  # pylint: disable=g-import-not-at-top
-    from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
-    from tensorfx.prediction import predict_files  # pylint: disable=g-import-not-at-top
+    from tensorfx import _logging
+    from tensorfx.prediction import Model
+    from tensorfx.prediction import predict_files
     _logging.configure('info')
     predict_files(Model.load(args.model), args.input, args.output,
                   input_format=args.format, output_format=args.output_format,

@@ -26,8 +26,8 @@ def add_parser(commands):
 
 def run(args, rest):
   """Installs, then runs the module in this process with `rest` as argv."""
-  from tensorfx.cloud import _runpackage  # pylint: disable=g-import-not-at-top
-  from tensorfx.tools import _train  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _runpackage
+  from tensorfx.tools import _train
   if rest and rest[0] == '--':
     rest = rest[1:]
   _runpackage.install_packages(args.package_uris, target=args.install_dir)

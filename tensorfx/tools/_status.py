@@ -26,7 +26,7 @@ def add_parser(commands):
 
 def run(args, rest):
   del rest
-  from tensorfx.cloud import _jobs  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _jobs
   _jobs.status(args.job, args.project, args.region, follow=not args.once,
                api_endpoint=args.api_endpoint,
                poll_interval=args.poll_interval)

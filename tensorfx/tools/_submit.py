@@ -114,8 +114,8 @@ def trainer_args(rest):
 def run(args, rest):
   """Builds the JobSpec from the flags and submits it."""
   user_args = trainer_args(rest)
-  from tensorfx.cloud import _jobflags  # pylint: disable=g-import-not-at-top
-  from tensorfx.cloud import _jobs  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud import _jobflags
+  from tensorfx.cloud import _jobs
   pool_flags = {}
   for role, _ in _ROLES:
     prefix = role.replace('-', '_')

@@ -80,7 +80,7 @@ def run(args, rest):
   if code is not None:
     return code
   if args.cluster:
-    from tensorfx.tools import _launch  # pylint: disable=g-import-not-at-top
+    from tensorfx.tools import _launch
     command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
                args.module, '--output', args.output, *rest]
     return _launch.run_local_cluster(command, args.cluster,
@@ -102,7 +102,7 @@ def run_module(module, argv):
     runpy.run_path(module, run_name='__main__')
     return 0
   sys.path.insert(0, os.getcwd())
-  import importlib.util  # pylint: disable=g-import-not-at-top
+  import importlib.util
   try:
     spec = importlib.util.find_spec(module)
   except ImportError:

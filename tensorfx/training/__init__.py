@@ -11,14 +11,14 @@ import typing
 # on first use by __getattr__ below.
 if typing.TYPE_CHECKING:
   from tensorfx.training._args import ModelArguments
+  from tensorfx.training._builder import ModelBuilder
   from tensorfx.training._callbacks import Callback
   from tensorfx.training._callbacks import EarlyStopping
   from tensorfx.training._callbacks import KerasCallback
   from tensorfx.training._callbacks import RunContext
-  from tensorfx.training._evaluation import EvaluationResults
-  from tensorfx.training._builder import ModelBuilder
   from tensorfx.training._config import Configuration
   from tensorfx.training._config import TaskSpec
+  from tensorfx.training._evaluation import EvaluationResults
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface

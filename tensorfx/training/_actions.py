@@ -135,7 +135,7 @@ def export(builder, output, checkpoint=None, directory=None):
   directory = directory or os.path.join(output, 'model')
   _export.export(prepared.prediction, builder.dataset.schema, directory)
   logger.info('Exported %s to %s', prepared.path, directory)
-  from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+  from tensorfx.prediction import Model
   return Model.load(directory)
 
 

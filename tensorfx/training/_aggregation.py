@@ -7,8 +7,10 @@
 """
 
 import statistics
+from typing import Any, Callable
 
 from tensorfx._errors import ConfigurationError
+
 
 def _combine(op):
   def combine(aggregate, results, index):
@@ -35,7 +37,7 @@ _ONLINE = {
     'append': _append,
 }
 
-_FINAL = {
+_FINAL: dict[str, Callable[[Any], Any]] = {
     'mean': statistics.fmean,
     'median': statistics.median,
     'sum': sum,
@@ -63,7 +65,7 @@ def aggregate(target, batch_results):
   """
   online = target.online_agg
   online = online if callable(online) else _ONLINE[online]
-  current = None
+  current: Any = None
   for index, results in enumerate(batch_results):
     current = online(current, results, index)
   if current is None:
@@ -88,8 +90,8 @@ def _reduce(agg, values):
   if agg in ('first', 'last'):
     return _FINAL[agg](values)
   # Arrays a target's own computation made (one per batch, same shape).
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  reduce = {'mean': np.mean, 'median': np.median, 'sum': np.sum,
+  import numpy as np
+  reduce: Any = {'mean': np.mean, 'median': np.median, 'sum': np.sum,
             'min': np.min, 'max': np.max}[agg]
   return reduce(np.stack([np.asarray(v) for v in values]), axis=0)
 

@@ -25,7 +25,6 @@ from tensorfx.training import _runconfig
 from tensorfx.training import _settings
 from tensorfx.training._parsedjob import ParsedJob
 
-
 _A = TypeVar('_A', bound='ModelArguments')
 
 
@@ -95,7 +94,7 @@ class ModelArguments(argparse.Namespace):
     return parser
 
   @staticmethod
-  def add_list_argument(  # pylint: disable=redefined-builtin
+  def add_list_argument(
       parser: Any, *names: str, type: Any = None, help: Optional[str] = None,
       default: Optional[list] = None, **kwargs: Any) -> argparse.Action:
     """Adds a list flag, settable whole or one item at a time by index.
@@ -193,7 +192,7 @@ class ModelArguments(argparse.Namespace):
     if config:
       defaults = _runconfig.resolve(parser, _runconfig.read_config(config),
                                     config, origins)
-      for action in parser._actions:  # pylint: disable=protected-access
+      for action in parser._actions:
         if action.dest in defaults:
           action.required = False  # The file gave it.
       parser.set_defaults(**defaults)
@@ -267,7 +266,7 @@ class ModelArguments(argparse.Namespace):
 
   def _check_positive(self, dest, optional=False, expected=None):
     """Raises unless flag `dest` is positive; for subclasses' `process()`."""
-    _settings._section.check_positive(self, dest, optional, expected)  # pylint: disable=protected-access
+    _settings._section.check_positive(self, dest, optional, expected)
 
 
 def _description(cls):
@@ -279,7 +278,7 @@ def _dests(parser):
   # parser._actions includes every argument group's actions; argparse has no
   # public way to list them.
   seen = []
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     if action.dest is argparse.SUPPRESS or action.dest == 'help':
       continue
     if action.dest not in seen:

@@ -51,7 +51,7 @@ def checkpoint_model(builder, output, checkpoint=None):
   Returns:
     The `Model`, its `path` the checkpoint restored.
   """
-  prepared = _actions._Prepared(builder, output, checkpoint)  # pylint: disable=protected-access
+  prepared = _actions._Prepared(builder, output, checkpoint)
   signatures = {name: _Signature(function) for name, function in
                 prepared.prediction.signatures.items()}
   return Model(types.SimpleNamespace(signatures=signatures),

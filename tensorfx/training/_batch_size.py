@@ -36,7 +36,7 @@ def resolve(builder):
     loop = dataclasses.replace(loop, batch_size=count)
   if validation.batch_size == _section.ALL:
     validation = dataclasses.replace(validation, batch_size=count)
-  builder._settings = dataclasses.replace(  # pylint: disable=protected-access
+  builder._settings = dataclasses.replace(
       settings, loop=loop, validation=validation)
 
 

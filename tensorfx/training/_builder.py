@@ -82,7 +82,7 @@ class ModelBuilder(tf.Module):
     # Before any hook creates a variable: initializers draw from the seed.
     _seed.set_seed(self.settings.loop.seed)
     self._strategy = None
-    self.global_step = None
+    self.global_step: Any = None
     self._optimizer = None
     self._sparse_optimizer = None
     # Held outside tf.Module tracking: the transform graph is exported with
@@ -326,7 +326,7 @@ class ModelBuilder(tf.Module):
     Returns:
       A `tf_keras.optimizers.Optimizer`.
     """
-    from tensorfx.embeddings import _optimizers as sparse  # pylint: disable=g-import-not-at-top
+    from tensorfx.embeddings import _optimizers as sparse
     return sparse.build_sparse_optimizer(
         self._args, _optimizers.build_learning_rate(self._args))
 

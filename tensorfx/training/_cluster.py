@@ -4,6 +4,7 @@ import datetime
 import os
 import socket
 import time
+from typing import Any
 
 import tensorflow as tf
 import yaml
@@ -65,7 +66,7 @@ def job_finished(output, since, settle_secs=None):
     return False
   if record.get('status') not in _TERMINAL:
     return False
-  ended = record.get('ended')
+  ended: Any = record.get('ended')
   try:
     ended = datetime.datetime.fromisoformat(ended).timestamp()
   except (TypeError, ValueError):
@@ -79,8 +80,11 @@ def job_finished(output, since, settle_secs=None):
 
 
 def job_started():
-  """When this job began (a unix time): as the local launcher says
-  (`TENSORFX_JOB_STARTED`, the same for a restarted task), else now."""
+  """When this job began (a unix time).
+
+  As the local launcher says (`TENSORFX_JOB_STARTED`, the same for a
+  restarted task), else now.
+  """
   try:
     return float(os.environ['TENSORFX_JOB_STARTED'])
   except (KeyError, ValueError):

@@ -16,6 +16,7 @@ from tensorfx.training import _tfconfig
 from tensorfx.training._settings.job import JobSettings
 from tensorfx.training._tfconfig import TaskSpec
 
+
 class Configuration:
   """The training configuration of this process.
 
@@ -101,7 +102,7 @@ class Configuration:
   @classmethod
   def _from(cls, task, cluster, job, env, where):
     config = cls.__new__(cls)
-    config._init(task, cluster, job, env, where)  # pylint: disable=protected-access
+    config._init(task, cluster, job, env, where)
     return config
 
   @classmethod
@@ -137,7 +138,7 @@ class Configuration:
     """
     if not self._cluster:
       return None
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     return tf.train.ClusterSpec(self._cluster)
 
   @property
@@ -151,7 +152,7 @@ class Configuration:
     jobs = self._training_jobs()
     if not jobs:
       return None
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     return tf.train.ClusterSpec(jobs)
 
   @property
@@ -234,7 +235,7 @@ class Configuration:
       return 'parameter_server'
     if self._multi_task():
       return 'multi_worker_mirrored'
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if len(tf.config.list_physical_devices('GPU')) > 1:
       return 'mirrored'
     return 'default'
@@ -263,7 +264,7 @@ class Configuration:
     return self._strategy
 
   def _create_strategy(self, args):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     settings = args if isinstance(args, JobSettings) else \
         JobSettings.from_args(args)
     kind = self.strategy_kind
@@ -309,7 +310,7 @@ class Configuration:
           'create_server needs a task of a distributed training cluster '
           '(more than one task; the evaluator is not part of it). Received: '
           f'task={self._task}, cluster={_tfconfig.shorten(self._cluster)}')
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     return tf.distribute.Server(
         self.training_cluster, job_name=self._task.type,
         task_index=self._task.index, protocol='grpc', start=start)
@@ -345,7 +346,7 @@ class Configuration:
     return {k: v for k, v in self._cluster.items() if k != 'evaluator'}
 
   def _cluster_resolver(self):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     return tf.distribute.cluster_resolver.SimpleClusterResolver(
         self.training_cluster, task_type=self._task.type,
         task_id=self._task.index, rpc_layer='grpc')

@@ -52,8 +52,8 @@ def describe(error):
   """What a read error says about a checkpoint, in one line."""
   if isinstance(error, IndexError):
     return f'truncated data ({error})'
-  text = str(getattr(error, 'message', None) or error).strip().splitlines()
-  text = text[0] if text else 'unreadable'
+  lines = str(getattr(error, 'message', None) or error).strip().splitlines()
+  text = lines[0] if lines else 'unreadable'
   return text if isinstance(error, tf.errors.OpError) else \
       f'{type(error).__name__}: {text}'
 
@@ -83,8 +83,11 @@ def problem(prefix):
 
 
 def went_away(prefix):
-  """Whether a checkpoint's index is gone: deleted by its writer's
-  rotation (or moved aside), as opposed to damaged in place."""
+  """Whether a checkpoint's index is gone.
+
+  Deleted by its writer's rotation (or moved aside), as opposed to damaged
+  in place.
+  """
   return not tf.io.gfile.exists(prefix + '.index')
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from typing import Any
 
 import tensorflow as tf
 
@@ -24,14 +25,22 @@ from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
-from tensorfx.training import _damaged
 from tensorfx.training import _cluster
+from tensorfx.training import _damaged
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
 
 _STEP = re.compile(r'-(\d+)$')
+
+
+def _step(path):
+  """The step a checkpoint path ends in (`model-200`: 200)."""
+  match = _STEP.search(path)
+  if match is None:
+    raise ValueError(f'Not a checkpoint path of a step. Received: {path!r}')
+  return int(match.group(1))
 
 
 class EvaluatorRun:
@@ -123,7 +132,7 @@ class EvaluatorRun:
     logger.info('Evaluator following %s (best by %s/%s, %s)',
                 self.paths['checkpoints'], best[0] or targets[0].name,
                 best[1], best[2])
-    logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
+    logs: dict[str, Any] = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
             'metrics': {}, 'model': None}
     callbacks.on_train_begin({'step': int(builder.global_step.numpy()),
                               'max_steps': settings.loop.max_steps,
@@ -139,7 +148,7 @@ class EvaluatorRun:
             self.timeout_secs if self.since is None else 0)
         for path in self._due(state, settings.validation.interval_steps,
                               finished):
-          step = int(_STEP.search(path).group(1))
+          step = _step(path)
           if path in self._skipped:
             continue
           try:
@@ -175,9 +184,11 @@ class EvaluatorRun:
     return state
 
   def _skip(self, path, error):
-    """Whether checkpoint `path`, which failed to restore with `error`, is
-    to be skipped: gone (the chief's rotation deleted it), or damaged, then
-    moved aside as the chief does on resume. Never tried again."""
+    """Whether checkpoint `path`, which failed with `error`, is skipped.
+
+    Skipped when gone (the chief's rotation deleted it), or damaged, then
+    moved aside as the chief does on resume. Never tried again.
+    """
     if _damaged.went_away(path):
       logger.info('Checkpoint %s went away before evaluation', path)
     elif isinstance(error, _damaged.Unreadable):
@@ -201,16 +212,15 @@ class EvaluatorRun:
       return []
     done = set(state['evaluated'])
     paths = [p for p in status.all_model_checkpoint_paths
-             if _STEP.search(p) and int(_STEP.search(p).group(1)) not in done]
-    paths.sort(key=lambda p: int(_STEP.search(p).group(1)))
+             if _STEP.search(p) and _step(p) not in done]
+    paths.sort(key=_step)
     if interval:
       last = status.model_checkpoint_path if finished else None
-      paths = [p for p in paths
-               if int(_STEP.search(p).group(1)) % interval == 0 or p == last]
+      paths = [p for p in paths if _step(p) % interval == 0 or p == last]
     return paths
 
   def _load_state(self):
-    fresh = {'evaluated': []}
+    fresh: dict[str, Any] = {'evaluated': []}
     if not tf.io.gfile.exists(self.state_path):
       return fresh
     try:

@@ -15,7 +15,6 @@ from tensorfx import _faults
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
-
 # What a SavedModel has at its top (besides version directories).
 _SAVED_MODEL = ('saved_model.pb', 'saved_model.pbtxt', 'fingerprint.pb',
                 'variables', 'assets', 'assets.extra')

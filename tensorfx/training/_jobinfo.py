@@ -49,7 +49,7 @@ def source():
 
 def versions():
   """Versions of the stack, for reproducing a job."""
-  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  from importlib import metadata
   found = {'python': platform.python_version(),
            'tensorfx': _version.__version__, 'tensorflow': tf.__version__}
   # From the installed distributions: importing Beam to ask would cost

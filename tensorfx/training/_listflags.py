@@ -9,6 +9,7 @@ This module must not import TensorFlow (see `_args`).
 
 import argparse
 import re
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 
@@ -32,7 +33,7 @@ class ListAction(argparse.Action):
     setattr(namespace, self.dest, list(values))
 
 
-def add_list_argument(parser, *names, type=None, help=None, default=None,  # pylint: disable=redefined-builtin
+def add_list_argument(parser, *names, type=None, help=None, default=None,
                       **kwargs):
   """Adds a list flag; see `ModelArguments.add_list_argument`."""
   if not names or not all(name.startswith('--') for name in names):
@@ -70,15 +71,15 @@ def rewrite_indexed(parser, argv, bases=None):
       flag given both ways.
   """
   list_actions = {}
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     if isinstance(action, ListAction):
       for name in action.option_strings:
         list_actions[name] = action
 
-  items = {}      # dest -> {index: (token, value)}
-  names = {}      # dest -> the name first used in the indexed form
+  items: dict[str, Any] = {}  # dest -> {index: (token, value)}
+  names: dict[str, str] = {}  # dest -> the name first used in the indexed form
   slots = {}      # dest -> position of its placeholder in the output
-  whole = {}      # dest -> the name used in the whole-list form
+  whole: dict[str, str] = {}  # dest -> the name used in the whole-list form
   output = []
   i = 0
   while i < len(argv):
@@ -166,7 +167,7 @@ def _convert(parser, action, flag, value):
   convert = action.type
   if convert is not None and not callable(convert):
     # argparse also accepts the name of a registered type, e.g. 'int'.
-    convert = parser._registry_get('type', convert, convert)  # pylint: disable=protected-access
+    convert = parser._registry_get('type', convert, convert)
   if convert is not None:
     try:
       value = convert(value)

@@ -11,7 +11,7 @@ signals) is a callback.
 import contextlib
 import dataclasses
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
@@ -81,7 +81,7 @@ class TrainingLoop:
     self._gradient_norm = gradient_norm
     self._last_checkpoint = None
     self._last_evaluation = None
-    self._hooks = {'before': [], 'after': []}
+    self._hooks: dict[str, list[Any]] = {'before': [], 'after': []}
 
   def at_step(self, step, fn, when='after'):
     """Calls `fn(step)` between two calls of the steps, at global step `step`.

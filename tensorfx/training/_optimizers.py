@@ -27,8 +27,8 @@ import tf_keras
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings.optimizer import DEFAULT_LEARNING_RATE
 from tensorfx.training._settings.optimizer import OPTIMIZERS
-from tensorfx.training._settings.optimizer import OptimizerSettings
 from tensorfx.training._settings.optimizer import SCHEDULES
+from tensorfx.training._settings.optimizer import OptimizerSettings
 
 
 def build_optimizer(args):

@@ -2,6 +2,7 @@
 
 import sys
 import time
+
 from tensorfx._logging import logger
 
 

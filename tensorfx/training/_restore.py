@@ -23,6 +23,7 @@ TensorFlow is imported by the functions that need it: the arguments check
 
 import os
 import re
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -31,8 +32,7 @@ _OBJECT_GRAPH = '_CHECKPOINTABLE_OBJECT_GRAPH'
 
 
 def resolve_checkpoint(path, what='--warm-start', move_damaged=False):
-  """The readable checkpoint prefix that `path` (prefix, file, directory)
-  means.
+  """The readable checkpoint prefix that `path` (prefix, file, dir) means.
 
   A directory means its newest readable checkpoint: damaged newer ones are
   logged (and, with `move_damaged`, moved aside: the job's own
@@ -47,8 +47,9 @@ def resolve_checkpoint(path, what='--warm-start', move_damaged=False):
     TrainingError: the checkpoint named, or every one in the directory, is
       damaged.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx.training import _damaged  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx.training import _damaged
   path = str(path).rstrip('/')
   if path.endswith('.index'):
     path = path[:-len('.index')]
@@ -77,9 +78,9 @@ def variable_name(variable):
 def checkpoint_names(reader):
   """Variable name -> checkpoint keys, from a `tf.train.load_checkpoint`."""
   keys = reader.get_variable_to_shape_map()
-  names = {}
+  names: dict[str, Any] = {}
   if _OBJECT_GRAPH in keys:
-    from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=g-import-not-at-top
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
     for node in graph.nodes:
@@ -161,7 +162,7 @@ def warm_start(variables, path, pattern=None, rename=None, global_step=None):
       whose checkpoint name is not in the checkpoint, a shape mismatch, or
       nothing to restore.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   prefix = resolve_checkpoint(path)
   rename = parse_rename(rename)
   regex = compile_pattern(pattern)

@@ -7,6 +7,7 @@ theirs to a scratch directory that is removed at the end.
 """
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -15,8 +16,8 @@ from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _builder
-from tensorfx.training import _callbacks
 from tensorfx.training import _cadence
+from tensorfx.training import _callbacks
 from tensorfx.training import _checkpoints
 from tensorfx.training import _cluster
 from tensorfx.training import _evaluation
@@ -174,7 +175,7 @@ class TrainingRun:
         gradient_norm=lambda: _read(training.gradient_norm))
     context.save = loop.save_checkpoint
     context.step_hook = loop.at_step
-    logs = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
+    logs: dict[str, Any] = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
             'metrics': {}, 'model': None}
     try:
       with _validation.data_errors():
@@ -224,7 +225,7 @@ class TrainingRun:
       extra['stopped'] = outcome.reason
     record.write(status='completed', global_step=step, metrics=logs['metrics'],
                  checkpoint=checkpoints.latest, model=model_dir, **extra)
-    from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+    from tensorfx.prediction import Model
     return Model.load(model_dir)
 
   def _analyze(self, dataset):
@@ -245,7 +246,7 @@ def _end_after_failure(callbacks, logs):
   """
   try:
     callbacks.on_train_end(logs)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     logger.warning('A callback failed while the run ended: %s: %s',
                    type(e).__name__, e)
 

@@ -60,6 +60,7 @@ import argparse
 import difflib
 import os
 import re
+from typing import Any
 
 from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
@@ -163,11 +164,12 @@ def resolve(parser, doc, path, origins=None):
       twice, or a value its flag rejects.
   """
   flags = _flags(parser)
-  values = {}
+  values: dict[str, Any] = {}
   # dest -> (key, line), to name both of a duplicate.
   origins = {} if origins is None else origins
+  located: Any = doc  # A parsed mapping: it knows its lines.
   for key, value in doc.items():
-    line = doc.lines.get(key, doc.line)
+    line = located.lines.get(key, located.line)
     name = _normal(key)
     if name == 'config':
       raise ConfigurationError(
@@ -176,8 +178,9 @@ def resolve(parser, doc, path, origins=None):
     if isinstance(value, dict) and (name in SECTIONS or name not in flags):
       if name not in SECTIONS:
         raise _unknown(path, line, key, flags, 'section or flag')
-      for sub, item in value.items():
-        sub_line = value.lines.get(sub, value.line)
+      mapping: Any = value  # A parsed mapping: it knows its lines.
+      for sub, item in mapping.items():
+        sub_line = mapping.lines.get(sub, mapping.line)
         action = _section_flag(flags, name, _normal(sub))
         label = f'{key}.{sub}'
         items = _items_action(parser, name)
@@ -213,7 +216,7 @@ def locate(error, parser, path, origins, argv):
     'run.yaml:9: optimizer.momentum: --momentum applies to --optimizer sgd'
   """
   options = {}
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     for option in action.option_strings:
       options[option] = action.dest
   for option in re.findall(r'--[A-Za-z][\w-]*', str(error)):
@@ -232,8 +235,8 @@ def _normal(key):
 def _flags(parser):
   """Every long option (normalised) to its action."""
   flags = {}
-  for action in parser._actions:  # pylint: disable=protected-access
-    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):  # pylint: disable=protected-access
+  for action in parser._actions:
+    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
       continue
     for option in action.option_strings:
       if option.startswith('--'):
@@ -255,7 +258,7 @@ def _section_flag(flags, section, key):
 
 def _items_action(parser, section):
   """The action whose entries are the section's mapping-valued keys."""
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     if getattr(action, 'config_section', None) == section:
       return action
   return None
@@ -301,15 +304,15 @@ def _convert(action, value, label, line, path):
   if value is None:
     return None
   if isinstance(action, (argparse.BooleanOptionalAction,
-                         argparse._StoreTrueAction,  # pylint: disable=protected-access
-                         argparse._StoreFalseAction)):  # pylint: disable=protected-access
+                         argparse._StoreTrueAction,
+                         argparse._StoreFalseAction)):
     if not isinstance(value, bool):
       raise ConfigurationError(
           f'{where} expects true or false. Received: {label}={value!r}')
-    if isinstance(action, argparse._StoreFalseAction):  # pylint: disable=protected-access
+    if isinstance(action, argparse._StoreFalseAction):
       return not value
     return value
-  if isinstance(action, argparse._StoreConstAction):  # pylint: disable=protected-access
+  if isinstance(action, argparse._StoreConstAction):
     if not isinstance(value, bool):
       raise ConfigurationError(
           f'{where} expects true or false. Received: {label}={value!r}')
@@ -320,7 +323,7 @@ def _convert(action, value, label, line, path):
         f'(e.g. {action.config_section}: {{NAME: {{...}}}}). Received: '
         f'{label}={value!r}')
   if action.nargs in ('+', '*') or isinstance(
-      action, argparse._AppendAction):  # pylint: disable=protected-access
+      action, argparse._AppendAction):
     if isinstance(value, dict):
       # A mapping for a list of KEY=VALUE items (--restore-rename a=b).
       value = [f'{k}={v}' for k, v in value.items()]
@@ -389,11 +392,11 @@ def dump(parser, values):
     The YAML text.
   """
   names = {}
-  for action in parser._actions:  # pylint: disable=protected-access
+  for action in parser._actions:
     longs = [o for o in action.option_strings if o.startswith('--')]
     if longs and action.dest not in names:
       names[action.dest] = (_normal(longs[0]), action)
-  doc = {}
+  doc: dict[str, Any] = {}
   for dest, value in values.items():
     name, action = names.get(dest, (None, None))
     if name in (None, 'config', 'print_config') or value in (None, []):

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 
@@ -180,7 +181,9 @@ def normalise_cluster(cluster, where):
   if not isinstance(cluster, dict):
     raise error(where, 'cluster', "must be an object mapping job names to "
                 "lists of 'host:port' addresses", cluster)
-  jobs, raw_names, seen = {}, {}, {}
+  jobs: dict[str, Any] = {}
+  raw_names: dict[str, Any] = {}
+  seen: dict[str, Any] = {}
   for raw, addresses in cluster.items():
     name = _JOB_NAMES.get(raw) if isinstance(raw, str) else None
     if name is None:
@@ -255,7 +258,7 @@ def normalise_task(task, jobs, raw_names, where):
 
 def _valid_address(address):
   match = _ADDRESS.match(address)
-  return bool(match) and 0 < int(match.group(2)) < 65536
+  return match is not None and 0 < int(match.group(2)) < 65536
 
 
 def error(where, key, expected, value):

@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import time
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -136,17 +137,17 @@ class MlflowTracker(Tracker):
     # The store's own start-up chatter (creating tables) is noise here.
     for name in ('mlflow.store.db.utils', 'alembic'):
       logging.getLogger(name).setLevel(logging.WARNING)
-    from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+    from mlflow.tracking import MlflowClient
     self.uri = uri
     self.experiment = experiment
     self.output = output if '://' in output else os.path.abspath(output)
     try:
       self.client = MlflowClient(tracking_uri=uri)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise ConfigurationError(
           f'Cannot open the MLflow tracking store {_safe(uri)}: {e}') from None
-    self.run_id = None
-    self.experiment_id = None
+    self.run_id: Any = None
+    self.experiment_id: Any = None
     self._failed = False
 
   def start(self, params, source, action='train', resume=True):
@@ -164,7 +165,7 @@ class MlflowTracker(Tracker):
     Raises:
       ConfigurationError: the store cannot be reached.
     """
-    from mlflow.entities import Param  # pylint: disable=g-import-not-at-top
+    from mlflow.entities import Param
     try:
       self.experiment_id = self._experiment_id()
       run = self._find_run() if resume else None
@@ -205,7 +206,7 @@ class MlflowTracker(Tracker):
                          'git.dirty': str(source.get('dirty')).lower()})
     except ConfigurationError:
       raise
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise ConfigurationError(
           f'Cannot record the run in the MLflow tracking store '
           f'{_safe(self.uri)}: {type(e).__name__}: {e}') from None
@@ -243,7 +244,7 @@ class MlflowTracker(Tracker):
     try:
       self.client.log_batch(self.run_id, metrics=list(metrics),
                             tags=list(tags))
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       # Training matters more than its record: warn once, train on.
       self._failed = True
       logger.warning('MLflow tracking failed (%s: %s); training goes on '
@@ -258,7 +259,7 @@ class MlflowTracker(Tracker):
                                 for k, v in results.items()}, step))
 
   def log_checkpoint(self, step, path, recent=()):
-    from mlflow.entities import RunTag  # pylint: disable=g-import-not-at-top
+    from mlflow.entities import RunTag
     tags = [RunTag('tensorfx.checkpoint.latest', path)]
     if recent:
       tags.append(RunTag('tensorfx.checkpoints',
@@ -266,7 +267,7 @@ class MlflowTracker(Tracker):
     self._log(metrics=_metrics({'checkpoint': step}, step), tags=tags)
 
   def set_tags(self, **tags):
-    from mlflow.entities import RunTag  # pylint: disable=g-import-not-at-top
+    from mlflow.entities import RunTag
     self._log(tags=[RunTag(f'tensorfx.{k}', _text(v, _TAG_LIMIT))
                     for k, v in tags.items()])
 
@@ -278,12 +279,12 @@ class MlflowTracker(Tracker):
     self.set_tags(status=status)
     try:
       self.client.set_terminated(self.run_id, status=state)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       logger.warning('Could not end the MLflow run %s: %s', self.run_id, e)
 
 
 def _metrics(values, step):
-  from mlflow.entities import Metric  # pylint: disable=g-import-not-at-top
+  from mlflow.entities import Metric
   now = int(time.time() * 1000)
   return [Metric(key, float(value), now, int(step))
           for key, value in values.items()
@@ -326,7 +327,7 @@ def _text(value, limit):
 
 
 def _host():
-  import socket  # pylint: disable=g-import-not-at-top
+  import socket
   return socket.gethostname()
 
 

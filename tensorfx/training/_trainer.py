@@ -111,7 +111,7 @@ class ModelTrainer:
     _configure_logging(settings)
     job = settings.job
     if job.action == 'evaluate' and job.follow:
-      from tensorfx.training import _follow  # pylint: disable=g-import-not-at-top
+      from tensorfx.training import _follow
       _follow.follow(model_builder, output, self._callbacks,
                      timeout_secs=job.cluster_timeout_secs)
       raise SystemExit(0)
@@ -123,14 +123,14 @@ class ModelTrainer:
       return self.export(model_builder, output, job.checkpoint,
                          job.export_dir)
     if job.action == 'predict':
-      from tensorfx.training import _batch_predict  # pylint: disable=g-import-not-at-top
+      from tensorfx.training import _batch_predict
       _batch_predict.predict(model_builder, output, job.checkpoint,
                              settings.prediction,
                              settings.data.skip_bad_records)
       raise SystemExit(0)
     timeout = job.cluster_timeout_secs
     if config.evaluator:
-      from tensorfx.training import _evaluator  # pylint: disable=g-import-not-at-top
+      from tensorfx.training import _evaluator
       _evaluator.EvaluatorRun(model_builder, output, config,
                               timeout_secs=timeout,
                               callbacks=self._callbacks).run()
@@ -224,7 +224,7 @@ def _exit_task(config):
   sys.stdout.flush()
   sys.stderr.flush()
   # A server's gRPC threads would keep the interpreter alive: leave now.
-  os._exit(0)  # pylint: disable=protected-access
+  os._exit(0)
 
 
 def _configure_logging(settings):

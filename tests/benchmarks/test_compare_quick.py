@@ -14,6 +14,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_compare_quick')]
+
 
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):

@@ -34,7 +34,7 @@ def free_port():
 
 @pytest.fixture(scope='module')
 def _emulator_server():
-  from gcp_storage_emulator.server import create_server  # pylint: disable=g-import-not-at-top
+  from gcp_storage_emulator.server import create_server
   port = free_port()
   server = create_server('127.0.0.1', port, in_memory=True)
   server.start()
@@ -49,7 +49,7 @@ def emulator(_emulator_server, monkeypatch):
   server.wipe()
   monkeypatch.setenv('STORAGE_EMULATOR_HOST', url)
   monkeypatch.setenv('GCS_RETRY_CONFIG_MAX_RETRIES', '1')
-  from tensorfx import cloud  # pylint: disable=g-import-not-at-top
+  from tensorfx import cloud
   client = cloud.storage_client(PROJECT)
   client.create_bucket(BUCKET)
   return client
@@ -87,7 +87,7 @@ class FakeVertex:
 
     class Handler(http.server.BaseHTTPRequestHandler):
 
-      def log_message(self, *args):  # pylint: disable=arguments-differ
+      def log_message(self, *args):
         pass
 
       def _answer(self, code, payload):
@@ -98,7 +98,7 @@ class FakeVertex:
         self.end_headers()
         self.wfile.write(data)
 
-      def do_POST(self):  # pylint: disable=invalid-name
+      def do_POST(self):
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length) or b'{}')
         path = self.path.split('?')[0]
@@ -123,7 +123,7 @@ class FakeVertex:
         fake.jobs[name] = job
         return self._answer(200, job)
 
-      def do_GET(self):  # pylint: disable=invalid-name
+      def do_GET(self):
         path = self.path.split('?')[0]
         fake.requests.append(('GET', path, None))
         match = _GET.match(path)
@@ -179,7 +179,7 @@ def as_message(cls, body):
   The client sends enums as numbers (`$alt=json;enum-encoding=int`);
   reading the body back through the message type makes it comparable.
   """
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format
   message = cls.from_json(json.dumps(body))
   return json_format.MessageToDict(cls.pb(message))
 
@@ -206,10 +206,10 @@ class FakeLogging:
 
     class Handler(http.server.BaseHTTPRequestHandler):
 
-      def log_message(self, *args):  # pylint: disable=arguments-differ
+      def log_message(self, *args):
         pass
 
-      def do_POST(self):  # pylint: disable=invalid-name
+      def do_POST(self):
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length) or b'{}')
         fake.requests.append(body)
@@ -254,7 +254,7 @@ class FakeLogging:
 
 
 def _ts(text):
-  import datetime  # pylint: disable=g-import-not-at-top
+  import datetime
   return datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
 
 

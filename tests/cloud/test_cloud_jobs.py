@@ -95,7 +95,7 @@ def test_legacy_custom_config_translates_to_positional_pools(tmp_path):
       ('n1-highmem-8', '3', None, None),
       ('n1-highcpu-16', '1', None, None)]
   europe = [p['containerSpec']['imageUri'] for p in pools]
-  image = f'europe-west4-docker.pkg.dev/my-project/tensorfx/trainer'
+  image = 'europe-west4-docker.pkg.dev/my-project/tensorfx/trainer'
   assert europe == [f'{image}-gpu:{VERSION}'] * 2 + [
       f'{image}:{VERSION}'] * 2
   job = spec.request()['customJob']
@@ -404,7 +404,7 @@ def test_request_needs_a_package_for_python_pools():
 
 
 def test_request_is_accepted_by_the_client_messages(tmp_path):
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   spec = _spec(worker_count=2, parameter_server_count=1, evaluator_count=1,
                master_accelerator='type=nvidia-tesla-t4',
                labels='a=b', timeout=600, job_dir='gs://my-bucket/o')

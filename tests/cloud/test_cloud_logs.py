@@ -1,5 +1,8 @@
-"""`tensorfx logs` and `tensorfx cancel` against local Vertex AI and Cloud
-Logging servers, through the real client libraries."""
+"""`tensorfx logs` and `tensorfx cancel` against local servers.
+
+Local Vertex AI and Cloud Logging servers, through the real client
+libraries.
+"""
 
 import io
 
@@ -7,8 +10,8 @@ import pytest
 
 from cloud_fakes import PROJECT
 from cloud_fakes import REGION
-from cloud_fakes import cloud_logging  # pylint: disable=unused-import
-from cloud_fakes import vertex  # pylint: disable=unused-import
+from cloud_fakes import cloud_logging  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import vertex  # noqa: F401  (a fixture: pytest finds it by name)
 from tensorfx import cloud
 from tensorfx import tools
 from tensorfx.cloud._errors import CloudError

@@ -3,8 +3,8 @@
 import pytest
 
 from cloud_fakes import BUCKET
-from cloud_fakes import _emulator_server  # pylint: disable=unused-import
-from cloud_fakes import emulator  # pylint: disable=unused-import
+from cloud_fakes import _emulator_server  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import emulator  # noqa: F401  (a fixture: pytest finds it by name)
 from tensorfx import ConfigurationError
 from tensorfx import cloud
 

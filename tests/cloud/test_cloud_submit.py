@@ -14,10 +14,10 @@ import pytest
 from cloud_fakes import BUCKET
 from cloud_fakes import PROJECT
 from cloud_fakes import REGION
-from cloud_fakes import _emulator_server  # pylint: disable=unused-import
+from cloud_fakes import _emulator_server  # noqa: F401  (a fixture: pytest finds it by name)
 from cloud_fakes import as_message
-from cloud_fakes import emulator  # pylint: disable=unused-import
-from cloud_fakes import vertex  # pylint: disable=unused-import
+from cloud_fakes import emulator  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import vertex  # noqa: F401  (a fixture: pytest finds it by name)
 from conftest import IRIS
 from tensorfx import cloud
 from tensorfx.tools import main
@@ -43,7 +43,7 @@ def _submit(vertex_url, *extra, trainer_args=('--max-steps', '100')):
 
 
 def _custom_job(body):
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   return as_message(aiplatform_v1.CustomJob, body)
 
 
@@ -103,7 +103,7 @@ def test_submit_stages_the_package_and_creates_the_job(emulator, vertex,
 
 def test_dry_run_prints_the_request_and_uploads_nothing(emulator, vertex,
                                                         capsys):
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   assert _submit(vertex.url, '--dry-run', '--scale-tier', 'standard-1') == 0
   printed = json.loads(capsys.readouterr().out)
   assert vertex.requests == []
@@ -151,7 +151,7 @@ def test_tuning_config_creates_a_hyperparameter_tuning_job(emulator, vertex,
   (_, path, body), = vertex.posts()
   assert path == (f'/v1/projects/{PROJECT}/locations/{REGION}/'
                   'hyperparameterTuningJobs')
-  from google.cloud import aiplatform_v1  # pylint: disable=g-import-not-at-top
+  from google.cloud import aiplatform_v1
   job = as_message(aiplatform_v1.HyperparameterTuningJob, body)
   assert job['maxTrialCount'] == 6
   assert job['parallelTrialCount'] == 2
@@ -289,7 +289,7 @@ def test_status_follows_a_job(vertex, capsys):
   assert main(['status', '77', '--project', PROJECT, '--region', REGION,
                '--api-endpoint', vertex.url, '--poll-interval', '0.01']) == 0
   lines = capsys.readouterr().out.splitlines()
-  assert [l.split(' ', 1)[1] for l in lines[:3]] == [
+  assert [line.split(' ', 1)[1] for line in lines[:3]] == [
       'customJobs/77: pending', 'customJobs/77: running',
       'customJobs/77: succeeded']
   assert lines[3] == f'Outputs: {JOB_DIR}'

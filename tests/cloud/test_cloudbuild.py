@@ -49,7 +49,7 @@ def test_test_step_starts_in_the_repository_root():
   step = _load()['steps'][0]
   lines = _script(step).splitlines()
   # Everything up to the install, then where the script stands.
-  prefix = [l for l in lines if not l.startswith('pip install')] + ['pwd']
+  prefix = [line for line in lines if not line.startswith('pip install')] + ['pwd']
   result = subprocess.run(['bash', '-c', '\n'.join(prefix), '.ci/run'],
                           cwd=ROOT, capture_output=True, text=True,
                           timeout=30, check=True)
@@ -71,10 +71,10 @@ def test_build_and_publish_steps():
 
 def test_only_user_substitutions_are_unescaped():
   """Every `$` Cloud Build would substitute is `_BUCKET`; the rest are $$."""
-  import re  # pylint: disable=g-import-not-at-top
+  import re
   with open(os.path.join(ROOT, 'cloudbuild.yaml')) as f:
-    text = '\n'.join(l for l in f.read().splitlines()
-                     if not l.lstrip().startswith('#'))
+    text = '\n'.join(line for line in f.read().splitlines()
+                     if not line.lstrip().startswith('#'))
   names = re.findall(r'(?<!\$)\$(?!\$)\{?(\w+)', text.replace('$$', ''))
   # PROJECT_ID is Cloud Build's own; _REGION has a default.
   assert set(names) == {'_BUCKET', '_REGION', 'PROJECT_ID'}
@@ -82,9 +82,12 @@ def test_only_user_substitutions_are_unescaped():
 
 
 def test_image_step_pushes_the_images_submit_runs_on():
-  """The step's script, run with a recording `docker`, pushes the tags that
-  `tensorfx submit` puts in its requests by default."""
-  from tensorfx import cloud  # pylint: disable=g-import-not-at-top
+  """The step's script pushes the tags `tensorfx submit` uses.
+
+  Run with a recording `docker`; the tags are those `tensorfx submit` puts
+  in its requests by default.
+  """
+  from tensorfx import cloud
   step = _load()['steps'][3]
   script = _script(step).replace('${_REGION}', 'europe-west4').replace(
       '${PROJECT_ID}', 'my-project')
@@ -103,15 +106,15 @@ def test_image_step_pushes_the_images_submit_runs_on():
 
 def test_dockerfile_installs_the_built_wheel_on_the_pinned_python():
   with open(os.path.join(ROOT, 'Dockerfile')) as f:
-    lines = [l.strip() for l in f.read().splitlines()
-             if l.strip() and not l.lstrip().startswith('#')]
+    lines = [line.strip() for line in f.read().splitlines()
+             if line.strip() and not line.lstrip().startswith('#')]
   with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
     requires = tomllib.load(f)['project']['requires-python']
   assert lines[0] == 'FROM python:3.11-slim'
   assert SpecifierSet(requires).contains('3.11')
   assert 'ARG TENSORFLOW_EXTRA=' in lines
   assert 'COPY dist/*.whl /tmp/wheels/' in lines
-  assert any('pip install /tmp/wheels/tensorfx_sdk-*.whl' in l for l in lines)
+  assert any('pip install /tmp/wheels/tensorfx_sdk-*.whl' in line for line in lines)
   # Vertex replaces the entrypoint with the request's command; run by hand,
   # the image is the tensorfx command line.
   assert 'ENTRYPOINT ["python", "-m", "tensorfx"]' in lines

@@ -69,7 +69,7 @@ def test_measurements_append_and_keep_the_last_hundred(metrics_file,
     cloud.report_metric('loss', 1.0 / step, step)
   lines = _lines(metrics_file)
   assert len(lines) == 100
-  steps = [int(json.loads(l)['global_step']) for l in lines]
+  steps = [int(json.loads(line)['global_step']) for line in lines]
   assert steps == list(range(6, 106))
   assert [f for f in os.listdir(metrics_file.parent)] == ['output.metrics']
 
@@ -82,8 +82,8 @@ def test_report_metrics_reports_the_study_metric(metrics_file, monkeypatch):
   monkeypatch.delenv('CLOUD_ML_HP_METRIC_TAG')
   assert cloud.report_metrics({'loss': 0.3, 'accuracy': 0.9}, 60) == [
       'accuracy', 'loss']
-  tags = [sorted(set(json.loads(l)) - set(HYPERTUNE_KEYS))[0]
-          for l in _lines(metrics_file)]
+  tags = [sorted(set(json.loads(line)) - set(HYPERTUNE_KEYS))[0]
+          for line in _lines(metrics_file)]
   assert tags == ['accuracy', 'accuracy', 'loss']
 
 

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from cloud_fakes import BUCKET
-from cloud_fakes import _emulator_server  # pylint: disable=unused-import
-from cloud_fakes import emulator  # pylint: disable=unused-import
+from cloud_fakes import _emulator_server  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import emulator  # noqa: F401  (a fixture: pytest finds it by name)
 from tensorfx import cloud
 from tensorfx.tools import main
 
@@ -74,7 +74,7 @@ def test_the_job_request_runs_the_trainer_image():
                         package_uris=[f'gs://{BUCKET}/iris-0.0.0.tar.gz'],
                         args=['--max-steps', '10'], environ={})
   pool = spec.request()['customJob']['jobSpec']['workerPoolSpecs'][0]
-  from tensorfx import __version__  # pylint: disable=g-import-not-at-top
+  from tensorfx import __version__
   assert pool['containerSpec'] == {
       'imageUri': ('europe-west4-docker.pkg.dev/my-project/tensorfx/'
                    f'trainer:{__version__}'),
@@ -84,7 +84,7 @@ def test_the_job_request_runs_the_trainer_image():
       'args': ['--max-steps', '10'],
   }
   # The command is one `tensorfx` understands, arguments after `--`.
-  from tensorfx.tools import _main  # pylint: disable=g-import-not-at-top
+  from tensorfx.tools import _main
   parsed, rest = _main.build_parser().parse_known_args(
       pool['containerSpec']['command'][3:] + pool['containerSpec']['args'])
   assert parsed.module == 'iris.trainer'

@@ -108,7 +108,7 @@ def test_a_dataset_without_analysis_says_so(tmp_path):
         'The dataset has not been analyzed: pass metadata= (or '
         '--data-metadata) with a `tensorfx analyze` output directory, or '
         f'call analyze(). Received: metadata={dataset.analysis_dir!r}')):
-      dataset.transform_output  # pylint: disable=pointless-statement
+      dataset.transform_output  # noqa: B018  (reading the property raises)
 
 
 def test_use_analysis_takes_only_a_complete_analysis(tmp_path, iris_analysis):
@@ -146,7 +146,7 @@ def test_a_bad_row_fails_analysis_naming_file_and_line(tmp_path):
 
 
 def test_a_missing_file_fails_before_beam_starts(tmp_path, monkeypatch):
-  from tensorfx.data import _analysis  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _analysis
 
   def no_pipeline(*args, **kwargs):
     raise AssertionError('Beam started')
@@ -175,12 +175,12 @@ def test_analysis_needs_features_and_a_known_source(tmp_path):
 
 
 def _batch(schema, **columns):
-  from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _arrow
   return _arrow.record_batch(columns, schema)
 
 
 def test_statistics_merge_partial_results():
-  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _statistics
   schema = Schema.parse(
       'fields:\n- name: c\n  type: discrete\n- name: v\n  type: integer\n')
   values = [('b', 1), ('a', 2), ('b', 3), ('c', 4), ('a', 5), ('b', 6)]
@@ -206,7 +206,7 @@ def test_statistics_merge_partial_results():
 
 
 def test_statistics_list_only_the_most_frequent_values(monkeypatch):
-  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _statistics
   monkeypatch.setattr(_statistics, 'MAX_LISTED_VALUES', 2)
   schema = Schema.parse('fields:\n- name: c\n  type: discrete\n')
   stats = _statistics.Statistics(schema)
@@ -219,7 +219,7 @@ def test_statistics_list_only_the_most_frequent_values(monkeypatch):
 
 
 def test_statistics_count_missing_values_apart():
-  from tensorfx.data import _statistics  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import _statistics
   schema = Schema.parse("""\
 fields:
 - name: c

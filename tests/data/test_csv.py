@@ -10,10 +10,10 @@ from tensorfx import DataError
 from tensorfx.data import CsvDataSet
 from tensorfx.data import CsvDataSource
 from tensorfx.data import Schema
-from tensorfx.data._csv import parse_lines
-from tensorfx.data._csv import read_rows
 from tensorfx.data import _missing
 from tensorfx.data import _validation
+from tensorfx.data._csv import parse_lines
+from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import assert_valid
 from tensorfx.data._validation import data_errors
 
@@ -490,8 +490,8 @@ def test_skip_bad_records_must_be_a_bool():
 
 
 def test_analysis_skips_and_logs_bad_records(tmp_path):
-  import logging  # pylint: disable=g-import-not-at-top
-  import os  # pylint: disable=g-import-not-at-top
+  import logging
+  import os
   iris = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__)))), 'samples', 'iris')
   path = _write(tmp_path, 'train.csv',

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import pathlib
 
 import pytest
 
@@ -13,7 +14,7 @@ IRIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'iris')
 SCHEMA = os.path.join(IRIS, 'schema.yaml')
 FEATURES = os.path.join(IRIS, 'features.yaml')
-LINES = open(os.path.join(IRIS, 'data', 'train.csv')).read().splitlines()
+LINES = pathlib.Path(os.path.join(IRIS, 'data', 'train.csv')).read_text().splitlines()
 
 
 @pytest.mark.parametrize('split_bytes,block_bytes', [

@@ -3,6 +3,7 @@
 import collections
 import gzip
 import os
+import pathlib
 
 import pytest
 import tensorflow as tf
@@ -190,7 +191,7 @@ def _records(count):
 def test_a_truncated_file_is_named(tmp_path):
   good = write(tmp_path / 'good.tfrecord', _records(5))
   path = write(tmp_path / 'cut.tfrecord', _records(2000))
-  data = open(path, 'rb').read()
+  data = pathlib.Path(path).read_bytes()
   with open(path, 'wb') as f:
     f.write(data[:-7])
 
@@ -204,10 +205,10 @@ def test_a_truncated_file_is_named(tmp_path):
 
 def test_a_corrupt_record_is_named(tmp_path):
   path = write(tmp_path / 'flip.tfrecord', _records(10))
-  data = bytearray(open(path, 'rb').read())
+  data = bytearray(pathlib.Path(path).read_bytes())
   size = len(data) // 10
   data[3 * size + 20] ^= 0xFF  # A byte of the 4th record's payload.
-  open(path, 'wb').write(bytes(data))
+  pathlib.Path(path).write_bytes(bytes(data))
 
   message = _read_error(ExamplesDataSource(path, SCHEMA))
   assert message.startswith(f'{path}: record 4: truncated or corrupt '
@@ -217,8 +218,8 @@ def test_a_corrupt_record_is_named(tmp_path):
 def test_a_truncated_gzip_file_is_named(tmp_path):
   good = write(tmp_path / 'good.tfrecord.gz', _records(5), 'GZIP')
   path = write(tmp_path / 'cut.tfrecord.gz', _records(3000), 'GZIP')
-  data = open(path, 'rb').read()
-  open(path, 'wb').write(data[:len(data) // 2])
+  data = pathlib.Path(path).read_bytes()
+  pathlib.Path(path).write_bytes(data[:len(data) // 2])
 
   message = _read_error(ExamplesDataSource([good, path], SCHEMA), 100)
   assert message.startswith(f'{path}: record ')
@@ -315,8 +316,8 @@ def test_record_batches_name_file_record_and_feature(tmp_path, bad, problem):
 
 def test_analysis_of_tfrecords_matches_the_csv_analysis(tmp_path,
                                                          iris_analysis):
-  import csv  # pylint: disable=g-import-not-at-top
-  import json  # pylint: disable=g-import-not-at-top
+  import csv
+  import json
   schema = os.path.join(IRIS, 'schema.yaml')
   with open(os.path.join(IRIS, 'data', 'train.csv')) as f:
     rows = [row for row in csv.reader(f) if row]

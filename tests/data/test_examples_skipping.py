@@ -10,17 +10,17 @@ import logging
 import os
 
 import pytest
-
-from tensorfx import DataError
-from tensorfx.data import ExamplesDataSet
-from tensorfx.data import ExamplesDataSource
-from tensorfx.data._examplebatches import record_batches
 from test_examples import IRIS
 from test_examples import SCHEMA
 from test_examples import _read
 from test_examples import example
 from test_examples import record
 from test_examples import write
+
+from tensorfx import DataError
+from tensorfx.data import ExamplesDataSet
+from tensorfx.data import ExamplesDataSource
+from tensorfx.data._examplebatches import record_batches
 
 BAD = {
     3: (b'\x0a\x05garbage and more', 'not a serialized tf.Example'),

@@ -493,7 +493,7 @@ def test_load_of_a_missing_file_names_it(tmp_path):
 def test_embedding_parameters_accept_what_the_tables_accept():
   # The data layer cannot import tensorfx.embeddings, so it keeps its own
   # lists of combiners and hashings; they must not drift apart.
-  from tensorfx import embeddings  # pylint: disable=g-import-not-at-top
-  from tensorfx.embeddings import _options  # pylint: disable=g-import-not-at-top
-  assert _featureparams._COMBINERS == embeddings.COMBINERS  # pylint: disable=protected-access
-  assert _featureparams._HASHINGS == _options.HASHINGS  # pylint: disable=protected-access
+  from tensorfx import embeddings
+  from tensorfx.embeddings import _options
+  assert _featureparams._COMBINERS == embeddings.COMBINERS
+  assert _featureparams._HASHINGS == _options.HASHINGS

@@ -22,6 +22,7 @@ import csv
 import gzip
 import math
 import os
+import pathlib
 import random
 import re
 import zlib
@@ -29,6 +30,7 @@ import zlib
 import pytest
 import tensorflow as tf
 
+import fuzzing
 from tensorfx import DataError
 from tensorfx.data import CsvDataSource
 from tensorfx.data import DataSet
@@ -36,8 +38,6 @@ from tensorfx.data import ExamplesDataSource
 from tensorfx.data import Schema
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
-
-import fuzzing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
@@ -117,9 +117,11 @@ def _same_rows(a, b):
 
 
 def _as_written(path):
-  """The rows as an independent reading of the text says they are: each
-  non-empty line (cut at \\n) split at the commas (by Python's csv module where there are quotes), five cells,
-  numbers by float()."""
+  r"""The rows as an independent reading of the text says they are.
+
+  Each non-empty line (cut at \n) split at the commas (by Python's csv
+  module where there are quotes), five cells, numbers by float().
+  """
   rows = []
   with open(path, encoding='utf-8', newline='') as f:
     for line in f.read().split('\n'):
@@ -138,11 +140,11 @@ def _as_written(path):
   return rows
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_csv_rows_with_random_byte_edits(tmp_path):
   rng = _cases('csv')
-  original = open(os.path.join(SAMPLES, 'iris', 'data', 'eval.csv'),
-                  'rb').read()
+  original = pathlib.Path(os.path.join(SAMPLES, 'iris', 'data', 'eval.csv')).read_bytes()
   outcomes = collections.Counter()
   for case in range(CASES):
     path = str(tmp_path / f'case{case}.csv')
@@ -213,6 +215,7 @@ def _read_examples(path):
   return count
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize('compression', ['', 'GZIP'])
 def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
@@ -220,7 +223,7 @@ def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
   suffix = '.tfrecord.gz' if compression else '.tfrecord'
   clean = str(tmp_path / f'clean{suffix}')
   _write_records(clean, compression)
-  original = open(clean, 'rb').read()
+  original = pathlib.Path(clean).read_bytes()
   plain = gzip.decompress(original) if compression else original
   outcomes = collections.Counter()
   for case in range(CASES):
@@ -257,8 +260,11 @@ def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
 
 
 def _records_before(plain, offset):
-  """The records of a TFRecord file cut at `offset`, if it is cut between
-  two records or in a record's header; else None."""
+  """The records of a TFRecord file cut at `offset`, or None.
+
+  The records if it is cut between two records or in a record's header;
+  else None.
+  """
   at = count = 0
   while True:
     if offset - at < 12:
@@ -273,12 +279,13 @@ def _records_before(plain, offset):
 # Schema and feature YAML with random deletions.
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize('sample', ['iris', 'census'])
 def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
   rng = _cases(f'yaml-{sample}')
-  schema_text = open(os.path.join(SAMPLES, sample, 'schema.yaml')).read()
-  features_text = open(os.path.join(SAMPLES, sample, 'features.yaml')).read()
+  schema_text = pathlib.Path(os.path.join(SAMPLES, sample, 'schema.yaml')).read_text()
+  features_text = pathlib.Path(os.path.join(SAMPLES, sample, 'features.yaml')).read_text()
   outcomes = collections.Counter()
   for case in range(CASES * 2):
     damaged_schema = rng.random() < 0.5
@@ -307,7 +314,7 @@ def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
 def test_features_naming_missing_fields(tmp_path):
   rng = _cases('missing-fields')
   schema = os.path.join(SAMPLES, 'census', 'schema.yaml')
-  text = open(os.path.join(SAMPLES, 'census', 'features.yaml')).read()
+  text = pathlib.Path(os.path.join(SAMPLES, 'census', 'features.yaml')).read_text()
   names = sorted(set(re.findall(r'fields: (\w+)', text)))
   for case in range(CASES):
     gone = rng.choice(names)

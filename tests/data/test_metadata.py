@@ -12,7 +12,9 @@ IRIS = """\
 {"instances": 120,
  "fields": {
    "petal_length": {"type": "real", "count": 120, "min": 1.0, "max": 6.9, "mean": 3.7, "std": 1.7},
-   "species": {"type": "discrete", "count": 120, "vocabulary": {"setosa": 40, "versicolor": 40}, "vocabulary_size": 3}
+   "species": {"type": "discrete", "count": 120,
+               "vocabulary": {"setosa": 40, "versicolor": 40},
+               "vocabulary_size": 3}
  }}
 """
 

@@ -25,6 +25,8 @@ from tensorfx.data._csv import parse_lines
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
 
+pytestmark = pytest.mark.xdist_group('test_missing')
+
 SCHEMA = Schema.parse("""\
 fields:
 - name: id
@@ -340,7 +342,7 @@ def test_an_indicator_needs_holes_that_reach_the_transform(field, problem):
   with pytest.raises(DataError, match=re.escape(
       "features.yaml:4: features[0].fields: feature 'm': an indicator "
       'feature needs a field '
-      
+
       f'whose missing values reach the transform; {problem}')):
     features.validate(schema)
 

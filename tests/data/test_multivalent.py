@@ -17,6 +17,8 @@ from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.data._transforms import multi_hot
 
+pytestmark = pytest.mark.xdist_group('test_multivalent')
+
 SCHEMA = """\
 fields:
 - name: id
@@ -207,7 +209,7 @@ def test_multi_hot():
 
 
 def test_a_feedforward_model_reads_multivalent_features(dataset, batch):
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from tensorfx.models import nn
   features = FeatureSet.parse("""\
 features:
 - name: y
@@ -227,7 +229,7 @@ features:
 """)
   model_dataset = ExamplesDataSet(dataset.schema, features=features,
                                   metadata=dataset.metadata)
-  model_dataset._transform_output = dataset.transform_output  # pylint: disable=protected-access
+  model_dataset._transform_output = dataset.transform_output
   args = nn.FeedForwardClassificationArguments.parse(
       ['--hidden-layers:1', '4'])
   builder = nn.FeedForwardClassification(args, model_dataset)
@@ -237,13 +239,13 @@ features:
   assert logits.shape == (4, 2)
   # The same rows embedded and multi-hot by hand: mean embedding, then hash
   # buckets, then the z-scores (features in name order).
-  table = builder._embeddings['tags_embed'].embeddings.numpy()  # pylint: disable=protected-access
+  table = builder._embeddings['tags_embed'].embeddings.numpy()
   embedded = [table[ids].mean(axis=0) if ids else np.zeros(2)
               for ids in _rows(batch['tags_embed'])]
   hashed = multi_hot(batch['tags_hash'], 5).numpy()
   x = np.concatenate([np.array(embedded), hashed,
                       batch['vec_z'].numpy()], axis=1)
-  for layer in builder._layers:  # pylint: disable=protected-access
+  for layer in builder._layers:
     x = layer(tf.constant(x, tf.float32)).numpy()
   assert logits.numpy() == pytest.approx(x, rel=1e-5, abs=1e-6)
 
@@ -274,7 +276,7 @@ def test_transforms_that_need_fewer_values_are_errors(feature, problem):
 
 
 def test_csv_cannot_hold_list_fields():
-  from tensorfx.data import CsvDataSet  # pylint: disable=g-import-not-at-top
+  from tensorfx.data import CsvDataSet
   with pytest.raises(DataError, match="field 'tags' has length 0. Use "
                      'ExamplesDataSet for list fields'):
     CsvDataSet(Schema.parse(SCHEMA), train='a.csv')

@@ -19,6 +19,8 @@ from tensorfx.data import Schema
 from tensorfx.data import TransformedFeature
 from tensorfx.data._transforms import raw_feature_spec
 
+pytestmark = pytest.mark.xdist_group('test_transforms')
+
 SCHEMA = """\
 fields:
 - name: id
@@ -345,9 +347,9 @@ def test_transform_applies_the_graph_to_read_batches(dataset, layer,
 def test_preprocessing_needs_a_feature_set():
   dataset = CsvDataSet(Schema.parse(SCHEMA), train='train.csv')
   with pytest.raises(DataError, match='Preprocessing needs a feature set'):
-    dataset.preprocessing_fn  # pylint: disable=pointless-statement
+    dataset.preprocessing_fn  # noqa: B018  (reading the property raises)
   with pytest.raises(DataError, match='Describing features needs a feature'):
-    dataset.transformed_features  # pylint: disable=pointless-statement
+    dataset.transformed_features  # noqa: B018  (reading the property raises)
 
 
 def test_raw_feature_spec_follows_field_lengths():

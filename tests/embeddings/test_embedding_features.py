@@ -57,7 +57,7 @@ features:
          'history': tf.sparse.from_dense(tf.constant([[1, 2], [0, 0]],
                                                      tf.int64)),
          'user': tf.constant([1, 2], tf.int64)}
-  assert _transforms._transform(  # pylint: disable=protected-access
+  assert _transforms._transform(
       features['item'], raw, SCHEMA) is raw['item']
   assert FeatureSet.parse(features.format()) == features
 
@@ -94,9 +94,9 @@ features:
   assert (item.hashing, item.capacity, item.dim, item.admit_after,
           item.evict_after_steps, item.combiner) == ('exact', 1000, 8, 2,
                                                      500, 'mean')
-  assert item._evict_every == 50  # pylint: disable=protected-access
-  config = item._initializer.get_config()  # pylint: disable=protected-access
-  assert type(item._initializer).__name__ == 'TruncatedNormal'  # pylint: disable=protected-access
+  assert item._evict_every == 50
+  config = item._initializer.get_config()
+  assert type(item._initializer).__name__ == 'TruncatedNormal'
   assert (config['stddev'], config['seed']) == (0.02, 7)
   item.bind(step_counter=tf.Variable(0, dtype=tf.int64))
   item.lookup(tf.constant([5, 5], tf.int64), training=True)

@@ -121,7 +121,7 @@ def test_rows_not_seen_for_the_threshold_are_evicted():
   table.bind(optimizer=optimizer)
   table.build()
   optimizer.build(table.shards)
-  optimizer._m_slots[0].assign(tf.ones([11, 4]))  # pylint: disable=protected-access
+  optimizer._m_slots[0].assign(tf.ones([11, 4]))
 
   @tf.function
   def train(keys):
@@ -142,7 +142,7 @@ def test_rows_not_seen_for_the_threshold_are_evicted():
   assert np.abs(after[1]).max() <= 0.05
   np.testing.assert_array_equal(after[2], before[2])
   assert table.last_seen.numpy()[1] == 0
-  moments = optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
+  moments = optimizer._m_slots[0].numpy()
   assert not moments[1].any() and moments[2].all()  # its moments cleared
   # A sweep on demand; nothing else is stale.
   assert int(table.evict()) == 0

@@ -109,7 +109,7 @@ def test_a_full_table_reads_the_default_row_until_eviction_frees_one():
   assert np.abs(after).max() <= 0.05 + 0.1 + 1e-6   # initial + one step
   # Lazy Adam's first moment after one step from cleared slots is 0.1 g,
   # g = 2 (v - 1) for a fresh |v| <= 0.05; key 1's moments would add -0.18.
-  moments = optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
+  moments = optimizer._m_slots[0].numpy()
   assert ((moments[0] > -0.211) & (moments[0] < -0.189)).all(), moments[0]
   assert int(table.live_rows()) == 2
   assert int(step.numpy()) == 5
@@ -165,8 +165,8 @@ def _checkpoint(table, step, optimizer):
 def _state(table, optimizer, keys):
   """Per key: row, vector, count, stamp and lazy Adam's moments."""
   rows = table.rows(keys).numpy()
-  m = optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
-  v = optimizer._v_slots[0].numpy()  # pylint: disable=protected-access
+  m = optimizer._m_slots[0].numpy()
+  v = optimizer._v_slots[0].numpy()
   stats = table.statistics(keys)
   return {'rows': rows, 'vectors': table.lookup(keys).numpy(),
           'count': stats['count'].numpy(), 'last': stats['last_seen'].numpy(),
@@ -231,8 +231,8 @@ def test_a_restore_at_the_same_capacity_continues_identically(tmp_path):
   np.testing.assert_array_equal(again.embeddings.numpy(),
                                 table.embeddings.numpy())
   np.testing.assert_array_equal(
-      again_optimizer._v_slots[0].numpy(),  # pylint: disable=protected-access
-      optimizer._v_slots[0].numpy())  # pylint: disable=protected-access
+      again_optimizer._v_slots[0].numpy(),
+      optimizer._v_slots[0].numpy())
 
 
 def test_a_table_does_not_shrink_below_its_rows_in_use(saved):

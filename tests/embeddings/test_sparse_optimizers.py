@@ -61,8 +61,8 @@ def test_only_the_rows_looked_up_change(optimizer):
 def test_lazy_adam_moments_of_untouched_rows_stay_zero():
   optimizer = embeddings.LazyAdam(0.1)
   _train(optimizer, [[1, 3], [5], [1, 1]])
-  m = optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
-  v = optimizer._v_slots[0].numpy()  # pylint: disable=protected-access
+  m = optimizer._m_slots[0].numpy()
+  v = optimizer._v_slots[0].numpy()
   assert _changed(np.zeros_like(m), m) == [1, 3, 5]
   assert _changed(np.zeros_like(v), v) == [1, 3, 5]
 
@@ -116,8 +116,8 @@ def test_reset_slots_returns_rows_to_their_initial_slots():
   optimizer = embeddings.SparseFtrl(0.1, initial_accumulator_value=0.5)
   table, _ = _train(optimizer, [[1, 2]])
   optimizer.reset_slots(table.embeddings, tf.constant([2], tf.int64))
-  accumulator = optimizer._accumulator_slots[0].numpy()  # pylint: disable=protected-access
-  linear = optimizer._linear_slots[0].numpy()  # pylint: disable=protected-access
+  accumulator = optimizer._accumulator_slots[0].numpy()
+  linear = optimizer._linear_slots[0].numpy()
   assert accumulator[1, 0] > 0.5 and linear[1].any()
   assert accumulator[2].tolist() == [0.5] * 3 and not linear[2].any()
 

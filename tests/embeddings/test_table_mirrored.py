@@ -13,6 +13,10 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 _SCRIPT = r'''
 import json, os, sys
 import numpy as np

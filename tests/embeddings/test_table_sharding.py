@@ -14,6 +14,12 @@ import pytest
 
 from ps_cluster_script import in_process_cluster
 
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.slow,
+    pytest.mark.xdist_group('test_table_sharding'),
+]
+
 _SCRIPT = r'''
 import json, socket, sys
 import numpy as np

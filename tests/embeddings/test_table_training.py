@@ -25,6 +25,8 @@ from tensorfx import embeddings
 from tensorfx import prediction
 from tensorfx import training
 
+pytestmark = pytest.mark.slow
+
 RECOMMEND = os.path.join(ROOT, 'samples', 'recommend')
 CAPACITY = 16384
 
@@ -109,7 +111,7 @@ def data(tmp_path_factory):
   assert result.returncode == 0, result.stderr[-3000:]
   features = root / 'features.yaml'
   features.write_text(FEATURES)
-  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data as tfx_data
   analysis = root / 'analysis'
   tfx_data.ExamplesDataSet(
       os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
@@ -128,7 +130,7 @@ def _args(data, output, *extra):
 
 
 def _dataset(data):
-  from tensorfx import data as tfx_data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data as tfx_data
   data_dir, features, analysis = data
   return tfx_data.ExamplesDataSet(
       os.path.join(RECOMMEND, 'schema.yaml'), features=str(features),
@@ -164,7 +166,7 @@ class DotProduct(training.ModelBuilder):
 
   evaluation_metric = ('auc', 'max')
 
-  def build_inference(self, inputs, training):  # pylint: disable=redefined-outer-name
+  def build_inference(self, inputs, training):
     if not hasattr(self, 'users'):
       self.users = embeddings.EmbeddingTable('users', dim=8,
                                              capacity=CAPACITY)
@@ -243,6 +245,7 @@ def single(data, tmp_path_factory):
   return builder, output, model
 
 
+@pytest.mark.xdist_group('test_table_training_single')
 def test_the_sample_trains_single_node_to_a_useful_auc(single):
   builder, output, _ = single
   job = yaml.safe_load((output / 'job.yaml').read_text())
@@ -258,6 +261,7 @@ def test_the_sample_trains_single_node_to_a_useful_auc(single):
   assert 0 < int(user.live_rows()) < CAPACITY
 
 
+@pytest.mark.xdist_group('test_table_training_single')
 def test_the_exported_sample_serves_raw_ids(single, data):
   builder, output, model = single
   user, item, history = _first(data)
@@ -279,6 +283,7 @@ def test_the_exported_sample_serves_raw_ids(single, data):
   assert loaded.predict([f'{user},{item},'])[0]['label'] in ('yes', 'no')
 
 
+@pytest.mark.cluster
 def test_the_sample_trains_on_a_parameter_server_cluster(data, tmp_path):
   output = tmp_path / 'ps'
   command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
@@ -323,11 +328,12 @@ def exact(data, tmp_path_factory):
 
 
 def _held_rows(table):
-  _, entries, _ = table._keys.export()  # pylint: disable=protected-access
+  _, entries, _ = table._keys.export()
   rows = entries.numpy()[:, 0]
   return rows[rows >= 0]
 
 
+@pytest.mark.xdist_group('test_table_training_exact')
 def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   builder, output, _ = exact
   job = yaml.safe_load((output / 'job.yaml').read_text())
@@ -338,8 +344,8 @@ def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   # The options of features.yaml reached the tables.
   assert user.hashing == item.hashing == 'exact'
   assert (user.admit_after, user.evict_after_steps) == (2, 5000)
-  assert user._evict_every == 500  # pylint: disable=protected-access
-  initializer = user._initializer  # pylint: disable=protected-access
+  assert user._evict_every == 500
+  initializer = user._initializer
   assert type(initializer).__name__ == 'RandomUniform'
   assert initializer.get_config()['maxval'] == 0.03
   for table in (user, item):
@@ -349,6 +355,7 @@ def test_exact_tables_from_features_yaml_train_without_collisions(exact):
   assert int(item.live_rows()) <= 400 < CAPACITY
 
 
+@pytest.mark.xdist_group('test_table_training_exact')
 def test_the_exported_exact_model_serves_raw_ids(exact, data):
   _, output, model = exact
   user, item, history = _first(data)
@@ -363,6 +370,7 @@ def test_the_exported_exact_model_serves_raw_ids(exact, data):
   assert again['scores'] == pytest.approx(seen['scores'], abs=1e-6)
 
 
+@pytest.mark.cluster
 def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
                                                                    tmp_path):
   output = tmp_path / 'ps'

@@ -4,7 +4,6 @@ import os
 
 import pytest
 
-from conftest import IRIS
 from conftest import iris_args
 from tensorfx import data
 from tensorfx import training
@@ -33,7 +32,7 @@ features:
 
 def test_classification_reaches_the_accuracy_bar(iris_model):
   output, model = iris_model
-  import yaml  # pylint: disable=g-import-not-at-top
+  import yaml
   with open(os.path.join(output, 'job.yaml')) as f:
     job = yaml.safe_load(f)
   assert job['metrics']['accuracy'] >= 0.93
@@ -60,7 +59,7 @@ def test_classification_names_the_classes_beside_the_scores(
     assert prediction['classes'][best] == prediction['label']
   assert [p['label'] for p in outputs] == ['virginica', 'setosa']
   # In the SavedModel's outputs too, for servers that do not use tensorfx.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   loaded = tf.saved_model.load(os.path.join(output, 'model'))
   signature = loaded.signatures['serving_default']
   assert signature.structured_outputs['classes'].dtype == tf.string
@@ -79,7 +78,7 @@ def test_regression_trains_and_predicts_values(tmp_path):
                             eval=args.data_eval, features=args.data_features)
   model = training.ModelTrainer().train(
       nn.FeedForwardRegression(args, dataset), job)
-  import yaml  # pylint: disable=g-import-not-at-top
+  import yaml
   metrics = yaml.safe_load((tmp_path / 'out' / 'job.yaml').read_text())[
       'metrics']
   # Petal width spans 0.1..2.5 with std ~0.76: a useful model is far better.

@@ -17,6 +17,7 @@ from iris_examples import write_records
 from tensorfx import prediction
 from tensorfx._errors import DataError
 
+
 @pytest.fixture(scope='module')
 def model(iris_model):
   output, _ = iris_model
@@ -61,9 +62,9 @@ def test_gzip_in_json_lines_out(model, expected, tmp_path):
                 'GZIP')
   prediction.predict_files(model, str(tmp_path / '*.tfrecord.gz'),
                            str(tmp_path / 'out.jsonl'))
-  lines = [json.loads(l) for l in (tmp_path / 'out.jsonl').read_text()
+  lines = [json.loads(line) for line in (tmp_path / 'out.jsonl').read_text()
            .splitlines()]
-  assert [l['label'] for l in lines] == [e['label'] for e in expected]
+  assert [line['label'] for line in lines] == [e['label'] for e in expected]
   assert lines[0]['species'] == rows[0][0]
   assert lines[0]['petal_width'] == pytest.approx(float(rows[0][4]))
 
@@ -85,7 +86,7 @@ def test_csv_and_json_lines(model, expected, tmp_path):
   (tmp_path / 'in.txt').write_text('\n'.join(lines) + '\n\n')
   prediction.predict_files(model, str(tmp_path / 'in.txt'),
                            str(tmp_path / 'out.json'))
-  out = [json.loads(l) for l in (tmp_path / 'out.json').read_text()
+  out = [json.loads(line) for line in (tmp_path / 'out.json').read_text()
          .splitlines()]
   assert [o['label'] for o in out] == [e['label'] for e in expected[:3]]
   assert out[0]['species'] == rows[0][0]

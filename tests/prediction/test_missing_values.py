@@ -20,12 +20,14 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from samples.original_census import generate
 from tensorfx.data import CsvDataSet
 from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.models import nn
 from tensorfx.training import ModelTrainer
-from samples.original_census import generate
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_missing_values')]
 
 SCHEMA = Schema.parse("""\
 fields:

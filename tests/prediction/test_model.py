@@ -113,9 +113,9 @@ print(json.dumps([v.decode() for v in out['label'].numpy()]))
 
 
 def _train_versioned(output, dataset, steps):
-  from conftest import iris_args  # pylint: disable=g-import-not-at-top
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from conftest import iris_args
+  from tensorfx import training
+  from tensorfx.models import nn
   args, job = nn.FeedForwardClassificationArguments.parse(
       iris_args(output, '--hidden-layers:1', '8', '--max-steps', str(steps),
                 '--export-versioned'), parse_job=True)

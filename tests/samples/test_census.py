@@ -16,6 +16,8 @@ import yaml
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_census')]
+
 CENSUS = os.path.join(ROOT, 'samples', 'census')
 
 
@@ -85,7 +87,7 @@ def test_training_beats_the_majority_class(run):
 def test_the_trainer_predicts_with_the_key_passed_through(run):
   data, _, _, trained = run
   ids = [int(row[0]) for row in _rows(data / 'predict.csv')]
-  predictions = eval(trained.stdout.strip().splitlines()[-1])  # pylint: disable=eval-used
+  predictions = eval(trained.stdout.strip().splitlines()[-1])
   assert [p['person'] for p in predictions] == ids
   assert {p['label'] for p in predictions} <= {'>50K', '<=50K'}
   assert all(sum(p['scores']) == pytest.approx(1.0) for p in predictions)

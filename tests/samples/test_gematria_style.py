@@ -20,6 +20,8 @@ import yaml
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gematria_style')]
+
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria-style')
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 
@@ -162,5 +164,5 @@ def _parsed(record):
   """A record as a tf.Example, or its bytes when it is not one."""
   try:
     return tf.train.Example.FromString(record)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     return record

@@ -2,7 +2,10 @@
 
 import ast
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow
 
 
 def test_iris_sample_trains_and_predicts(iris_sample_run):

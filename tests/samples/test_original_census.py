@@ -19,6 +19,11 @@ import yaml
 from conftest import ROOT
 from tensorfx.data import Metadata
 
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group('test_original_census'),
+]
+
 SAMPLES = os.path.join(ROOT, 'samples')
 SAMPLE = os.path.join(SAMPLES, 'original_census')
 

@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -46,7 +47,7 @@ def _analyze(train, output, *extra):
 
 def test_a_second_analysis_of_the_same_data_is_reused(tmp_path):
   train = tmp_path / 'train.csv'
-  train.write_text(open(TRAIN).read())
+  train.write_text(pathlib.Path(TRAIN).read_text())
   output = tmp_path / 'analysis'
   _analyze(train, output)
   graph = output / 'transform_fn' / 'saved_model.pb'
@@ -78,7 +79,7 @@ def test_other_features_or_options_analyze_again(tmp_path):
   assert f'Analyzing train again into {output}: how the data is read ' \
       'changed' in messages
   features = tmp_path / 'features.yaml'
-  features.write_text(open(FEATURES).read().replace('type: log', 'type: '
+  features.write_text(pathlib.Path(FEATURES).read_text().replace('type: log', 'type: '
                                                     'zscore'))
   with _Records() as records:
     assert main(['analyze', '--data-train', TRAIN, '--data-schema', SCHEMA,
@@ -88,9 +89,10 @@ def test_other_features_or_options_analyze_again(tmp_path):
       records.messages
 
 
+@pytest.mark.slow
 def test_a_bad_row_is_one_line_without_a_traceback(tmp_path):
   train = tmp_path / 'train.csv'
-  train.write_text(open(TRAIN).read() + 'setosa,5.0,wide,1.5,0.2\n')
+  train.write_text(pathlib.Path(TRAIN).read_text() + 'setosa,5.0,wide,1.5,0.2\n')
   command = [sys.executable, '-m', 'tensorfx', 'analyze', '--data-train',
              str(train), '--data-schema', SCHEMA, '--data-features',
              FEATURES, '--output', str(tmp_path / 'analysis')]
@@ -154,6 +156,7 @@ def test_other_runners_are_left_as_given():
   assert options['direct_running_mode'] == 'in_memory'  # Beam's default.
 
 
+@pytest.mark.slow
 def test_worker_processes_analyze_as_this_process_does(tmp_path,
                                                        iris_analysis):
   output = tmp_path / 'analysis'
@@ -162,15 +165,17 @@ def test_worker_processes_analyze_as_this_process_does(tmp_path,
 
   for name in ('metadata.json',):
     assert json.loads((output / name).read_text()) == json.loads(
-        open(os.path.join(iris_analysis, name)).read())
-  assert (output / 'transform_fn' / 'assets' / 'Y').read_text() == open(
-      os.path.join(iris_analysis, 'transform_fn', 'assets', 'Y')).read()
+        pathlib.Path(os.path.join(iris_analysis, name)).read_text())
+  vocabulary = pathlib.Path(iris_analysis, 'transform_fn', 'assets', 'Y')
+  assert (output / 'transform_fn' / 'assets' / 'Y').read_text() == (
+      vocabulary.read_text())
 
 
+@pytest.mark.slow
 def test_a_second_training_run_reuses_its_analysis(tmp_path):
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
+  from tensorfx import training
+  from tensorfx.models import nn
 
   def train(steps):
     args, job = nn.FeedForwardClassificationArguments.parse(

@@ -44,7 +44,7 @@ def test_predict_file_to_file(iris_model, tmp_path):
   sink = tmp_path / 'out.jsonl'
   assert main(['predict', '--model', f'{output}/model', '--input',
                str(source), '--output', str(sink)]) == 0
-  labels = [json.loads(l)['label'] for l in sink.read_text().splitlines()]
+  labels = [json.loads(line)['label'] for line in sink.read_text().splitlines()]
   assert labels == ['virginica', 'setosa']
 
 

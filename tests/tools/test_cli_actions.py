@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def test_evaluate_prints_and_writes_the_latest_checkpoint_results(
   assert summary['step'] == 300
   assert summary['checkpoint'] == os.path.join(output, 'checkpoints',
                                                'ckpt-300')
-  record = yaml.safe_load(open(os.path.join(output, 'job.yaml')).read())
+  record = yaml.safe_load(pathlib.Path(os.path.join(output, 'job.yaml')).read_text())
   for name, value in record['metrics'].items():
     assert np.isclose(summary['results']['eval'][name], value, rtol=1e-5)
   assert os.path.exists(os.path.join(output, 'evaluations',
@@ -49,7 +50,7 @@ def test_export_writes_a_model_of_the_checkpoint(iris_model, iris_analysis,
                 '--export-dir', str(tmp_path / 'exported'), *_TRAINER_FLAGS,
                 '--data-metadata', iris_analysis)
   assert result.returncode == 0, result.stderr[-3000:]
-  from tensorfx.prediction import Model  # pylint: disable=g-import-not-at-top
+  from tensorfx.prediction import Model
   exported = Model.load(str(tmp_path / 'exported'))
   instances = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2']
   for a, b in zip(exported.predict(instances), model.predict(instances)):

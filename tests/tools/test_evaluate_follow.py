@@ -88,6 +88,7 @@ def _follow(output, analysis):
           '--data-metadata', analysis)
 
 
+@pytest.mark.slow
 def test_follow_evaluates_each_checkpoint_of_a_run_until_interrupted(
     tmp_path, iris_analysis, processes):
   output = tmp_path / 'job'
@@ -142,6 +143,7 @@ def test_follow_evaluates_each_checkpoint_of_a_run_until_interrupted(
              for line in resumed.err), '\n'.join(resumed.err[-40:])
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_follower_with_130(tmp_path, iris_analysis,
                                           processes):
   follower = processes(*_follow(tmp_path / 'not-started', iris_analysis))
@@ -155,7 +157,7 @@ def test_ctrl_c_stops_a_follower_with_130(tmp_path, iris_analysis,
 
 
 def test_follow_takes_no_checkpoint(capsys):
-  from tensorfx.tools import main  # pylint: disable=g-import-not-at-top
+  from tensorfx.tools import main
   code = main(['evaluate', '--module', 'trainer', '--output', '/tmp/x',
                '--follow', '--checkpoint', '/tmp/x/checkpoints'])
   assert code == 1

@@ -47,7 +47,7 @@ def _configs(folder, name):
   path = folder / f'{name}.jsonl'
   if not path.exists():
     return []
-  return [json.loads(l) for l in path.read_text().splitlines()]
+  return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def _wait(condition, timeout=30):
@@ -86,6 +86,7 @@ def cluster(tmp_path):
         process.wait()
 
 
+@pytest.mark.cluster
 def test_a_killed_task_restarts_with_the_same_tf_config(cluster, tmp_path):
   local, stream, thread, result = cluster(restarts=2)
   _wait(lambda: len(_configs(tmp_path, 'worker-1')) == 1)
@@ -109,6 +110,7 @@ def test_a_killed_task_restarts_with_the_same_tf_config(cluster, tmp_path):
   assert all(p.poll() is not None for p in local.processes.values())
 
 
+@pytest.mark.cluster
 def test_restarts_stop_at_the_budget(cluster, tmp_path):
   local, stream, thread, result = cluster(restarts=1)
   _wait(lambda: _configs(tmp_path, 'ps-0'))
@@ -127,6 +129,7 @@ def test_restarts_stop_at_the_budget(cluster, tmp_path):
   assert stream.getvalue().count('restarted') == 2
 
 
+@pytest.mark.cluster
 def test_without_restarts_the_cluster_ends_with_the_chief(cluster, tmp_path):
   local, stream, thread, result = cluster(restarts=0)
   _wait(lambda: _configs(tmp_path, 'chief') and _configs(tmp_path, 'ps-0'))

@@ -178,8 +178,8 @@ def test_usage_errors(argv, message, capsys):
 
 
 def test_a_trainer_needs_predict_input():
-  from tensorfx._errors import ConfigurationError  # pylint: disable=g-import-not-at-top
-  from tensorfx.training import ModelArguments  # pylint: disable=g-import-not-at-top
+  from tensorfx._errors import ConfigurationError
+  from tensorfx.training import ModelArguments
   with pytest.raises(ConfigurationError, match='--action predict needs the '
                      'records to predict: --predict-input'):
     ModelArguments.parse(['--action', 'predict'])

@@ -17,10 +17,13 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from conftest import IRIS
 from conftest import ROOT
 from mirrored_script import PREAMBLE
+
+pytestmark = pytest.mark.slow
 
 _SCRIPT = PREAMBLE + textwrap.dedent('''
 

@@ -93,7 +93,7 @@ def test_action_flags_drive_train(trained, iris_dataset_factory, tmp_path,
 
 def test_evaluate_is_recorded_as_its_own_run(trained, iris_dataset_factory):
   pytest.importorskip('mlflow')
-  from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+  from mlflow.tracking import MlflowClient
   output, _ = trained
   uri = f'sqlite:///{output.parent / "actions.db"}'
   builder, job = _builder(output, iris_dataset_factory(), '--experiment',

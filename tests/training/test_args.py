@@ -497,7 +497,7 @@ def test_standard_learning_rate_is_validated():
 
 def test_subclass_flag_replaces_a_standard_one():
   parser = Arguments.build_parser()
-  rates = [a for a in parser._actions if a.dest == 'learning_rate']  # pylint: disable=protected-access
+  rates = [a for a in parser._actions if a.dest == 'learning_rate']
   assert len(rates) == 1 and rates[0].default == 0.01
 
 

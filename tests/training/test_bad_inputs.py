@@ -8,6 +8,7 @@ documented skip.
 """
 
 import os
+import pathlib
 import random
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def _error_line(result):
 
 
 def test_a_damaged_row_is_named_or_skipped(tmp_path, iris_analysis):
-  lines = open(_TRAIN, encoding='utf-8').read().splitlines()
+  lines = pathlib.Path(_TRAIN).read_text(encoding='utf-8').splitlines()
   # A byte edit that breaks a number: "5.1" -> "5,1" adds a column.
   rng = random.Random(19)
   number = rng.randrange(len(lines))
@@ -92,7 +93,7 @@ def test_bad_tf_config_and_features_are_named(tmp_path, iris_analysis):
       'from `cluster.worker[0]`')
 
   features = tmp_path / 'features.yaml'
-  features.write_text(open(os.path.join(IRIS, 'features.yaml')).read()
+  features.write_text(pathlib.Path(os.path.join(IRIS, 'features.yaml')).read_text()
                       .replace('name: petal_length', 'name: petal_lenght'))
   result = _train(tmp_path / 'b', '--data-features', str(features))
   line = _error_line(result)

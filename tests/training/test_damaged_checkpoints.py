@@ -24,6 +24,9 @@ from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 from tensorfx.training import _damaged
 
+# On one worker: the job is trained to step 1000 once (fixture `trained`).
+pytestmark = pytest.mark.xdist_group('test_damaged_checkpoints')
+
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = ('--hidden-layers:1', '8', '--seed', '4',
           '--checkpoint-interval-steps', '200')
@@ -203,9 +206,13 @@ def test_problem_names_each_kind_of_damage(job):
       'no index file ckpt-7.index'
 
 
+@pytest.mark.slow
 def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
-  """Issue 19 as a user met it: `tensorfx train` to 1000 with checkpoints
-  every 200, the newest data file damaged, then on to 1200."""
+  """Issue 19 as a user met it.
+
+  `tensorfx train` to 1000 with checkpoints every 200, the newest data file
+  damaged, then on to 1200.
+  """
   output = tmp_path / 'job'
   shutil.copytree(trained, output)
   _truncate(_data(output, 1000))
@@ -236,11 +243,14 @@ def test_the_issue_scenario_on_the_command_line(trained, tmp_path):
   assert 'Traceback' not in result.stderr
 
 
+@pytest.mark.slow
 def test_the_evaluator_skips_and_moves_aside_a_damaged_checkpoint(
     job, iris_analysis):
-  """The evaluator task, in its own process, on a finished job's
-  checkpoints: the damaged one is named, moved aside, never evaluated."""
-  import json  # pylint: disable=g-import-not-at-top
+  """The evaluator task, in its own process, on a finished job's checkpoints.
+
+  The damaged one is named, moved aside, never evaluated.
+  """
+  import json
   _flip(_data(job, 800))
   env = dict(os.environ, TF_CONFIG=json.dumps({
       'cluster': {'chief': ['127.0.0.1:1'], 'evaluator': ['127.0.0.1:2']},

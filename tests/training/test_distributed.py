@@ -21,6 +21,8 @@ import yaml
 from conftest import IRIS
 from test_trainer import _scalars
 
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
 TIMEOUT = 240
 _PID = re.compile(r'(\S+) \(pid (\d+)\)')
 
@@ -65,7 +67,7 @@ class Cluster:
       seen = len(self.lines)
       if self.process.poll() is not None and seen == len(self.lines):
         self._reader.join(timeout=5)
-        if not any(regex.search(l) for l in self.lines):
+        if not any(regex.search(line) for line in self.lines):
           break
       time.sleep(0.2)
     raise AssertionError(f'no line matched {pattern!r}:\n' + self.text[-4000:])
@@ -144,7 +146,7 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
   assert 'the chief exited with code 0' in run.text
   assert _job(output)['global_step'] >= 1500
   # The chief's export and the evaluator's best model both serve.
-  from tensorfx import prediction  # pylint: disable=g-import-not-at-top
+  from tensorfx import prediction
   for name in ('model', 'best_model'):
     model = prediction.Model.load(str(output / name))
     labels = [p['label'] for p in model.predict(
@@ -174,14 +176,14 @@ def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   evaluated = yaml.safe_load(
       (output / 'summaries' / 'eval' / 'evaluated.json').read_text())
   assert evaluated['evaluated'] == [0, 100, 200, 300]
-  evaluator = [l for l in run.lines if l.startswith('[evaluator')]
-  assert sum('Evaluation at step' in l and 'on 10 examples' in l
-             for l in evaluator) == 4, '\n'.join(evaluator)
-  assert sum('Validation holdout at step' in l and 'on 8 examples' in l
-             for l in evaluator) == 4, '\n'.join(evaluator)
+  evaluator = [line for line in run.lines if line.startswith('[evaluator')]
+  assert sum('Evaluation at step' in line and 'on 10 examples' in line
+             for line in evaluator) == 4, '\n'.join(evaluator)
+  assert sum('Validation holdout at step' in line and 'on 8 examples' in line
+             for line in evaluator) == 4, '\n'.join(evaluator)
   # The chief left validation to the evaluator.
-  assert not any('Evaluation at step' in l for l in run.lines
-                 if l.startswith('[chief'))
+  assert not any('Evaluation at step' in line for line in run.lines
+                 if line.startswith('[chief'))
   holdout = dict(_scalars(str(output / 'summaries' / 'eval_holdout'))
                  ['accuracy'])
   assert sorted(holdout) == [0, 100, 200, 300]
@@ -266,8 +268,8 @@ def test_lost_parameter_server_fails_clearly_and_restart_resumes(
 
 def test_unreachable_task_is_named(tmp_path, iris_analysis, monkeypatch):
   """A chief whose parameter server never comes up fails with its address."""
-  import json  # pylint: disable=g-import-not-at-top
-  import socket  # pylint: disable=g-import-not-at-top
+  import json
+  import socket
   ports = []
   for _ in range(3):
     with socket.socket() as s:

@@ -41,6 +41,7 @@ def _builder(output, dataset, *extra):
   return nn.FeedForwardClassification(args, dataset), job
 
 
+@pytest.mark.slow
 def test_an_overfitting_run_stops_and_exports_its_best_model(
     tmp_path, iris_dataset_factory, noisy_train):
   dataset = iris_dataset_factory(
@@ -79,6 +80,7 @@ def test_an_overfitting_run_stops_and_exports_its_best_model(
       str(tmp_path / 'job' / 'checkpoints')).endswith(f'ckpt-{final}')
 
 
+@pytest.mark.slow
 def test_early_stopping_on_a_metric_of_another_target(
     tmp_path, iris_dataset_factory, noisy_train):
   dataset = iris_dataset_factory(

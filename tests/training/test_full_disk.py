@@ -1,5 +1,6 @@
-"""A full disk during a checkpoint or an export: a clear error, and the
-previous checkpoint and model still usable.
+"""A full disk during a checkpoint or an export: a clear error.
+
+The previous checkpoint and model are still usable.
 
 The job's checkpoints and model go to a real size-capped filesystem (a
 tmpfs mounted for the test, through Vertex AI's AIP_CHECKPOINT_DIR and
@@ -19,6 +20,8 @@ import yaml
 from conftest import IRIS
 from tensorfx import prediction
 from tensorfx.training import _damaged
+
+pytestmark = pytest.mark.slow
 
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 

@@ -19,11 +19,12 @@ import re
 
 import pytest
 
+import fuzzing
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import Configuration
 
-import fuzzing
+pytestmark = pytest.mark.slow
 
 CASES = int(os.environ.get('TENSORFX_FUZZ_CASES', '30'))
 SEED = int(os.environ.get('TENSORFX_FUZZ_SEED', '19'))
@@ -114,7 +115,7 @@ def _tf_config(rng):
 def test_random_tf_config(monkeypatch):
   rng = random.Random(f'{SEED}-tf-config')
   outcomes = collections.Counter()
-  for case in range(CASES * 10):
+  for _ in range(CASES * 10):
     text = _tf_config(rng)
     monkeypatch.setenv('TF_CONFIG', text)
     try:

@@ -22,6 +22,8 @@ from conftest import IRIS
 from conftest import ROOT
 from mirrored_script import PREAMBLE
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gradient_norm')]
+
 _SCRIPT = PREAMBLE + textwrap.dedent('''
     from tensorfx.training._callbacks import model_summary
 

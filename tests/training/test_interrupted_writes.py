@@ -27,6 +27,8 @@ from tensorfx import training
 from tensorfx._errors import DataError
 from tensorfx.models import nn
 
+pytestmark = pytest.mark.slow
+
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = ('--hidden-layers:1', '8', '--seed', '6',
           '--checkpoint-interval-steps', '50')
@@ -162,7 +164,7 @@ def test_a_kill_before_the_analysis_is_complete_is_not_taken_as_complete(
 
 def test_a_reanalysis_killed_midway_leaves_no_complete_looking_output(
     tmp_path):
-  from tensorfx import data  # pylint: disable=g-import-not-at-top
+  from tensorfx import data
   analysis = tmp_path / 'analysis'
   command = [sys.executable, '-m', 'tensorfx', 'analyze', '--data-train',
              'data/train.csv', '--data-schema', 'schema.yaml',
@@ -181,9 +183,13 @@ def test_a_reanalysis_killed_midway_leaves_no_complete_looking_output(
   assert not dataset.analyzed
 
 
+@pytest.mark.cluster
 def test_kills_in_the_evaluator_writes_are_survived(tmp_path, iris_analysis):
-  """The evaluator is killed while writing evaluated.json, best.json and
-  best_model/ (once each); the launcher restarts it and it carries on."""
+  """The evaluator killed while writing its files carries on.
+
+  Killed while writing evaluated.json, best.json and best_model/ (once
+  each); the launcher restarts it and it carries on.
+  """
   output = tmp_path / 'job'
   once = tmp_path / 'faults'
   once.mkdir()

@@ -32,7 +32,7 @@ def _optimizer(*flags):
 ])
 def test_optimizer_choice(name, cls):
   optimizer = _optimizer('--optimizer', name, '--learning-rate', '0.25')
-  assert type(optimizer) is cls  # pylint: disable=unidiomatic-typecheck
+  assert type(optimizer) is cls
   assert float(optimizer.learning_rate) == pytest.approx(0.25)
 
 
@@ -188,8 +188,8 @@ def test_accumulation_equals_one_large_batch(tmp_path, iris_dataset_factory):
   assert int(accumulated.global_step.numpy()) == 4
   assert int(accumulated.optimizer.iterations.numpy()) == 1
   # The sums were applied and cleared; they are checkpointed variables.
-  assert all(not np.any(s.numpy()) for s in accumulated._accumulator.sums)  # pylint: disable=protected-access
-  sums = {id(s) for s in accumulated._accumulator.sums}  # pylint: disable=protected-access
+  assert all(not np.any(s.numpy()) for s in accumulated._accumulator.sums)
+  sums = {id(s) for s in accumulated._accumulator.sums}
   assert sums <= {id(v) for v in accumulated.variables}
 
 
@@ -201,7 +201,7 @@ def test_accumulation_applies_only_every_n_steps(tmp_path,
   for name in initial:
     np.testing.assert_array_equal(initial[name], final[name])
   assert int(builder.optimizer.iterations.numpy()) == 0
-  assert any(np.any(s.numpy()) for s in builder._accumulator.sums)  # pylint: disable=protected-access
+  assert any(np.any(s.numpy()) for s in builder._accumulator.sums)
 
 
 def test_trainable_pattern_freezes_the_others(tmp_path, iris_dataset_factory):

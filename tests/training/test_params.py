@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tfutils_model as tm
+from conftest import ROOT
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import HighLossError
@@ -24,8 +24,11 @@ from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 from tensorfx.training._params import _optimizer
 from tensorfx.training._params import _store
-from conftest import ROOT
-from test_tracking import postgres_uri  # noqa: F401  pylint: disable=unused-import
+from test_tracking import postgres_uri  # noqa: F401  (a fixture)
+import tfutils_model as tm
+
+# On one worker: the job is trained once (module fixture `base`).
+pytestmark = pytest.mark.xdist_group('test_params')
 
 DB, COLL = 'blobs', 'mlp'
 
@@ -65,7 +68,7 @@ VALIDATION = {
 
 def _client(home):
   """A client of the default store (in TFUTILS_HOME)."""
-  from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+  from mlflow.tracking import MlflowClient
   return MlflowClient(f'sqlite:///{home}/mlruns.db')
 
 
@@ -247,7 +250,7 @@ def test_a_new_experiment_loads_another_by_exp_id(base, home):
 
 def _checkpoint_values(output, name):
   """Variable name -> value, of the checkpoint `name` of an experiment."""
-  from tensorfx.training import _restore  # pylint: disable=g-import-not-at-top
+  from tensorfx.training import _restore
   reader = tf.train.load_checkpoint(os.path.join(output, 'checkpoints', name))
   return {variable: reader.get_tensor(keys[0]) for variable, keys in
           _restore.checkpoint_names(reader).items()}
@@ -326,14 +329,15 @@ def _squared_error(outputs, labels):
   return tf.square(outputs - tf.one_hot(labels, 3))
 
 
-def test_a_postgresql_store(tmp_path, postgres_uri):  # pylint: disable=redefined-outer-name
+@pytest.mark.slow
+def test_a_postgresql_store(tmp_path, postgres_uri):
   result = training.train_from_params(
       save_params=_save('pg', host=postgres_uri, save_metrics_freq=5,
                         cache_dir=str(tmp_path / 'pg')),
       model_params=_model(), train_params=_train(10),
       learning_rate_params={'learning_rate': 0.05},
       validation_params={'top1': VALIDATION['top1']})
-  from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+  from mlflow.tracking import MlflowClient
   client = MlflowClient(postgres_uri)
   run, = _runs(client, **{'tfutils.exp_id': 'pg'})
   assert run.info.run_id == result['run_id']
@@ -380,6 +384,7 @@ _MIRRORED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_two_mirrored_replicas(tmp_path):
   # Logical devices are set before TensorFlow starts: a fresh process. Each
   # replica calls the model function (and the targets) on its half batch.

@@ -10,8 +10,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from conftest import iris_args
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 _SCRIPT = r'''
 import json, socket, sys

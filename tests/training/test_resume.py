@@ -2,6 +2,7 @@
 
 import glob
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -141,7 +142,7 @@ def test_a_corrupt_checkpoint_names_the_path(tmp_path, first,
   copy = tmp_path / 'copy'
   copy.mkdir()
   for path in glob.glob(str(first / 'checkpoints' / 'ckpt-5.*')):
-    data = open(path, 'rb').read()
+    data = pathlib.Path(path).read_bytes()
     if path.endswith('.index'):
       data = data[:len(data) // 2]  # Cut short, as by a failed copy.
     (copy / os.path.basename(path)).write_bytes(data)

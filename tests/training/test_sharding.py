@@ -8,7 +8,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from ps_cluster_script import in_process_cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 _SCRIPT = r'''
 import json, socket

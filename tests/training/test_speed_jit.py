@@ -85,7 +85,7 @@ def test_compiled_step_with_float16_loss_scaling(iris_dataset_factory):
   # The scale optimizer applied the updates inside the compiled step (an
   # overflowing step would be skipped, not applied).
   assert 0 < int(builder.optimizer.iterations.numpy()) <= 20
-  assert np.isfinite(float(builder._loss_scale_optimizer.loss_scale))  # pylint: disable=protected-access
+  assert np.isfinite(float(builder._loss_scale_optimizer.loss_scale))
 
 
 def test_compiled_evaluation_gives_the_same_metrics(iris_dataset_factory):
@@ -140,6 +140,7 @@ def _table_run(builder_type, dataset, *flags):
   return builder, interface, losses, variables
 
 
+@pytest.mark.slow
 def test_step_xla_cannot_compile_trains_without_it(iris_dataset_factory,
                                                    caplog):
   caplog.set_level(logging.WARNING, logger='tensorfx')
@@ -157,6 +158,7 @@ def test_step_xla_cannot_compile_trains_without_it(iris_dataset_factory,
   assert int(tf.reduce_sum(builder.species_table.counts).numpy()) == 6 * 16
 
 
+@pytest.mark.slow
 def test_embedding_table_updates_stay_outside_the_compiled_step(
     iris_dataset_factory):
   plain = _table_run(_IntTable, iris_dataset_factory())
@@ -204,6 +206,7 @@ _MIRRORED = PREAMBLE + textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_compiled_step_under_mirrored_replicas(tmp_path, iris_analysis):
   script = tmp_path / 'mirrored.py'
   script.write_text(_MIRRORED)

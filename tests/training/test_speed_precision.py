@@ -34,7 +34,7 @@ def test_mixed_precision_trains_and_exports_float32(tmp_path,
                                                     precision, compute):
   builder, model = _train(tmp_path, iris_dataset_factory(), '--precision',
                           precision)
-  layers = builder._layers  # pylint: disable=protected-access
+  layers = builder._layers
   assert [layer.compute_dtype for layer in layers] == [compute] * 2
   assert all(v.dtype == tf.float32 for v in builder.trainable_variables)
   # The policy was the layers' only: the process's is unchanged.
@@ -79,7 +79,7 @@ def test_float16_overflow_lowers_the_loss_scale(tmp_path,
   builder, _ = _train(tmp_path, iris_dataset_factory(), '--precision',
                       'mixed_float16', '--max-steps', '40',
                       '--learning-rate', '0.0001', builder_type=_LargeLoss)
-  scale = float(builder._loss_scale_optimizer.loss_scale)  # pylint: disable=protected-access
+  scale = float(builder._loss_scale_optimizer.loss_scale)
   # 2**15 at the start; halved at every overflowing step, which is skipped
   # rather than applied: the variables stay finite.
   assert scale < 2 ** 15
@@ -93,7 +93,7 @@ def test_float32_is_the_default(iris_dataset_factory):
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   assert builder.settings.speed.precision == 'float32'
   builder.build_graph_interfaces(training.Configuration.local())
-  assert [layer.compute_dtype for layer in builder._layers] == ['float32']  # pylint: disable=protected-access
+  assert [layer.compute_dtype for layer in builder._layers] == ['float32']
   assert getattr(builder, '_loss_scale_optimizer', None) is None
 
 

@@ -19,9 +19,9 @@ import time
 import urllib.request
 
 import pytest
-import tensorflow as tf
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
+import tensorflow as tf
 
 from conftest import iris_args
 from tensorfx import training
@@ -114,7 +114,6 @@ def _hparams_records(directory):
   records = {}
   for _, tag, plugin, value in _events(directory):
     if plugin == hparams_metadata.PLUGIN_NAME:
-      content = value.metadata.plugin_data.content
       parse = {
           hparams_metadata.EXPERIMENT_TAG:
               hparams_metadata.parse_experiment_plugin_data,
@@ -155,9 +154,9 @@ def test_profile_of_the_asked_steps(run):
   assert len(traces) == 1
   assert 'Profiling steps 5 to 7' in lines
   try:
-    from tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+    from tsl.profiler.protobuf import xplane_pb2
   except ImportError:
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
   space = xplane_pb2.XSpace()
   with open(traces[0], 'rb') as f:
     space.ParseFromString(f.read())
@@ -212,6 +211,7 @@ def _request(port, path, body=None, timeout=10):
     return content
 
 
+@pytest.mark.slow
 def test_tensorboard_shows_one_hparams_row_per_run(run,
                                                    iris_dataset_factory):
   first, _ = run
@@ -252,7 +252,7 @@ def test_tensorboard_shows_one_hparams_row_per_run(run,
     assert (accuracy['trainingStep'], accuracy['value']) == pytest.approx(
         final[-1])
     try:
-      import tensorboard_plugin_profile  # pylint: disable=g-import-not-at-top,unused-import
+      import tensorboard_plugin_profile  # noqa: F401  (importable is what is checked)
     except ImportError:
       return  # The profile extra is not installed here.
     # The profile extra's plugin lists the profile of the first run.
@@ -335,7 +335,7 @@ def test_step_hooks_split_the_calls_and_run_between_them():
 def test_model_summary_counts_unnamed_variables_apart():
   # Two unnamed scalars share the name `Variable`: they are two variables,
   # not the shards of one.
-  from tensorfx.training._callbacks import model_summary  # pylint: disable=g-import-not-at-top
+  from tensorfx.training._callbacks import model_summary
   group = model_summary.Group('model')
   for _ in range(2):
     group.add('Variable', tf.Variable(1.0))

@@ -12,10 +12,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from conftest import ROOT
 from conftest import iris_args
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 _SCRIPT = r'''
 import json, logging, socket, sys

@@ -4,6 +4,7 @@ import glob
 import importlib.util
 import json
 import os
+import pathlib
 import pwd
 import shutil
 import socket
@@ -25,7 +26,7 @@ from test_trainer import _train
 mlflow = pytest.importorskip('mlflow', reason='the tracking extra '
                              '(pip install "tensorfx-sdk[tracking]") is not '
                              'installed')
-from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top,wrong-import-position
+from mlflow.tracking import MlflowClient  # noqa: E402  (after the importorskip that guards it)
 
 
 def _run_of(uri, experiment):
@@ -41,6 +42,7 @@ def _history(client, run, key):
       run.info.run_id, key)]
 
 
+@pytest.mark.slow
 def test_sqlite_store_records_the_run_and_resumes_it(tmp_path,
                                                      iris_dataset_factory):
   flags = ('--experiment', 'iris', '--log-interval-steps', '2',
@@ -94,6 +96,7 @@ def test_sqlite_store_records_the_run_and_resumes_it(tmp_path,
       'max_steps': '10'}
 
 
+@pytest.mark.slow
 def test_another_experiment_on_the_same_store_is_another_run(
     tmp_path, iris_dataset_factory):
   uri = 'sqlite:///' + str(tmp_path / 'shared.db')
@@ -134,7 +137,7 @@ def test_provenance_outside_git(tmp_path):
   source = {'path': str(tmp_path / 'trainer.py'),
             **_jobinfo.git_provenance(str(tmp_path))}
   assert source['commit'] is None
-  tags = _tracking._source_tags(source)  # pylint: disable=protected-access
+  tags = _tracking._source_tags(source)
   assert tags['tensorfx.git.commit'] == 'none'
   assert 'mlflow.source.git.commit' not in tags
 
@@ -151,6 +154,7 @@ def _git(directory, *args):
                  capture_output=True, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which('git') is None, reason='git is not installed')
 def test_git_provenance_of_a_trainer_on_a_detached_head(tmp_path,
                                                         iris_analysis):
@@ -231,7 +235,7 @@ def postgres_uri():
        f'-p {port} -k {root} -c listen_addresses=127.0.0.1', '-l', log, '-w',
        'start'], capture_output=True, text=True, timeout=120, check=False)
   try:
-    assert started.returncode == 0, started.stderr + open(log).read()
+    assert started.returncode == 0, started.stderr + pathlib.Path(log).read_text()
     yield f'postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres'
   finally:
     subprocess.run([*prefix, pg_ctl, '-D', data, '-m', 'fast', 'stop'],
@@ -239,6 +243,7 @@ def postgres_uri():
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_postgresql_store(tmp_path, iris_dataset_factory, postgres_uri):
   _train(tmp_path, iris_dataset_factory(), '--max-steps', '4',
          '--log-interval-steps', '2', '--tracking-uri', postgres_uri,

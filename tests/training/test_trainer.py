@@ -2,6 +2,7 @@
 
 import glob
 import os
+import pathlib
 
 import pytest
 import tensorflow as tf
@@ -121,7 +122,7 @@ def test_non_finite_loss_stops_naming_the_step(tmp_path,
 
 
 def test_bad_training_row_names_file_and_line(tmp_path, iris_analysis):
-  lines = (open(os.path.join(IRIS, 'data', 'train.csv')).read()
+  lines = (pathlib.Path(os.path.join(IRIS, 'data', 'train.csv')).read_text()
            .splitlines())
   lines[41] = 'setosa,5.0,oops,1.4,0.2'
   bad = tmp_path / 'train.csv'

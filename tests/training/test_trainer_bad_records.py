@@ -2,6 +2,7 @@
 
 import logging
 import os
+import pathlib
 
 import pytest
 import tensorflow as tf
@@ -17,7 +18,7 @@ from test_trainer import _train
 
 
 def _with_bad_rows(tmp_path, name, replacements):
-  lines = open(os.path.join(IRIS, 'data', f'{name}.csv')).read().splitlines()
+  lines = pathlib.Path(os.path.join(IRIS, 'data', f'{name}.csv')).read_text().splitlines()
   for number, text in replacements.items():
     lines[number - 1] = text
   path = tmp_path / f'{name}.csv'
@@ -117,7 +118,7 @@ def test_tfrecord_records_are_skipped_and_counted(tmp_path, iris_analysis):
 
 def test_the_flag_is_refused_for_a_source_that_cannot_skip(tmp_path,
                                                           iris_analysis):
-  import pandas as pd  # pylint: disable=g-import-not-at-top
+  import pandas as pd
   frame = pd.read_csv(os.path.join(IRIS, 'data', 'train.csv'), header=None,
                       names=['species', 'sepal_length', 'sepal_width',
                              'petal_length', 'petal_width'])

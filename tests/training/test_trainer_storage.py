@@ -1,5 +1,7 @@
-"""The trainer's file I/O: any tf.io.gfile filesystem, Vertex AI's AIP_* dirs,
-and tuning metrics."""
+"""The trainer's file I/O.
+
+Any tf.io.gfile filesystem, Vertex AI's AIP_* dirs, and tuning metrics.
+"""
 
 import json
 
@@ -54,7 +56,7 @@ def test_vertex_directories_and_tuning_metrics(tmp_path, monkeypatch,
   assert list((vertex / 'logs' / 'eval').glob('events.out.tfevents.*'))
   assert not (output / 'model').exists()
   assert (output / 'job.yaml').exists()
-  entries = [json.loads(l) for l in metrics_file.read_text().splitlines()]
+  entries = [json.loads(line) for line in metrics_file.read_text().splitlines()]
   # One report per evaluation (steps 10 and 20), of the study's metric.
   assert [e['global_step'] for e in entries] == ['10', '20']
   assert all(set(e) >= {'accuracy', 'trial'} for e in entries)

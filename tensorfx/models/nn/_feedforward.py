@@ -1,5 +1,7 @@
 """Feed-forward neural networks for classification and regression."""
 
+from typing import Any
+
 import tensorflow as tf
 import tf_keras
 
@@ -98,8 +100,8 @@ class _FeedForward(ModelBuilder):
   def __init__(self, args, dataset=None):
     super().__init__(args, dataset)
     self._described = None
-    self._layers = None
-    self._embeddings = None
+    self._layers: Any = None
+    self._embeddings: Any = None
 
   @property
   def target(self):
@@ -126,7 +128,8 @@ class _FeedForward(ModelBuilder):
         continue
       value = inputs[name]
       if info.type == FeatureType.EMBEDDING:
-        params = self.dataset.features[name].params
+        features: Any = self.dataset.features  # Set: it described inputs.
+        params = features[name].params
         layer = self._embeddings[name]
         if isinstance(layer, EmbeddingTable):
           value = layer.lookup(value, params.get('combiner'),

@@ -160,7 +160,7 @@ class CallbackList:
     for callback in self.callbacks:
       try:
         callback.on_train_end(logs)
-      except Exception as e:  # pylint: disable=broad-except
+      except Exception as e:
         failure = failure or e
     if failure is not None:
       raise failure

@@ -2,10 +2,10 @@
 
 import time
 
-import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import summary as hp_summary
+import tensorflow as tf
 
 from tensorfx.training import _targets
 from tensorfx.training._callbacks import base

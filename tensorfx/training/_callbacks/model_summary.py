@@ -2,6 +2,7 @@
 
 import collections
 import re
+from typing import Any
 
 import tensorflow as tf
 
@@ -24,7 +25,7 @@ def summarize(builder):
   Returns:
     A list of `Group`s in the order their first variable was created.
   """
-  groups = collections.OrderedDict()
+  groups: collections.OrderedDict[str, Any] = collections.OrderedDict()
   for variable in _engine.warm_start_variables(builder):
     name = re.sub(r':\d+$', '', variable.name)
     shard = re.match(r'^(.*)/part_\d+$', name)

@@ -1,6 +1,7 @@
 """Profiling: a TensorBoard profile of the training steps asked for."""
 
 import os
+from typing import Any
 
 import tensorflow as tf
 
@@ -32,7 +33,7 @@ class ProfilerCallback(base.Callback):
     self.first = int(first)
     self.last = int(last)
     self._active = False
-    self.directory = None
+    self.directory: Any = None
 
   def on_train_begin(self, logs):
     step = logs['step']

@@ -1,5 +1,7 @@
 """Progress: the training line (or bar) and the validation results."""
 
+from typing import Any
+
 from tensorfx._logging import logger
 from tensorfx.training import _progress
 from tensorfx.training._callbacks import base
@@ -15,7 +17,7 @@ class ProgressCallback(base.Callback):
   def __init__(self, stream=None):
     super().__init__()
     self._stream = stream
-    self._progress = None
+    self._progress: Any = None
 
   @property
   def _enabled(self):

@@ -73,7 +73,7 @@ def plan(builder, batch, epochs):
     ConfigurationError: `--cache memory` with parameter servers and an
       estimate above `--cache-budget-mb`.
   """
-  made = getattr(builder._untracked, 'cache_plan', None)  # pylint: disable=protected-access
+  made = getattr(builder._untracked, 'cache_plan', None)
   if made is not None:
     return made
   settings = builder.settings
@@ -86,7 +86,7 @@ def plan(builder, batch, epochs):
                 batch=batch, epochs=epochs,
                 max_steps=settings.loop.max_steps,
                 parameter_servers=_parameter_servers(builder))
-  builder._untracked.cache_plan = made  # pylint: disable=protected-access
+  builder._untracked.cache_plan = made
   logger.info('--cache %s: %s', settings.speed.cache, made.reason)
   return made
 
@@ -286,7 +286,7 @@ def _list_lengths(dataset):
       if stats and stats.get('count') is not None:
         counts.append(stats['count'] / instances)
     if counts:
-      lengths[feature.name] = max(max(counts), 1.0)
+      lengths[feature.name] = max(*counts, 1.0)
   return lengths
 
 

@@ -18,7 +18,7 @@ from tensorfx.training._engine import xla
 
 def build(builder):
   """Builds the `EvaluationInterface` (None without anything to evaluate)."""
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
   settings = builder.settings
   default_batch = settings.validation.batch_size or settings.loop.batch_size
   # The default target reads `eval`; --eval-target adds others.
@@ -28,7 +28,7 @@ def build(builder):
   loss_metric = tf_keras.metrics.Mean(name='loss')
   # Not checkpointed: a job trained without evaluation data has no such
   # values, and `tensorfx evaluate [--follow]` restores its checkpoints.
-  builder._untracked.eval_loss = loss_metric  # pylint: disable=protected-access
+  builder._untracked.eval_loss = loss_metric
   metrics = {'loss': loss_metric}
   metrics.update(getattr(builder, '_evaluation_metrics', {}))
   global_step = builder.global_step

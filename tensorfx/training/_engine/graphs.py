@@ -21,7 +21,7 @@ def build_graph_interfaces(builder, config):
   """
   # --batch-size all: the data is analyzed by now, so it can be counted.
   _batch_size.resolve(builder)
-  builder._strategy = config.create_device_setter(builder.args)  # pylint: disable=protected-access
+  builder._strategy = config.create_device_setter(builder.args)
   if builder.dataset.features is not None:
     # Made after connecting to the cluster (which renames this task's
     # devices) but outside the strategy's scope: evaluation and serving

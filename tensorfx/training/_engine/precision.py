@@ -26,7 +26,7 @@ def policy(precision):
   Args:
     precision: 'float32', 'mixed_float16' or 'mixed_bfloat16'.
   """
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
   mixed = tf_keras.mixed_precision
   previous = mixed.global_policy()
   if precision == 'float32':
@@ -62,9 +62,9 @@ def loss_scale_optimizer(builder, optimizer):
     return None
   wrapper = getattr(builder, '_loss_scale_optimizer', None)
   if wrapper is None:
-    import tf_keras  # pylint: disable=g-import-not-at-top
+    import tf_keras
     wrapper = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-    builder._loss_scale_optimizer = wrapper  # pylint: disable=protected-access
+    builder._loss_scale_optimizer = wrapper
   return wrapper
 
 

@@ -34,7 +34,7 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
   """
   strategy = builder.strategy
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-  builder._untracked.coordinator = coordinator  # pylint: disable=protected-access
+  builder._untracked.coordinator = coordinator
   global_step = builder.global_step
   batch_size = builder.settings.loop.batch_size
   # Tables made under the strategy's scope get a copy on each worker.
@@ -43,11 +43,11 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
 
   def dataset_fn(context=None):
     del context
-    builder._untracked.worker_layer = worker_layer  # pylint: disable=protected-access
+    builder._untracked.worker_layer = worker_layer
     try:
       return builder.build_input('train', batch_size, epochs, shuffle)
     finally:
-      builder._untracked.worker_layer = None  # pylint: disable=protected-access
+      builder._untracked.worker_layer = None
 
   per_worker = coordinator.create_per_worker_dataset(dataset_fn)
 

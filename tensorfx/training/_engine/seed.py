@@ -14,7 +14,7 @@ def set_seed(seed):
   """
   if seed is None:
     return
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
   tf_keras.utils.set_random_seed(seed)
   # Deterministic kernels (reductions, tf.data ordering); slower on GPUs,
   # and process-wide: asked for by --seed only.

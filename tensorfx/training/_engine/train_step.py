@@ -62,7 +62,7 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   gradient_norm = tf.Variable(
       0.0, trainable=False, name='gradient_norm',
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-  builder._untracked.gradient_norm = gradient_norm  # pylint: disable=protected-access
+  builder._untracked.gradient_norm = gradient_norm
 
   # Python-only control flow, calling optimizers (which autograph leaves
   # alone, as Keras' own training step does): converting it would only
@@ -222,8 +222,8 @@ def build_accumulator(builder, variables, steps, tables):
         '(asynchronous training); raise --batch-size instead. Received: '
         f'--accumulation-steps={steps}')
   if getattr(builder, '_accumulator', None) is None:
-    builder._accumulator = _optimizers.GradientAccumulator(variables, steps)  # pylint: disable=protected-access
-  return builder._accumulator  # pylint: disable=protected-access
+    builder._accumulator = _optimizers.GradientAccumulator(variables, steps)
+  return builder._accumulator
 
 
 def make_step_runner(builder, train_step, accumulator, optimizer):

@@ -38,7 +38,7 @@ def build(builder):
     options.experimental_warm_start = True
     dataset = dataset.with_options(options)
   engine_variables.create_variables(builder, dataset)
-  optimizer = builder._training_optimizer  # pylint: disable=protected-access
+  optimizer = builder._training_optimizer
   variables = _optimizers.select_variables(
       engine_variables.trainable(builder),
       settings.optimizer.trainable_pattern)
@@ -76,7 +76,7 @@ def build(builder):
       dataset=distributed, global_step=builder.global_step, loop=loop,
       optimizer=optimizer, variables=variables,
       batch_size=settings.loop.batch_size,
-      gradient_norm=builder._untracked.gradient_norm)  # pylint: disable=protected-access
+      gradient_norm=builder._untracked.gradient_norm)
 
 
 def _no_xla(parameter_servers):

@@ -7,6 +7,8 @@ variables on its first trace is traced twice, and variables made inside a
 trace cannot be placed by every strategy.
 """
 
+from typing import Any
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
@@ -36,7 +38,7 @@ def create_variables(builder, dataset):
         builder.build_inference(inputs, training=False))
   _, optimizer = builder.build_training(builder.global_step, inputs,
                                         inferences)
-  builder._training_optimizer = optimizer  # pylint: disable=protected-access
+  builder._training_optimizer = optimizer
   outputs = builder.build_output(inferences)
   metrics = {}
 
@@ -49,13 +51,13 @@ def create_variables(builder, dataset):
     builder.strategy.run(evaluation_pass)
   else:
     evaluation_pass()
-  builder._evaluation_metrics = metrics  # pylint: disable=protected-access
+  builder._evaluation_metrics = metrics
   dense, groups = route(builder, trainable(builder), optimizer)
   if hasattr(optimizer, 'build'):
     optimizer.build(dense)
   for table_optimizer, variables in groups:
     table_optimizer.build(variables)
-  builder._variables_created = True  # pylint: disable=protected-access
+  builder._variables_created = True
 
 
 def trainable(builder):
@@ -93,7 +95,8 @@ def route(builder, variables, optimizer):
     if table.built:
       for shard in table.shards:
         owner[id(shard)] = table.optimizer
-  dense, groups = [], {}
+  dense: list[Any] = []
+  groups: dict[Any, Any] = {}
   for variable in variables:
     table_optimizer = owner.get(id(variable))
     if table_optimizer is None or table_optimizer is optimizer:
@@ -112,8 +115,8 @@ def warm_start_variables(builder):
   """
   skip = {id(builder.global_step)}
   optimizers = [getattr(builder, '_training_optimizer', None) or
-                builder._optimizer,  # pylint: disable=protected-access
-                builder._sparse_optimizer]  # pylint: disable=protected-access
+                builder._optimizer,
+                builder._sparse_optimizer]
   optimizers += [table.optimizer for table in _table.find_tables(builder)]
   for optimizer in optimizers:
     for variable in getattr(optimizer, 'variables', ()) or ():
@@ -124,7 +127,7 @@ def warm_start_variables(builder):
   if accumulator is not None:
     skip.update(id(v) for v in accumulator.sums)
   metrics = list(getattr(builder, '_evaluation_metrics', {}).values())
-  eval_loss = getattr(builder._untracked, 'eval_loss', None)  # pylint: disable=protected-access
+  eval_loss = getattr(builder._untracked, 'eval_loss', None)
   if eval_loss is not None:
     metrics.append(eval_loss)
   for metric in metrics:

@@ -199,7 +199,7 @@ def train_from_params(save_params, model_params, train_params,
     return {'builder': builder, 'arguments': args, 'output': output}
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training._trainer import ModelTrainer  # pylint: disable=g-import-not-at-top
+  from tensorfx.training._trainer import ModelTrainer
   exported = ModelTrainer(config=config, callbacks=callbacks).train(builder,
                                                                      output)
   last = record.results or {}
@@ -313,7 +313,7 @@ def test_from_params(load_params, model_params, validation_params,
             'checkpoint': checkpoint}
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training._trainer import ModelTrainer  # pylint: disable=g-import-not-at-top
+  from tensorfx.training._trainer import ModelTrainer
   summary = ModelTrainer(callbacks=callbacks).evaluate(builder, output,
                                                        checkpoint)
   return {'exp_id': record_at.exp_id, 'validates': load.location.exp_id,
@@ -381,7 +381,7 @@ def _warm_start(load, location, store, output):
   if not load.do_restore:
     return None
   if load.from_ckpt:
-    from tensorfx.training import _restore  # pylint: disable=g-import-not-at-top
+    from tensorfx.training import _restore
     return (_restore.resolve_checkpoint(load.from_ckpt,
                                         what="load_params['from_ckpt']"),
             load)
@@ -397,7 +397,7 @@ def _warm_start(load, location, store, output):
 
 def _checkpoint_to_load(load, output, store):
   if load.from_ckpt:
-    from tensorfx.training import _restore  # pylint: disable=g-import-not-at-top
+    from tensorfx.training import _restore
     return _restore.resolve_checkpoint(load.from_ckpt,
                                        what="load_params['from_ckpt']")
   return _load.find_checkpoint(load, store, output)

@@ -21,6 +21,7 @@ from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
+from tensorfx.data._schema import SchemaFieldType
 from tensorfx.data._schema import is_identifier
 
 
@@ -129,7 +130,7 @@ class FunctionDataSet(DataSet):
     return True
 
   def analyze(self, output_dir, source='train', pipeline_args=None,
-              **kwargs):
+              reuse=True):
     raise ConfigurationError('A dataset of tfutils data functions has no '
                              'feature set to analyze.')
 
@@ -221,7 +222,8 @@ def _schema(spec, where):
       raise ConfigurationError(
           f'{described}: the type {tensor.dtype.name} cannot be an input of '
           'the exported model; cast it to a number or a string.')
-    fields.append(SchemaField(name, kind, length=math.prod(inner)))
+    fields.append(SchemaField(name, SchemaFieldType(kind),
+                              length=math.prod(inner)))
   if not fields:
     raise ConfigurationError(
         f'{where} makes only the inputs the loss reads as targets; the model '

@@ -112,7 +112,7 @@ def checkpoint_of(output, step=None, what="load_params['exp_id']"):
   Raises:
     ConfigurationError: there is none (naming where it looked).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   directory = os.path.join(output, 'checkpoints')
   if step is None:
     try:

@@ -19,6 +19,7 @@ experiment records:
 import json
 import os
 import statistics
+from typing import Any
 
 import tensorflow as tf
 
@@ -58,7 +59,7 @@ class ExperimentRecord(base.Callback):
     self.validates = validates
     self.fresh = fresh
     self.run_id = None
-    self.results = None
+    self.results: Any = None
     self.saved_filters = []
     self._failed = False
 
@@ -74,7 +75,7 @@ class ExperimentRecord(base.Callback):
     if self.action == 'train':
       _store.write_record(self.context.output, {
           'exp_id': self.exp_id, 'experiment': self.experiment,
-          'store': self.store and _tracking._safe(self.store.uri),  # pylint: disable=protected-access
+          'store': self.store and _tracking._safe(self.store.uri),
           'fingerprint': fingerprint, 'params': self.description,
           'model_config': builder.model_config, 'fresh_start': self.fresh})
     if self.store is not None:
@@ -162,7 +163,7 @@ class ExperimentRecord(base.Callback):
       return None
     try:
       return method(*args)
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       # As for the run's other records: warn once, train on.
       self._failed = True
       logger.warning('Recording the tfutils experiment in MLflow failed '
@@ -172,5 +173,5 @@ class ExperimentRecord(base.Callback):
 
 
 def _tag(value):
-  return _tracking._text(json.dumps(value, sort_keys=True),  # pylint: disable=protected-access
-                         _tracking._TAG_LIMIT)  # pylint: disable=protected-access
+  return _tracking._text(json.dumps(value, sort_keys=True),
+                         _tracking._TAG_LIMIT)

@@ -165,7 +165,7 @@ class Store:
 
   def __init__(self, uri):
     _tracking.require_mlflow()
-    from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+    from mlflow.tracking import MlflowClient
     self.uri = uri
     self.client = MlflowClient(tracking_uri=uri)
 
@@ -178,10 +178,10 @@ class Store:
       return list(self.client.search_runs(
           [found.experiment_id], filter_string=' and '.join(conditions),
           order_by=['attributes.start_time DESC'], max_results=max_results))
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise ConfigurationError(
           'Cannot read the MLflow tracking store '
-          f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}') from None  # pylint: disable=protected-access
+          f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}') from None
 
   def _search(self, experiment, conditions):
     runs = self.search(experiment, conditions, max_results=1)
@@ -202,14 +202,14 @@ class Store:
         f"'{action}'"])
 
   def set_tags(self, run_id, tags):
-    from mlflow.entities import RunTag  # pylint: disable=g-import-not-at-top
+    from mlflow.entities import RunTag
     self.client.log_batch(run_id, tags=[
         RunTag(k, v if isinstance(v, str) else json.dumps(v))
         for k, v in tags.items()])
 
   def log_metrics(self, run_id, step, values):
     # Through the tracker's conversion: numbers only, one timestamp.
-    self.client.log_batch(run_id, metrics=_tracking._metrics(values, step))  # pylint: disable=protected-access
+    self.client.log_batch(run_id, metrics=_tracking._metrics(values, step))
 
 
 def store_if_installed(uri):
@@ -242,7 +242,7 @@ def output_of(location, store):
 
 def read_record(output):
   """The experiment record in `output` (`tfutils.json`), or None."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = os.path.join(output, RECORD)
   if not tf.io.gfile.exists(path):
     return None
@@ -252,7 +252,7 @@ def read_record(output):
 
 def write_record(output, record):
   """Writes the experiment record into `output` (whole, or not at all)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   path = os.path.join(output, RECORD)
   tf.io.gfile.makedirs(output)
   with tf.io.gfile.GFile(path + '.tmp', 'w') as f:

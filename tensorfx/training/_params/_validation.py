@@ -61,9 +61,9 @@ class Validation:
 
   def target(self):
     """The engine's `ValidationTarget`."""
-    online = self.online_agg_func or 'append'
+    online: Any = self.online_agg_func or 'append'
     # tfutils' default agg_func is the identity: the per-batch lists.
-    agg = self.agg_func if self.agg_func is not None else identity
+    agg: Any = self.agg_func if self.agg_func is not None else identity
     return _targets.ValidationTarget(
         self.name, source=self.source_name, batches=self.num_steps,
         batch_size=self.batch_size, online_agg=online, agg=agg,
@@ -98,7 +98,8 @@ def _compute(function):
                                    _functions.model_outputs(outputs))
 
   # Named as the user's function, in records and errors.
-  compute.__module__ = getattr(function.func, '__module__', None)
+  compute.__module__ = getattr(function.func, '__module__',
+                               compute.__module__)
   compute.__qualname__ = getattr(function.func, '__qualname__',
                                  repr(function.func))
   return compute

@@ -127,9 +127,9 @@ def _fresh_get_variable_store():
   scope hands back the first call's variables.
   """
   try:
-    from tensorflow.python.ops import variable_scope  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
-    store = variable_scope._VariableStore()  # pylint: disable=protected-access
-    store._store_eager_variables = True  # pylint: disable=protected-access
+    from tensorflow.python.ops import variable_scope
+    store = variable_scope._VariableStore()
+    store._store_eager_variables = True
     return variable_scope.with_variable_store(store)
   except (ImportError, AttributeError):
     return contextlib.nullcontext()

@@ -14,7 +14,9 @@ Example:
 This package must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
 import dataclasses
+from typing import Any, Self, cast
 
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
@@ -22,8 +24,8 @@ from tensorfx.training._settings import export
 from tensorfx.training._settings import guards
 from tensorfx.training._settings import job
 from tensorfx.training._settings import logging
-from tensorfx.training._settings import loss
 from tensorfx.training._settings import loop
+from tensorfx.training._settings import loss
 from tensorfx.training._settings import optimizer
 from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
@@ -56,7 +58,7 @@ _SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss, weights,
              logging, summaries)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   """Adds every section's flags to `parser`."""
   for section in _SECTIONS:
     section.add_arguments(parser)
@@ -64,7 +66,7 @@ def add_arguments(parser):
       data.add_filter_arguments(parser)
 
 
-def check(args):
+def check(args: Any) -> None:
   """Checks every section's values.
 
   Raises:
@@ -95,9 +97,11 @@ class Settings:
   weights: WeightSettings = WeightSettings()
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     """Reads every section from `args` (a `ModelArguments` or namespace)."""
-    return cls(**{field.name: field.type.from_args(args)
+    # Each field's type is a section class (not a string: no postponed
+    # annotations here).
+    return cls(**{field.name: cast(Any, field.type).from_args(args)
                   for field in dataclasses.fields(cls)})
 
 

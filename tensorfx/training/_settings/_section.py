@@ -9,23 +9,27 @@ never the argument namespace.
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
+from typing import Any
+
 from tensorfx._errors import ConfigurationError
 
 
-def group(parser, title):
+def group(parser: argparse.ArgumentParser,
+          title: str) -> argparse._ArgumentGroup:
   """The argument group `title` of `parser`, made on first use.
 
   Sections add their flags to shared groups (`job`, `data`, ...) so that
   `--help` lists them by what a user looks for, whichever section owns
   them.
   """
-  for existing in parser._action_groups:  # pylint: disable=protected-access
+  for existing in parser._action_groups:
     if existing.title == title:
       return existing
   return parser.add_argument_group(title)
 
 
-def read(args, dest, default=None):
+def read(args: Any, dest: str, default: Any = None) -> Any:
   """The value of flag `dest`, or `default` when it is None or absent.
 
   Arguments built by hand (`ModelArguments(batch_size=32)`) hold only what
@@ -35,12 +39,13 @@ def read(args, dest, default=None):
   return default if value is None else value
 
 
-def flag(dest):
+def flag(dest: str) -> str:
   """The command-line spelling of a flag: `batch_size` -> `--batch-size`."""
   return '--' + dest.replace('_', '-')
 
 
-def check_positive(args, dest, optional=False, expected=None):
+def check_positive(args: Any, dest: str, optional: bool = False,
+                   expected: str | None = None) -> None:
   """Raises unless flag `dest` is positive (or absent, or None if optional)."""
   value = getattr(args, dest, None)
   if value is None and (optional or not hasattr(args, dest)):
@@ -55,9 +60,8 @@ def check_positive(args, dest, optional=False, expected=None):
 ALL = 'all'
 
 
-def batch_size(text):
+def batch_size(text: Any) -> int | str:
   """Parses a batch size: a positive integer, or `all` (any case)."""
-  import argparse  # pylint: disable=g-import-not-at-top
   value = str(text).strip()
   if value.lower() == ALL:
     return ALL
@@ -68,7 +72,7 @@ def batch_size(text):
         f"expected a positive integer or 'all'. Received: {text!r}") from None
 
 
-def check_batch_size(args, dest, optional=False):
+def check_batch_size(args: Any, dest: str, optional: bool = False) -> None:
   """Raises unless flag `dest` is a positive integer or `all`."""
   value = getattr(args, dest, None)
   if value is None and (optional or not hasattr(args, dest)):
@@ -80,7 +84,7 @@ def check_batch_size(args, dest, optional=False):
                  'training data in one batch')
 
 
-def check_not_negative(args, *dests):
+def check_not_negative(args: Any, *dests: str) -> None:
   """Raises unless each of the flags `dests` is zero or more (or absent)."""
   for dest in dests:
     value = getattr(args, dest, None)

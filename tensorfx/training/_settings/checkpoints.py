@@ -1,13 +1,14 @@
 """Checkpoint settings: how often, how many recent and best ones are kept."""
 
+import argparse
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Optional, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   job = _section.group(parser, 'job')
   job.add_argument('--checkpoint-interval-secs', type=int, default=60,
                    metavar='SECS',
@@ -31,7 +32,7 @@ def add_arguments(parser):
                     'on the first target)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_positive(args, 'checkpoint_interval_secs')
   _section.check_positive(args, 'checkpoint_interval_steps', optional=True)
   _section.check_positive(args, 'keep_checkpoints')
@@ -41,7 +42,9 @@ def check(args):
     parse_best_metric(best)
 
 
-def parse_best_metric(spec, default=('loss', 'min')):
+def parse_best_metric(
+    spec: str | None, default: Tuple[str, str] = ('loss', 'min'),
+) -> Tuple[str | None, str, str]:
   """Parses `--best-metric [TARGET/]NAME[:min|max]`.
 
   Example:
@@ -98,7 +101,7 @@ class CheckpointSettings:
   best_metric: Optional[str] = None
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(interval_secs=float(read(args, 'checkpoint_interval_secs', 60)),
                interval_steps=read(args, 'checkpoint_interval_steps'),
@@ -106,6 +109,7 @@ class CheckpointSettings:
                keep_best=int(read(args, 'keep_best_checkpoints', 0)),
                best_metric=read(args, 'best_metric'))
 
-  def best(self, default: Tuple[str, str]):
+  def best(self, default: Tuple[str, str]) -> Tuple[str | None, str, str]:
     """`(target, name, mode)` ranking checkpoints; `default` is the model's."""
-    return parse_best_metric(self.best_metric, tuple(default))
+    name, mode = default  # Also a list, as YAML gives it.
+    return parse_best_metric(self.best_metric, (name, mode))

@@ -1,14 +1,15 @@
 """Data settings: where the data is, what it means, which records to keep."""
 
+import argparse
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Optional, Self, Tuple
 
 from tensorfx.data import _filters
 from tensorfx.training import _listflags
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   data = _section.group(parser, 'data')
   _listflags.add_list_argument(
       data, '--data-train', metavar='PATH',
@@ -30,7 +31,7 @@ def add_arguments(parser):
                     'they are counted in the log and the summaries')
 
 
-def add_filter_arguments(parser):
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
   # After the job's flags, where --help and job.yaml have always had it.
   _listflags.add_list_argument(
       _section.group(parser, 'data'), '--data-filter', metavar='FIELD=REGEX',
@@ -38,7 +39,7 @@ def add_filter_arguments(parser):
       'any value of a multivalent field); several must all match')
 
 
-def check(args):
+def check(args: Any) -> None:
   _filters.parse_filters(_section.read(args, 'data_filter'))
 
 
@@ -66,7 +67,7 @@ class DataSettings:
   filters: Tuple[str, ...] = ()
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(train=tuple(read(args, 'data_train', ())),
                eval=tuple(read(args, 'data_eval', ())),

@@ -2,11 +2,12 @@
 
 import argparse
 import dataclasses
+from typing import Any, Self
 
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   export = _section.group(parser, 'export')
   export.add_argument('--export-versioned',
                       action=argparse.BooleanOptionalAction, default=False,
@@ -16,7 +17,7 @@ def add_arguments(parser):
                       'of model/ (default: off)')
 
 
-def check(args):
+def check(args: Any) -> None:
   del args  # A switch: argparse checks it.
 
 
@@ -32,5 +33,5 @@ class ExportSettings:
   versioned: bool = False
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     return cls(versioned=bool(_section.read(args, 'export_versioned', False)))

@@ -1,12 +1,13 @@
 """Guard settings: when a diverging or broken run stops."""
 
+import argparse
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   guards = _section.group(parser, 'guards')
   guards.add_argument('--thres-loss', type=float, metavar='LOSS',
                       help='stop with HighLossError when the training loss '
@@ -17,7 +18,7 @@ def add_arguments(parser):
                       'stopping (default: %(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_positive(args, 'thres_loss', optional=True,
                           expected='a positive number')
   _section.check_not_negative(args, 'nan_restore')
@@ -37,6 +38,6 @@ class GuardSettings:
   nan_restore: int = 0
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     return cls(thres_loss=_section.read(args, 'thres_loss'),
                nan_restore=int(_section.read(args, 'nan_restore', 0)))

@@ -1,7 +1,8 @@
 """Job settings: the output, the action, and how long to wait for a cluster."""
 
+import argparse
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -9,7 +10,7 @@ from tensorfx.training._settings import _section
 ACTIONS = ('train', 'evaluate', 'export', 'predict')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   job = _section.group(parser, 'job')
   job.add_argument('--config', metavar='PATH',
                    help='a run configuration (YAML) giving any of these '
@@ -56,7 +57,7 @@ def add_arguments(parser):
                    'are split across them (default: %(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   if getattr(args, 'follow', False) and \
       _section.read(args, 'action', 'train') != 'evaluate':
     raise ConfigurationError(
@@ -92,7 +93,7 @@ class JobSettings:
   min_shard_bytes: int = 256 << 10
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(output=read(args, 'output'),
                action=read(args, 'action', 'train'),

@@ -1,13 +1,15 @@
 """Logging settings: how much tensorfx and TensorFlow say."""
 
+import argparse
 import dataclasses
+from typing import Any, Self
 
 from tensorfx.training._settings import _section
 
 LEVELS = ('debug', 'info', 'warning', 'error')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   logging = _section.group(parser, 'logging')
   # Lower-cased first so that --log-level INFO is accepted too.
   logging.add_argument('--log-level', type=str.lower, choices=LEVELS,
@@ -20,7 +22,7 @@ def add_arguments(parser):
                        '%(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   del args  # argparse's choices check the levels.
 
 
@@ -37,7 +39,7 @@ class LoggingSettings:
   tensorflow_level: str = 'warning'
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     return cls(level=_section.read(args, 'log_level', 'info'),
                tensorflow_level=_section.read(args, 'log_level_tensorflow',
                                               'warning'))

@@ -2,13 +2,13 @@
 
 import argparse
 import dataclasses
-from typing import Optional, Union
+from typing import Any, Optional, Self, Union
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   job = _section.group(parser, 'job')
   # --training-num-epochs: Gematria's name for the step count.
   job.add_argument('--max-steps', '--training-num-epochs', type=int,
@@ -46,7 +46,7 @@ def add_arguments(parser):
                        'summaries (default: %(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_batch_size(args, 'batch_size')
   _section.check_positive(
       args, 'epochs', optional=True,
@@ -93,7 +93,7 @@ class LoopSettings:
   steps_per_closure: int = 10
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     max_steps = read(args, 'max_steps', 1000)
     return cls(max_steps=max_steps if max_steps > 0 else None,
@@ -106,7 +106,7 @@ class LoopSettings:
                steps_per_closure=int(read(args, 'steps_per_closure', 10)))
 
 
-def _batch(value):
+def _batch(value: Any) -> int | str:
   if isinstance(value, str) and value.lower() == _section.ALL:
     return _section.ALL
   return int(value)

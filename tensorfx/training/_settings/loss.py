@@ -10,8 +10,9 @@ describe.
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -26,7 +27,7 @@ _ALIASES = {
 }
 
 
-def canonical(value):
+def canonical(value: Any) -> Any:
   """The canonical (lower-case, Gematria) name of a loss or normalization.
 
   Example:
@@ -37,7 +38,7 @@ def canonical(value):
   return _ALIASES.get(name, name)
 
 
-def check_loss_type(value, name='loss'):
+def check_loss_type(value: Any, name: str = 'loss') -> str:
   """The canonical loss type, or ConfigurationError naming `name`."""
   loss = canonical(value)
   if loss not in LOSS_TYPES:
@@ -47,7 +48,7 @@ def check_loss_type(value, name='loss'):
   return loss
 
 
-def check_normalization(value, name='normalization'):
+def check_normalization(value: Any, name: str = 'normalization') -> str:
   """The canonical normalization, or ConfigurationError naming `name`."""
   normalization = canonical(value)
   if normalization not in NORMALIZATIONS:
@@ -57,7 +58,7 @@ def check_normalization(value, name='normalization'):
   return normalization
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   loss = _section.group(parser, 'loss')
   # --loss-type: Gematria's name (--gematria_loss_type).
   loss.add_argument('--loss', '--loss-type', dest='loss', type=canonical,
@@ -80,7 +81,7 @@ def add_arguments(parser):
                     '(default: %(default)s, as Gematria)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_positive(args, 'huber_delta', expected='a positive number')
 
 
@@ -105,7 +106,7 @@ class LossSettings:
   huber_delta: float = 1.0
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     # A trainer may define a --loss of its own (it replaces this one): a
     # value that is not a regression loss is its business, not ours.
@@ -120,6 +121,6 @@ class LossSettings:
             huber_delta, (int, float)) else 1.0)
 
   @property
-  def given(self):
+  def given(self) -> bool:
     """Whether any loss flag differs from its default."""
     return self != LossSettings()

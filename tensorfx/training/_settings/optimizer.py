@@ -3,7 +3,7 @@
 import argparse
 import dataclasses
 import re
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -18,7 +18,7 @@ RATE_SCHEDULES = ('exponential', 'inverse-time', 'natural-exp')
 DEFAULT_LEARNING_RATE = 0.001
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   optimizer = _section.group(parser, 'optimizer')
   optimizer.add_argument('--optimizer', type=str.lower, choices=OPTIMIZERS,
                          default='adam',
@@ -73,7 +73,7 @@ def add_arguments(parser):
                          'keep their values')
 
 
-def check(args):
+def check(args: Any) -> None:
   for dest in ('learning_rate', 'clip_norm', 'clip_value', 'decay_rate'):
     _section.check_positive(args, dest, optional=dest != 'learning_rate',
                             expected='a positive number')
@@ -154,7 +154,7 @@ class OptimizerSettings:
   max_steps: Optional[int] = None
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     max_steps = read(args, 'max_steps')
     return cls(

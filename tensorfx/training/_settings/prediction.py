@@ -9,8 +9,9 @@ build and predicts the files (`tensorfx predict --module` runs that).
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
 import dataclasses
-from typing import Tuple
+from typing import Any, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
@@ -21,7 +22,7 @@ INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
 OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   group = _section.group(parser, 'prediction (--action predict)')
   _listflags.add_list_argument(
       group, '--predict-input', metavar='PATH',
@@ -48,7 +49,7 @@ def add_arguments(parser):
                      'record (default: none)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_positive(args, 'predict_batch_size')
   if _section.read(args, 'action') == 'predict' and \
       not _section.read(args, 'predict_input'):
@@ -80,7 +81,7 @@ class PredictionSettings:
   prefix: str = ''
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(inputs=tuple(read(args, 'predict_input', ())),
                output=read(args, 'predict_output', '-'),

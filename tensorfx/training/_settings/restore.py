@@ -7,7 +7,7 @@ from another checkpoint (`--warm-start`).
 
 import argparse
 import dataclasses
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
@@ -15,7 +15,7 @@ from tensorfx.training import _restore
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   load = _section.group(parser, 'restore')
   load.add_argument('--resume-from', metavar='PATH',
                     help='resume from this checkpoint (a prefix such as '
@@ -49,7 +49,7 @@ def add_arguments(parser):
                     'start at step 0)')
 
 
-def check(args):
+def check(args: Any) -> None:
   resume_from = _section.read(args, 'resume_from')
   if resume_from and not _section.read(args, 'resume', True):
     raise ConfigurationError(
@@ -99,7 +99,7 @@ class RestoreSettings:
   global_step: bool = False
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(resume=bool(read(args, 'resume', True)),
                resume_from=read(args, 'resume_from') or None,

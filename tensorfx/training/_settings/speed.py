@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -11,7 +11,7 @@ CACHE_MODES = ('auto', 'memory', 'none')
 PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   speed = _section.group(parser, 'speed')
   speed.add_argument('--jit-compile', action=argparse.BooleanOptionalAction,
                      default=False,
@@ -40,7 +40,7 @@ def add_arguments(parser):
                      'float32 (default: %(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_positive(args, 'cache_budget_mb', optional=True,
                           expected='a positive number of MiB')
   for dest, choices in (('cache', CACHE_MODES), ('precision', PRECISIONS)):
@@ -71,7 +71,7 @@ class SpeedSettings:
   precision: str = 'float32'
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     return cls(jit_compile=bool(read(args, 'jit_compile', False)),
                cache=read(args, 'cache', 'auto'),

@@ -1,13 +1,14 @@
 """Summary settings: what a run adds to TensorBoard besides its scalars."""
 
+import argparse
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Optional, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   logging = _section.group(parser, 'logging')
   logging.add_argument('--profile-steps', metavar='FIRST[,LAST]',
                        help='write a profile of training steps FIRST to '
@@ -17,11 +18,11 @@ def add_arguments(parser):
                        '(default: none)')
 
 
-def check(args):
+def check(args: Any) -> None:
   parse_profile_steps(_section.read(args, 'profile_steps'))
 
 
-def parse_profile_steps(value):
+def parse_profile_steps(value: Any) -> tuple[int, int] | None:
   """Parses `--profile-steps FIRST[,LAST]` (or a pair) into `(first, last)`.
 
   Example:
@@ -65,6 +66,6 @@ class SummarySettings:
   profile_steps: Optional[Tuple[int, int]] = None
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     return cls(profile_steps=parse_profile_steps(
         _section.read(args, 'profile_steps')))

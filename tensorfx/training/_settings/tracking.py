@@ -1,13 +1,14 @@
 """Tracking settings: the MLflow experiment a run is recorded in."""
 
+import argparse
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx.training import _tracking
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   tracking = _section.group(parser, 'tracking')
   tracking.add_argument('--experiment', metavar='NAME',
                         help='record the run in this MLflow experiment '
@@ -18,7 +19,7 @@ def add_arguments(parser):
                         'mlruns.db)')
 
 
-def check(args):
+def check(args: Any) -> None:
   if TrackingSettings.from_args(args).enabled:
     _tracking.require_mlflow()
 
@@ -36,11 +37,11 @@ class TrackingSettings:
   uri: Optional[str] = None
 
   @property
-  def enabled(self):
+  def enabled(self) -> bool:
     """Whether tracking is asked for (either flag)."""
     return bool(self.experiment or self.uri)
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     return cls(experiment=_section.read(args, 'experiment') or None,
                uri=_section.read(args, 'tracking_uri') or None)

@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _targets
@@ -20,7 +20,9 @@ class TargetAction(argparse.Action):
   # The run configuration section whose mapping-valued keys are targets.
   config_section = 'validation'
 
-  def __call__(self, parser, namespace, values, option_string=None):
+  def __call__(self, parser: argparse.ArgumentParser,
+               namespace: argparse.Namespace, values: Any,
+               option_string: str | None = None) -> None:
     name, spec = _targets.parse_flag(values)
     target = _targets.from_spec(name, spec, where=f'--eval-target {name}')
     targets = dict(getattr(namespace, self.dest, None) or {})
@@ -28,12 +30,12 @@ class TargetAction(argparse.Action):
     setattr(namespace, self.dest, targets)
 
   @staticmethod
-  def from_config(name, spec, where):
+  def from_config(name: str, spec: Any, where: str) -> Any:
     """Checks one target of a run configuration; returns its typed spec."""
     return _targets.to_spec(_targets.from_spec(name, spec, where=where))
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   job = _section.group(parser, 'job')
   job.add_argument('--eval-batch-size', type=_section.batch_size,
                    metavar='N',
@@ -82,7 +84,7 @@ def add_arguments(parser):
                           'counts as an improvement (default: %(default)s)')
 
 
-def check(args):
+def check(args: Any) -> None:
   _section.check_batch_size(args, 'eval_batch_size', optional=True)
   _section.check_positive(args, 'eval_batches', optional=True)
   _section.check_positive(args, 'eval_interval_steps', optional=True)
@@ -135,7 +137,7 @@ class ValidationSettings:
   early_stopping_min_delta: float = 0.0
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: Any) -> Self:
     read = _section.read
     targets = tuple(
         spec if isinstance(spec, _targets.ValidationTarget)
@@ -153,19 +155,20 @@ class ValidationSettings:
         early_stopping_min_delta=float(read(args, 'early_stopping_min_delta',
                                             0.0)))
 
-  def all_targets(self, has_eval):
+  def all_targets(self, has_eval: bool) -> list[Any]:
     """Every target, the default (the dataset's `eval` source) first.
 
     Args:
       has_eval: whether the dataset has an `eval` source; without one
         there is no default target.
     """
-    default = ()
+    default: tuple[Any, ...] = ()
     if has_eval:
       # 'all' is resolved when the graphs are built; None reads it then.
-      batch_size = None if self.batch_size == _section.ALL else \
+      batch_size: Any = None if self.batch_size == _section.ALL else \
           self.batch_size
       default = (_targets.ValidationTarget(
           _targets.DEFAULT, batches=self.batches, batch_size=batch_size,
-          online_agg=self.online_agg or 'mean', agg=self.agg),)
+          online_agg=cast(Any, self.online_agg or 'mean'),
+          agg=cast(Any, self.agg)),)
     return list(default + self.targets)
