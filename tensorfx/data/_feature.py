@@ -302,18 +302,18 @@ class Feature:
                           '+ 1)) or a zscore feature', log)
     low, high = range
     return cls(name, FeatureType.SCALE, fields=(field,),
-               params={'min': low, 'max': high})
+               params=Params({'min': low, 'max': high}))
 
   @classmethod
   def log(cls, name, field, offset=1.0):
-    """The log of a numeric field: log(x + offset).
+    """The logarithm of a numeric field, of the field plus `offset`.
 
     Example:
       >>> Feature.log('sw', 'sepal_width').params['offset']
       1.0
     """
     return cls(name, FeatureType.LOG, fields=(field,),
-               params={'offset': offset})
+               params=Params({'offset': offset}))
 
   @classmethod
   def one_hot(cls, name, field, top_k=None, oov_buckets=1):
@@ -326,7 +326,7 @@ class Feature:
     params = {'oov_buckets': oov_buckets}
     if top_k is not None:
       params['top_k'] = top_k
-    return cls(name, FeatureType.ONEHOT, fields=(field,), params=params)
+    return cls(name, FeatureType.ONEHOT, fields=(field,), params=Params(params))
 
   @classmethod
   def bucketize(cls, name, field, boundaries=None, buckets=None):
@@ -341,7 +341,7 @@ class Feature:
       params['boundaries'] = boundaries
     if buckets is not None:
       params['buckets'] = buckets
-    return cls(name, FeatureType.BUCKETIZE, fields=(field,), params=params)
+    return cls(name, FeatureType.BUCKETIZE, fields=(field,), params=Params(params))
 
   @property
   def table(self):

@@ -146,7 +146,7 @@ class FeatureSet:
 
   @property
   def weight(self):
-    """The `weight` feature (per-example loss weights), or None.
+    r"""The `weight` feature (per-example loss weights), or None.
 
     Example:
       >>> FeatureSet.parse('features:\\n- name: w\\n  type: weight\\n'

@@ -89,5 +89,5 @@ class Eviction:
 
 
 def _determinism_enabled():
-  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  from tensorflow.python.framework import config
   return config.is_op_determinism_enabled()

@@ -64,7 +64,7 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
       variable = tf.Variable(
           tf.fill(tf.shape(var), tf.cast(initial or 0, var.dtype)),
           shape=tf.TensorShape([None]).concatenate(var.shape[1:]),
-          name=f'{slot}/{var._shared_name}', dtype=var.dtype,  # pylint: disable=protected-access
+          name=f'{slot}/{var._shared_name}', dtype=var.dtype,
           trainable=False)
     self._variables.append(variable)
     return variable

@@ -133,7 +133,7 @@ class KerasModelBuilder(ModelBuilder):
         tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
     loss = tf.reduce_sum(losses * weights) / tf.maximum(count, 1.0)
     if model.losses:
-      loss += tf.add_n([tf.cast(l, tf.float32) for l in model.losses])
+      loss += tf.add_n([tf.cast(extra, tf.float32) for extra in model.losses])
     return loss, model.optimizer
 
   def build_output(self, inferences):

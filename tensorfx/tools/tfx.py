@@ -1,4 +1,4 @@
-"""`python -m tensorfx.tools.tfx`: the original tensorfx's command-line tool.
+r"""`python -m tensorfx.tools.tfx`: the original tensorfx's command-line tool.
 
 Its last version ran `python -m tensorfx.tools.tfx train --module M
 --output DIR [--distributed] FLAGS...` (the trainer module as a master, or
@@ -23,13 +23,15 @@ import argparse
 import os
 import sys
 
-from tensorfx.tools import _main, _scaffold
+from tensorfx.tools import _main
+from tensorfx.tools import _scaffold
 
 # What --distributed starts besides the master, as the original did.
 DISTRIBUTED = 'ps=1,workers=1'
 
 
 def build_parser() -> argparse.ArgumentParser:
+  """The `tfx` command line: train, predict and scaffold."""
   parser = argparse.ArgumentParser(
       prog='tfx', description='The original tensorfx\'s tool: train, '
       'predict, scaffold (each runs the tensorfx command of that name).')

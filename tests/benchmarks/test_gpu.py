@@ -1,5 +1,7 @@
-"""The GPU comparison (`benchmarks/gpu.sh`): refuses a machine without a GPU
-by name, and on a machine with one prints its table.
+"""The GPU comparison (`benchmarks/gpu.sh`) refuses a CPU, runs on a GPU.
+
+It refuses a machine without a GPU by name, and on a machine with one
+prints its table.
 
 The run with a GPU is skipped here (no GPU on the CI machines); on a GPU
 machine `python -m pytest tests/benchmarks/test_gpu.py` runs it. No timing

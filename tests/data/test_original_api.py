@@ -11,24 +11,22 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from tensorfx import DataError
-from tensorfx.data import (
-  CsvDataSet,
-  CsvDataSource,
-  DataFrameDataSet,
-  DataSet,
-  DataSource,
-  ExamplesDataSet,
-  ExamplesDataSource,
-  Feature,
-  FeatureSet,
-  FeatureType,
-  Schema,
-  SchemaField,
-  SchemaFieldType,
-)
+from tensorfx.data import CsvDataSet
+from tensorfx.data import CsvDataSource
+from tensorfx.data import DataFrameDataSet
+from tensorfx.data import DataSet
+from tensorfx.data import DataSource
+from tensorfx.data import ExamplesDataSet
+from tensorfx.data import ExamplesDataSource
+from tensorfx.data import Feature
+from tensorfx.data import FeatureSet
+from tensorfx.data import FeatureType
+from tensorfx.data import Schema
+from tensorfx.data import SchemaField
+from tensorfx.data import SchemaFieldType
 
 SAMPLE = os.path.join(ROOT, 'samples', 'original_iris')
 

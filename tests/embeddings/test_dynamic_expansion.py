@@ -1,5 +1,6 @@
-"""dynamic_expansion: an exact-key table grows while it trains (mxRec's
-use_dynamic_expansion), keeping every row and optimizer slot, and a restart
+"""dynamic_expansion: an exact-key table grows while it trains.
+
+As mxRec's use_dynamic_expansion: it keeps every row and optimizer slot, and a restart
 from its checkpoint continues with the grown table.
 
 Single node: a `tf.function` training step, and a `ModelBuilder`'s own
@@ -18,9 +19,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
-from ps_cluster_script import in_process_cluster
 
-from tensorfx import embeddings, training
+from ps_cluster_script import in_process_cluster
+from tensorfx import embeddings
+from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
 from tensorfx.training import _summaries
@@ -54,8 +56,8 @@ def _table_and_trainer(capacity=4, **kwargs):
 def _state(table, optimizer, keys):
   rows = table.rows(keys).numpy()
   return {'rows': rows, 'vectors': table.lookup(keys).numpy(),
-          'm': optimizer._m_slots[0].numpy()[rows],  # pylint: disable=protected-access
-          'v': optimizer._v_slots[0].numpy()[rows],  # pylint: disable=protected-access
+          'm': optimizer._m_slots[0].numpy()[rows],
+          'v': optimizer._v_slots[0].numpy()[rows],
           'count': table.statistics(keys)['count'].numpy()}
 
 
@@ -79,8 +81,8 @@ def test_a_table_grows_past_its_capacity_keeping_rows_and_slots(tmp_path):
   # nobody's; slots grew with the rows.
   assert (rows >= 0).all() and len(set(rows.tolist())) == 11
   assert table.default_row == 4 and 4 not in rows.tolist()
-  assert optimizer._m_slots[0].shape[0] is None  # pylint: disable=protected-access
-  assert optimizer._m_slots[0].numpy().shape == (17, 4)  # pylint: disable=protected-access
+  assert optimizer._m_slots[0].shape[0] is None
+  assert optimizer._m_slots[0].numpy().shape == (17, 4)
   assert int(table.live_rows()) == 11
 
   # A restart from the checkpoint: the table of the same configuration
@@ -129,7 +131,7 @@ class _Builder(training.ModelBuilder):
     return tf.data.Dataset.zip({'keys': keys, 'y': keys.map(
         lambda k: tf.cast(k % 2, tf.float32))}).batch(batch)
 
-  def build_inference(self, inputs, training):  # pylint: disable=redefined-outer-name
+  def build_inference(self, inputs, training):
     if not hasattr(self, 'table'):
       self.table = embeddings.EmbeddingTable(
           'keys', dim=4, capacity=16, hashing='exact',
@@ -158,7 +160,7 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping(
     tmp_path, caplog):
   builder = _Builder(training.ModelArguments.parse(
       ['--batch-size', '16', '--seed', '1']), None)
-  builder._strategy = tf.distribute.get_strategy()  # pylint: disable=protected-access
+  builder._strategy = tf.distribute.get_strategy()
   builder.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
   train = builder.build_training_graph()
   iterator = iter(train.dataset)
@@ -179,7 +181,7 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping(
   rows = table.rows(tf.range(96, dtype=tf.int64)).numpy()
   assert (rows >= 0).all() and len(set(rows.tolist())) == 96
   # The sparse optimizer's slots grew too, and trained the rows looked up.
-  moments = builder.sparse_optimizer._m_slots[0].numpy()  # pylint: disable=protected-access
+  moments = builder.sparse_optimizer._m_slots[0].numpy()
   assert moments.shape == (129, 4) and np.abs(moments[rows]).sum() > 0
   with caplog.at_level(logging.INFO, logger='tensorfx'):
     fill.on_step_end(12, {'loss': 0.1})

@@ -5,15 +5,19 @@ import time
 import pytest
 import tensorflow as tf
 
-from tensorfx import data, embeddings
-from tensorfx._errors import ConfigurationError, DataError
+from tensorfx import data
+from tensorfx import embeddings
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
 
 
 @pytest.fixture(autouse=True)
 def _no_determinism():
-  """The wall clock is read only without op determinism (another test's
-  --seed turns it on for the whole process)."""
-  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  """The wall clock is read only without op determinism.
+
+  Another test's --seed turns it on for the whole process.
+  """
+  from tensorflow.python.framework import config
   enabled = config.is_op_determinism_enabled()
   config.disable_op_determinism()
   yield
@@ -97,7 +101,7 @@ def test_one_clock_per_table_and_features_yaml_names_the_key():
 
 
 def test_under_op_determinism_the_wall_clock_is_refused_by_name():
-  from tensorflow.python.framework import config  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  from tensorflow.python.framework import config
   table = embeddings.EmbeddingTable('items', dim=4, capacity=10,
                                     hashing='exact', evict_after_secs=60)
   config.enable_op_determinism()

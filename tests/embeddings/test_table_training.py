@@ -444,7 +444,7 @@ def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
     held = _held_rows(table)
     assert len(set(held.tolist())) == len(held) == int(table.live_rows()) > 64
   held_items = dict(zip(*(t.numpy().tolist() for t in
-                          tables['item']._keys.export()[:2])))  # pylint: disable=protected-access
+                          tables['item']._keys.export()[:2])))
   # The exported model serves over the grown table.
   user, item, history = _first(data)
   assert model.predict([_example(user, item, history)])[0]['scores']
@@ -452,7 +452,7 @@ def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
   again, _ = train(130)
   for name, table in again.items():
     assert table.current_capacity() >= grown[name]
-  keys, entries = (t.numpy() for t in again['item']._keys.export()[:2])  # pylint: disable=protected-access
+  keys, entries = (t.numpy() for t in again['item']._keys.export()[:2])
   restored = dict(zip(keys.tolist(), entries.tolist()))
   for key, entry in held_items.items():
     if entry[0] >= 0:

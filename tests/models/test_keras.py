@@ -21,8 +21,8 @@ from tensorfx import data
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import KerasModelBuilder
-from tensorfx.training._callbacks import CallbackList
 from tensorfx.prediction import Model
+from tensorfx.training._callbacks import CallbackList
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras_iris

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT
 
+from conftest import ROOT
 from tensorfx import prediction
 from tensorfx.tools import tfx
 

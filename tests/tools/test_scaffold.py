@@ -7,8 +7,10 @@ import sys
 
 import pytest
 
-from tensorfx.data import FeatureSet, Schema
-from tensorfx.tools import main, tfx
+from tensorfx.data import FeatureSet
+from tensorfx.data import Schema
+from tensorfx.tools import main
+from tensorfx.tools import tfx
 
 MODELS = ['nn.FeedForwardClassification', 'custom']
 

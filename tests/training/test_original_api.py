@@ -16,7 +16,10 @@ import pytest
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.models.nn._feedforward import hidden_layers
-from tensorfx.training import Configuration, ModelArguments, ModelTrainer, TaskSpec
+from tensorfx.training import Configuration
+from tensorfx.training import ModelArguments
+from tensorfx.training import ModelTrainer
+from tensorfx.training import TaskSpec
 
 
 def test_parse_job_reads_as_the_pair_and_as_the_arguments():

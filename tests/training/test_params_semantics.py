@@ -18,11 +18,11 @@ import tomllib
 import numpy as np
 import pytest
 import tensorflow as tf
-import tfutils_model as tm
-from conftest import ROOT
 
+from conftest import ROOT
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
+import tfutils_model as tm
 
 DB, COLL = 'semantics', 'mlp'
 VALID = {'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},
@@ -50,7 +50,7 @@ def _run(exp_id, num_steps=20, save=None, **params):
 
 
 def _client(home):
-  from mlflow.tracking import MlflowClient  # pylint: disable=g-import-not-at-top
+  from mlflow.tracking import MlflowClient
   return MlflowClient(f'sqlite:///{home}/mlruns.db')
 
 
@@ -184,7 +184,7 @@ def test_a_custom_train_loop_runs_each_step(home):
 
 def _variables(output):
   reader = tf.train.load_checkpoint(os.path.join(output, 'checkpoints'))
-  from tensorfx.training import _restore  # pylint: disable=g-import-not-at-top
+  from tensorfx.training import _restore
   return {name: reader.get_tensor(keys[0]) for name, keys in
           _restore.checkpoint_names(reader).items()}
 

@@ -13,9 +13,9 @@ from tensorfx.training._callbacks.best_model import BestModelExport
 from tensorfx.training._callbacks.builtin import builtin
 from tensorfx.training._callbacks.context import RunContext
 from tensorfx.training._callbacks.early_stopping import EarlyStopping
+from tensorfx.training._callbacks.evaluator_stop import request_stop
 from tensorfx.training._callbacks.keras_callbacks import KerasCallback
 from tensorfx.training._callbacks.keras_callbacks import is_keras_callback
-from tensorfx.training._callbacks.evaluator_stop import request_stop
 from tensorfx.training._callbacks.loss_guard import LossGuardCallback
 
 __all__ = [

@@ -153,8 +153,8 @@ class ParamsBuilder(ModelBuilder):
     rate = _optimizer.learning_rate(spec.learning_rate, self.global_step)
     return _optimizer.optimizer(spec.optimizer, rate)
 
-  def build_init(self):
-    if self._spec.warm_start is None:
+  def build_init(self, restored: bool = False) -> None:
+    if restored or self._spec.warm_start is None:
       return
     checkpoint, load = self._spec.warm_start
     variables = [v for v in _engine_variables(self) if load.select is None

@@ -20,7 +20,8 @@ import tensorflow as tf
 import tf_keras
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._params import _keys, _tf1_optimizer
+from tensorfx.training._params import _keys
+from tensorfx.training._params import _tf1_optimizer
 
 # TensorFlow 1 optimizer class name -> (tf_keras class name, renamed keys).
 _TF1 = {

@@ -20,10 +20,10 @@ exp_id) go into the store's search; ranges compare numbers. Other keys and
 operators (`$or`, `$regex`, `$ne`, ...) are refused by name.
 """
 
+from collections.abc import Sequence
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from tensorfx._errors import ConfigurationError
@@ -159,7 +159,7 @@ class Query:
 
 def checkpoints(output: str) -> list[tuple[int, bool, str]]:
   """`(step, saved, prefix)` of every checkpoint in an experiment's output."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   found = {}
   directory = os.path.join(output, 'checkpoints')
   for saved, folder in ((False, directory),

@@ -218,7 +218,7 @@ def store_if_installed(uri):
   For what only reads the store when it can (finding an experiment's
   directory): its absence costs nothing where nothing is recorded.
   """
-  import importlib.util  # pylint: disable=g-import-not-at-top
+  import importlib.util
   if importlib.util.find_spec('mlflow') is None:
     return None
   return Store(uri)

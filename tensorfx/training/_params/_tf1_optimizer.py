@@ -12,8 +12,8 @@ TensorFlow state (its slots, or those of the optimizers it wraps) is
 checkpointed with the run.
 """
 
-import inspect
 from collections.abc import Callable, Iterable
+import inspect
 from typing import Any
 
 import tensorflow as tf
@@ -97,5 +97,5 @@ def _clip(gradient: Any, limit: float) -> Any:
 
 
 def _trackable(value: Any) -> bool:
-  from tensorflow.python.trackable import base  # pylint: disable=g-direct-tensorflow-import,g-import-not-at-top
+  from tensorflow.python.trackable import base
   return isinstance(value, base.Trackable)

@@ -11,8 +11,8 @@ engine's training step and returns the targets' values (`loss`,
 as the value of an update op was).
 """
 
-import dataclasses
 from collections.abc import Callable
+import dataclasses
 from typing import Any
 
 from tensorfx._errors import ConfigurationError

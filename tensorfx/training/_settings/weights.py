@@ -10,6 +10,7 @@ or by index in the target's vocabulary), the others weighing 1. Keras
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
+import argparse
 import dataclasses
 
 from tensorfx._errors import ConfigurationError
@@ -43,7 +44,7 @@ def parse_class_weight(value: object) -> ClassWeight | None:
     return BALANCED
   mapping = value
   if isinstance(value, str):
-    import yaml  # pylint: disable=g-import-not-at-top
+    import yaml
     try:
       mapping = yaml.safe_load(value)
     except yaml.YAMLError:
@@ -66,7 +67,7 @@ def parse_class_weight(value: object) -> ClassWeight | None:
   return tuple(pairs)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
   loss = _section.group(parser, 'loss')
   loss.add_argument('--class-weight', metavar='balanced|{CLASS: W, ...}',
                     help='weigh each class in the training loss of a '
@@ -76,7 +77,7 @@ def add_arguments(parser):
                     'ready-made models and KerasModelBuilder)')
 
 
-def check(args):
+def check(args: argparse.Namespace) -> None:
   parse_class_weight(getattr(args, 'class_weight', None))
 
 
@@ -92,6 +93,6 @@ class WeightSettings:
   class_weight: ClassWeight | None = None
 
   @classmethod
-  def from_args(cls, args):
+  def from_args(cls, args: argparse.Namespace) -> 'WeightSettings':
     return cls(class_weight=parse_class_weight(
         getattr(args, 'class_weight', None)))
