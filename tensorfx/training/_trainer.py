@@ -93,6 +93,7 @@ class ModelTrainer:
     if job.action == 'evaluate' and job.follow:
       from tensorfx.training import _follow  # pylint: disable=g-import-not-at-top
       _follow.follow(model_builder, output, self._callbacks,
+                     poll_secs=job.eval_interval_secs,
                      timeout_secs=job.cluster_timeout_secs)
       raise SystemExit(0)
     if job.action == 'evaluate':
