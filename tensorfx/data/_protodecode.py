@@ -132,6 +132,13 @@ class Decoder:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if ragged.dtype == tf.string:
       return ragged
+    if ragged.dtype.is_floating:
+      # As protobuf's text: 1.5, 2 (not 2.000000).
+      return tf.ragged.map_flat_values(
+          lambda v: tf.strings.as_string(v, shortest=True), ragged)
+    if ragged.dtype == tf.bool:
+      return tf.ragged.map_flat_values(
+          lambda v: tf.where(v, 'true', 'false'), ragged)
     return tf.ragged.map_flat_values(tf.strings.as_string, ragged)
 
   def _field(self, spec, serialized, descriptor):
