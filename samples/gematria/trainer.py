@@ -73,7 +73,9 @@ class SequenceModelArguments(tfx.training.ModelArguments):
     parser.add_argument('--instruction-lstm-units', type=int, default=32)
     parser.set_defaults(data_schema=os.path.join(HERE, 'schema.yaml'),
                         data_features=os.path.join(HERE, 'features.yaml'),
-                        predict_source='hierarchical-lstm')
+                        predict_source='hierarchical-lstm',
+                        # Gematria's --gematria_collected_percentile_ranks.
+                        percentile_ranks=[50, 90, 95, 99])
     return parser
 
 
@@ -81,7 +83,9 @@ class SequenceModel(tfx.training.ModelBuilder):
   """Tokens -> per-instruction LSTM -> per-block LSTM -> cycles.
 
   Outputs `value`, the predicted inverse throughput; evaluation reports
-  `mape` (Gematria's figure of merit) and `mae`.
+  `mape` (Gematria's figure of merit), `mae`, and the percentiles of the
+  absolute and relative errors (`abs_error_p90`, `rel_error_p90`, ...) of
+  `--percentile-ranks` (Gematria's `--gematria_collected_percentile_ranks`).
   """
 
   evaluation_metric = ('mape', 'min')
@@ -144,14 +148,16 @@ class SequenceModel(tfx.training.ModelBuilder):
     return {'value': inferences}
 
   def build_evaluation(self, inputs, outputs):
-    if not hasattr(self, '_mape'):
-      self._mape = tf_keras.metrics.MeanAbsolutePercentageError(name='mape')
-      self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')
+    if not hasattr(self, '_metrics'):
+      self._metrics = [
+          tf_keras.metrics.MeanAbsolutePercentageError(name='mape'),
+          tf_keras.metrics.MeanAbsoluteError(name='mae'),
+          *tfx.training.error_percentiles(self.args.percentile_ranks)]
     target = tf.cast(inputs['throughput'], tf.float32)[:, tf.newaxis]
     value = outputs['value'][:, tf.newaxis]
-    self._mape.update_state(target, value)
-    self._mae.update_state(target, value)
-    return {'mape': self._mape, 'mae': self._mae}
+    for metric in self._metrics:
+      metric.update_state(target, value)
+    return {metric.name: metric for metric in self._metrics}
 
 
 def dataset_of(args):

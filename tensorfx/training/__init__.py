@@ -22,6 +22,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
   from tensorfx.training._losses import regression_loss
+  from tensorfx.training._percentiles import ErrorPercentile
+  from tensorfx.training._percentiles import error_percentiles
   from tensorfx.training._params import test_from_params
   from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
@@ -31,6 +33,7 @@ _EXPORTS = {
     'Callback': 'tensorfx.training._callbacks',
     'Configuration': 'tensorfx.training._config',
     'EarlyStopping': 'tensorfx.training._callbacks',
+    'ErrorPercentile': 'tensorfx.training._percentiles',
     'EvaluationResults': 'tensorfx.training._evaluation',
     'EvaluationInterface': 'tensorfx.training._interfaces',
     'ModelArguments': 'tensorfx.training._args',
@@ -41,6 +44,7 @@ _EXPORTS = {
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
+    'error_percentiles': 'tensorfx.training._percentiles',
     'regression_loss': 'tensorfx.training._losses',
     'test_from_params': 'tensorfx.training._params',
     'train_from_params': 'tensorfx.training._params',
@@ -50,6 +54,7 @@ __all__ = [
     'Callback',
     'Configuration',
     'EarlyStopping',
+    'ErrorPercentile',
     'EvaluationInterface',
     'EvaluationResults',
     'ModelArguments',
@@ -60,6 +65,7 @@ __all__ = [
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
+    'error_percentiles',
     'regression_loss',
     'test_from_params',
     'train_from_params',
