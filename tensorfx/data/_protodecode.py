@@ -15,7 +15,7 @@ a record whose values do not fit the schema fails with an
 `InvalidArgumentError` naming the field.
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from tensorfx.data import _missing
 from tensorfx.data import _protopaths
@@ -171,7 +171,7 @@ class Decoder:
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     records = serialized
-    rows: Optional[Any] = None
+    rows: Any | None = None
     element_type = None
     elements = None
     if self._examples and not for_prediction:
@@ -180,15 +180,15 @@ class Decoder:
       elements = found.flat_values
       element_type = _protopaths.resolve(self._descriptor, self._examples,
                                          '')[-1].message_type
-    outputs: Dict[str, Any] = {}
+    outputs: dict[str, Any] = {}
     for name, spec in self._specs.items():
       under = self._under_examples(spec.parts)
       if under is not None:
         if for_prediction:
           continue
-        local = _protopaths.FieldSpec(
-            _relative(spec.selection, len(self._examples)), spec.lengths,
-            spec.reduce)
+        depth = len(spec.parts) - len(under)
+        local = _protopaths.FieldSpec(_relative(spec.selection, depth),
+                                      spec.lengths, spec.reduce)
         values = self._field(local, elements, element_type)
       else:
         values = self._field(spec, records, self._descriptor)
@@ -197,8 +197,9 @@ class Decoder:
       outputs[name] = self._shaped(name, values)
     return outputs
 
-  def _under_examples(self, parts: Tuple[str, ...]):
-    if self._examples and parts[:len(self._examples)] == self._examples:
+  def _under_examples(self, parts: tuple[str, ...]):
+    if self._examples is not None and \
+        parts[:len(self._examples)] == self._examples:
       return parts[len(self._examples):]
     return None
 

@@ -8,11 +8,12 @@ decoded fields of each record as a tf.Example, which the model parses as
 it parses its training records.
 """
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any
+from collections.abc import Sequence
 
 
 def to_examples(source: Any, values: Sequence[bytes]
-                ) -> List[Tuple[Optional[bytes], Optional[str]]]:
+                ) -> list[tuple[bytes | None, str | None]]:
   """`(serialized tf.Example, None)` or `(None, problem)` per record.
 
   Args:
@@ -25,7 +26,7 @@ def to_examples(source: Any, values: Sequence[bytes]
   try:
     decoded = source._decode(tf.constant(list(values)), for_prediction=True)  # pylint: disable=protected-access
   except tf.errors.OpError:
-    results: List[Tuple[Optional[bytes], Optional[str]]] = []
+    results: list[tuple[bytes | None, str | None]] = []
     for value in values:
       problem = source.proto_format.problem(value)
       if problem is None:
@@ -36,7 +37,7 @@ def to_examples(source: Any, values: Sequence[bytes]
     return results
   columns = {name: _rows(value, len(values)) for name, value in
              decoded.items()}
-  examples = []
+  examples: list[tuple[bytes | None, str | None]] = []
   for index in range(len(values)):
     example = tf.train.Example()
     for name, rows in columns.items():

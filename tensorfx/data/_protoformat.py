@@ -7,13 +7,14 @@ TensorFlow.
 """
 
 import importlib
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from tensorfx._errors import DataError
 from tensorfx.data import _protopaths
 
 # annotate(serialized record, outputs of the model, name) -> serialized record
-Annotator = Callable[[bytes, Dict[str, Any], str], bytes]
+Annotator = Callable[[bytes, dict[str, Any], str], bytes]
 
 
 def message_class(message: Any) -> Any:
@@ -78,8 +79,8 @@ class ProtoFormat:
   """
 
   def __init__(self, message: Any, fields: Mapping[str, Any],
-               examples: Optional[str] = None,
-               annotate: Optional[Annotator] = None):
+               examples: str | None = None,
+               annotate: Annotator | None = None):
     self.message = message_class(message)
     descriptor = self.message.DESCRIPTOR
     if not isinstance(fields, Mapping) or not fields:
@@ -132,7 +133,7 @@ class ProtoFormat:
     return _protodecode.Decoder(self.descriptor, self.fields, schema,
                                 self.examples)
 
-  def problem(self, value: bytes) -> Optional[str]:
+  def problem(self, value: bytes) -> str | None:
     """Why one record is not a message of this type, or None."""
     from google.protobuf import message as message_lib  # pylint: disable=g-import-not-at-top
     try:
@@ -141,7 +142,7 @@ class ProtoFormat:
       return f'not a serialized {self.descriptor.full_name}'
     return None
 
-  def reading_options(self) -> Dict[str, Any]:
+  def reading_options(self) -> dict[str, Any]:
     """What decides the records read, for the analysis' fingerprint."""
     return {'message': self.descriptor.full_name,
             'fields': {name: repr(spec) for name, spec in

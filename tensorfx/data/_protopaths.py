@@ -23,7 +23,7 @@ does not import TensorFlow (`_protodecode` evaluates them).
 """
 
 import dataclasses
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Union
 
 from tensorfx._errors import DataError
 
@@ -34,30 +34,30 @@ _SPEC_KEYS = ('path', 'each', 'values', 'lengths', 'reduce')
 @dataclasses.dataclass(frozen=True)
 class Path:
   """The values at a dotted path; `token` replaces each value present."""
-  parts: Tuple[str, ...]
-  token: Optional[str] = None
+  parts: tuple[str, ...]
+  token: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Each:
   """Per element of a repeated message, the values of `items` in order."""
-  parts: Tuple[str, ...]
-  items: Tuple[Union['Path', 'Each'], ...]
+  parts: tuple[str, ...]
+  items: tuple[Union['Path', 'Each'], ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class FieldSpec:
   """What one schema field reads: a selection, optionally reduced."""
-  selection: Union[Path, Each]
+  selection: Path | Each
   lengths: bool = False
-  reduce: Optional[str] = None
+  reduce: str | None = None
 
   @property
-  def parts(self) -> Tuple[str, ...]:
+  def parts(self) -> tuple[str, ...]:
     return self.selection.parts
 
 
-def _parts(text: Any, where: str) -> Tuple[str, ...]:
+def _parts(text: Any, where: str) -> tuple[str, ...]:
   if not isinstance(text, str) or not text.strip():
     raise DataError(f'{where}: a path must be a non-empty dotted string of '
                     f'field names. Received: {text!r}')
@@ -67,7 +67,7 @@ def _parts(text: Any, where: str) -> Tuple[str, ...]:
   return parts
 
 
-def _selection(value: Any, where: str) -> Union[Path, Each]:
+def _selection(value: Any, where: str) -> Path | Each:
   if isinstance(value, str):
     path, sep, token = value.partition('=')
     return Path(_parts(path, where), token if sep else None)
@@ -129,7 +129,7 @@ def is_message(field: Any) -> bool:
   return field.message_type is not None
 
 
-def resolve(descriptor: Any, parts: Tuple[str, ...], where: str) -> list:
+def resolve(descriptor: Any, parts: tuple[str, ...], where: str) -> list:
   """The field descriptors along `parts`, checked to exist.
 
   Raises:

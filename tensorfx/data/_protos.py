@@ -14,13 +14,12 @@ it fails the job naming its file and record, or with `skip_bad_records` is
 dropped and counted, in training, evaluation and the analysis alike.
 """
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
-from tensorfx.data import _examples
-from tensorfx.data import _paths
-from tensorfx.data import _validation
+from tensorfx.data import _examples, _paths, _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._protoformat import ProtoFormat
 
@@ -96,7 +95,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       ds = ds.filter(_examples._not_empty)  # pylint: disable=protected-access
     return ds.prefetch(tf.data.AUTOTUNE)
 
-  def record_problem(self, value: bytes) -> Optional[str]:
+  def record_problem(self, value: bytes) -> str | None:
     """Why one serialized record is bad, or None when it decodes."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     problem = self.proto_format.problem(value)
@@ -178,6 +177,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
 
   def record_batches(self, pipeline, label='ReadProtos'):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
+
     from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema

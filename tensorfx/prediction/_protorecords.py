@@ -8,13 +8,13 @@ format's `annotate`: Gematria's inference adds the prediction as one more
 """
 
 import dataclasses
-from typing import Any, Dict, List
+from typing import Any
 
 from tensorfx._errors import DataError
 from tensorfx.data import _protoexamples
 
 
-def decoded(source: Any, batch: List[Any]) -> List[Any]:
+def decoded(source: Any, batch: list[Any]) -> list[Any]:
   """The batch's records as tf.Example records (bad ones marked bad)."""
   values = [r.value for r in batch if r.kind == 'example']
   converted = iter(_protoexamples.to_examples(source, values))
@@ -33,7 +33,7 @@ def decoded(source: Any, batch: List[Any]) -> List[Any]:
   return records
 
 
-def annotated(source: Any, record: Any, outputs: Dict[str, Any],
+def annotated(source: Any, record: Any, outputs: dict[str, Any],
               name: str) -> bytes:
   """The input message with the outputs written in by the format."""
   annotate = source.proto_format.annotate

@@ -12,7 +12,7 @@ instead, never silently dropped.
 This module must not import TensorFlow (see `tensorfx.training._args`).
 """
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 from tensorfx._errors import ConfigurationError
 
@@ -83,7 +83,7 @@ def is_gematria(token: str) -> bool:
   return (name.startswith(('gematria_', 'nogematria_')) or name == 'master')
 
 
-def _split(argv: Sequence[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
+def _split(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
   """Gematria's flags as `(name, value)` pairs; the other tokens kept."""
   flags = []
   rest = []
@@ -112,7 +112,7 @@ def _split(argv: Sequence[str]) -> Tuple[List[Tuple[str, str]], List[str]]:
   return flags, rest
 
 
-def translate(argv: Sequence[str]) -> List[str]:
+def translate(argv: Sequence[str]) -> list[str]:
   """Rewrites Gematria's flags in `argv` into tensorfx's.
 
   Example:
@@ -141,9 +141,9 @@ def translate(argv: Sequence[str]) -> List[str]:
         raise ConfigurationError(
             f'--gematria_action must be one of {", ".join(_ACTIONS)}. '
             f'Received: --gematria_action={value}')
-  out: List[str] = []
-  filters: List[str] = []
-  task_names: List[str] = []
+  out: list[str] = []
+  filters: list[str] = []
+  task_names: list[str] = []
   for name, value in flags:
     if name in _NO_MEANING and not (name == 'gematria_synchronous_training'
                                     and _bool(name, value)):
@@ -165,7 +165,7 @@ def translate(argv: Sequence[str]) -> List[str]:
   return rest + out
 
 
-def _tasks(filters: List[str], names: List[str]) -> List[str]:
+def _tasks(filters: list[str], names: list[str]) -> list[str]:
   """The source filters: one keeps records; several are Gematria's tasks."""
   if names and len(names) != len(filters):
     raise ConfigurationError(
@@ -182,11 +182,11 @@ def _tasks(filters: List[str], names: List[str]) -> List[str]:
   return ['--data-filter', f'source={filters[0]}']
 
 
-def _plain(flag: str) -> Callable[[str, str, str], List[str]]:
+def _plain(flag: str) -> Callable[[str, str, str], list[str]]:
   return lambda name, value, action: [flag, value]
 
 
-def _input(name: str, value: str, action: str) -> List[str]:
+def _input(name: str, value: str, action: str) -> list[str]:
   files = [v for v in value.split(',') if v]
   flag = {'train': '--data-train', 'eval': '--data-eval',
           'predict': '--predict-input'}.get(action)
@@ -196,20 +196,20 @@ def _input(name: str, value: str, action: str) -> List[str]:
   return [flag, *files]
 
 
-def _epochs(name: str, value: str, action: str) -> List[str]:
+def _epochs(name: str, value: str, action: str) -> list[str]:
   steps = int(value)
   # Gematria: zero or negative trains until interrupted; here 0.
   return ['--max-steps', str(max(steps, 0))]
 
 
-def _batch(name: str, value: str, action: str) -> List[str]:
+def _batch(name: str, value: str, action: str) -> list[str]:
   if action == 'predict':
     return ['--predict-batch-size', value]
   return ['--batch-size', value, '--eval-batch-size', value]
 
 
-def _enum(flag: str, values: Optional[Dict[str, str]] = None
-          ) -> Callable[[str, str, str], List[str]]:
+def _enum(flag: str, values: dict[str, str] | None = None
+          ) -> Callable[[str, str, str], list[str]]:
   def handle(name, value, action):
     key = value.strip().lower()
     if values is not None:
@@ -222,13 +222,13 @@ def _enum(flag: str, values: Optional[Dict[str, str]] = None
   return handle
 
 
-def _seed(name: str, value: str, action: str) -> List[str]:
+def _seed(name: str, value: str, action: str) -> list[str]:
   # Gematria: negative means no fixed seed.
   return [] if int(value) < 0 else ['--seed', value]
 
 
-def _boolean(flag: str, negative: Optional[str] = None
-             ) -> Callable[[str, str, str], List[str]]:
+def _boolean(flag: str, negative: str | None = None
+             ) -> Callable[[str, str, str], list[str]]:
   def handle(name, value, action):
     if _bool(name, value):
       return [flag]
@@ -236,7 +236,7 @@ def _boolean(flag: str, negative: Optional[str] = None
   return handle
 
 
-def _selection(name: str, value: str, action: str) -> List[str]:
+def _selection(name: str, value: str, action: str) -> list[str]:
   if value.strip().upper() != 'MEAN':
     raise ConfigurationError(
         f'--{name}={value}: tensorfx reads the mean of a source\'s '
@@ -244,18 +244,18 @@ def _selection(name: str, value: str, action: str) -> List[str]:
   return []
 
 
-def _seq2seq(name: str, value: str, action: str) -> List[str]:
+def _seq2seq(name: str, value: str, action: str) -> list[str]:
   # Gematria: "no effect for models that are not seq2seq"; none here is.
   _bool(name, value)
   return []
 
 
-def _trained(name: str, value: str, action: str) -> List[str]:
+def _trained(name: str, value: str, action: str) -> list[str]:
   groups = [v for v in value.split(',') if v]
   return ['--trainable-pattern', '|'.join(groups)] if groups else []
 
 
-_HANDLERS: Dict[str, Callable[[str, str, str], List[str]]] = {
+_HANDLERS: dict[str, Callable[[str, str, str], list[str]]] = {
     'gematria_action': lambda name, value, action: list(_ACTIONS[action]),
     'gematria_input_file': _input,
     'gematria_output_file': _plain('--predict-output'),

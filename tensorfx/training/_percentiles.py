@@ -8,7 +8,7 @@ about 1.9% wide each) instead of kept; a percentile is read from the bin
 where the counts reach it: its upper edge, within a bin of the exact value.
 """
 
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -38,7 +38,7 @@ class ErrorPercentile(tf_keras.metrics.Metric):
   """
 
   def __init__(self, rank: int, relative: bool = False,
-               name: Optional[str] = None, **kwargs):
+               name: str | None = None, **kwargs):
     if not isinstance(rank, (int, float)) or not 0 < rank <= 100:
       raise ValueError('rank must be a number in (0, 100]. Received: '
                        f'rank={rank!r}')
@@ -73,8 +73,8 @@ class ErrorPercentile(tf_keras.metrics.Metric):
     self.counts.assign(tf.zeros_like(self.counts))
 
 
-def error_percentiles(ranks: Optional[Sequence[int]] = DEFAULT_RANKS
-                      ) -> List[ErrorPercentile]:
+def error_percentiles(ranks: Sequence[int] | None = DEFAULT_RANKS
+                      ) -> list[ErrorPercentile]:
   """The absolute then relative error percentile metrics of `ranks`."""
   ranks = list(ranks or ())
   return ([ErrorPercentile(rank) for rank in ranks] +

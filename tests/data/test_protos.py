@@ -149,9 +149,9 @@ def test_bad_records_fail_naming_the_record_or_are_skipped(tmp_path):
                  station(4), station(5)])
   dataset = data.ProtoDataSet(SCHEMA, FORMAT, train=path)
   with pytest.raises(data.DataError, match=r'mixed.tfrecord: record 3: not '
-                     r'a serialized tfxtest.Station'):
-    with _validation.data_errors():
-      list(dataset['train'].read(batch_size=2))
+                     r'a serialized tfxtest.Station'), \
+      _validation.data_errors():
+    list(dataset['train'].read(batch_size=2))
   dataset.skip_bad_records()
   batches = list(dataset['train'].read(batch_size=2))
   names = [n for b in batches for n in _plain(b['name'])]
