@@ -155,13 +155,13 @@ def resolve(descriptor: Any, parts: tuple[str, ...], where: str) -> list:
 
 def check(descriptor: Any, spec: FieldSpec, where: str) -> None:
   """Checks that every path of `spec` exists in the message `descriptor`."""
-  _check(descriptor, spec.selection, where)
+  _check(descriptor, spec.selection, where, spec.reduce == 'count')
   if spec.lengths and not isinstance(spec.selection, Each):
     raise DataError(f'{where}: lengths: true needs {{each: PATH, values: '
                     '[...]}}.')
 
 
-def _check(descriptor, selection, where):
+def _check(descriptor, selection, where, counting=False):
   fields = resolve(descriptor, selection.parts, where)
   if isinstance(selection, Each):
     last = fields[-1]
@@ -170,7 +170,7 @@ def _check(descriptor, selection, where):
                       f'a message field; it is a {last.type} scalar.')
     for item in selection.items:
       _check(last.message_type, item, where)
-  elif is_message(fields[-1]) and selection.token is None:
+  elif is_message(fields[-1]) and selection.token is None and not counting:
     raise DataError(
         f'{where}: {".".join(selection.parts)!r} is a message '
         f'({fields[-1].message_type.full_name}); select its fields '
