@@ -179,7 +179,8 @@ def _tasks(filters: list[str], names: list[str]) -> list[str]:
         f'{filters}')
   if not filters or filters[0] in ('', '.*'):
     return []
-  return ['--data-filter', f'source={filters[0]}']
+  # Gematria matches at the start of the source (re.match).
+  return ['--data-filter', f'source=^(?:{filters[0]})']
 
 
 def _plain(flag: str) -> Callable[[str, str, str], list[str]]:

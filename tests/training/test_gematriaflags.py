@@ -23,8 +23,9 @@ def test_the_documented_command_line_parses_into_tensorfx_flags():
   assert output == '/tmp/hlstm_model'
   assert args.action == 'train' and args.max_steps == 0
   assert args.data_train == ['/tmp/blocks.tfrecord']
+  # Anchored at the start, as Gematria's re.match.
   assert args.data_filter == [
-      'source=ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL']
+      'source=^(?:ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL)']
   assert (args.learning_rate, args.batch_size, args.eval_batch_size) == (
       0.01, 100, 100)
   assert (args.loss, args.loss_normalization) == ('mean_absolute_error',
