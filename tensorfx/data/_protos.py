@@ -127,8 +127,15 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     return np.array([p is None for p in problems], dtype=bool)
 
   def diagnose(self, error):
-    """Names the file and record of the first bad record, or None."""
+    """Names the file and record of the first bad record, or None.
+
+    Only decoding failures are about records; other errors are not
+    claimed.
+    """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not isinstance(error, (tf.errors.InvalidArgumentError,
+                              tf.errors.DataLossError)):
+      return None
     for path, compression in zip(self.files(), self.compressions()):
       index = 0
       try:
@@ -139,7 +146,6 @@ class ProtoDataSource(_examples.ExamplesDataSource):
             return f'{path}: record {index}: {problem}'
       except tf.errors.DataLossError:
         return f'{path}: truncated or corrupt after record {index}'
-    del error
     return None
 
   def batches(self, path: str, compression: str,
