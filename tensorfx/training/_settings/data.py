@@ -29,12 +29,6 @@ def add_arguments(parser):
                     'tf.Example, a feature of the wrong type or count, a '
                     'missing required feature) instead of failing the job; '
                     'they are counted in the log and the summaries')
-  _listflags.add_list_argument(
-      data, '--data-vocabulary', metavar='FEATURE=PATH',
-      help='the vocabulary of a onehot or embedding feature from a file of '
-      'one token per line (its line is its index; other values go to the '
-      'feature\'s OOV buckets) instead of the analysis; Gematria\'s '
-      '--gematria_tokens_file is tokens=PATH')
 
 
 def add_filter_arguments(parser):
@@ -43,6 +37,13 @@ def add_filter_arguments(parser):
       _section.group(parser, 'data'), '--data-filter', metavar='FIELD=REGEX',
       help='keep only the records whose FIELD matches REGEX (re.search; '
       'any value of a multivalent field); several must all match')
+  _listflags.add_list_argument(
+      _section.group(parser, 'data'), '--data-vocabulary',
+      metavar='FEATURE=PATH',
+      help='the vocabulary of a onehot or embedding feature from a file of '
+      'one token per line (its line is its index; other values go to the '
+      'feature\'s OOV buckets) instead of the analysis; Gematria\'s '
+      '--gematria_tokens_file is tokens=PATH')
 
 
 def check(args):
