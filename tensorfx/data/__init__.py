@@ -13,6 +13,9 @@ from tensorfx.data._feature import Feature
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._metadata import Metadata
+from tensorfx.data._protoformat import ProtoFormat
+from tensorfx.data._protos import ProtoDataSet
+from tensorfx.data._protos import ProtoDataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
 from tensorfx.data._schema import SchemaFieldType
@@ -32,6 +35,9 @@ __all__ = [
     'FeatureSet',
     'FeatureType',
     'Metadata',
+    'ProtoDataSet',
+    'ProtoDataSource',
+    'ProtoFormat',
     'Schema',
     'SchemaField',
     'SchemaFieldType',

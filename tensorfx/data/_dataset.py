@@ -205,6 +205,40 @@ class DataSet:
     """The `FeatureSet`, or None when none was given."""
     return self._features
 
+  def use_vocabulary_files(self, files):
+    """Reads the vocabularies of features from files instead of the analysis.
+
+    What `--data-vocabulary FEATURE=PATH` (Gematria's
+    `--gematria_tokens_file`) does to a trainer's dataset.
+
+    Example:
+      >>> dataset.use_vocabulary_files({'tokens': 'tokens.txt'})
+
+    Args:
+      files: feature name -> the path of a file of one token per line.
+
+    Raises:
+      DataError: a feature that is not a top-level onehot or embedding one.
+    """
+    import dataclasses  # pylint: disable=g-import-not-at-top
+    from tensorfx.data._featuretypes import FeatureType  # pylint: disable=g-import-not-at-top
+    features = self._require_features('A vocabulary file')
+    replaced = list(features)
+    for name, path in dict(files).items():
+      index = next((i for i, f in enumerate(replaced) if f.name == name),
+                   None)
+      if index is None or replaced[index].type not in (
+          FeatureType.ONEHOT, FeatureType.EMBEDDING):
+        raise DataError(
+            f'--data-vocabulary {name}={path}: the feature set has no onehot '
+            f'or embedding feature {name!r} (it has '
+            f'{", ".join(f.name for f in features)}).')
+      feature = replaced[index]
+      replaced[index] = dataclasses.replace(
+          feature, params=dict(feature.params, vocabulary_file=path))
+    self._features = FeatureSet(replaced)
+    self._features.validate(self._schema)
+
   @property
   def sources(self):
     """The names of the sources, e.g. `['train', 'eval']`."""

@@ -146,6 +146,13 @@ def _initializer(value):
                    'truncated_normal) or {class_name: ..., config: {...}}')
 
 
+def _vocabulary_file(value):
+  # A file of one token per line, instead of the analysis's vocabulary.
+  if not isinstance(value, str) or not value.strip():
+    raise ValueError('must be the path of a file of one token per line')
+  return value
+
+
 # Embedding parameters of a table over raw keys (`capacity`), and the ones a
 # feature sharing another's table (`table`) takes from it.
 TABLE_ONLY = ('admit_after', 'evict_after_steps', 'evict_every_steps',
@@ -160,11 +167,13 @@ PARAMS: dict[Any, dict[str, Any]] = {
     FeatureType.BUCKETIZE: {'boundaries': (_boundaries, _NOTHING),
                             'buckets': (_int_at_least(2), _NOTHING)},
     FeatureType.ONEHOT: {'top_k': (_POSITIVE, _NOTHING),
-                         'oov_buckets': (_int_at_least(0), 1)},
+                         'oov_buckets': (_int_at_least(0), 1),
+                         'vocabulary_file': (_vocabulary_file, _NOTHING)},
     FeatureType.EMBEDDING: {'dim': (_POSITIVE, _NOTHING),
                             'top_k': (_POSITIVE, _NOTHING),
                             'oov_buckets': (_int_at_least(0), 1),
                             'hash_buckets': (_POSITIVE, _NOTHING),
+                            'vocabulary_file': (_vocabulary_file, _NOTHING),
                             'combiner': (_combiner, _NOTHING),
                             'capacity': (_POSITIVE, _NOTHING),
                             'table': (_feature_name, _NOTHING),

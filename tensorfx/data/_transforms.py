@@ -204,6 +204,12 @@ def _transform(feature, inputs, schema, raw=None):
       return each(lambda v: tf.strings.to_hash_bucket_fast(
           as_text(v), params['hash_buckets']), x)
     text = each(as_text, x)
+    if params.get('vocabulary_file'):
+      index = each(lambda v: _file_vocabulary(v, params), text)
+      if kind == FeatureType.EMBEDDING:
+        return index
+      return multi_hot(index, len(read_vocabulary(params['vocabulary_file'])) +
+                       params.get('oov_buckets', 1))
     index = tft.compute_and_apply_vocabulary(
         text, top_k=params.get('top_k'),
         num_oov_buckets=params.get('oov_buckets', 1),
@@ -213,6 +219,41 @@ def _transform(feature, inputs, schema, raw=None):
     return multi_hot(index, _cardinality(feature))
   raise ValueError(f'Feature {feature.name!r}: unsupported type. '
                    f'Received: type={kind.value}')
+
+
+def read_vocabulary(path):
+  """The tokens of a vocabulary file, one per line, in order (no blanks).
+
+  Gematria's `--gematria_tokens_file` format; a token's index is its line.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorfx._errors import DataError  # pylint: disable=g-import-not-at-top
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      tokens = [line.strip() for line in f if line.strip()]
+  except tf.errors.NotFoundError:
+    raise DataError(f'vocabulary_file {path!r} does not exist.') from None
+  if not tokens:
+    raise DataError(f'vocabulary_file {path!r} holds no token.')
+  return tokens
+
+
+def _file_vocabulary(text, params):
+  """Indexes of `text` in the file's tokens; others in the OOV buckets.
+
+  The tokens are constants of the transform graph: the exported model does
+  not need the file.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tokens = read_vocabulary(params['vocabulary_file'])
+  table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+      tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)), -1)
+  index = table.lookup(text)
+  oov = params.get('oov_buckets', 1)
+  if not oov:
+    return index
+  return tf.where(index >= 0, index, len(tokens) +
+                  tf.strings.to_hash_bucket_fast(text, oov))
 
 
 def _ones(x):
@@ -298,6 +339,9 @@ def _cardinality(feature):
     return params['buckets']
   if params.get('hash_buckets'):
     return params['hash_buckets']
+  if params.get('vocabulary_file'):
+    return (len(read_vocabulary(params['vocabulary_file'])) +
+            params.get('oov_buckets', 1))
   size = tft.experimental.get_vocabulary_size_by_name(feature.name)
   return tf.cast(size, tf.int32) + params.get('oov_buckets', 1)
 
@@ -332,7 +376,10 @@ def describe(feature_set, transform_output):
           feature.name, kind, cardinality=int(owner['capacity']),
           embedding_dim=int(owner['dim']))
     elif kind in _CATEGORICAL:
-      if kind == FeatureType.EMBEDDING and not params.get('hash_buckets'):
+      if params.get('vocabulary_file'):
+        size = (len(read_vocabulary(params['vocabulary_file'])) +
+                params.get('oov_buckets', 1))
+      elif kind == FeatureType.EMBEDDING and not params.get('hash_buckets'):
         size = (transform_output.vocabulary_size_by_name(feature.name) +
                 params.get('oov_buckets', 1))
       elif kind == FeatureType.EMBEDDING:

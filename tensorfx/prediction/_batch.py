@@ -20,6 +20,7 @@ from tensorfx.data import _examples
 from tensorfx.data import _paths
 from tensorfx.prediction import _converter
 from tensorfx.prediction import _progress
+from tensorfx.prediction import _protorecords
 from tensorfx.prediction import _reader
 from tensorfx.prediction import _writer
 
@@ -48,7 +49,7 @@ class PredictionSummary:
 def predict_files(model, inputs, output='-', input_format='auto',
                   output_format='auto', batch_size=256, prefix='',
                   skip_bad_records=False, compression='auto',
-                  progress=True):
+                  progress=True, protos=None, source_name='model'):
   """Predicts every record of `inputs`; writes them with the predictions.
 
   Records are read and predicted `batch_size` at a time and written in
@@ -83,6 +84,12 @@ def predict_files(model, inputs, output='-', input_format='auto',
       'auto' (by the file's suffix: .gz is GZIP).
     progress: whether to show progress (a bar on a terminal, log lines
       elsewhere) on stderr.
+    protos: for TFRecord inputs of protocol buffer messages, the
+      `tensorfx.data.ProtoDataSource` that reads them: each record is
+      decoded as training decodes it; a TFRecord output holds the input
+      messages with the outputs written in by the format's `annotate`
+      (Gematria: a new inverse throughput), JSON lines the decoded fields.
+    source_name: the name `annotate` writes the outputs under.
 
   Returns:
     A `PredictionSummary`.
@@ -118,11 +125,16 @@ def predict_files(model, inputs, output='-', input_format='auto',
   try:
     for batch in _reader.batches(paths, input_format, compression, batch_size):
       counts['records'] += len(batch)
+      if protos is not None:
+        batch = _protorecords.decoded(protos, batch)
       for record, outputs in _predict(model, batch):
         if outputs is None:
           _bad(record, skip_bad_records, counts)
           continue
-        if writing_tfrecord:
+        if protos is not None and writing_tfrecord:
+          writer.write(_protorecords.annotated(protos, record, outputs,
+                                               source_name))
+        elif writing_tfrecord:
           writer.write(converter.example(record, outputs))
         else:
           writer.write(json.dumps(converter.row(record, outputs)) + '\n')

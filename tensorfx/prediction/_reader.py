@@ -30,6 +30,7 @@ class _Record:
   where: str
   size: int = 0
   problem: Optional[str] = None  # Why a 'bad' record is bad.
+  original: Any = None  # A protocol buffer record, before decoding.
 
 
 def _format_of(path, input_format):

@@ -23,6 +23,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
   from tensorfx.training._losses import regression_loss
+  from tensorfx.training._percentiles import ErrorPercentile
+  from tensorfx.training._percentiles import error_percentiles
   from tensorfx.training._params import test_from_params
   from tensorfx.training._params import train_from_params
   from tensorfx.training._targets import ValidationTarget
@@ -34,6 +36,7 @@ _EXPORTS = {
     'Callback': 'tensorfx.training._callbacks',
     'Configuration': 'tensorfx.training._config',
     'EarlyStopping': 'tensorfx.training._callbacks',
+    'ErrorPercentile': 'tensorfx.training._percentiles',
     'EvaluationResults': 'tensorfx.training._evaluation',
     'EvaluationInterface': 'tensorfx.training._interfaces',
     'KerasCallback': 'tensorfx.training._callbacks',
@@ -47,6 +50,7 @@ _EXPORTS = {
     'ValidationTarget': 'tensorfx.training._targets',
     'class_weights': 'tensorfx.training._weights',
     'example_weights': 'tensorfx.training._weights',
+    'error_percentiles': 'tensorfx.training._percentiles',
     'regression_loss': 'tensorfx.training._losses',
     'test_from_params': 'tensorfx.training._params',
     'train_from_params': 'tensorfx.training._params',
@@ -56,6 +60,7 @@ __all__ = [
     'Callback',
     'Configuration',
     'EarlyStopping',
+    'ErrorPercentile',
     'EvaluationInterface',
     'EvaluationResults',
     'KerasCallback',
@@ -69,6 +74,7 @@ __all__ = [
     'ValidationTarget',
     'class_weights',
     'example_weights',
+    'error_percentiles',
     'regression_loss',
     'test_from_params',
     'train_from_params',

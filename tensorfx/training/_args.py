@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
 from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
+from tensorfx.training import _gematriaflags
 from tensorfx.training import _listflags
 from tensorfx.training import _runconfig
 from tensorfx.training import _settings
@@ -185,6 +186,9 @@ class ModelArguments(argparse.Namespace):
     elif isinstance(args, str):
       args = shlex.split(args)
     args = list(args)
+    if any(_gematriaflags.is_gematria(a) for a in args):
+      # Gematria's --gematria_* flags, as its command line spells them.
+      args = _gematriaflags.translate(args)
     parser = cls.build_parser()
     defaults: dict = {}
     origins: dict = {}

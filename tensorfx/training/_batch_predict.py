@@ -76,4 +76,14 @@ def predict(builder, output, checkpoint, settings, skip_bad_records=False):
       model, list(settings.inputs), settings.output,
       input_format=settings.input_format,
       output_format=settings.output_format, batch_size=settings.batch_size,
-      prefix=settings.prefix, skip_bad_records=skip_bad_records)
+      prefix=settings.prefix, skip_bad_records=skip_bad_records,
+      **_proto_options(builder, settings))
+
+
+def _proto_options(builder, settings):
+  """Reading (and annotating) protocol buffer records, for such datasets."""
+  dataset = builder.dataset
+  if getattr(dataset, 'proto_format', None) is None or not dataset.sources:
+    return {}
+  return {'protos': dataset[dataset.sources[0]],
+          'source_name': settings.source or type(builder).__name__}

@@ -81,6 +81,9 @@ class ModelBuilder(tf.Module):
     self._settings: Optional[_settings.Settings] = None
     # Before any hook creates a variable: initializers draw from the seed.
     _seed.set_seed(self.settings.loop.seed)
+    if self.settings.data.vocabularies and dataset is not None:
+      # --data-vocabulary (Gematria's --gematria_tokens_file).
+      dataset.use_vocabulary_files(dict(self.settings.data.vocabularies))
     self._strategy = None
     self.global_step: Any = None
     self._optimizer = None

@@ -113,6 +113,7 @@ class ModelTrainer:
     if job.action == 'evaluate' and job.follow:
       from tensorfx.training import _follow
       _follow.follow(model_builder, output, self._callbacks,
+                     poll_secs=job.eval_interval_secs,
                      timeout_secs=job.cluster_timeout_secs)
       raise SystemExit(0)
     if job.action == 'evaluate':

@@ -411,7 +411,8 @@ def test_indexed_form_of_a_flag_that_is_not_a_list():
                      match=r'--batch-size:1 is an indexed list flag, but '
                      r'--batch-size is not a list flag. The indexed form '
                      r'NAME:N is accepted for --activations, --data-eval, '
-                     r'--data-filter, --data-train, --hidden-layers, '
+                     r'--data-filter, --data-train, --data-vocabulary, '
+                     r'--hidden-layers, --percentile-ranks, '
                      r'--predict-input, --restore-rename'):
     Arguments.parse(['--batch-size:1', '8'])
 

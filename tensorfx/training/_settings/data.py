@@ -4,6 +4,7 @@ import argparse
 import dataclasses
 from typing import Any, Optional, Self, Tuple
 
+from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
 from tensorfx.training import _listflags
 from tensorfx.training._settings import _section
@@ -37,10 +38,31 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
       _section.group(parser, 'data'), '--data-filter', metavar='FIELD=REGEX',
       help='keep only the records whose FIELD matches REGEX (re.search; '
       'any value of a multivalent field); several must all match')
+  _listflags.add_list_argument(
+      _section.group(parser, 'data'), '--data-vocabulary',
+      metavar='FEATURE=PATH',
+      help='the vocabulary of a onehot or embedding feature from a file of '
+      'one token per line (its line is its index; other values go to the '
+      'feature\'s OOV buckets) instead of the analysis; Gematria\'s '
+      '--gematria_tokens_file is tokens=PATH')
 
 
 def check(args: Any) -> None:
   _filters.parse_filters(_section.read(args, 'data_filter'))
+  vocabularies(_section.read(args, 'data_vocabulary'))
+
+
+def vocabularies(items):
+  """`--data-vocabulary FEATURE=PATH` items as a dict, checked."""
+  found = {}
+  for item in items or ():
+    name, sep, path = str(item).partition('=')
+    if not sep or not name.strip() or not path.strip():
+      raise ConfigurationError(
+          '--data-vocabulary expects FEATURE=PATH (e.g. tokens=tokens.txt). '
+          f'Received: --data-vocabulary={item}')
+    found[name.strip()] = path.strip()
+  return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +79,8 @@ class DataSettings:
       (`--skip-bad-records`).
     filters: `FIELD=REGEX` record filters, all of which must match
       (`--data-filter`).
+    vocabularies: `(feature, file)` pairs: vocabularies read from files
+      (`--data-vocabulary`).
   """
   train: Tuple[str, ...] = ()
   eval: Tuple[str, ...] = ()
@@ -65,6 +89,7 @@ class DataSettings:
   features: Optional[str] = None
   skip_bad_records: bool = False
   filters: Tuple[str, ...] = ()
+  vocabularies: Tuple[Tuple[str, str], ...] = ()
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
@@ -75,4 +100,6 @@ class DataSettings:
                metadata=read(args, 'data_metadata'),
                features=read(args, 'data_features'),
                skip_bad_records=bool(read(args, 'skip_bad_records', False)),
-               filters=tuple(read(args, 'data_filter', ())))
+               filters=tuple(read(args, 'data_filter', ())),
+               vocabularies=tuple(vocabularies(
+                   read(args, 'data_vocabulary', ())).items()))

@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    'checkpoint of the job once, as the evaluator task does '
                    '(the steps done are kept in summaries/eval/'
                    'evaluated.json), until the job records its end')
+  job.add_argument('--eval-interval-secs', type=float, default=1.0,
+                   metavar='S',
+                   help='with --follow: seconds between looks for new '
+                   'checkpoints (Gematria\'s --gematria_eval_interval_secs; '
+                   'default: %(default)s)')
   job.add_argument('--checkpoint', metavar='PATH',
                    help='the checkpoint --action evaluate/export/predict '
                    'reads: a '
@@ -65,6 +70,8 @@ def check(args: Any) -> None:
         f'Received: --follow --action={args.action}')
   _section.check_positive(args, 'cluster_timeout_secs')
   _section.check_positive(args, 'min_shard_bytes')
+  _section.check_positive(args, 'eval_interval_secs',
+                          expected='a positive number')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +90,8 @@ class JobSettings:
       cluster and for the chief's analysis (`--cluster-timeout-secs`).
     min_shard_bytes: with parameter servers, the size above which a
       variable is split across them (`--min-shard-bytes`).
+    eval_interval_secs: with `follow`, seconds between looks for new
+      checkpoints (`--eval-interval-secs`).
   """
   output: Optional[str] = None
   action: str = 'train'
@@ -91,6 +100,7 @@ class JobSettings:
   export_dir: Optional[str] = None
   cluster_timeout_secs: float = 300.0
   min_shard_bytes: int = 256 << 10
+  eval_interval_secs: float = 1.0
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
@@ -102,4 +112,5 @@ class JobSettings:
                export_dir=read(args, 'export_dir'),
                cluster_timeout_secs=float(read(args, 'cluster_timeout_secs',
                                                300)),
-               min_shard_bytes=int(read(args, 'min_shard_bytes', 256 << 10)))
+               min_shard_bytes=int(read(args, 'min_shard_bytes', 256 << 10)),
+               eval_interval_secs=float(read(args, 'eval_interval_secs', 1.0)))

@@ -47,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   group.add_argument('--predict-prefix', default='', metavar='PREFIX',
                      help='prepended to the name of each output added to a '
                      'record (default: none)')
+  group.add_argument('--predict-source', default='', metavar='NAME',
+                     help='for records of protocol buffers: the name the '
+                     'predictions are written under (Gematria: the source '
+                     'of the added inverse throughput; default: the '
+                     'builder\'s class name)')
 
 
 def check(args: Any) -> None:
@@ -72,6 +77,8 @@ class PredictionSettings:
       (`--predict-output-format`).
     batch_size: records per prediction call (`--predict-batch-size`).
     prefix: prepended to each output's name (`--predict-prefix`).
+    source: the name predictions are written under in protocol buffer
+      records (`--predict-source`).
   """
   inputs: Tuple[str, ...] = ()
   output: str = '-'
@@ -79,6 +86,7 @@ class PredictionSettings:
   output_format: str = 'auto'
   batch_size: int = 256
   prefix: str = ''
+  source: str = ''
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
@@ -88,4 +96,5 @@ class PredictionSettings:
                input_format=read(args, 'predict_format', 'auto'),
                output_format=read(args, 'predict_output_format', 'auto'),
                batch_size=int(read(args, 'predict_batch_size', 256)),
-               prefix=read(args, 'predict_prefix', ''))
+               prefix=read(args, 'predict_prefix', ''),
+               source=read(args, 'predict_source', '') or '')

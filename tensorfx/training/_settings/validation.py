@@ -5,6 +5,7 @@ import dataclasses
 from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.training import _listflags
 from tensorfx.training import _targets
 from tensorfx.training._settings import _section
 
@@ -42,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help='evaluation instances per step, or all (as many as '
                    'the training data has) (default: --batch-size)')
   validation = _section.group(parser, 'validation')
+  _listflags.add_list_argument(
+      validation, '--percentile-ranks', type=int, metavar='RANK',
+      help='percentile ranks of the absolute and relative errors that '
+      'regression models which collect them report (Gematria\'s '
+      '--gematria_collected_percentile_ranks; tensorfx.training.'
+      'error_percentiles)')
   validation.add_argument('--eval-batches', type=int, metavar='N',
                           help='batches of --data-eval per validation '
                           '(default: all of it)')

@@ -1,0 +1,262 @@
+"""TFRecord files of any protocol buffer message, read as raw features.
+
+The reader is the tf.Example reader's pipeline (interleave the files,
+shuffle, repeat, batch) with `tf.io.decode_proto` in place of
+`tf.io.parse_example`: each batch of serialized messages is decoded in the
+graph by the `ProtoFormat`'s field paths (`_protodecode`), never record by
+record in Python. A format with `examples` yields one example per element
+(Gematria's one example per throughput measurement), batched again to the
+batch size.
+
+A record that does not parse as the message, or whose values do not fit
+the schema (two values for a scalar field, text for a number), is bad:
+it fails the job naming its file and record, or with `skip_bad_records` is
+dropped and counted, in training, evaluation and the analysis alike.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+from tensorfx._errors import DataError
+from tensorfx._logging import logger
+from tensorfx.data import _examples, _paths, _validation
+from tensorfx.data._dataset import DataSet
+from tensorfx.data._protoformat import ProtoFormat
+
+# Records per decoded batch the analysis reads.
+_ANALYSIS_BATCH = 4096
+
+
+class ProtoDataSource(_examples.ExamplesDataSource):
+  """TFRecord files of serialized protocol buffer messages of one type.
+
+  Example:
+    >>> source = ProtoDataSource('blocks.tfrecord', schema, blocks_format)
+    >>> batch = next(iter(source.read(batch_size=64)))  # doctest: +SKIP
+
+  Args:
+    paths: a path, pattern, comma-separated list or a sequence of them.
+    schema: the `Schema` of the features.
+    proto_format: the `ProtoFormat` (message type and field paths).
+    compression: None, 'GZIP', 'ZLIB' or 'auto' (by the file's suffix).
+    skip_bad_records: drop and count bad records instead of failing.
+  """
+
+  def __init__(self, paths, schema, proto_format: ProtoFormat,
+               compression='auto', skip_bad_records=False):
+    super().__init__(paths, schema, compression, skip_bad_records)
+    proto_format.check_schema(schema)
+    self.proto_format = proto_format
+    self._decoders: dict = {}
+
+  def _decode(self, records, for_prediction=False):
+    key = for_prediction
+    if key not in self._decoders:
+      self._decoders[key] = self.proto_format.decoder(self.schema)
+    return self._decoders[key].decode(records, for_prediction)
+
+  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
+           shuffle_buffer=10000):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    files = self.files()
+    _validation.watch(self)
+    deterministic = not shuffle or seed is not None
+    ds = tf.data.Dataset.from_tensor_slices((files, self.compressions()))
+    if shuffle and len(files) > 1:
+      ds = ds.shuffle(len(files), seed=seed)
+    no_autograph = tf.autograph.experimental.do_not_convert
+    ds = ds.interleave(
+        no_autograph(lambda path, compression: tf.data.TFRecordDataset(
+            path, compression)),
+        cycle_length=min(len(files), _examples._CYCLE_LENGTH),  # pylint: disable=protected-access
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    if shuffle:
+      ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.repeat(epochs)
+    decode = no_autograph(self._decode)
+    if self.skip_bad_records and not self._counting:
+      ds = ds.map(no_autograph(lambda record: decode(record[tf.newaxis])),
+                  num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic).ignore_errors().unbatch()
+      return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    ds = ds.batch(batch_size)
+    if self.skip_bad_records:
+      ds = ds.map(no_autograph(lambda records: decode(
+          tf.boolean_mask(records, self._good_records(records)))),
+                  num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic)
+    else:
+      ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
+                  deterministic=deterministic)
+    if self.proto_format.examples:
+      # A record makes any number of examples: batches of batch_size again.
+      ds = ds.unbatch().batch(batch_size)
+    elif self.skip_bad_records:
+      ds = ds.filter(_examples._not_empty)  # pylint: disable=protected-access
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+  def record_problem(self, value: bytes) -> str | None:
+    """Why one serialized record is bad, or None when it decodes."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    problem = self.proto_format.problem(value)
+    if problem is not None:
+      return problem
+    try:
+      self._decode(tf.constant([value]))
+    except tf.errors.OpError as e:
+      return _message(e)
+    return None
+
+  def _check_records(self, records):
+    """Decodes a batch; on failure finds, counts and logs its bad records."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    values = records.numpy()
+    try:
+      self._decode(tf.constant(values))
+      return np.ones(len(values), dtype=bool)
+    except tf.errors.OpError:
+      pass
+    problems = [self.record_problem(value) for value in values]
+    bad = [p for p in problems if p is not None]
+    with self._lock:
+      first = self._bad_records
+      self._bad_records += len(bad)
+    for problem in bad[:max(0, _examples.LOGGED_BAD_RECORDS - first)]:
+      logger.warning('Skipping a bad record: %s', problem)
+    return np.array([p is None for p in problems], dtype=bool)
+
+  def diagnose(self, error):
+    """Names the file and record of the first bad record, or None.
+
+    Only decoding failures are about records; other errors are not
+    claimed.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if not isinstance(error, (tf.errors.InvalidArgumentError,
+                              tf.errors.DataLossError)):
+      return None
+    for path, compression in zip(self.files(), self.compressions()):
+      index = 0
+      try:
+        for record in tf.data.TFRecordDataset(path, compression):
+          index += 1
+          problem = self.record_problem(record.numpy())
+          if problem is not None:
+            return f'{path}: record {index}: {problem}'
+      except tf.errors.DataLossError:
+        return f'{path}: truncated or corrupt after record {index}'
+    return None
+
+  def batches(self, path: str, compression: str,
+              on_bad_record=None) -> Iterator[dict]:
+    """Decoded batches of one file (numpy values), for the analysis."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    count = 0
+    for records in tf.data.TFRecordDataset(path, compression).batch(
+        _ANALYSIS_BATCH):
+      values = records.numpy()
+      try:
+        decoded = self._decode(records)
+      except tf.errors.OpError:
+        problems = [self.record_problem(v) for v in values]
+        if not self.skip_bad_records:
+          index = next(i for i, p in enumerate(problems) if p is not None)
+          raise DataError(f'{path}: record {count + index + 1}: '
+                          f'{problems[index]}') from None
+        for index, problem in enumerate(problems):
+          if problem is not None and on_bad_record is not None:
+            on_bad_record(f'{path}: record {count + index + 1}: {problem}')
+        good = np.array([p is None for p in problems])
+        count += len(values)
+        if not good.any():
+          continue
+        decoded = self._decode(tf.constant(values[good]))
+      else:
+        count += len(values)
+      yield decoded
+
+  def reading_options(self):
+    return dict(super().reading_options(),
+                proto=self.proto_format.reading_options())
+
+  def record_batches(self, pipeline, label='ReadProtos'):
+    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+
+    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+    pairs = list(zip(self.files(), self.compressions()))
+    schema = self.schema
+    counter = beam.metrics.Metrics.counter(_arrow.COUNTER_NAMESPACE,
+                                           _arrow.BAD_RECORDS_COUNTER)
+    source = self
+
+    def batches(pair):
+      logged = 0
+
+      def on_bad_record(message):
+        nonlocal logged
+        counter.inc()
+        if logged < _examples.LOGGED_BAD_RECORDS:
+          logger.warning('Skipping a bad record: %s', message)
+          logged += 1
+
+      for decoded in source.batches(pair[0], pair[1], on_bad_record):
+        yield _arrow.record_batch(decoded, schema)
+
+    files = pipeline | f'{label}Files' >> beam.Create(pairs)
+    if len(pairs) > 1:
+      files |= f'{label}Spread' >> beam.Reshuffle()
+    return files | f'{label}Batches' >> beam.FlatMap(batches)
+
+
+def _message(error) -> str:
+  text = str(getattr(error, 'message', '') or error).splitlines()[0]
+  if 'Unable to parse' in text or 'parse' in text.lower() and \
+      'proto' in text.lower():
+    return 'does not parse as the message'
+  for marker in ('field ',):
+    at = text.find(marker + "'")
+    if at >= 0:
+      return text[at:].split(' [Op:')[0].split('\n')[0]
+  return text
+
+
+class ProtoDataSet(DataSet):
+  """A DataSet of TFRecord files of protocol buffer messages.
+
+  Example:
+    >>> dataset = ProtoDataSet(
+    ...     'schema.yaml', proto_format=ProtoFormat(
+    ...         'my_protos:Measurement',
+    ...         fields={'x': 'inputs.value', 'y': 'label'}),
+    ...     train='data/train.tfrecord', features='features.yaml')
+    ...     # doctest: +SKIP
+
+  Args:
+    schema: a `Schema` or the path of its YAML file.
+    proto_format: the `ProtoFormat` of the records.
+    metadata: the analysis output, or None to analyze on demand.
+    features: a `FeatureSet` or the path of its YAML file.
+    compression: None, 'GZIP', 'ZLIB' or 'auto' (by file suffix).
+    skip_bad_records: drop and count bad records instead of failing.
+    **sources: named sources (`train=`, `eval=`), each paths or patterns.
+  """
+
+  def __init__(self, schema, proto_format: ProtoFormat, metadata=None,
+               features=None, compression='auto', skip_bad_records=False,
+               **sources: Any):
+    super().__init__(schema, metadata=metadata, features=features)
+    if not isinstance(proto_format, ProtoFormat):
+      raise DataError('proto_format must be a ProtoFormat. Received: '
+                      f'proto_format={proto_format!r}')
+    proto_format.check_schema(self.schema)
+    self.proto_format = proto_format
+    for name, paths in sources.items():
+      if paths is None:
+        continue
+      if not _paths.as_list(paths):
+        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
+      self._sources[name] = ProtoDataSource(
+          paths, self._reading_schema, proto_format, compression,
+          skip_bad_records)
