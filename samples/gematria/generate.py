@@ -21,9 +21,8 @@ import argparse
 import os
 import random
 
-import tensorflow as tf
-
 import gematria_protos as protos
+import tensorflow as tf
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 SKYLAKE = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_SKYLAKE'

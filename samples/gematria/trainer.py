@@ -1,4 +1,4 @@
-"""Gematria's sequence model of basic-block throughput, trained by tensorfx.
+r"""Gematria's sequence model of basic-block throughput, trained by tensorfx.
 
 Reads TFRecord files of Gematria's `BasicBlockWithThroughputProto` (see
 `generate.py`, `proto/`), one example per inverse throughput of a block,
@@ -7,13 +7,13 @@ embedding per token (from `--gematria_tokens_file`), an LSTM over each
 instruction's tokens, an LSTM over the block's instructions, a dense output.
 Gematria's command line runs it unchanged (README.md):
 
-  python trainer.py --gematria_action=train \\
-      --gematria_tokens_file data/tokens.txt \\
-      --gematria_input_file data/blocks.tfrecord \\
-      --gematria_throughput_source_filter="ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL" \\
-      --gematria_training_num_epochs=0 --gematria_learning_rate=0.01 \\
-      --gematria_loss_type=MEAN_ABSOLUTE_ERROR \\
-      --gematria_loss_normalization=PERCENTAGE_ERROR \\
+  python trainer.py --gematria_action=train \
+      --gematria_tokens_file data/tokens.txt \
+      --gematria_input_file data/blocks.tfrecord \
+      --gematria_throughput_source_filter="ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL" \
+      --gematria_training_num_epochs=0 --gematria_learning_rate=0.01 \
+      --gematria_loss_type=MEAN_ABSOLUTE_ERROR \
+      --gematria_loss_normalization=PERCENTAGE_ERROR \
       --gematria_max_blocks_in_batch=100 --gematria_checkpoint_dir=/tmp/hlstm_model
 """
 
@@ -23,14 +23,12 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
-import tensorflow as tf
-import tf_keras
+# After the path set-up above: the sample's own proto module.
+import gematria_protos as protos  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
 
-import tensorfx as tfx
-
-import gematria_protos as protos
-# pylint: enable=g-import-not-at-top,wrong-import-position
+import tensorfx as tfx  # noqa: E402
 
 # A canonicalized operand's tokens, as Gematria's token models read them.
 _OPERAND = ['register_name', 'immediate_value=_IMMEDIATE_',

@@ -220,8 +220,9 @@ class DataSet:
     Raises:
       DataError: a feature that is not a top-level onehot or embedding one.
     """
-    import dataclasses  # pylint: disable=g-import-not-at-top
-    from tensorfx.data._featuretypes import FeatureType  # pylint: disable=g-import-not-at-top
+    import dataclasses
+
+    from tensorfx.data._featuretypes import FeatureType
     features = self._require_features('A vocabulary file')
     replaced = list(features)
     for name, path in dict(files).items():

@@ -23,7 +23,7 @@ from tensorfx.data import _protopaths
 
 def descriptor_set(descriptor: Any) -> bytes:
   """The serialized `FileDescriptorSet` of a message and its imports."""
-  from google.protobuf import descriptor_pb2  # pylint: disable=g-import-not-at-top
+  from google.protobuf import descriptor_pb2
   files = descriptor_pb2.FileDescriptorSet()
   seen = set()
 
@@ -41,7 +41,7 @@ def descriptor_set(descriptor: Any) -> bytes:
 
 
 def _output_type(field):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   f = field
   if _protopaths.is_message(f) or f.type in (f.TYPE_STRING, f.TYPE_BYTES):
     return tf.string
@@ -77,7 +77,7 @@ class Decoder:
 
   def _decode(self, serialized, descriptor, field):
     """[N, (k)] ragged values of one field of N serialized messages."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     sizes, (values,) = tf.io.decode_proto(
         serialized, descriptor.full_name, [field.name],
         [_output_type(field)], descriptor_source=self._source)
@@ -95,7 +95,7 @@ class Decoder:
 
   def _walk(self, serialized, descriptor, parts, token=None):
     """[N, (k)] ragged values at `parts`, every level flattened."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     field = descriptor.fields_by_name[parts[0]]
     level = self._decode(serialized, descriptor, field)
     if len(parts) == 1:
@@ -110,7 +110,7 @@ class Decoder:
         inner, level.row_lengths()).merge_dims(1, 2)
 
   def _select(self, serialized, descriptor, selection, lengths=False):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if isinstance(selection, _protopaths.Path):
       return self._walk(serialized, descriptor, selection.parts,
                         selection.token)
@@ -129,7 +129,7 @@ class Decoder:
 
   @staticmethod
   def _as_text(ragged):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if ragged.dtype == tf.string:
       return ragged
     if ragged.dtype.is_floating:
@@ -142,7 +142,7 @@ class Decoder:
     return tf.ragged.map_flat_values(tf.strings.as_string, ragged)
 
   def _field(self, spec, serialized, descriptor):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     values = self._select(serialized, descriptor, spec.selection,
                           spec.lengths)
     if spec.reduce == 'count':
@@ -169,7 +169,7 @@ class Decoder:
       for_prediction: one example per record even when `examples` is set;
         the fields under `examples` (measurements, targets) are left out.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     records = serialized
     rows: Any | None = None
     element_type = None
@@ -205,7 +205,7 @@ class Decoder:
 
   def _shaped(self, name, values):
     """The schema's dtype and shape (dense, [B, N] or sparse) of a field."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     field = self._schema[name]
     dtype = {'integer': tf.int64, 'real': tf.float32,
              'discrete': tf.string}[field.type.value]

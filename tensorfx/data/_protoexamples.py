@@ -8,8 +8,8 @@ decoded fields of each record as a tf.Example, which the model parses as
 it parses its training records.
 """
 
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 
 def to_examples(source: Any, values: Sequence[bytes]
@@ -20,11 +20,11 @@ def to_examples(source: Any, values: Sequence[bytes]
     source: a `ProtoDataSource` (its format and schema).
     values: serialized messages.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if not values:
     return []
   try:
-    decoded = source._decode(tf.constant(list(values)), for_prediction=True)  # pylint: disable=protected-access
+    decoded = source._decode(tf.constant(list(values)), for_prediction=True)
   except tf.errors.OpError:
     results: list[tuple[bytes | None, str | None]] = []
     for value in values:
@@ -56,7 +56,7 @@ def to_examples(source: Any, values: Sequence[bytes]
 
 def _rows(value: Any, count: int) -> list:
   """One list of values per record, from a [B], [B, N] or sparse tensor."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if isinstance(value, tf.SparseTensor):
     rows: list = [[] for _ in range(count)]
     for (row, _), item in zip(value.indices.numpy(), value.values.numpy()):

@@ -6,9 +6,9 @@ by a mapping from schema field to a field path inside the message (see
 TensorFlow.
 """
 
+from collections.abc import Callable, Mapping
 import importlib
 from typing import Any
-from collections.abc import Callable, Mapping
 
 from tensorfx._errors import DataError
 from tensorfx.data import _protopaths
@@ -129,13 +129,13 @@ class ProtoFormat:
 
   def decoder(self, schema: Any) -> Any:
     """The in-graph `_protodecode.Decoder` of this format for `schema`."""
-    from tensorfx.data import _protodecode  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _protodecode
     return _protodecode.Decoder(self.descriptor, self.fields, schema,
                                 self.examples)
 
   def problem(self, value: bytes) -> str | None:
     """Why one record is not a message of this type, or None."""
-    from google.protobuf import message as message_lib  # pylint: disable=g-import-not-at-top
+    from google.protobuf import message as message_lib
     try:
       self.message.FromString(value)
     except (message_lib.DecodeError, RuntimeError, ValueError):

@@ -19,7 +19,9 @@ from typing import Any
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
-from tensorfx.data import _examples, _paths, _validation
+from tensorfx.data import _examples
+from tensorfx.data import _paths
+from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._protoformat import ProtoFormat
 
@@ -57,7 +59,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     files = self.files()
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
@@ -66,9 +68,8 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       ds = ds.shuffle(len(files), seed=seed)
     no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
-        no_autograph(lambda path, compression: tf.data.TFRecordDataset(
-            path, compression)),
-        cycle_length=min(len(files), _examples._CYCLE_LENGTH),  # pylint: disable=protected-access
+        no_autograph(tf.data.TFRecordDataset),
+        cycle_length=min(len(files), _examples._CYCLE_LENGTH),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -92,12 +93,12 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       # A record makes any number of examples: batches of batch_size again.
       ds = ds.unbatch().batch(batch_size)
     elif self.skip_bad_records:
-      ds = ds.filter(_examples._not_empty)  # pylint: disable=protected-access
+      ds = ds.filter(_examples._not_empty)
     return ds.prefetch(tf.data.AUTOTUNE)
 
   def record_problem(self, value: bytes) -> str | None:
     """Why one serialized record is bad, or None when it decodes."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     problem = self.proto_format.problem(value)
     if problem is not None:
       return problem
@@ -109,8 +110,8 @@ class ProtoDataSource(_examples.ExamplesDataSource):
 
   def _check_records(self, records):
     """Decodes a batch; on failure finds, counts and logs its bad records."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import numpy as np
+    import tensorflow as tf
     values = records.numpy()
     try:
       self._decode(tf.constant(values))
@@ -132,7 +133,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     Only decoding failures are about records; other errors are not
     claimed.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     if not isinstance(error, (tf.errors.InvalidArgumentError,
                               tf.errors.DataLossError)):
       return None
@@ -151,8 +152,8 @@ class ProtoDataSource(_examples.ExamplesDataSource):
   def batches(self, path: str, compression: str,
               on_bad_record=None) -> Iterator[dict]:
     """Decoded batches of one file (numpy values), for the analysis."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import numpy as np
+    import tensorflow as tf
     count = 0
     for records in tf.data.TFRecordDataset(path, compression).batch(
         _ANALYSIS_BATCH):
@@ -182,9 +183,9 @@ class ProtoDataSource(_examples.ExamplesDataSource):
                 proto=self.proto_format.reading_options())
 
   def record_batches(self, pipeline, label='ReadProtos'):
-    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    import apache_beam as beam
 
-    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+    from tensorfx.data import _arrow
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
     counter = beam.metrics.Metrics.counter(_arrow.COUNTER_NAMESPACE,

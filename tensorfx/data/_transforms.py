@@ -226,8 +226,9 @@ def read_vocabulary(path):
 
   Gematria's `--gematria_tokens_file` format; a token's index is its line.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorfx._errors import DataError  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from tensorfx._errors import DataError
   try:
     with tf.io.gfile.GFile(path) as f:
       tokens = [line.strip() for line in f if line.strip()]
@@ -244,7 +245,7 @@ def _file_vocabulary(text, params):
   The tokens are constants of the transform graph: the exported model does
   not need the file.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   tokens = read_vocabulary(params['vocabulary_file'])
   table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
       tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)), -1)

@@ -23,10 +23,10 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
   from tensorfx.training._losses import regression_loss
-  from tensorfx.training._percentiles import ErrorPercentile
-  from tensorfx.training._percentiles import error_percentiles
   from tensorfx.training._params import test_from_params
   from tensorfx.training._params import train_from_params
+  from tensorfx.training._percentiles import ErrorPercentile
+  from tensorfx.training._percentiles import error_percentiles
   from tensorfx.training._targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
   from tensorfx.training._weights import class_weights

@@ -7,12 +7,12 @@ generated code), to show the reader works for any message type.
 
 import json
 
-import numpy as np
-import pytest
-import tensorflow as tf
 from google.protobuf import descriptor_pb2
 from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
+import numpy as np
+import pytest
+import tensorflow as tf
 
 from tensorfx import data
 from tensorfx.data import _validation
@@ -172,9 +172,9 @@ features:
 
 @pytest.mark.slow
 def test_analysis_training_evaluation_and_prediction(tmp_path):
-  from tensorfx import prediction  # pylint: disable=g-import-not-at-top
-  from tensorfx import training  # pylint: disable=g-import-not-at-top
-  from tensorfx.models import nn  # pylint: disable=g-import-not-at-top
+  from tensorfx import prediction
+  from tensorfx import training
+  from tensorfx.models import nn
   train = _write(tmp_path / 'train.tfrecord',
                  [station(i % 20) for i in range(200)] + [b'junk'])
   held = _write(tmp_path / 'eval.tfrecord',
@@ -192,7 +192,7 @@ def test_analysis_training_evaluation_and_prediction(tmp_path):
                                         job)
   # The analysis read the good records only (one example each).
   assert dataset.metadata.instances == 200
-  import yaml  # pylint: disable=g-import-not-at-top
+  import yaml
   metrics = yaml.safe_load((tmp_path / 'job' / 'job.yaml').read_text())[
       'metrics']
   # y = 3 * mean_sample - 3 over 0..19: predicting the mean is ~17 off.

@@ -21,7 +21,7 @@ from conftest import ROOT
 
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria')
 sys.path.insert(0, SAMPLE)
-import gematria_protos as protos  # pylint: disable=g-import-not-at-top,wrong-import-position
+import gematria_protos as protos  # noqa: E402  (the sample's folder first)
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 # Four trainer processes on a shared machine: more than the default 900 s.

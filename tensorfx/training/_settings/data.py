@@ -52,7 +52,7 @@ def check(args: Any) -> None:
   vocabularies(_section.read(args, 'data_vocabulary'))
 
 
-def vocabularies(items):
+def vocabularies(items: Any) -> dict[str, str]:
   """`--data-vocabulary FEATURE=PATH` items as a dict, checked."""
   found = {}
   for item in items or ():
