@@ -13,6 +13,8 @@ from tensorfx.data._feature import Feature
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._metadata import Metadata
+from tensorfx.data._parquet import ParquetDataSet
+from tensorfx.data._parquet import ParquetDataSource
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
 from tensorfx.data._schema import SchemaFieldType
@@ -32,6 +34,8 @@ __all__ = [
     'FeatureSet',
     'FeatureType',
     'Metadata',
+    'ParquetDataSet',
+    'ParquetDataSource',
     'Schema',
     'SchemaField',
     'SchemaFieldType',
