@@ -37,9 +37,9 @@ def check_sources(kind, sources, options, is_source, source_value):
       continue
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
     if close or not is_source(value):
-      hint = (f'did you mean {close[0]}? ' if close else '')
+      hint = f' (did you mean {close[0]}?)' if close else ''
       raise DataError(
-          f'{kind} has no option {name!r}; {hint}its options are '
+          f'{kind} has no option {name!r}{hint}; its options are '
           f'{", ".join(options)}, and any other keyword is a source '
           f'(train=, eval=), whose value is {source_value}. '
           f'Received: {name}={value!r}')
