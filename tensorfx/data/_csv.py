@@ -177,7 +177,7 @@ class CsvDataSource(DataSource):
 
   def with_paths(self, paths):
     source = super().with_paths(paths)
-    source._layouts = None  # pylint: disable=protected-access
+    source._layouts = None
     return source
 
   def columns_of(self, path):

@@ -8,16 +8,19 @@ ignored. A header name that is not an identifier (`Sepal.Length`,
 read by its own header, so shards may order their columns differently.
 """
 
+from __future__ import annotations
+
 import csv
 import io
 import re
 
 from tensorfx._errors import DataError
+from tensorfx.data._schema import Schema
 
 _NOT_IDENTIFIER = re.compile(r'[^A-Za-z0-9_]+')
 
 
-def field_name(header):
+def field_name(header: str) -> str:
   """The schema field name for a header's column name.
 
   Example:
@@ -28,9 +31,9 @@ def field_name(header):
   return f'_{name}' if name[0].isdigit() else name
 
 
-def header_names(path, delimiter=','):
+def header_names(path: str, delimiter: str = ',') -> list[str]:
   """The column names in the first line of a file (empty for an empty file)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   with tf.io.gfile.GFile(path, 'rb') as f:
     line = f.readline()
   try:
@@ -47,7 +50,8 @@ def header_names(path, delimiter=','):
     raise DataError(f'{path}:1: the header is not a CSV line: {e}') from None
 
 
-def columns(path, schema, delimiter=','):
+def columns(path: str, schema: Schema, delimiter: str = ','
+            ) -> tuple[tuple[str | None, ...], list[str]]:
   """The field name (or None: ignored) of each column of a file, by its header.
 
   Example:
@@ -63,9 +67,9 @@ def columns(path, schema, delimiter=','):
       two of its columns name.
   """
   names = header_names(path, delimiter)
-  layout = []
-  seen = {}
-  ignored = []
+  layout: list[str | None] = []
+  seen: dict[str, int] = {}
+  ignored: list[str] = []
   for index, name in enumerate(names):
     match = name if name in schema else field_name(name)
     if match not in schema:

@@ -18,13 +18,17 @@ zscore for numbers, onehot for vocabularies up to `ONEHOT_LIMIT` values, an
 embedding above, and the target named by the caller.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import Any, Iterable, Sequence
 import re
 
 from tensorfx import _yaml
 from tensorfx._errors import DataError
 from tensorfx.data._schema import Schema
 from tensorfx.data._schema import SchemaField
+from tensorfx.data._schema import SchemaFieldType
 
 # Distinct values a column keeps count of (more: "many").
 DISTINCT_LIMIT = 10000
@@ -50,23 +54,24 @@ class Column:
   missing: int = 0
   integers: bool = True
   reals: bool = True
-  distinct: set = dataclasses.field(default_factory=set)
-  na_values: tuple = ()
+  distinct: set[Any] = dataclasses.field(default_factory=set)
+  na_values: tuple[str, ...] = ()
   # The list lengths seen in typed values (tf.Example features).
-  lengths: set = dataclasses.field(default_factory=set)
+  lengths: set[int] = dataclasses.field(default_factory=set)
 
   @property
-  def length(self):
+  def length(self) -> int:
     """1 for one value a row; N for lists of N always; 0 for any length."""
     if not self.lengths or self.lengths == {1}:
       return 1
     return next(iter(self.lengths)) if len(self.lengths) == 1 else 0
 
-  def _distinct(self, value):
+  def _distinct(self, value: Any) -> None:
     if len(self.distinct) <= DISTINCT_LIMIT:
       self.distinct.add(value)
 
-  def add_texts(self, cells, na_values=()):
+  def add_texts(self, cells: Iterable[str],
+                na_values: Sequence[str] = ()) -> None:
     """Observes CSV cells (text): empty cells and `na_values` are missing."""
     tokens = set(na_values)
     for cell in cells:
@@ -81,14 +86,14 @@ class Column:
       if self.reals and not _REAL.match(cell):
         self.reals = False
 
-  def add_typed(self, values, kind):
+  def add_typed(self, values: list[Any], kind: str) -> None:
     """Observes one row's values of a typed column (integer, real, discrete).
 
     `values` is a list: one value (a Parquet or DataFrame cell), or a
     tf.Example feature's; an empty list, None and NaN are missing. A real
     column whose values are all whole stays real: its type says so.
     """
-    import math  # pylint: disable=g-import-not-at-top
+    import math
     if kind != 'integer':
       self.integers = False
     if kind == 'discrete':
@@ -110,7 +115,7 @@ class Column:
       self._distinct(value)
 
   @property
-  def kind(self):
+  def kind(self) -> str:
     """The inferred type: integer, real or discrete."""
     present = self.values - self.missing
     if present and self.integers:
@@ -119,15 +124,16 @@ class Column:
       return 'real'
     return 'discrete'
 
-  def field(self):
+  def field(self) -> SchemaField:
     """The inferred `SchemaField`."""
     kind = self.kind
     missing = 'mean' if self.missing and kind != 'discrete' and \
         self.length == 1 else None
-    return SchemaField(self.name, kind, length=self.length, missing=missing,
+    return SchemaField(self.name, SchemaFieldType(kind), length=self.length,
+                       missing=missing,
                        na_values=self.na_values if self.length == 1 else ())
 
-  def comment(self):
+  def comment(self) -> str:
     """A note on what was seen, for the schema file."""
     many = len(self.distinct) > DISTINCT_LIMIT
     parts = [f'{self.values} values']
@@ -138,14 +144,14 @@ class Column:
     return ', '.join(parts)
 
 
-def schema_of(columns):
+def schema_of(columns: Sequence[Column]) -> Schema:
   """The `Schema` of observed columns, in their order."""
   if not columns:
     raise DataError('No columns to infer a schema from.')
   return Schema([c.field() for c in columns])
 
 
-def format_schema(columns, source=''):
+def format_schema(columns: Sequence[Column], source: str = '') -> str:
   """The schema of observed columns as YAML, a comment over each field."""
   schema = schema_of(columns)
   lines = []
@@ -159,7 +165,8 @@ def format_schema(columns, source=''):
   return '\n'.join(lines) + '\n'
 
 
-def starter_features(columns, target=None):
+def starter_features(columns: Sequence[Column],
+                     target: str | None = None) -> str:
   """A feature set for observed columns, as YAML text.
 
   Every field but the target goes into one concat feature `X`: numbers as
@@ -173,7 +180,7 @@ def starter_features(columns, target=None):
   if target is not None and target not in names:
     raise DataError(f'The target {target!r} is not a column; the columns '
                     f'are {", ".join(names)}.')
-  inputs = []
+  inputs: list[dict[str, Any]] = []
   for column in columns:
     if column.name == target or column.length != 1:
       continue

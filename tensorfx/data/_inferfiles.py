@@ -7,8 +7,11 @@ Parquet columns, the tf.Example features; `column_1`, `column_2`, ... for
 CSV files without a header.
 """
 
+from __future__ import annotations
+
 import csv
 import io
+from typing import Any, Iterator, Sequence
 
 from tensorfx._errors import DataError
 from tensorfx.data import _csvheader
@@ -19,7 +22,7 @@ _TFRECORD = ('.tfrecord', '.tfrecords', '.tfrecord.gz', '.tfrecords.gz')
 _PARQUET = ('.parquet', '.pq')
 
 
-def format_of(path, requested='auto'):
+def format_of(path: str, requested: str = 'auto') -> str:
   """csv, parquet or tfrecord: `requested`, or by the file's name."""
   if requested != 'auto':
     return requested
@@ -31,8 +34,10 @@ def format_of(path, requested='auto'):
   return 'csv'
 
 
-def observe(paths, header=False, na_values=(), delimiter=',', sample=None,
-            data_format='auto', strip_cells=False):
+def observe(paths: Sequence[str], header: bool = False,
+            na_values: Sequence[str] = (), delimiter: str = ',',
+            sample: int | None = None, data_format: str = 'auto',
+            strip_cells: bool = False) -> list[Column]:
   """The `Column`s of the files' data, in the order first seen.
 
   Example:
@@ -43,7 +48,7 @@ def observe(paths, header=False, na_values=(), delimiter=',', sample=None,
   Raises:
     DataError: a file is missing or unreadable; names it.
   """
-  columns = {}
+  columns: dict[str, Column] = {}
   rows = 0
   left = sample
   for path in _paths.expand(paths):
@@ -80,9 +85,10 @@ def observe(paths, header=False, na_values=(), delimiter=',', sample=None,
   return list(columns.values())
 
 
-def _csv_rows(path, header, delimiter, strip):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  names = None
+def _csv_rows(path: str, header: bool, delimiter: str, strip: bool
+              ) -> Iterator[tuple[str, dict[str, Any]]]:
+  import tensorflow as tf
+  names: list[str] | None = None
   with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):
       try:
@@ -109,8 +115,8 @@ def _csv_rows(path, header, delimiter, strip):
       yield 'text', dict(zip(names, cells))
 
 
-def _arrow_kind(data_type):
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+def _arrow_kind(data_type: Any) -> str:
+  import pyarrow as pa
   if pa.types.is_dictionary(data_type):
     data_type = data_type.value_type
   if pa.types.is_integer(data_type):
@@ -120,10 +126,10 @@ def _arrow_kind(data_type):
   return 'discrete'
 
 
-def _parquet_rows(path):
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def _parquet_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  import tensorflow as tf
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
   try:
@@ -138,8 +144,8 @@ def _parquet_rows(path):
                       for name, value in row.items()}
 
 
-def _example_rows(path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def _example_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+  import tensorflow as tf
   compression = 'GZIP' if path.lower().endswith('.gz') else None
   kinds = {'int64_list': 'integer', 'float_list': 'real',
            'bytes_list': 'discrete'}
@@ -148,7 +154,7 @@ def _example_rows(path):
     for number, record in enumerate(
         tf.data.TFRecordDataset(path, compression), start=1):
       example = tf.train.Example.FromString(record.numpy())
-      row = {}
+      row: dict[str, Any] = {}
       for name, feature in example.features.feature.items():
         kind = feature.WhichOneof('kind')
         if kind is None:

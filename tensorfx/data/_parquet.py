@@ -8,6 +8,10 @@ column: a null is a missing value, with the field's missing policy (see
 analysis hands them to tf.Transform as Arrow RecordBatches (`_arrow`).
 """
 
+from __future__ import annotations
+
+from typing import Any, Iterator
+
 from tensorfx._errors import DataError
 from tensorfx.data import _dataset
 from tensorfx.data import _missing
@@ -15,18 +19,21 @@ from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
+from tensorfx.data._schema import Schema
+from tensorfx.data._schema import SchemaField
 
 # Rows per batch read from a file.
 _BATCH_ROWS = 8192
 
 
-def _dtype(field):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def _dtype(field: SchemaField) -> Any:
+  import tensorflow as tf
   return {'integer': tf.int64, 'real': tf.float32,
           'discrete': tf.string}[field.type.value]
 
 
-def convert(batch, schema, where, first_row=1):
+def convert(batch: Any, schema: Schema, where: str,
+            first_row: int = 1) -> dict[str, Any]:
   """The columns of a pyarrow RecordBatch (or Table) as the schema's arrays.
 
   Example:
@@ -47,7 +54,7 @@ def convert(batch, schema, where, first_row=1):
       cannot take, or a column that is missing or of the wrong type.
   """
   names = batch.schema.names
-  columns = {}
+  columns: dict[str, Any] = {}
   for field in schema:
     if field.name not in names:
       raise DataError(f'{where}: no column {field.name!r}; its columns are '
@@ -57,10 +64,11 @@ def convert(batch, schema, where, first_row=1):
   return columns
 
 
-def _column(array, field, where, first_row):
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
+def _column(array: Any, field: SchemaField, where: str,
+            first_row: int) -> Any:
+  import numpy as np
+  import pyarrow as pa
+  import pyarrow.compute as pc
   if isinstance(array, pa.ChunkedArray):
     array = array.combine_chunks()
   if pa.types.is_dictionary(array.type):
@@ -105,11 +113,12 @@ def _column(array, field, where, first_row):
   return values.astype(object)
 
 
-def batches(path, schema, rows=_BATCH_ROWS):
+def batches(path: str, schema: Schema,
+            rows: int = _BATCH_ROWS) -> Iterator[dict[str, Any]]:
   """Yields the converted columns of one Parquet file, a batch at a time."""
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  import tensorflow as tf
   source = path
   if '://' in path:
     # pyarrow cannot read a tf.io.gfile file: the file is read whole.
@@ -140,7 +149,7 @@ class ParquetDataSource(DataSource):
     schema: the `Schema` (single-valued fields).
   """
 
-  def __init__(self, paths, schema):
+  def __init__(self, paths: Any, schema: Schema) -> None:
     super().__init__(paths, schema)
     for field in schema:
       if field.length != 1:
@@ -148,12 +157,13 @@ class ParquetDataSource(DataSource):
             f'Parquet sources read one value per column; field '
             f'{field.name!r} has length {field.length}. Use ExamplesDataSet '
             'for list fields.')
-    self._error = None
+    self._error: str | None = None
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
-    import random  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  def read(self, batch_size: int, epochs: int | None = 1,
+           shuffle: bool = False, seed: int | None = None,
+           shuffle_buffer: int = 10000) -> Any:
+    import random
+    import tensorflow as tf
     files = self.files()
     _validation.watch(self)
     names = [f.name for f in self.schema]
@@ -179,18 +189,18 @@ class ParquetDataSource(DataSource):
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     return ds.repeat(epochs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
-  def diagnose(self, error):
+  def diagnose(self, error: Exception) -> str | None:
     """The message of the `DataError` that failed a `read()` pipeline."""
     if self._error and self._error.split(':')[0] in str(error):
       return self._error
     return None
 
-  def record_batches(self, pipeline, label='ReadParquet'):
-    import apache_beam as beam  # pylint: disable=g-import-not-at-top
-    from tensorfx.data import _arrow  # pylint: disable=g-import-not-at-top
+  def record_batches(self, pipeline: Any, label: str = 'ReadParquet') -> Any:
+    import apache_beam as beam
+    from tensorfx.data import _arrow
     schema = self.schema
 
-    def read_file(path):
+    def read_file(path: str) -> Iterator[Any]:
       for columns in batches(path, schema):
         yield _arrow.record_batch(columns, schema)
 
@@ -220,7 +230,8 @@ class ParquetDataSet(DataSet):
     DataError: a keyword is neither an option nor a source.
   """
 
-  def __init__(self, schema, metadata=None, features=None, **sources):
+  def __init__(self, schema: Any, metadata: Any = None, features: Any = None,
+               **sources: Any) -> None:
     _dataset.check_sources('ParquetDataSet', sources,
                            ('schema', 'metadata', 'features'),
                            _dataset.is_paths,

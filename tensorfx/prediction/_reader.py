@@ -105,9 +105,9 @@ def _tfrecord_batches(path, compression, batch_size):
 
 def _parquet_batches(path, batch_size):
   """Each row of a Parquet file as a dict instance (null: a missing value)."""
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  import tensorflow as tf
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
   try:

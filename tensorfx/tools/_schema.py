@@ -1,9 +1,12 @@
 """`tensorfx schema infer`: a schema (and starter features) from data files."""
 
+import argparse
+from typing import Any
+
 from tensorfx.tools import _analyze
 
 
-def add_parser(commands):
+def add_parser(commands: Any) -> None:
   parser = commands.add_parser(
       'schema', help='infer a schema from data files',
       description='Schema tools.')
@@ -43,13 +46,12 @@ def add_parser(commands):
   infer.set_defaults(run=run)
 
 
-def run(args, unused_rest=None):
-  # pylint: disable=g-import-not-at-top
+def run(args: argparse.Namespace, unused_rest: Any = None) -> int:
+
   from tensorfx import _yaml
   from tensorfx._errors import DataError
   from tensorfx.data import _inference
   from tensorfx.data import _inferfiles
-  # pylint: enable=g-import-not-at-top
   if args.sample is not None and args.sample < 1:
     raise DataError(f'--sample must be at least 1. Received: {args.sample}')
   if args.target and not args.features:

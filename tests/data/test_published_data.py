@@ -91,6 +91,10 @@ def test_the_file_trains_as_accurately_as_its_dataframe(tmp_path, from_file):
   assert abs(accuracy - frame_accuracy) <= 0.03, (accuracy, frame_accuracy)
 
 
+def _scores(outputs):
+  return [score for output in outputs for score in output['scores']]
+
+
 def _schema_order_lines(schema):
   """The file's rows as lines in schema order (the CSV signature's)."""
   frame = pd.read_csv(PENGUINS, dtype=str, keep_default_na=False)
@@ -112,8 +116,7 @@ def test_the_exported_model_reads_served_na_as_missing(from_file, tmp_path):
   blanked = [','.join('' if c == 'NA' else c for c in lines[i].split(','))
              for i in with_na]
   empty = model.predict(blanked)
-  assert [p['scores'] for p in predicted] == pytest.approx(
-      [p['scores'] for p in empty], abs=1e-6)
+  assert _scores(predicted) == pytest.approx(_scores(empty), abs=1e-6)
   first = dict(frame.iloc[with_na[0]])
   del first['species'], first['year']
   instance = {k: (v if v == 'NA' or v == '' or k in ('island', 'sex') else
