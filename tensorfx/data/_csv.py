@@ -22,9 +22,9 @@ import threading
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _csvheader
-from tensorfx.data import _dataset
 from tensorfx.data import _csvrules
 from tensorfx.data import _paths
+from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._csvrules import parse_lines  # pylint: disable=unused-import
 from tensorfx.data._csvrules import read_rows
@@ -375,7 +375,7 @@ class CsvDataSet(DataSet):
   def __init__(self, schema, metadata=None, features=None, delimiter=',',
                skip_header=False, skip_bad_records=False, header=False,
                na_values=(), strip_cells=False, **sources):
-    _dataset.check_sources('CsvDataSet', sources, _OPTIONS, _dataset.is_paths,
+    _sourceargs.check_sources('CsvDataSet', sources, _OPTIONS, _sourceargs.is_paths,
                            'a path, pattern or list of them')
     if isinstance(na_values, str):
       na_values = [t for t in na_values.split(',') if t]

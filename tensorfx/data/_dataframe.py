@@ -8,8 +8,8 @@ the batch in one vectorized call.
 import numbers
 
 from tensorfx._errors import DataError
-from tensorfx.data import _dataset
 from tensorfx.data import _missing
+from tensorfx.data import _sourceargs
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
@@ -322,7 +322,7 @@ class DataFrameDataSet(DataSet):
 
   def __init__(self, schema=None, metadata=None, features=None, **sources):
     import pandas as pd
-    _dataset.check_sources(
+    _sourceargs.check_sources(
         'DataFrameDataSet', sources, ('schema', 'metadata', 'features'),
         lambda value: isinstance(value, pd.DataFrame), 'a pandas DataFrame')
     sources = {k: v for k, v in sources.items() if v is not None}

@@ -1,7 +1,6 @@
 """DataSet: a schema, a feature set, analysis results and named sources."""
 
 import copy
-import difflib
 import os
 
 from tensorfx._errors import DataError
@@ -15,42 +14,6 @@ from tensorfx.data._schema import Schema
 
 _METADATA_FILE = 'metadata.json'
 _TRANSFORM_FN_DIR = 'transform_fn'
-
-
-def check_sources(kind, sources, options, is_source, source_value):
-  """Raises a DataError for a keyword that is neither an option nor a source.
-
-  A data set takes its sources as keywords (`train=`, `eval=`), so a
-  misspelt option (`heade=True`) would become a source: it is refused when
-  its value is not a source's (`is_source(value)` is false), or when its
-  name is a near miss of an option's.
-
-  Args:
-    kind: the data set's class name, for the message.
-    sources: the keywords taken as sources, by name.
-    options: the names of the data set's options.
-    is_source: whether a value can be a source's (paths, a DataFrame).
-    source_value: what a source's value is, for the message.
-  """
-  for name, value in sources.items():
-    if value is None:
-      continue
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
-    if close or not is_source(value):
-      hint = f' (did you mean {close[0]}?)' if close else ''
-      raise DataError(
-          f'{kind} has no option {name!r}{hint}; its options are '
-          f'{", ".join(options)}, and any other keyword is a source '
-          f'(train=, eval=), whose value is {source_value}. '
-          f'Received: {name}={value!r}')
-
-
-def is_paths(value):
-  """Whether `value` can name files: a path, or a sequence of paths."""
-  if isinstance(value, (str, os.PathLike)):
-    return True
-  return isinstance(value, (list, tuple)) and all(
-      isinstance(v, (str, os.PathLike)) for v in value)
 
 
 class DataSource:

@@ -21,10 +21,10 @@ import threading
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
-from tensorfx.data import _dataset
 from tensorfx.data import _examplebatches
 from tensorfx.data import _examplescan
 from tensorfx.data import _paths
+from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
@@ -282,10 +282,10 @@ class ExamplesDataSet(DataSet):
 
   def __init__(self, schema, metadata=None, features=None, compression='auto',
                skip_bad_records=False, **sources):
-    _dataset.check_sources(
+    _sourceargs.check_sources(
         'ExamplesDataSet', sources, ('schema', 'metadata', 'features',
                                      'compression', 'skip_bad_records'),
-        _dataset.is_paths, 'a path, pattern or list of them')
+        _sourceargs.is_paths, 'a path, pattern or list of them')
     super().__init__(schema, metadata=metadata, features=features)
     _check_compression(compression)
     for name, paths in sources.items():

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from tensorfx._errors import DataError
-from tensorfx.data import _dataset
 from tensorfx.data import _missing
 from tensorfx.data import _paths
+from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
@@ -232,9 +232,9 @@ class ParquetDataSet(DataSet):
 
   def __init__(self, schema: Any, metadata: Any = None, features: Any = None,
                **sources: Any) -> None:
-    _dataset.check_sources('ParquetDataSet', sources,
+    _sourceargs.check_sources('ParquetDataSet', sources,
                            ('schema', 'metadata', 'features'),
-                           _dataset.is_paths,
+                           _sourceargs.is_paths,
                            'a path, pattern or list of them')
     super().__init__(schema, metadata=metadata, features=features)
     for name, paths in sources.items():
