@@ -165,9 +165,13 @@ class CsvDataSource(DataSource):
     ds = ds.repeat(epochs)
     # Batch first: one vectorized parse per batch, not one call per line.
     ds = ds.batch(batch_size)
-    parse = self._check_batch if self.skip_bad_records else self._decode_batch
+    check = self._check_batch if self.skip_bad_records else self._decode_batch
+    # The layouts are bound here: a traced function calls no Python method
+    # that reads files.
     if len(layouts) > 1:
-      parse = lambda lines, index, parse=parse: parse((lines, index))
+      parse = lambda lines, index: check((lines, index), layouts)
+    else:
+      parse = lambda lines: check(lines, layouts)
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     # Empty lines and skipped rows can leave a batch empty.
@@ -213,14 +217,14 @@ class CsvDataSource(DataSource):
         layouts.append(columns)
     return layouts or [None]
 
-  def _by_layout(self, parse, lines):
+  @staticmethod
+  def _by_layout(parse, lines, layouts):
     """`parse(lines, columns)` of a batch, per layout when files differ.
 
     Lines whose files share a layout are decoded together; the batch's
     rows come back grouped by layout.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    layouts = self._layout_list()
     if len(layouts) == 1:
       return parse(lines, layouts[0])
     lines, index = lines
@@ -228,14 +232,14 @@ class CsvDataSource(DataSource):
              for i, columns in enumerate(layouts)]
     return tf.nest.map_structure(lambda *t: tf.concat(t, axis=0), *parts)
 
-  def _decode_batch(self, lines):
+  def _decode_batch(self, lines, layouts=(None,)):
     """Decodes a batch as a hand-written pipeline would; fails on a bad row."""
     return self._by_layout(
         lambda batch, columns: _csvrules.decode_lines(
             batch, self.schema, self.delimiter, columns, self.strip_cells),
-        lines)
+        lines, layouts)
 
-  def _check_batch(self, lines):
+  def _check_batch(self, lines, layouts=(None,)):
     """Parses and checks each line; drops empty and bad ones, counting these."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -245,7 +249,7 @@ class CsvDataSource(DataSource):
                                       columns=columns, strip=self.strip_cells)
       return features, reasons, batch
 
-    features, reasons, lines = self._by_layout(parse, lines)
+    features, reasons, lines = self._by_layout(parse, lines, layouts)
     good = reasons == ''
     if not self._counting:
       return {k: tf.boolean_mask(v, good) for k, v in features.items()}
