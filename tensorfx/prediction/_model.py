@@ -184,6 +184,11 @@ class Model:
           if fill is None:
             raise DataError(self._missing(index, name, name in instance))
           value = fill
+        elif spec.dtype.is_integer and isinstance(value, float) and \
+            value.is_integer():
+          # A whole number written as a float (JSON, a Parquet float column
+          # that holds nulls): the integer it is.
+          value = int(value)
         values.append(value)
       try:
         columns[name] = tf.constant(values, spec.dtype)

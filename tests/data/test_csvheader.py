@@ -4,6 +4,7 @@ import collections
 import logging
 
 import apache_beam as beam
+from apache_beam.testing.util import assert_that
 import pytest
 
 from tensorfx import DataError
@@ -101,7 +102,7 @@ def test_the_analysis_reads_each_file_by_its_header(tmp_path):
     batches = dataset['train'].record_batches(pipeline)
     rows = (batches | beam.FlatMap(lambda b: b.to_pylist())
             | beam.combiners.ToList())
-    beam.testing.util.assert_that(rows, lambda got: _check_rows(got))
+    assert_that(rows, lambda got: _check_rows(got))
 
 
 def _check_rows(rows):

@@ -4,6 +4,7 @@ import collections
 import math
 
 import apache_beam as beam
+from apache_beam.testing.util import assert_that
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -87,7 +88,7 @@ def test_the_analysis_reads_arrow_record_batches(tmp_path):
     rows = (dataset['train'].record_batches(pipeline)
             | beam.FlatMap(lambda b: b.to_pylist())
             | beam.combiners.ToList())
-    beam.testing.util.assert_that(rows, _check_rows)
+    assert_that(rows, _check_rows)
 
 
 def _check_rows(rows):
