@@ -123,6 +123,17 @@ def test_the_exported_model_reads_served_na_as_missing(from_file, tmp_path):
                   float(v) if '.' in v else int(v)) for k, v in first.items()}
   assert model.predict([instance])[0]['scores'] == pytest.approx(
       empty[0]['scores'], abs=1e-6)
+  # The bare SavedModel reads an NA text feature as missing too.
+  import tensorflow as tf
+  signature = tf.saved_model.load(model.path).signatures['predict_features']
+  features = {'body_mass_g': tf.constant([3750, 3750], tf.int64),
+              'bill_length_mm': tf.constant([39.1, 39.1]),
+              'bill_depth_mm': tf.constant([18.7, 18.7]),
+              'flipper_length_mm': tf.constant([181, 181], tf.int64),
+              'island': tf.constant(['Torgersen', 'Torgersen']),
+              'sex': tf.constant(['NA', ''])}
+  scores = signature(**features)['scores'].numpy()
+  assert scores[0].tolist() == pytest.approx(scores[1].tolist(), abs=1e-6)
   # The tokens travel with the model: in its schema.yaml.
   exported = Schema.load(os.path.join(model.path, 'assets.extra',
                                       'schema.yaml'))
