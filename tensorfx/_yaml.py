@@ -10,6 +10,7 @@ must not pay for it (the command line answers `--help` without it).
 """
 
 import dataclasses
+import difflib
 import enum
 
 import yaml
@@ -301,6 +302,21 @@ class Where:
     """The located DataError for an `Invalid` raised building `container`."""
     return self.locate(container, invalid.path).error(
         invalid.problem, invalid.value, invalid.label)
+
+
+def did_you_mean(value, choices):
+  """' (did you mean X?)' for the choice closest to a misspelt `value`, or ''.
+
+  Example:
+    >>> did_you_mean('reel', ['integer', 'real', 'discrete'])
+    ' (did you mean real?)'
+  """
+  if not isinstance(value, str):
+    return ''
+  close = difflib.get_close_matches(value.strip().lower(),
+                                    [str(c) for c in choices], n=1,
+                                    cutoff=0.6)
+  return f' (did you mean {close[0]}?)' if close else ''
 
 
 def root(doc, source):

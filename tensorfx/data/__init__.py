@@ -13,6 +13,8 @@ from tensorfx.data._feature import Feature
 from tensorfx.data._featureset import FeatureSet
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.data._metadata import Metadata
+from tensorfx.data._parquet import ParquetDataSet
+from tensorfx.data._parquet import ParquetDataSource
 from tensorfx.data._protoformat import ProtoFormat
 from tensorfx.data._protos import ProtoDataSet
 from tensorfx.data._protos import ProtoDataSource
@@ -38,6 +40,8 @@ __all__ = [
     'ProtoDataSet',
     'ProtoDataSource',
     'ProtoFormat',
+    'ParquetDataSet',
+    'ParquetDataSource',
     'Schema',
     'SchemaField',
     'SchemaFieldType',

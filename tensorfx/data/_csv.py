@@ -18,23 +18,27 @@ analysis decodes byte ranges of the files with the same two functions
 """
 
 import threading
+from typing import Any
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
+from tensorfx.data import _csvheader
 from tensorfx.data import _csvrules
 from tensorfx.data import _paths
+from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._csvrules import parse_lines
 from tensorfx.data._csvrules import read_rows
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
+from tensorfx.data._schema import Schema
 
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
 
 
 class CsvDataSource(DataSource):
-  """CSV files (no header unless `skip_header`), columns in schema order.
+  """CSV files: columns in schema order, or named by each file's header.
 
   Example:
     >>> source = CsvDataSource('data/train-*.csv', schema, skip_header=True,
@@ -52,17 +56,30 @@ class CsvDataSource(DataSource):
       (as the original tensorfx's `CsvDataSource('data/*.csv')`). Files are
       not touched until read.
     delimiter: the one-character column delimiter.
-    skip_header: whether each file starts with a header line to skip.
+    skip_header: whether each file starts with a header line to skip (the
+      columns are in schema order all the same).
     skip_bad_records: whether bad rows are dropped (and counted in
       `bad_records`, and in the analysis log) instead of failing the job.
       Batches with dropped rows are smaller than the batch size.
+    header: whether the first line of each file names its columns: they
+      are matched to the schema's fields by name, in any order (each file
+      its own); columns the schema lacks are ignored (logged once).
+    strip_cells: whether spaces around each cell are dropped (files with
+      a space after each delimiter).
+
+  Missing-value tokens (`NA`, `?`) are the schema fields' `na_values`.
   """
 
   supports_skipping = True
 
   def __init__(self, paths, schema=None, delimiter=',', skip_header=False,
-               skip_bad_records=False):
+               skip_bad_records=False, header=False, strip_cells=False):
     super().__init__(paths, schema)
+    for name, flag in (('header', header), ('skip_header', skip_header),
+                       ('strip_cells', strip_cells)):
+      if not isinstance(flag, bool):
+        raise DataError(f'{name} must be True or False. Received: '
+                        f'{name}={flag!r}')
     if not isinstance(delimiter, str) or len(delimiter) != 1 or \
         delimiter in '"\n\r' or not delimiter.isascii():
       raise DataError('delimiter must be a single ASCII character other than '
@@ -73,7 +90,10 @@ class CsvDataSource(DataSource):
       raise DataError('skip_bad_records must be True or False. Received: '
                       f'skip_bad_records={skip_bad_records!r}')
     self.delimiter = delimiter
-    self.skip_header = skip_header
+    self.skip_header = skip_header or header
+    self.header = header
+    self.strip_cells = strip_cells
+    self._layouts = None
     self._counting = False
     self._bad_records = 0
     self._lock = threading.Lock()
@@ -128,13 +148,24 @@ class CsvDataSource(DataSource):
     files = self.files()
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
-    ds = tf.data.Dataset.from_tensor_slices(files)
+    layouts = self._layout_list()
+    if len(layouts) > 1:
+      # Each line carries the index of its file's layout, to decode by.
+      index = [layouts.index(self.columns_of(path)) for path in files]
+      ds = tf.data.Dataset.from_tensor_slices((files, index))
+
+      def lines_of(path: Any, layout: Any) -> Any:
+        return tf.data.Dataset.zip((
+            tf.data.TextLineDataset(path).skip(1),
+            tf.data.Dataset.from_tensors(layout).repeat()))
+    else:
+      ds = tf.data.Dataset.from_tensor_slices(files)
+      if self.skip_header:
+        lines_of = lambda path: tf.data.TextLineDataset(path).skip(1)  # type: ignore[assignment,misc]  # noqa: E731
+      else:
+        lines_of = tf.data.TextLineDataset
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
-    if self.skip_header:
-      lines_of = lambda path: tf.data.TextLineDataset(path).skip(1)
-    else:
-      lines_of = tf.data.TextLineDataset
     ds = ds.interleave(lines_of, cycle_length=min(len(files), _CYCLE_LENGTH),
                        num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=deterministic)
@@ -143,7 +174,14 @@ class CsvDataSource(DataSource):
     ds = ds.repeat(epochs)
     # Batch first: one vectorized parse per batch, not one call per line.
     ds = ds.batch(batch_size)
-    parse = self._check_batch if self.skip_bad_records else self._decode_batch
+    check = self._check_batch if self.skip_bad_records else self._decode_batch
+    # The layouts are bound here: a traced function calls no Python method
+    # that reads files.
+    parse: Any
+    if len(layouts) > 1:
+      parse = lambda lines, index: check((lines, index), layouts)  # noqa: E731
+    else:
+      parse = lambda lines: check(lines, layouts)  # noqa: E731
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=deterministic)
     # Empty lines and skipped rows can leave a batch empty.
@@ -151,15 +189,77 @@ class CsvDataSource(DataSource):
     ds = ds.filter(lambda batch: tf.size(batch[name]) > 0)
     return ds.prefetch(tf.data.AUTOTUNE)
 
-  def _decode_batch(self, lines):
-    """Decodes a batch as a hand-written pipeline would; fails on a bad row."""
-    return _csvrules.decode_lines(lines, self.schema, self.delimiter)
+  def with_paths(self, paths):
+    source = super().with_paths(paths)
+    source._layouts = None
+    return source
 
-  def _check_batch(self, lines):
+  def columns_of(self, path):
+    """The field name (or None: ignored) of each column of a file.
+
+    By its header with `header`; else None: the schema's fields in order.
+    """
+    if not self.header:
+      return None
+    if self._layouts is None:
+      self._layouts = {}
+      ignored: dict[str, Any] = {}
+      for file in self.files():
+        self._layouts[file], names = _csvheader.columns(
+            file, self.schema, self.delimiter)
+        for name in names:
+          ignored.setdefault(name, file)
+      if ignored:
+        logger.info('Ignoring the columns %s (not in the schema) of %s',
+                    ', '.join(map(repr, ignored)),
+                    ', '.join(sorted(set(ignored.values()))[:3]))
+    if path not in self._layouts:
+      self._layouts[path] = _csvheader.columns(path, self.schema,
+                                               self.delimiter)[0]
+    return self._layouts[path]
+
+  def _layout_list(self):
+    """The distinct column layouts of the files, in file order."""
+    layouts = []
+    for path in self.files():
+      columns = self.columns_of(path)
+      if columns not in layouts:
+        layouts.append(columns)
+    return layouts or [None]
+
+  @staticmethod
+  def _by_layout(parse, lines, layouts):
+    """`parse(lines, columns)` of a batch, per layout when files differ.
+
+    Lines whose files share a layout are decoded together; the batch's
+    rows come back grouped by layout.
+    """
+    import tensorflow as tf
+    if len(layouts) == 1:
+      return parse(lines, layouts[0])
+    lines, index = lines
+    parts = [parse(tf.boolean_mask(lines, tf.equal(index, i)), columns)
+             for i, columns in enumerate(layouts)]
+    return tf.nest.map_structure(lambda *t: tf.concat(t, axis=0), *parts)
+
+  def _decode_batch(self, lines, layouts=(None,)):
+    """Decodes a batch as a hand-written pipeline would; fails on a bad row."""
+    return self._by_layout(
+        lambda batch, columns: _csvrules.decode_lines(
+            batch, self.schema, self.delimiter, columns, self.strip_cells),
+        lines, layouts)
+
+  def _check_batch(self, lines, layouts=(None,)):
     """Parses and checks each line; drops empty and bad ones, counting these."""
     import tensorflow as tf
-    lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
-    features, reasons = parse_lines(lines, self.schema, self.delimiter)
+
+    def parse(batch, columns):
+      batch = tf.boolean_mask(batch, tf.strings.length(batch) > 0)
+      features, reasons = parse_lines(batch, self.schema, self.delimiter,
+                                      columns=columns, strip=self.strip_cells)
+      return features, reasons, batch
+
+    features, reasons, lines = self._by_layout(parse, lines, layouts)
     good = reasons == ''
     if not self._counting:
       return {k: tf.boolean_mask(v, good) for k, v in features.items()}
@@ -198,7 +298,8 @@ class CsvDataSource(DataSource):
     for path in self.files():
       try:
         for _ in read_rows(path, self.schema, self.delimiter,
-                           self.skip_header):
+                           self.skip_header, columns=self.columns_of(path),
+                           strip=self.strip_cells):
           pass
       except DataError as e:
         if isinstance(error, UnicodeDecodeError) and \
@@ -223,15 +324,22 @@ class CsvDataSource(DataSource):
           if text == record:
             try:
               _csvrules.parse_row(path, number, text, self.schema,
-                                  self.delimiter)
+                                  self.delimiter, self.columns_of(path),
+                                  self.strip_cells)
             except DataError as e:
               return str(e)
     return None
 
   def reading_options(self):
-    return dict(super().reading_options(), delimiter=self.delimiter,
-                skip_header=self.skip_header,
-                skip_bad_records=self.skip_bad_records)
+    options = dict(super().reading_options(), delimiter=self.delimiter,
+                   skip_header=self.skip_header,
+                   skip_bad_records=self.skip_bad_records)
+    # Only when set: analyses of earlier versions stay reusable.
+    if self.header:
+      options['header'] = True
+    if self.strip_cells:
+      options['strip_cells'] = True
+    return options
 
   def record_batches(self, pipeline, label='ReadCsv'):
     from tensorfx.data import _csvsplits
@@ -261,16 +369,45 @@ class CsvDataSet(DataSet):
       (or its `metadata.json`), a `Metadata`, or None to analyze on demand.
     features: a `FeatureSet` or the path of its YAML file.
     delimiter: the column delimiter of every source.
-    skip_header: whether each file starts with a header line.
+    skip_header: whether each file starts with a header line to skip
+      (columns in schema order).
     skip_bad_records: whether bad rows are skipped (and counted: each
       source's `bad_records`, the analysis log) instead of failing.
+    header: whether the first line of each file names its columns, matched
+      to the schema's fields by name in any order; other columns are
+      ignored. The exported model's CSV signature still takes lines in
+      schema order.
+    na_values: texts that stand for a missing value in every column (e.g.
+      `['NA']`, `['?']`), besides the empty cell: added to each field's
+      `na_values` (the schema's own, per field, stay), so the exported
+      model reads them as missing too.
+    strip_cells: whether spaces around each cell are dropped (`a, b, c`).
     **sources: named sources (`train=`, `eval=`, ...), each a path, pattern
       or list of them, or a `CsvDataSource` (its files and options, read by
       this dataset's schema).
+
+  Example (a file as R writes it: a header, `NA` for missing values):
+    >>> dataset = CsvDataSet('schema.yaml', train='penguins.csv',
+    ...                      header=True, na_values=['NA'],
+    ...                      features='features.yaml')
+
+  Raises:
+    DataError: a keyword is neither an option nor a source (`heade=True`).
   """
 
   def __init__(self, schema, metadata=None, features=None, delimiter=',',
-               skip_header=False, skip_bad_records=False, **sources):
+               skip_header=False, skip_bad_records=False, header=False,
+               na_values=(), strip_cells=False, **sources):
+    _sourceargs.check_sources('CsvDataSet', sources, _OPTIONS,
+                              _sourceargs.paths_or(CsvDataSource),
+                              'a path, pattern, list of them or a '
+                              'CsvDataSource')
+    if isinstance(na_values, str):
+      na_values = [t for t in na_values.split(',') if t]
+    if isinstance(schema, str):
+      schema = Schema.load(schema)
+    if isinstance(schema, Schema):
+      schema = schema.with_na_values(na_values)
     super().__init__(schema, metadata=metadata, features=features)
     for name, paths in sources.items():
       if paths is None:
@@ -283,4 +420,9 @@ class CsvDataSet(DataSet):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
       self._sources[name] = CsvDataSource(paths, self._reading_schema,
                                           delimiter, skip_header,
-                                          skip_bad_records)
+                                          skip_bad_records, header=header,
+                                          strip_cells=strip_cells)
+
+
+_OPTIONS = ('schema', 'metadata', 'features', 'delimiter', 'skip_header',
+            'skip_bad_records', 'header', 'na_values', 'strip_cells')

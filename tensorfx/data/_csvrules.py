@@ -6,8 +6,14 @@ schema (quoted fields may contain the delimiter), numeric cells must parse
 (surrounding spaces allowed; integers within 64 bits, reals finite as 32-bit
 floats), and an empty cell (nothing between the delimiters, or `""`) is a
 missing value: it takes the field's fill value (see `_missing`), or makes the
-record bad. Where a real field's missing values are imputed, a `nan` cell is
-missing too. Empty lines are not records. These are the rules of
+record bad. So is a cell equal to one of the field's `na_values` (e.g.
+`NA`). Where a real field's missing values are imputed, a `nan` cell is
+missing too. With `strip`, spaces around each cell are dropped first (a
+discrete value keeps them otherwise). Empty lines are not records.
+
+The columns of a line are the schema's fields in order, or, for a file with
+a header (see `_csvheader`), `columns`: a field name or None (a column
+ignored) per column, in the file's order. These are the rules of
 `tf.io.decode_csv` with typed defaults, which is what lets the fast
 TensorFlow reader (`CsvDataSource`) agree with these two.
 """
@@ -62,6 +68,34 @@ def empty_problem(field):
   return f'column {field.name!r} is empty; {_missing.hint(field)}'
 
 
+# Texts that often stand for a missing value (R, pandas, UCI, SQL dumps).
+_COMMON_TOKENS = ('NA', 'N/A', 'NaN', 'nan', '?', 'NULL', 'null', '\\N',
+                  'None', '-', '.')
+
+
+def token_hint(value):
+  """How to declare `value` missing, when it looks like a missing-value token."""
+  token = value.strip()
+  if token not in _COMMON_TOKENS:
+    return ''
+  return (f' (if {token} means a missing value, say so: na_values: '
+          f"['{token}'] in the schema, or --na-values {token})")
+
+
+def text_parsed(field, strip=False):
+  """Whether the fast reader decodes `field` as text and checks it itself.
+
+  `tf.io.decode_csv` knows the empty cell only: tokens and stripped text
+  are this module's rules.
+  """
+  return bool(field.na_values) or (strip and field.type.value == 'discrete')
+
+
+def _names(schema, columns):
+  """The field name (or None: ignored) of each column of a line."""
+  return tuple(columns) if columns is not None else schema.field_names
+
+
 def nan_is_missing(field):
   """Whether a `nan` cell of `field` is a missing value (not an error)."""
   return field.type.value == 'real' and _missing.imputed(field)
@@ -73,12 +107,21 @@ def dtype(field):
           'discrete': tf.string}[field.type.value]
 
 
-def decode_lines(lines, schema, delimiter=','):
+def decode_lines(lines, schema, delimiter=',', columns=None, strip=False):
   """Decodes a batch of lines as a hand-written pipeline would.
 
   One typed `tf.io.decode_csv` call (empty lines dropped): the fast reader.
-  A bad line fails the call (or the check that reals are finite); the
-  caller then finds it by these rules, in Python.
+  A bad line fails the call (or the check that reals are finite, or of a
+  field decoded as text: see `text_parsed`); the caller then finds it by
+  these rules, in Python.
+
+  Args:
+    lines: [B] string tensor.
+    schema: the `Schema`.
+    delimiter: the column delimiter.
+    columns: the field name (or None) of each column; default the schema's
+      fields in order.
+    strip: whether spaces around cells are dropped.
 
   Returns:
     A dict of [B'] tensors by field name, B' the non-empty lines.
@@ -87,17 +130,32 @@ def decode_lines(lines, schema, delimiter=','):
 
   from tensorfx.data import _validation
   lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
+  names = _names(schema, columns)
   defaults = []
-  for field in schema:
+  for name in names:
+    field = schema[name] if name is not None else None
+    if field is None or text_parsed(field, strip):
+      defaults.append(tf.constant([''], tf.string))
+      continue
     # An empty default tensor makes the field required.
     fill = _missing.fill_value(field)
     defaults.append(tf.constant([] if fill is None else [fill], dtype(field)))
-  columns = tf.io.decode_csv(lines, defaults, field_delim=delimiter,
+  decoded = tf.io.decode_csv(lines, defaults, field_delim=delimiter,
                              use_quote_delim=True)
-  features = {f.name: c for f, c in zip(schema, columns)}
+  features = {n: c for n, c in zip(names, decoded) if n is not None}
+  reasons = None
+  for field in schema:
+    if text_parsed(field, strip):
+      features[field.name], problem = _parse_column(
+          field, features[field.name], strip)
+      reasons = problem if reasons is None else tf.where(
+          reasons == '', problem, reasons)
+  if reasons is not None:
+    # Stateful: it runs without a dependency, as the check below.
+    _validation.assert_valid_records(reasons, lines)
   reals = []
   for field in schema:
-    if field.type.value != 'real':
+    if field.type.value != 'real' or text_parsed(field, strip):
       continue
     value = features[field.name]
     if nan_is_missing(field):
@@ -115,12 +173,13 @@ def decode_lines(lines, schema, delimiter=','):
   return features
 
 
-def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
+def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
+                columns=None, strip=False):
   """Parses a batch of CSV lines into raw features, in the graph.
 
   Args:
     lines: [B] string tensor.
-    schema: the `Schema`; lines hold its fields in order.
+    schema: the `Schema`; lines hold its fields in order (or `columns`).
     delimiter: the column delimiter.
     fields: the names of the fields to return (default all).
     optional: names of fields whose columns a line may leave out altogether
@@ -128,13 +187,17 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
       columns. A line has either all columns or none of these; where it
       leaves them out, their values are their fill values (or empty strings
       and zeros), without checks.
+    columns: the field name (or None: ignored) of each column, in the
+      file's order (a header's); not with `optional`.
+    strip: whether spaces around cells are dropped.
 
   Returns:
     `(features, reasons)`: a dict of [B] tensors, and [B] strings that are
     empty for good lines and say what is wrong with bad ones.
   """
   import tensorflow as tf
-  size = len(schema)
+  names = _names(schema, columns)
+  size = len(names)
   optional = set(optional)
   short_fields = [f for f in schema if f.name not in optional]
   short = len(short_fields)
@@ -160,7 +223,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
                                 tf.strings.as_string(counts)]), ''))
   good = reasons == ''
   # decode_csv fails a whole batch on one bad line: give it harmless ones.
-  columns = dict(zip([f.name for f in schema], tf.io.decode_csv(
+  columns = dict(zip(names, tf.io.decode_csv(
       tf.where(good & full, lines, delimiter * (size - 1)),
       record_defaults=[['']] * size, field_delim=delimiter,
       use_quote_delim=True)))
@@ -176,7 +239,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   for field in schema:
     if wanted is not None and field.name not in wanted:
       continue
-    value, problem = _parse_column(field, columns[field.name])
+    value, problem = _parse_column(field, columns[field.name], strip)
     if field.name in optional:
       # A line that leaves the column out has nothing to check there.
       problem = tf.where(full, problem, '')
@@ -185,10 +248,14 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=()):
   return features, reasons
 
 
-def _parse_column(field, column):
+def _parse_column(field, column, strip=False):
   import tensorflow as tf
   type_name = field.type.value
+  if strip:
+    column = tf.strings.strip(column)
   empty = tf.strings.length(column) == 0
+  for token in field.na_values:
+    empty |= tf.equal(column, token)
   if nan_is_missing(field):
     empty |= tf.strings.regex_full_match(column, _missing.NAN_TEXT)
   fill = _missing.fill_value(field)
@@ -230,7 +297,8 @@ def _parse_column(field, column):
 
 
 def read_rows(path, schema, delimiter=',', skip_header=False,
-              skip_bad_records=False, on_bad_record=None):
+              skip_bad_records=False, on_bad_record=None, columns=None,
+              strip=False):
   """Yields the rows of one CSV file as dicts of Python values.
 
   Streams the file (bounded memory); what finds the file and line of a bad
@@ -243,6 +311,8 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
     skip_header: whether the first line is a header.
     skip_bad_records: whether to skip bad rows instead of raising.
     on_bad_record: called with the message of each skipped row.
+    columns: the field name (or None) of each column (see `_csvheader`).
+    strip: whether spaces around cells are dropped.
 
   Raises:
     DataError: naming the file and line of the first bad row (unless
@@ -250,7 +320,7 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
   """
   for number, line in _lines(path, skip_header):
     try:
-      yield parse_row(path, number, line, schema, delimiter)
+      yield parse_row(path, number, line, schema, delimiter, columns, strip)
     except DataError as e:
       if not skip_bad_records:
         raise
@@ -270,7 +340,8 @@ def _lines(path, skip_header):
       yield number, line
 
 
-def parse_row(path, number, line, schema, delimiter):
+def parse_row(path, number, line, schema, delimiter, columns=None,
+              strip=False):
   """The values of one non-blank CSV line; DataError naming file and line."""
   if isinstance(line, bytes):
     try:
@@ -289,17 +360,22 @@ def parse_row(path, number, line, schema, delimiter):
                              strict=True))
   except csv.Error as e:
     raise DataError(f'{path}:{number}: {e}') from None
-  size = len(schema)
+  names = _names(schema, columns)
+  size = len(names)
   if len(values) != size:
     raise DataError(f'{path}:{number}: expected {size} columns, found '
                     f'{len(values)}')
-  return {field.name: _parse_value(field, value, path, number)
-          for field, value in zip(schema, values)}
+  cells = dict(zip(names, values))
+  return {field.name: _parse_value(field, cells[field.name], path, number,
+                                   strip)
+          for field in schema}
 
 
-def _parse_value(field, value, path, line):
+def _parse_value(field, value, path, line, strip=False):
   type_name = field.type.value
-  if not value or (nan_is_missing(field) and
+  if strip:
+    value = value.strip()
+  if not value or value in field.na_values or (nan_is_missing(field) and
                    re.fullmatch(_missing.NAN_TEXT, value)):
     fill = _missing.fill_value(field)
     if fill is None:
@@ -309,7 +385,8 @@ def _parse_value(field, value, path, line):
     return value
   if not re.fullmatch(_NUMBER[type_name], value, re.ASCII):
     raise DataError(f'{path}:{line}: column {field.name!r} is not '
-                    f'{_TYPE_NAMES[type_name]}: {value[:40]}')
+                    f'{_TYPE_NAMES[type_name]}: {value[:40]}'
+                    f'{token_hint(value)}')
   if type_name == 'real':
     number = float(value)
     # TensorFlow reads reals as float32, where larger ones round to inf.

@@ -51,9 +51,11 @@ def record_batches(source, pipeline, label='ReadCsv'):
   if len(ranges) > 1:
     # Spreads the ranges over workers (Create makes one bundle).
     elements |= f'{label}Spread' >> beam.Reshuffle()
+  # Headers are read here, once: each range decodes by its file's columns.
+  columns = {path: source.columns_of(path) for path in source.files()}
   return elements | f'{label}Decode' >> beam.ParDo(_DecodeRanges(
       source.schema, source.delimiter, source.skip_header,
-      source.skip_bad_records))
+      source.skip_bad_records, columns, source.strip_cells))
 
 
 def blocks(path, start, end, block_bytes=None):
@@ -123,9 +125,12 @@ def count_lines(path, end):
 class _DecodeRanges(beam.DoFn):
   """Byte ranges of CSV files -> RecordBatches, by the training reader."""
 
-  def __init__(self, schema, delimiter, skip_header, skip_bad_records):
+  def __init__(self, schema, delimiter, skip_header, skip_bad_records,
+               columns=None, strip=False):
     super().__init__()
     self._schema = schema
+    self._columns = columns or {}
+    self._strip = strip
     self._delimiter = delimiter
     self._skip_header = skip_header
     self._skip_bad_records = skip_bad_records
@@ -133,12 +138,17 @@ class _DecodeRanges(beam.DoFn):
         _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER)
 
   def setup(self):
-    self._parse = _parser(self._schema, self._delimiter,
-                          self._skip_bad_records)
+    self._parsers = {}
 
   def process(self, split):
     import tensorflow as tf
     path, start, end = split
+    columns = self._columns.get(path)
+    if columns not in self._parsers:
+      self._parsers[columns] = _parser(self._schema, self._delimiter,
+                                       self._skip_bad_records, columns,
+                                       self._strip)
+    self._parse = self._parsers[columns]
     first = _FirstLine(path)
     # Blocks decode in threads (TensorFlow releases the GIL), in order, a
     # few ahead of the one tf.Transform works on: every core is busy even
@@ -205,21 +215,22 @@ class _DecodeRanges(beam.DoFn):
         continue
       try:
         _csvrules.parse_row(path, first.number() + index, line, self._schema,
-                            self._delimiter)
+                            self._delimiter, self._columns.get(path),
+                            self._strip)
       except DataError as e:
         return str(e)
     message = str(getattr(error, 'message', error)).split('\n')[0]
     return f'{path}:{first.number()}: a line from here on is bad: {message}'
 
 
-# Traced parsers by (schema, delimiter, skipping): a runner makes a DoFn per
-# bundle, and tracing one costs more than decoding a block.
+# Traced parsers by (schema, delimiter, skipping, columns, strip): a runner
+# makes a DoFn per bundle, and tracing one costs more than decoding a block.
 _PARSERS: dict[Any, Any] = {}
 
 
-def _parser(schema, delimiter, skip_bad_records):
+def _parser(schema, delimiter, skip_bad_records, columns=None, strip=False):
   """The tf.function decoding a block of CSV lines (a scalar string)."""
-  key = (schema, delimiter, skip_bad_records)
+  key = (schema, delimiter, skip_bad_records, columns, strip)
   if key in _PARSERS:
     return _PARSERS[key]
   import tensorflow as tf
@@ -232,11 +243,13 @@ def _parser(schema, delimiter, skip_bad_records):
   if skip_bad_records:
     def parse(data):
       lines = lines_of(data)
-      features, reasons = _csvrules.parse_lines(lines, schema, delimiter)
+      features, reasons = _csvrules.parse_lines(
+          lines, schema, delimiter, columns=columns, strip=strip)
       return features, reasons, lines
   else:
     def parse(data):
-      return _csvrules.decode_lines(lines_of(data), schema, delimiter)
+      return _csvrules.decode_lines(lines_of(data), schema, delimiter,
+                                    columns, strip)
   _PARSERS[key] = tf.function(
       parse, input_signature=[tf.TensorSpec([], tf.string)], autograph=False)
   return _PARSERS[key]

@@ -9,6 +9,7 @@ import numbers
 
 from tensorfx._errors import DataError
 from tensorfx.data import _missing
+from tensorfx.data import _sourceargs
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
@@ -44,9 +45,12 @@ def _type_of_values(values, column):
 def infer_schema(frame):
   """A `Schema` for the columns of a DataFrame.
 
-  int columns are integer fields, float columns real ones; object, string,
-  category and bool columns are discrete. A column whose cells are lists is
-  a variable-length field (length 0) of its values' type.
+  int columns (nullable `Int64` too) are integer fields, float columns real
+  ones; object, string, category and bool columns are discrete. A column
+  whose cells are lists is a variable-length field (length 0) of its
+  values' type. As `tensorfx schema infer` does, a number column with holes
+  (NaN, None, `pd.NA`) gets `missing: mean`; a text column's holes are out
+  of vocabulary. So a DataFrame with holes trains as loaded.
 
   Example:
     >>> infer_schema(pd.DataFrame({'n': [1, 2], 'c': ['a', 'b']})).field_names
@@ -85,7 +89,10 @@ def infer_schema(frame):
     else:
       raise DataError(f'Column {name!r} has dtype {dtype}, which a schema '
                       'cannot describe; convert it, or drop it.')
-    fields.append(SchemaField(name, SchemaFieldType(kind), length=length))
+    missing = None
+    if length == 1 and kind != 'discrete' and column.isna().any():
+      missing = 'mean'
+    fields.append(SchemaField(name, SchemaFieldType(kind), length=length, missing=missing))
   if not fields:
     raise DataError('The DataFrame has no columns.')
   return Schema(fields)
@@ -148,6 +155,9 @@ class DataFrameDataSource(DataSource):
       return [self._cells(field, row, cell, where)
               for row, cell in column.items()]
     missing = column.isna().to_numpy()
+    if field.na_values and kind == 'discrete':
+      missing = missing | column.astype(object).isin(
+          field.na_values).to_numpy()
     if missing.any():
       fill = _missing.fill_value(field)
       if fill is None:
@@ -313,13 +323,16 @@ class DataFrameDataSet(DataSet):
   """
 
   def __init__(self, schema=None, metadata=None, features=None, **sources):
+    import pandas as pd
+    _sourceargs.check_sources(
+        'DataFrameDataSet', sources, ('schema', 'metadata', 'features'),
+        lambda value: isinstance(value, pd.DataFrame), 'a pandas DataFrame')
     sources = {k: v for k, v in sources.items() if v is not None}
     if schema is None:
       if not sources:
         raise DataError('DataFrameDataSet needs a schema or at least one '
                         'source to infer it from.')
       name, frame = next(iter(sources.items()))
-      import pandas as pd
       if not isinstance(frame, pd.DataFrame):
         raise DataError(f'Source {name!r} must be a pandas DataFrame. '
                         f'Received: {type(frame).__name__}')

@@ -24,6 +24,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _examplebatches
 from tensorfx.data import _examplescan
 from tensorfx.data import _paths
+from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._dataset import DataSource
@@ -293,6 +294,11 @@ class ExamplesDataSet(DataSet):
 
   def __init__(self, schema, metadata=None, features=None, compression='auto',
                skip_bad_records=False, **sources):
+    _sourceargs.check_sources(
+        'ExamplesDataSet', sources, ('schema', 'metadata', 'features',
+                                     'compression', 'skip_bad_records'),
+        _sourceargs.paths_or(ExamplesDataSource),
+        'a path, pattern, list of them or an ExamplesDataSource')
     super().__init__(schema, metadata=metadata, features=features)
     _check_compression(compression)
     for name, paths in sources.items():

@@ -93,9 +93,10 @@ class Feature:
     try:
       kind = FeatureType(self.type)
     except ValueError:
-      raise _yaml.Invalid(subject, ('type',), 'unknown feature type; '
-                          f'accepted types are {_accepted_types()}',
-                          self.type) from None
+      raise _yaml.Invalid(
+          subject, ('type',), 'unknown feature type'
+          f'{_yaml.did_you_mean(self.type, list(FeatureType))}; accepted '
+          f'types are {_accepted_types()}', self.type) from None
     object.__setattr__(self, 'type', kind)
     self._init_features(subject, kind)
     self._init_fields(subject, kind)

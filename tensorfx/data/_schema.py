@@ -10,7 +10,7 @@ from tensorfx.data._names import Names
 
 _IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _FIELD_KEYS = ('name', 'type', 'length', 'default', 'missing',
-               'description')
+               'na_values', 'description')
 # What a missing value of a field means (besides a constant `default`); see
 # tensorfx.data._missing.
 MISSING_POLICIES = ('mean', 'median', 'mode', 'zero', 'error')
@@ -87,6 +87,10 @@ class SchemaField:
       only; not with `default`. Without either, a missing discrete value is
       the empty string (out of every vocabulary) and a missing number an
       error.
+    na_values: the texts that stand for a missing value in this field's
+      CSV cells (and served CSV lines and dict values), besides the empty
+      cell: e.g. `['NA']` for files written by R or pandas, `['?']` for
+      the UCI repository's. Single-valued fields only.
     description: free text, for people.
 
   Raises:
@@ -98,6 +102,7 @@ class SchemaField:
   default: float | int | str | None = None
   description: str = ''
   missing: str | None = None
+  na_values: tuple[str, ...] = ()
 
   def __post_init__(self):
     subject = f'SchemaField {self.name!r}'
@@ -109,8 +114,9 @@ class SchemaField:
       kind = SchemaFieldType(self.type)
     except ValueError:
       raise _yaml.Invalid(
-          subject, ('type',), f'unknown field type; accepted types are '
-          f'{_accepted_types()}', self.type) from None
+          subject, ('type',), 'unknown field type'
+          f'{_yaml.did_you_mean(self.type, list(SchemaFieldType))}; '
+          f'accepted types are {_accepted_types()}', self.type) from None
     object.__setattr__(self, 'type', kind)
     if not _is_int(self.length) or self.length < 0:
       raise _yaml.Invalid(
@@ -135,6 +141,26 @@ class SchemaField:
       raise _yaml.Invalid(subject, ('description',),
                           'description must be a string', self.description)
     self._check_missing(subject, kind)
+    self._check_na_values(subject)
+
+  def _check_na_values(self, subject):
+    tokens = self.na_values
+    if isinstance(tokens, str):
+      tokens = (tokens,)
+    if isinstance(tokens, (list, tuple)):
+      # YAML reads -999 as a number; the cell is text.
+      tokens = tuple(str(t) if _is_int(t) or isinstance(t, float) else t
+                     for t in tokens)
+    if not isinstance(tokens, (list, tuple)) or not all(
+        isinstance(t, str) and t for t in tokens):
+      raise _yaml.Invalid(subject, ('na_values',), 'na_values must be a list '
+                          "of non-empty strings (quote them in YAML: 'NA')",
+                          self.na_values)
+    if tokens and self.length != 1:
+      raise _yaml.Invalid(subject, ('na_values',), 'na_values applies to '
+                          'single-valued fields (length 1)', self.na_values)
+    # Ordered, without repeats: equal schemas compare equal.
+    object.__setattr__(self, 'na_values', tuple(dict.fromkeys(tokens)))
 
   def _check_missing(self, subject, kind):
     missing = self.missing
@@ -142,8 +168,10 @@ class SchemaField:
       return
     policy = missing.strip().lower() if isinstance(missing, str) else missing
     if policy not in MISSING_POLICIES:
-      raise _yaml.Invalid(subject, ('missing',), 'missing must be one of '
-                          f'{", ".join(MISSING_POLICIES)}', missing)
+      raise _yaml.Invalid(
+          subject, ('missing',), 'unknown missing policy'
+          f'{_yaml.did_you_mean(missing, MISSING_POLICIES)}; missing must '
+          f'be one of {", ".join(MISSING_POLICIES)}', missing)
     if self.default is not None:
       raise _yaml.Invalid(subject, ('missing',), 'give either missing (a '
                           'policy) or default (a constant), not both',
@@ -211,6 +239,8 @@ class SchemaField:
       data['default'] = self.default
     if self.missing is not None:
       data['missing'] = self.missing
+    if self.na_values:
+      data['na_values'] = list(self.na_values)
     if self.description:
       data['description'] = self.description
     return data
@@ -339,8 +369,8 @@ default=None, description='', missing=None)
 
     Args:
       text: YAML: a mapping whose `fields` lists mappings with `name`,
-        `type` and optionally `length`, `default`, `missing` and
-        `description`.
+        `type` and optionally `length`, `default`, `missing`, `na_values`
+        and `description`.
       source: where the text came from, for error messages.
 
     Raises:
@@ -389,6 +419,23 @@ default=None, description='', missing=None)
       DataError: the file is missing or invalid; names the path.
     """
     return cls.parse(_yaml.read_text(path), source=str(path))
+
+  def with_na_values(self, tokens):
+    r"""This schema with `tokens` among every single-valued field's na_values.
+
+    What a data set's `na_values=` does: one convention for every column.
+
+    Example:
+      >>> Schema.parse('fields:\\n- name: x\\n  type: real\\n').with_na_values(
+      ...     ['NA'])['x'].na_values
+      ('NA',)
+    """
+    tokens = tuple(tokens or ())
+    if not tokens:
+      return self
+    return Schema([
+        dataclasses.replace(f, na_values=f.na_values + tokens)
+        if f.length == 1 else f for f in self._fields])
 
   def to_dict(self):
     """The YAML mapping of the schema."""

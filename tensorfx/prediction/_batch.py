@@ -24,7 +24,7 @@ from tensorfx.prediction import _protorecords
 from tensorfx.prediction import _reader
 from tensorfx.prediction import _writer
 
-INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
+INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json', 'parquet')
 OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 
 
@@ -70,7 +70,8 @@ def predict_files(model, inputs, output='-', input_format='auto',
     inputs: a path, pattern, comma-separated list or a list of them, local
       or `gs://`; '-' reads stdin (lines).
     output: the output file ('-': stdout, JSON lines).
-    input_format: 'tfrecord', 'csv', 'json', or 'auto': by each file's
+    input_format: 'tfrecord', 'csv', 'json', 'parquet' (each row a dict
+      instance, null values missing), or 'auto': by each file's
       name (`.tfrecord[.gz]`, `.csv`, `.json[l]`); other names and stdin
       are lines, each JSON (an object) or CSV.
     output_format: 'tfrecord', 'json', or 'auto': TFRecord for a

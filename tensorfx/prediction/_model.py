@@ -96,8 +96,9 @@ class Model:
         fields in schema order, target columns optional), dicts of raw
         values by field name, or serialized `tf.train.Example` protos
         (`bytes`, or `tf.train.Example` objects). A missing value (an empty
-        cell, an absent key or feature, None or NaN) means what the schema
-        says it means, as in training.
+        cell, an absent key or feature, None or NaN, or a text among the
+        field's `na_values`, such as `NA`) means what the schema says it
+        means, as in training.
 
     Returns:
       One dict of outputs per instance, with plain Python values: for
@@ -150,6 +151,11 @@ class Model:
     field = self.schema[name]
     return '' if field.multivalent else _missing.fill_value(field)
 
+  def _token(self, name, value):
+    """Whether `value` is one of the field's missing-value texts (`NA`)."""
+    return (isinstance(value, str) and self.schema is not None and
+            name in self.schema and value in self.schema[name].na_values)
+
   def _missing(self, index, name, present):
     what = ('feature {!r} has no value (None, NaN or "")' if present else
             'missing feature {!r}')
@@ -174,10 +180,16 @@ class Model:
       for index, instance in enumerate(instances, start=1):
         value = instance.get(name)
         if value is None or (isinstance(value, float) and math.isnan(value)) \
-            or (value == '' and spec.dtype != tf.string):
+            or (value == '' and spec.dtype != tf.string) or \
+            self._token(name, value):
           if fill is None:
             raise DataError(self._missing(index, name, name in instance))
           value = fill
+        elif spec.dtype.is_integer and isinstance(value, float) and \
+            value.is_integer():
+          # A whole number written as a float (JSON, a Parquet float column
+          # that holds nulls): the integer it is.
+          value = int(value)
         values.append(value)
       try:
         columns[name] = tf.constant(values, spec.dtype)

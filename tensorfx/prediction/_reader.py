@@ -1,7 +1,9 @@
 """The input of batch prediction: files read a batch of records at a time.
 
-TFRecord files of tf.Example (optionally GZIP or ZLIB), CSV lines and JSON
-lines, each format told by the file's name unless given; stdin is lines.
+TFRecord files of tf.Example (optionally GZIP or ZLIB), CSV lines, JSON
+lines and Parquet files (each row an instance by column name, a null a
+missing value), each format told by the file's name unless given; stdin is
+lines.
 Records are read in input order, each with its place (for messages) and
 its size on disk (for progress).
 """
@@ -20,6 +22,7 @@ TFRECORD = re.compile(r'\.(tfrecords?|tfr)(\.(gz|gzip|zz|zlib))?$',
                       re.IGNORECASE)
 _JSON = re.compile(r'\.(jsonl?|ndjson)$', re.IGNORECASE)
 _CSV = re.compile(r'\.csv$', re.IGNORECASE)
+_PARQUET = re.compile(r'\.(parquet|pq)$', re.IGNORECASE)
 
 
 @dataclasses.dataclass
@@ -44,6 +47,8 @@ def _format_of(path, input_format):
     return 'json'
   if _CSV.search(path):
     return 'csv'
+  if _PARQUET.search(path):
+    return 'parquet'
   return 'lines'
 
 
@@ -71,6 +76,8 @@ def batches(paths, input_format, compression, batch_size):
     if kind == 'tfrecord':
       yield from _tfrecord_batches(path, compression_of(path, compression),
                                    batch_size)
+    elif kind == 'parquet':
+      yield from _parquet_batches(path, batch_size)
     else:
       yield from _text_batches(path, kind, batch_size)
 
@@ -95,6 +102,28 @@ def _tfrecord_batches(path, compression, batch_size):
       batch.append(_Record('example', value, f'{path}: record {number}',
                            len(value) + 16))
     yield batch
+
+
+def _parquet_batches(path, batch_size):
+  """Each row of a Parquet file as a dict instance (null: a missing value)."""
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  import tensorflow as tf
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  try:
+    reader = pq.ParquetFile(pa.BufferReader(data))
+  except (OSError, pa.ArrowException) as e:
+    raise DataError(f'{path}: not a Parquet file: {e}') from None
+  # Progress counts bytes: each row its share of the file.
+  size = len(data) // max(reader.metadata.num_rows, 1)
+  number = 0
+  for batch in reader.iter_batches(batch_size=batch_size):
+    records = []
+    for row in batch.to_pylist():
+      number += 1
+      records.append(_Record('json', row, f'{path}: row {number}', size))
+    yield records
 
 
 def _text_batches(path, kind, batch_size):

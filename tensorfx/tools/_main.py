@@ -17,6 +17,7 @@ _COMMANDS = {
     'export': 'tensorfx.tools._export',
     'predict': 'tensorfx.tools._predict',
     'analyze': 'tensorfx.tools._analyze',
+    'schema': 'tensorfx.tools._schema',
     'submit': 'tensorfx.tools._submit',
     'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',

@@ -8,7 +8,7 @@ CSV or JSON lines), the same records out with the predictions added
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _train
 
-_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
+_FORMATS = ('auto', 'tfrecord', 'csv', 'json', 'parquet')
 _OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 
 
@@ -58,7 +58,8 @@ def add_parser(commands):
   parser.add_argument('--format', type=str.lower, choices=_FORMATS,
                       default='auto',
                       help='the input format (default: by each file\'s '
-                      'name: .tfrecord[.gz], .csv, .json[l]; others and '
+                      'name: .tfrecord[.gz], .csv, .json[l], .parquet (rows '
+                      'by column name, nulls missing); others and '
                       'stdin are lines, each JSON or CSV)')
   parser.add_argument('--output-format', type=str.lower,
                       choices=_OUTPUT_FORMATS, default='auto',

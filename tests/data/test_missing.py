@@ -308,8 +308,8 @@ def test_the_analysis_names_the_line_of_a_missing_target(tmp_path):
      "missing: mean needs a numeric field; 'x' is discrete (use mode, or a "
      "default). Received: missing='mean'"),
     ({'type': 'real', 'missing': 'average'},
-     'missing must be one of mean, median, mode, zero, error. Received: '
-     "missing='average'"),
+     'unknown missing policy; missing must be one of mean, median, mode, '
+     "zero, error. Received: missing='average'"),
     ({'type': 'real', 'missing': 'mean', 'default': 0.0},
      'give either missing (a policy) or default (a constant), not both. '
      "Received: missing='mean'"),

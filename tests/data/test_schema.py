@@ -190,7 +190,7 @@ def test_schema_constructor_rejects_duplicates():
     ('fields:\n- name: a\n  type: real\n  size: 2\n  shape: 3\n',
      "schema.yaml:4: fields[0].size: unknown keys 'size', 'shape' in a "
      'field; accepted keys are name, type, length, default, missing, '
-     'description. Received: size=2'),
+     'na_values, description. Received: size=2'),
     ('fields:\n- name: a\n  type: real\n  type: integer\n',
      "schema.yaml:4:3: invalid YAML: found duplicate key 'type'."),
     ('fields:\n- name: a\n  type: [real\n',

@@ -71,3 +71,40 @@ def test_analyze_with_a_header_delimiter_and_bad_rows(tmp_path, capsys):
   assert 'Skipped 1 bad records of train' in messages
   assert (f"Skipping a bad record: {path}:5: column 'sepal_length' is not a "
           'real number: wide') in messages
+
+
+def test_parquet_files_are_told_by_their_names():
+  assert data_format(['a.parquet', 'b-*.parquet']) == 'parquet'
+  assert data_format(['a.data'], 'parquet') == 'parquet'
+
+
+def test_analyze_a_published_csv_by_its_header_and_tokens(tmp_path, capsys):
+  # Columns in another order, one more, a space after each comma, NA cells.
+  path = tmp_path / 'iris.csv'
+  path.write_text('id, ' + ', '.join(reversed(NAMES)) + '\n' + ''.join(
+      f'{i}, ' + ', '.join(map(str, reversed(row))) + '\n'
+      for i, row in enumerate(ROWS)) + '9, NA, 1.5, 3, 2.5, virginica\n')
+  schema = tmp_path / 'schema.yaml'
+  schema.write_text(open(SCHEMA).read().replace(
+      'type: real', 'type: real\n  missing: mean'))
+  code = main(['analyze', '--data-train', str(path), '--header',
+               '--na-values', 'NA,?', '--strip-cells',
+               '--data-schema', str(schema), '--data-features', FEATURES,
+               '--output', str(tmp_path / 'analysis')])
+  assert code == 0
+  assert 'Analyzed 4 instances' in capsys.readouterr().out
+  metadata = json.loads((tmp_path / 'analysis' / 'metadata.json').read_text())
+  assert metadata['fields']['petal_width']['missing'] == 1
+  assert metadata['fields']['species']['vocabulary']['virginica'] == 2
+
+
+def test_analyze_parquet(tmp_path, capsys):
+  import pyarrow as pa
+  import pyarrow.parquet as pq
+  columns = {name: [row[i] for row in ROWS] for i, name in enumerate(NAMES)}
+  pq.write_table(pa.table(columns), tmp_path / 'train.parquet')
+  code = main(['analyze', '--data-train', str(tmp_path / 'train.parquet'),
+               '--data-schema', SCHEMA, '--data-features', FEATURES,
+               '--output', str(tmp_path / 'analysis')])
+  assert code == 0
+  assert 'Analyzed 3 instances' in capsys.readouterr().out

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tensorfx.data import _csv
 from tensorfx.data import _listtext
+from tensorfx.data import _missing
 from tensorfx.data import _transforms
 from tensorfx.data import _validation
 from tensorfx.data._featuretypes import FeatureType
@@ -77,7 +78,7 @@ def build(builder):
 
   @tf.function(input_signature=[feature_signature])
   def predict_features(raw):
-    return predict(_listtext.parse_lists(raw, schema))
+    return predict(_listtext.parse_lists(_na_texts(raw, serving), schema))
 
   signatures = {
       'serving_default': predict_csv.get_concrete_function(),
@@ -97,3 +98,22 @@ def build(builder):
       for index in table.index_tables]
   return _interfaces.PredictionInterface(signatures=signatures,
                                          module=module)
+
+
+def _na_texts(raw, fields):
+  """Text features equal to one of their field's `na_values` made missing.
+
+  A served `NA` is missing, as the CSV lines it was trained from said; a
+  number tensor cannot hold one.
+  """
+  raw = dict(raw)
+  for field in fields:
+    fill = _missing.fill_value(field)
+    if not field.na_values or field.type.value != 'discrete' or \
+        fill is None or field.multivalent:
+      continue
+    value = raw[field.name]
+    token = tf.reduce_any(tf.equal(value[:, None],
+                                   tf.constant(list(field.na_values))), axis=1)
+    raw[field.name] = tf.where(token, fill, value)
+  return raw

@@ -18,7 +18,7 @@ from tensorfx.training import _listflags
 from tensorfx.training._settings import _section
 
 # As `tensorfx.prediction.predict_files` takes them (without importing it).
-INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json')
+INPUT_FORMATS = ('auto', 'tfrecord', 'csv', 'json', 'parquet')
 OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 
 
