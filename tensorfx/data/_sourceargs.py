@@ -32,7 +32,14 @@ def check_sources(kind: str, sources: Mapping[str, Any],
     if value is None:
       continue
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.8)
-    if close or not is_source(value):
+    if not close and not is_source(value):
+      # A source's name with a wrong value (train=[1, 2]), or an option
+      # spelt unlike any: say both.
+      raise DataError(
+          f'Source {name!r} must be {source_value}. Received: '
+          f'{type(value).__name__} ({name}={value!r}). {kind}\'s options '
+          f'are {", ".join(options)}; any other keyword is a source.')
+    if close:
       hint = f' (did you mean {close[0]}?)' if close else ''
       raise DataError(
           f'{kind} has no option {name!r}{hint}; its options are '

@@ -240,7 +240,9 @@ BAD_RECORDS = [
     ('b,2,2,2', 'expected 3 columns, found 4'),
     ('"b,c",2', 'expected 3 columns, found 2'),
     ('b,two,2', "column 'x' is not a real number: two"),
-    ('b,nan,2', "column 'x' is not a real number: nan"),
+    ('b,nan,2', "column 'x' is not a real number: nan (if nan means a "
+     "missing value, say so: na_values: ['nan'] in the schema, or "
+     '--na-values nan)'),
     ('b,2,2.5', "column 'n' is not an integer: 2.5"),
     ('b,2,99999999999999999999',
      "column 'n' is out of the 64-bit integer range: 99999999999999999999"),
