@@ -122,6 +122,11 @@ class DataSet:
   def __init__(self, schema, metadata=None, features=None):
     if isinstance(schema, str):
       schema = Schema.load(schema)
+    if schema is None:
+      # Most often a trainer's --data-schema left out: name the flag too.
+      raise DataError('The data needs its schema: give --data-schema PATH '
+                      '(a schema YAML file) on the command line, or schema= '
+                      'in Python. Received: schema=None')
     if not isinstance(schema, Schema):
       raise DataError('schema must be a Schema or the path of a schema YAML '
                       f'file. Received: schema={schema!r}')

@@ -58,6 +58,7 @@ class ModelTrainer:
     """The training `Configuration`."""
     return self._config
 
+  @_logging.guard_root()
   def train(self, model_builder: Any, output: str) -> Any:
     """Runs training for this process's role.
 
@@ -131,6 +132,7 @@ class ModelTrainer:
       _exit_task(config)
     return model
 
+  @_logging.guard_root()
   def evaluate(self, model_builder: Any, output: str,
                checkpoint: Optional[str] = None) -> Dict[str, Any]:
     """Evaluates a checkpoint on the validation targets, without training.
@@ -161,6 +163,7 @@ class ModelTrainer:
     return _actions.evaluate(model_builder, output, checkpoint,
                              self._callbacks)
 
+  @_logging.guard_root()
   def export(self, model_builder: Any, output: str,
              checkpoint: Optional[str] = None,
              directory: Optional[str] = None) -> Any:
