@@ -21,7 +21,7 @@ import contextlib
 import difflib
 import re
 import sys
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 _UNRECOGNIZED = re.compile(r'^unrecognized arguments: (.*)$')
 _CHOICE = re.compile(r"^argument (\S+): invalid choice: '([^']*)'")
@@ -29,7 +29,7 @@ _CHOICE = re.compile(r"^argument (\S+): invalid choice: '([^']*)'")
 
 # The command the user typed (`tensorfx train`), while a tensorfx command
 # runs a trainer in this process; None otherwise.
-_program: Optional[str] = None
+_program: str | None = None
 
 # A usage longer than this is summed up in one line.
 _USAGE_WIDTH = 100

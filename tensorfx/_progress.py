@@ -21,7 +21,8 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 # Seconds between redraws: the eye needs no more, the terminal no less.
 DRAW_SECS = 0.1
@@ -39,7 +40,7 @@ def bar(fraction: float) -> str:
   return f'[{"=" * filled}{"." * (_BAR_WIDTH - filled)}]'
 
 
-def eta(elapsed: float, fraction: Optional[float]) -> str:
+def eta(elapsed: float, fraction: float | None) -> str:
   """`'  eta M:SS'`, from the time a share took, or '' when unknown.
 
   Example:
@@ -52,7 +53,7 @@ def eta(elapsed: float, fraction: Optional[float]) -> str:
   return f'  eta {int(left // 60)}:{int(left % 60):02d}'
 
 
-def rate(value: Optional[float]) -> str:
+def rate(value: float | None) -> str:
   """A rate with thousands separators, '-' when unknown."""
   return '-' if value is None else f'{value:,.0f}'
 
@@ -71,14 +72,14 @@ class StatusLine:
     enabled: False draws nothing (a replica that is not the chief).
   """
 
-  def __init__(self, stream: Optional[TextIO] = None,
+  def __init__(self, stream: TextIO | None = None,
                enabled: bool = True) -> None:
     self._stream = stream
     isatty: Callable[[], bool] = getattr(self._out(), 'isatty',
                                          lambda: False)
     self.live = bool(enabled and isatty())
     self._shown = False
-    self._text: Optional[str] = None
+    self._text: str | None = None
     self._last = 0.0
     self._lock = threading.RLock()
     self._start = time.monotonic()
@@ -120,7 +121,7 @@ class StatusLine:
       except (OSError, ValueError):  # The stream is gone: nothing shows.
         pass
 
-  def close(self, final: Optional[str] = None) -> None:
+  def close(self, final: str | None = None) -> None:
     """Ends the line, leaving its last text (or `final`) shown.
 
     A line a log record cleared is drawn again, below the records.
@@ -147,7 +148,7 @@ class _RecordHook:
 
   def __init__(self) -> None:
     self._lines: list[StatusLine] = []
-    self._saved: Optional[Callable[..., logging.LogRecord]] = None
+    self._saved: Callable[..., logging.LogRecord] | None = None
     self._lock = threading.Lock()
 
   def add(self, line: StatusLine) -> None:

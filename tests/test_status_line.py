@@ -109,7 +109,8 @@ def test_the_status_line_parts():
 
 
 def test_off_a_terminal_nothing_is_drawn():
-  line = _progress.StatusLine(stream=open(os.devnull, 'w'))
-  assert not line.live
-  line.draw('x')
-  line.close()
+  with open(os.devnull, 'w') as stream:
+    line = _progress.StatusLine(stream=stream)
+    assert not line.live
+    line.draw('x')
+    line.close()

@@ -21,7 +21,8 @@ console lists under the same display name.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tensorfx._logging import logger
 from tensorfx.cloud._errors import CloudError

@@ -41,7 +41,8 @@ def test_staging_survives_throttling_errors_and_resets(
   assert cloud.exists(uri, emulator)
   emulator_faults.extend(FAULTS)
   back = cloud.download(uri, tmp_path / 'back.tar.gz', emulator)
-  assert open(back, 'rb').read() == b'the package'
+  with open(back, 'rb') as f:
+    assert f.read() == b'the package'
 
 
 def test_submit_and_follow_survive_failures_of_every_call(
