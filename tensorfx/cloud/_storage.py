@@ -6,7 +6,9 @@ that the staging bucket exists before anything is built or sent, and
 uploading the trainer's source distribution. That is done here with the
 `google-cloud-storage` client, which (unlike TensorFlow's built-in `gs://`
 filesystem) can be pointed at a local emulator. Every call is retried
-while it fails transiently (`_retry`).
+while it fails transiently by `_retry`, the one policy of every cloud call
+(the client's own retries are turned off: not two policies, one inside the
+other).
 
 The client uses the application default credentials. When
 `STORAGE_EMULATOR_HOST` is set (a local GCS-API server such as
@@ -131,7 +133,7 @@ def check_bucket(bucket, client=None, what='staging bucket'):
   storage = client or storage_client()
   try:
     _retry.call(f'Cloud Storage: checking bucket gs://{name}',
-                storage.get_bucket, name)
+                storage.get_bucket, name, retry=None)
   except exceptions.NotFound:
     raise ConfigurationError(
         f'{what} gs://{name} does not exist. Create it (gcloud storage '
@@ -184,7 +186,7 @@ def upload(local_path, gcs_uri, client=None):
     # A whole upload again: it replaces the object, so it may repeat.
     _retry.call(f'Cloud Storage: uploading {local_path} to {gcs_uri}',
                 storage.bucket(bucket).blob(path).upload_from_filename,
-                local_path)
+                local_path, retry=None)
   except exceptions.GoogleAPIError as e:
     raise _failed(f'uploading {local_path} to {gcs_uri}', e) from None
   return gcs_uri
@@ -217,7 +219,7 @@ def download(gcs_uri, local_path, client=None):
   try:
     _retry.call(f'Cloud Storage: downloading {gcs_uri}',
                 storage.bucket(bucket).blob(path).download_to_filename,
-                local_path)
+                local_path, retry=None)
   except exceptions.NotFound:
     if os.path.exists(local_path):
       os.remove(local_path)  # The client leaves an empty file behind.
@@ -287,7 +289,8 @@ def list_uris(prefix, client=None):
     return _retry.call(
         f'Cloud Storage: listing {prefix}',
         lambda: sorted(f'gs://{bucket}/{blob.name}' for blob in
-                       storage.list_blobs(bucket, prefix=path or None)))
+                       storage.list_blobs(bucket, prefix=path or None,
+                                          retry=None)))
   except exceptions.GoogleAPIError as e:
     raise _failed(f'listing {prefix}', e) from None
 
@@ -309,6 +312,7 @@ def exists(gcs_uri, client=None):
   try:
     found = storage.bucket(bucket) if not path else \
         storage.bucket(bucket).blob(path)
-    return _retry.call(f'Cloud Storage: checking {gcs_uri}', found.exists)
+    return _retry.call(f'Cloud Storage: checking {gcs_uri}', found.exists,
+                       retry=None)
   except exceptions.GoogleAPIError as e:
     raise _failed(f'checking {gcs_uri}', e) from None
