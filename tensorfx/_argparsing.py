@@ -1,18 +1,60 @@
 """An argument parser that suggests what a mistyped flag or command meant.
 
 `tensorfx trian` and `--batch-sise 8` get "did you mean" with the closest
-names, as git and pip do; otherwise it is `argparse.ArgumentParser`.
+names, as git and pip do; otherwise it is `argparse.ArgumentParser`. An
+error prints two lines, never the whole usage: a one-line usage, then the
+error with its suggestion, last, where the eye lands:
+
+    usage: tensorfx train [options] (tensorfx train --help lists them)
+    tensorfx train: error: unrecognized arguments: --batch-sise 8
+    (--batch-sise: did you mean --batch-size or --eval-batch-size?)
+
+A trainer that `tensorfx train` (or predict, evaluate...) runs parses its
+flags under the name the user typed (`program()`), not `trainer.py`.
 
 This module must not import TensorFlow (the command line's `--help`
 answers without it).
 """
 
 import argparse
+from collections.abc import Iterator
+import contextlib
 import difflib
 import re
+import sys
 
 _UNRECOGNIZED = re.compile(r'^unrecognized arguments: (.*)$')
 _CHOICE = re.compile(r"^argument (\S+): invalid choice: '([^']*)'")
+
+
+# The command the user typed (`tensorfx train`), while a tensorfx command
+# runs a trainer in this process; None otherwise.
+_program: str | None = None
+
+# A usage longer than this is summed up in one line.
+_USAGE_WIDTH = 100
+
+
+@contextlib.contextmanager
+def program(name: str) -> Iterator[None]:
+  """Names the program in trainers' usage and errors during a block.
+
+  Example:
+    >>> with program('tensorfx train'):
+    ...   program_name('trainer.py')
+    'tensorfx train'
+  """
+  global _program  # noqa: PLW0603  (one program name per process, set for a block)
+  saved, _program = _program, name
+  try:
+    yield
+  finally:
+    _program = saved
+
+
+def program_name(default: str) -> str:
+  """The name a trainer's parser shows: `program()`'s, else `default`."""
+  return _program or default
 
 
 class SuggestingParser(argparse.ArgumentParser):
@@ -23,12 +65,22 @@ class SuggestingParser(argparse.ArgumentParser):
     >>> parser.add_argument('--batch-size', type=int)
     >>> parser.parse_args(['--batch-sise', '8'])
     usage: trainer [-h] [--batch-size BATCH_SIZE]
-    trainer: error: unrecognized arguments: --batch-sise 8 (did you mean
-    --batch-size?)
+    trainer: error: unrecognized arguments: --batch-sise 8 (--batch-sise:
+    did you mean --batch-size?)
   """
 
   def error(self, message):
-    super().error(message + suggest(self, message))
+    self._print_message(usage_line(self) + '\n', sys.stderr)
+    self.exit(2, f'{self.prog}: error: {message}'
+              f'{suggest(self, message)}\n')
+
+
+def usage_line(parser: argparse.ArgumentParser) -> str:
+  """argparse's usage when it fits one line, else a one-line summary."""
+  usage = ' '.join(parser.format_usage().split())
+  if len(usage) <= _USAGE_WIDTH:
+    return usage
+  return f'usage: {parser.prog} [options] ({parser.prog} --help lists them)'
 
 
 def suggest(parser, message):

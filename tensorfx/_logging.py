@@ -141,12 +141,15 @@ def guard_root():
   """Keeps the root logger's handlers as they were during a block.
 
   Beam's `PipelineOptions` and `Pipeline`, and absl's logging functions
-  (which tf.Transform and tfx-bsl call), run `logging.basicConfig()`, which
-  gives the root logger a handler when it has none: afterwards every
+  (which tf.Transform and tfx-bsl call, e.g. when training reads the
+  transform's output to size the cache), run `logging.basicConfig()`,
+  which gives the root logger a handler when it has none: afterwards every
   record of the process would print in Python's bare format, tensorfx's
   twice. While the root logger has no handler of the program's own, this
   gives it one of tensorfx's, so those calls do nothing, and removes it
-  at the end.
+  at the end. A library leaves the root logger as it found it: every
+  public entry point that may reach those libraries (training, evaluation,
+  export, analysis, prediction) runs inside it; it is also a decorator.
 
   Example:
     >>> with guard_root():

@@ -176,3 +176,22 @@ def test_configure_sets_tensorfx_and_library_levels_not_roots():
   finally:
     for name, level in saved.items():
       logging.getLogger(name).setLevel(level)
+
+
+def test_the_python_api_leaves_a_bare_root_logger_bare(
+    iris_dataset_factory, tmp_path, monkeypatch):
+  # No handler on the root logger, as in a program that set up no logging
+  # (pytest's own are taken away for the test). absl's logging functions,
+  # which tfx-bsl calls while training sizes its cache, would add one.
+  from conftest import iris_args
+  from tensorfx import training
+  from tensorfx.models import nn
+  root = logging.getLogger()
+  monkeypatch.setattr(root, 'handlers', [])
+  args, job = nn.FeedForwardClassificationArguments.parse(
+      iris_args(tmp_path / 'out', '--max-steps', '3'), parse_job=True)
+  model = training.ModelTrainer().train(
+      nn.FeedForwardClassification(args, iris_dataset_factory()), job)
+  assert root.handlers == []
+  assert model.predict(['6.3,3.3,6,2.5'])[0]['label']
+  assert root.handlers == []

@@ -11,7 +11,9 @@ REST transport against the region's endpoint
 (`REGION-aiplatform.googleapis.com`) with the application default
 credentials. `api_endpoint` points it elsewhere
 (a private endpoint, or a local test server); a plain `http://` endpoint gets
-anonymous credentials, since real ones must never travel unencrypted.
+anonymous credentials, since real ones must never travel unencrypted. Every
+call is retried while it fails transiently (`_retry`); a followed job's
+state is read through an outage of minutes.
 """
 
 import dataclasses
@@ -25,6 +27,7 @@ import time
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.cloud import _package
+from tensorfx.cloud import _retry
 from tensorfx.cloud import _storage
 from tensorfx.cloud._errors import CloudError
 from tensorfx.cloud._errors import JobFailedError
@@ -237,10 +240,9 @@ def _create(request, region, api_endpoint):
   from google.api_core import exceptions
   client = job_client(region, api_endpoint)
   try:
-    if 'custom_job' in type(request).meta.fields:
-      job = client.create_custom_job(request=request)
-    else:
-      job = client.create_hyperparameter_tuning_job(request=request)
+    create = client.create_custom_job if 'custom_job' in \
+        type(request).meta.fields else client.create_hyperparameter_tuning_job
+    job = _retry.call('Vertex AI: creating the job', create, request=request)
   except exceptions.GoogleAPICallError as e:
     raise CloudError(f'Vertex AI: creating the job failed: {e.code} '
                      f'{_api_message(e)}') from None
@@ -275,12 +277,13 @@ def resolve_name(job, project=None, region=None):
   return f'projects/{project}/locations/{region}/customJobs/{job}'
 
 
-def _get(client, name):
+def _get(client, name, deadline=None):
   from google.api_core import exceptions
+  read = client.get_custom_job if '/customJobs/' in name else \
+      client.get_hyperparameter_tuning_job
   try:
-    if '/customJobs/' in name:
-      return _as_dict(client.get_custom_job(name=name))
-    return _as_dict(client.get_hyperparameter_tuning_job(name=name))
+    return _as_dict(_retry.call(f'Vertex AI: reading {name}', read,
+                                name=name, deadline=deadline))
   except exceptions.GoogleAPICallError as e:
     raise CloudError(f'Vertex AI: reading {name} failed: {e.code} '
                      f'{_api_message(e)}') from None
@@ -344,7 +347,8 @@ def wait(job_name, *, api_endpoint=None, poll_interval=DEFAULT_POLL_SECONDS,
   deadline = None if timeout is None else time.monotonic() + timeout
   last_state = last_trials = None
   while True:
-    job = _get(client, name)
+    # A follower waits out an API outage of minutes.
+    job = _get(client, name, _retry.POLL_DEADLINE)
     state = job.get('state', 'JOB_STATE_UNSPECIFIED')
     trials = _trial_summary(job)
     if state != last_state or trials != last_trials:

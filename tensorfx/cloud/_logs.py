@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable, TextIO
 
 from tensorfx.cloud import _jobs
+from tensorfx.cloud import _retry
 from tensorfx.cloud._errors import CloudError
 from tensorfx.cloud._errors import JobFailedError
 
@@ -118,7 +119,8 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
   printed = 0
   while True:
     state = found.get('state', 'JOB_STATE_UNSPECIFIED')
-    for entry in _entries(reader, match, since):
+    for entry in _entries(reader, match, since,
+                          _retry.POLL_DEADLINE if follow else None):
       key = entry.insert_id or (entry.timestamp, str(entry.payload))
       if key in seen:
         continue
@@ -135,17 +137,22 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
     if not follow or state not in _RUNNING:
       return printed
     sleep(poll_interval)
-    found = _jobs.read_job(client, name)
+    found = _jobs.read_job(client, name, _retry.POLL_DEADLINE)
 
 
-def _entries(reader: Any, match: Any, since: str) -> Any:
+def _entries(reader: Any, match: Any, since: str,
+             deadline: float | None = None) -> Any:
   from google.api_core import exceptions
   from google.cloud import logging as cloud_logging
   try:
-    return list(reader.list_entries(
-        resource_names=[f'projects/{match["project"]}'],
-        filter_=_job_filter(match['id'], since),
-        order_by=cloud_logging.ASCENDING, page_size=1000))
+    # A read starts over on a failure: pages already read are read again.
+    return _retry.call(
+        f'Cloud Logging: reading the logs of job {match["id"]}',
+        lambda: list(reader.list_entries(
+            resource_names=[f'projects/{match["project"]}'],
+            filter_=_job_filter(match['id'], since),
+            order_by=cloud_logging.ASCENDING, page_size=1000)),
+        deadline=deadline)
   except exceptions.GoogleAPICallError as e:
     raise CloudError(f'Cloud Logging: reading the logs of job {match["id"]} '
                      f'failed: {e.code} {_jobs.api_message(e)}') from None
@@ -193,11 +200,11 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
     raise CloudError(f'job {name} has already ended '
                      f'({_jobs.short_state(state)}); there is nothing to '
                      'cancel.')
+  request = client.cancel_custom_job if '/customJobs/' in name else \
+      client.cancel_hyperparameter_tuning_job
   try:
-    if '/customJobs/' in name:
-      client.cancel_custom_job(name=name)
-    else:
-      client.cancel_hyperparameter_tuning_job(name=name)
+    # Asking again to cancel a job being cancelled is harmless.
+    _retry.call(f'Vertex AI: cancelling {name}', request, name=name)
   except exceptions.GoogleAPICallError as e:
     raise CloudError(f'Vertex AI: cancelling {name} failed: {e.code} '
                      f'{_jobs.api_message(e)}') from None

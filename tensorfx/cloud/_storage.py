@@ -5,7 +5,10 @@ wherever a local path does. Submitting a job needs a little more: checking
 that the staging bucket exists before anything is built or sent, and
 uploading the trainer's source distribution. That is done here with the
 `google-cloud-storage` client, which (unlike TensorFlow's built-in `gs://`
-filesystem) can be pointed at a local emulator.
+filesystem) can be pointed at a local emulator. Every call is retried
+while it fails transiently by `_retry`, the one policy of every cloud call
+(the client's own retries are turned off: not two policies, one inside the
+other).
 
 The client uses the application default credentials. When
 `STORAGE_EMULATOR_HOST` is set (a local GCS-API server such as
@@ -20,6 +23,7 @@ import os
 import re
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.cloud import _retry
 from tensorfx.cloud._errors import CloudError
 
 # Bucket names: 3-63 characters (up to 222 with dots), lower-case letters,
@@ -128,7 +132,8 @@ def check_bucket(bucket, client=None, what='staging bucket'):
       parse_gcs_uri(f'gs://{bucket}')[0]
   storage = client or storage_client()
   try:
-    storage.get_bucket(name)
+    _retry.call(f'Cloud Storage: checking bucket gs://{name}',
+                storage.get_bucket, name, retry=None)
   except exceptions.NotFound:
     raise ConfigurationError(
         f'{what} gs://{name} does not exist. Create it (gcloud storage '
@@ -178,7 +183,10 @@ def upload(local_path, gcs_uri, client=None):
         f'Received: gcs_uri={gcs_uri!r}')
   storage = client or storage_client()
   try:
-    storage.bucket(bucket).blob(path).upload_from_filename(local_path)
+    # A whole upload again: it replaces the object, so it may repeat.
+    _retry.call(f'Cloud Storage: uploading {local_path} to {gcs_uri}',
+                storage.bucket(bucket).blob(path).upload_from_filename,
+                local_path, retry=None)
   except exceptions.GoogleAPIError as e:
     raise _failed(f'uploading {local_path} to {gcs_uri}', e) from None
   return gcs_uri
@@ -209,7 +217,9 @@ def download(gcs_uri, local_path, client=None):
   storage = client or storage_client()
   local_path = os.fspath(local_path)
   try:
-    storage.bucket(bucket).blob(path).download_to_filename(local_path)
+    _retry.call(f'Cloud Storage: downloading {gcs_uri}',
+                storage.bucket(bucket).blob(path).download_to_filename,
+                local_path, retry=None)
   except exceptions.NotFound:
     if os.path.exists(local_path):
       os.remove(local_path)  # The client leaves an empty file behind.
@@ -276,8 +286,11 @@ def list_uris(prefix, client=None):
   bucket, path = parse_gcs_uri(prefix)
   storage = client or storage_client()
   try:
-    blobs = storage.list_blobs(bucket, prefix=path or None)
-    return sorted(f'gs://{bucket}/{blob.name}' for blob in blobs)
+    return _retry.call(
+        f'Cloud Storage: listing {prefix}',
+        lambda: sorted(f'gs://{bucket}/{blob.name}' for blob in
+                       storage.list_blobs(bucket, prefix=path or None,
+                                          retry=None)))
   except exceptions.GoogleAPIError as e:
     raise _failed(f'listing {prefix}', e) from None
 
@@ -297,8 +310,9 @@ def exists(gcs_uri, client=None):
   bucket, path = parse_gcs_uri(gcs_uri)
   storage = client or storage_client()
   try:
-    if not path:
-      return storage.bucket(bucket).exists()
-    return storage.bucket(bucket).blob(path).exists()
+    found = storage.bucket(bucket) if not path else \
+        storage.bucket(bucket).blob(path)
+    return _retry.call(f'Cloud Storage: checking {gcs_uri}', found.exists,
+                       retry=None)
   except exceptions.GoogleAPIError as e:
     raise _failed(f'checking {gcs_uri}', e) from None

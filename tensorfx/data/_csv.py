@@ -137,10 +137,29 @@ class CsvDataSource(DataSource):
       self._bad_records += len(reasons)
     logged = max(0, _csvrules.LOGGED_BAD_ROWS - first)
     for index in range(min(len(reasons), logged)):
-      logger.warning('Skipping a bad record: %s: %r',
+      logger.warning('Skipping a bad record: %s%s: %r',
+                     self._where(lines[index]),
                      reasons[index].decode('utf-8', 'replace'),
                      lines[index].decode('utf-8', 'replace')[:80])
     return len(reasons)
+
+  def _where(self, line):
+    """`'PATH:LINE: '` of the first line of the files that is `line`.
+
+    The pipeline keeps no line numbers (that would cost every row); a row
+    logged (the first few skipped) is looked up by its text, as `diagnose`
+    does.
+    """
+    import tensorflow as tf
+    for path in self.files():
+      try:
+        with tf.io.gfile.GFile(path, 'rb') as f:
+          for number, text in enumerate(f, start=1):
+            if text.rstrip(b'\r\n') == line:
+              return f'{path}:{number}: '
+      except (OSError, tf.errors.OpError):  # Read by the pipeline already.
+        continue
+    return ''
 
   def read(self, batch_size, epochs=1, shuffle=False, seed=None,
            shuffle_buffer=10000):

@@ -151,6 +151,11 @@ class DataSet:
     sources, schema, metadata, features = dataset_arguments(args, kwargs)
     if isinstance(schema, str):
       schema = Schema.load(schema)
+    if schema is None:
+      # Most often a trainer's --data-schema left out: name the flag too.
+      raise DataError('The data needs its schema: give --data-schema PATH '
+                      '(a schema YAML file) on the command line, or schema= '
+                      'in Python. Received: schema=None')
     if not isinstance(schema, Schema):
       raise DataError('schema must be a Schema or the path of a schema YAML '
                       f'file. Received: schema={schema!r}')

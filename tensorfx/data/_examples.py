@@ -207,9 +207,29 @@ class ExamplesDataSource(DataSource):
     with self._lock:
       first = self._bad_records
       self._bad_records += len(bad)
-    for problem in bad[:max(0, LOGGED_BAD_RECORDS - first)]:
-      logger.warning('Skipping a bad record: %s', problem)
+    logged = max(0, LOGGED_BAD_RECORDS - first)
+    for value, problem in [(v, p) for v, p in zip(values, problems)
+                           if p is not None][:logged]:
+      logger.warning('Skipping a bad record: %s%s', self._where(value),
+                     problem)
     return np.array([p is None for p in problems], dtype=bool)
+
+  def _where(self, value):
+    """`'PATH: record N: '` of the first record of the files that is `value`.
+
+    The pipeline keeps no record numbers (that would cost every record); a
+    record logged (the first few skipped) is looked up by its bytes.
+    """
+    import tensorflow as tf
+    for path, compression in zip(self.files(), self.compressions()):
+      try:
+        records = tf.data.TFRecordDataset(path, compression)
+        for number, record in enumerate(records.as_numpy_iterator(), 1):
+          if record == value:
+            return f'{path}: record {number}: '
+      except (OSError, tf.errors.OpError):  # A damaged tail: not found.
+        continue
+    return ''
 
   def diagnose(self, error):
     """Finds the record behind a failed `read()` pipeline.

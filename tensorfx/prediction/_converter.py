@@ -19,9 +19,14 @@ class Converter:
     self._prefix = prefix or ''
 
   def row(self, record, outputs):
-    """The JSON object: the record's features, then the outputs."""
-    row = self._features(record)
-    for name, value in outputs.items():
+    """The JSON object: the record's features, then the outputs.
+
+    The features come in schema order (then any the schema lacks, as the
+    record had them, or sorted for a tf.Example), the outputs sorted by
+    name: one key order for every record, in every process.
+    """
+    row = self._in_schema_order(self._features(record), record.kind)
+    for name, value in sorted(outputs.items()):
       key = self._prefix + name
       if key in row and _plain(row[key]) != _plain(value):
         self._clash(record, key)
@@ -47,6 +52,16 @@ class Converter:
         self._clash(record, key)
       features[key].CopyFrom(feature)
     return example.SerializeToString()
+
+  def _in_schema_order(self, row, kind):
+    """`row` with the schema's fields first, in the schema's order."""
+    rest = list(row) if kind != 'example' else sorted(row)
+    if self._schema is None:
+      return {name: row[name] for name in rest}
+    first = [name for name in self._schema.field_names if name in row]
+    known = set(first)
+    return {name: row[name]
+            for name in first + [n for n in rest if n not in known]}
 
   def _clash(self, record, key):
     raise DataError(

@@ -7,6 +7,7 @@ import os
 from typing import Any, Sequence
 
 from tensorfx import _atomic
+from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx.data import _missing
 from tensorfx.data._schema import Schema
@@ -22,8 +23,8 @@ class Model:
   Example:
     >>> model = Model.load('output/model')
     >>> model.predict(['6.3,3.3,6,2.5'])
-    [{'label': 'virginica', 'scores': [0.0, 0.01, 0.99],
-      'classes': ['setosa', 'versicolor', 'virginica']}]
+    [{'classes': ['setosa', 'versicolor', 'virginica'], 'label': 'virginica',
+      'scores': [0.0, 0.01, 0.99]}]
 
   Args:
     saved_model: the object `tf.saved_model.load` returned.
@@ -43,6 +44,7 @@ class Model:
     self._feature_specs = {n: specs[n] for n in order if n in specs}
 
   @classmethod
+  @_logging.guard_root()
   def load(cls, path: str) -> Model:
     """Loads the SavedModel at `path` (a tensorfx export, local or gs://).
 
@@ -88,6 +90,7 @@ class Model:
     """The raw features of an instance, in schema order (no targets)."""
     return list(self._feature_specs)
 
+  @_logging.guard_root()
   def predict(self, instances: Sequence[Any]) -> list[dict[str, Any]]:
     """Predicts a list of raw instances.
 
@@ -101,10 +104,12 @@ class Model:
         means, as in training.
 
     Returns:
-      One dict of outputs per instance, with plain Python values: for
-      `nn.FeedForwardClassification`, `label` (the predicted class),
-      `scores` (a probability per class) and `classes` (the class
-      names, in the order of `scores`).
+      One dict of outputs per instance, with plain Python values, its keys
+      in the one order every prediction has: sorted by output name (the
+      same in every process, whatever `PYTHONHASHSEED`). For
+      `nn.FeedForwardClassification`: `classes` (the class names, in the
+      order of `scores`), `label` (the predicted class) and `scores` (a
+      probability per class).
 
     Raises:
       DataError: naming the instance and what is wrong with it.
@@ -230,9 +235,13 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
 
 
 def _rows(outputs, count):
-  """One dict of plain Python values per instance, from output columns."""
+  """One dict of plain Python values per instance, from output columns.
+
+  The keys are sorted: a signature's outputs come back in no fixed order
+  (it is a map), and a prediction must read the same in every process.
+  """
   # tolist() converts a whole column in C; only text needs a Python pass.
-  names = list(outputs)
+  names = sorted(outputs)
   columns = [_plain(outputs[name].tolist()) if outputs[name].dtype.kind in
              'OSU' else outputs[name].tolist() for name in names]
   if not columns:

@@ -1,12 +1,9 @@
 """Progress of a batch prediction: a bar on a terminal, log lines elsewhere."""
 
-import sys
-import time
-
+from tensorfx import _progress
 from tensorfx._logging import logger
 
-# Seconds between redraws of the bar, and between log lines off a terminal.
-_DRAW_SECS = 0.1
+# Seconds between log lines off a terminal.
 _LOG_SECS = 10.0
 
 
@@ -14,9 +11,11 @@ class RecordProgress:
   """Reports records predicted, their rate and, when known, the share done.
 
   On a terminal it redraws one line in place (`[=====.....] 45%  12,345
-  records  3,210/s  eta 0:12`); elsewhere it logs a line every 10 seconds.
-  The share is the bytes of the input read so far out of their total, known
-  for uncompressed files (not for stdin or compressed TFRecord files).
+  records  3,210/s  eta 0:12`: `tensorfx._progress.StatusLine`, the line
+  training draws too, which log records clear first); elsewhere it logs a
+  line every 10 seconds. The share is the bytes of the input read so far
+  out of their total, known for uncompressed files (not for stdin or
+  compressed TFRecord files).
 
   Args:
     total_bytes: the size of the input, or None when unknown.
@@ -26,13 +25,10 @@ class RecordProgress:
 
   def __init__(self, total_bytes=None, stream=None, enabled=True):
     self._total = total_bytes or None
-    self._stream = stream or sys.stderr
     self._enabled = enabled
-    self._live = enabled and bool(
-        getattr(self._stream, 'isatty', lambda: False)())
-    self._start = time.monotonic()
-    self._last = 0.0
-    self._drawn = False
+    self._line = _progress.StatusLine(stream, enabled)
+    self._live = self._line.live
+    self._logged = 0.0
     self.records = 0
     self.bytes = 0
 
@@ -42,26 +38,21 @@ class RecordProgress:
     self.bytes += size
     if not self._enabled:
       return
-    now = time.monotonic()
-    if self._live and now - self._last >= _DRAW_SECS:
-      self._draw()
-      self._last = now
-    elif not self._live and now - self._last >= _LOG_SECS:
-      if self._last:
-        logger.info('Predicted %s records%s', f'{self.records:,}',
-                    self._share())
-      self._last = now
+    if self._live:
+      if self._line.due():
+        self._line.draw(self._text())
+    elif self._line.elapsed - self._logged >= _LOG_SECS:
+      self._logged = self._line.elapsed
+      logger.info('Predicted %s records%s', f'{self.records:,}',
+                  self._share())
 
   def close(self):
     """Draws the final state and ends the bar's line."""
     if self._live:
-      self._draw(final=True)
-      self._stream.write('\n')
-      self._stream.flush()
+      self._line.close(self._text(final=True))
 
   def _rate(self):
-    seconds = max(time.monotonic() - self._start, 1e-9)
-    return self.records / seconds
+    return self.records / max(self._line.elapsed, 1e-9)
 
   def _fraction(self):
     if not self._total:
@@ -72,20 +63,14 @@ class RecordProgress:
     fraction = self._fraction()
     return '' if fraction is None else f' ({fraction:.0%})'
 
-  def _draw(self, final=False):
+  def _text(self, final=False):
     fraction = 1.0 if final and self._total else self._fraction()
-    width = 24
     parts = []
     if fraction is not None:
-      filled = int(fraction * width)
-      parts.append(f'[{"=" * filled}{"." * (width - filled)}] '
-                   f'{fraction:4.0%}')
+      parts.append(f'{_progress.bar(fraction)} {fraction:4.0%}')
     parts.append(f'{self.records:,} records')
-    parts.append(f'{self._rate():,.0f}/s')
+    parts.append(f'{_progress.rate(self._rate())}/s')
+    text = '  '.join(parts)
     if fraction and not final:
-      elapsed = time.monotonic() - self._start
-      left = elapsed / fraction * (1 - fraction)
-      parts.append(f'eta {int(left // 60)}:{int(left % 60):02d}')
-    self._stream.write('\r\033[K' + '  '.join(parts))
-    self._stream.flush()
-    self._drawn = True
+      text += _progress.eta(self._line.elapsed, fraction)
+    return text

@@ -53,7 +53,8 @@ def main(argv=None):
   if rest and not getattr(args, 'accepts_extra', False):
     parser.error(f'unrecognized arguments: {" ".join(rest)}')
   try:
-    with _logging.guard_root():
+    # A trainer this command runs names it in its usage and errors.
+    with _logging.guard_root(), _argparsing.program(f'tensorfx {args.command}'):
       return args.run(args, rest) or 0
   except TensorFXError as e:
     print(f'tensorfx {args.command}: error: {e}', file=sys.stderr)

@@ -96,7 +96,8 @@ def run_module(module, argv):
   """Runs a trainer (module name or .py path) as `__main__` with `argv`."""
   if module.endswith('.py') or os.sep in module:
     if not os.path.isfile(module):
-      raise ConfigurationError(f'--module: no trainer file {module!r}.')
+      raise ConfigurationError(f'--module: no trainer file {module!r}.'
+                               f'{_did_you_mean(module)}')
     sys.argv = [module, *argv]
     sys.path.insert(0, os.path.dirname(os.path.abspath(module)))
     runpy.run_path(module, run_name='__main__')
@@ -111,7 +112,34 @@ def run_module(module, argv):
     raise ConfigurationError(
         f'--module: cannot find the trainer module {module!r} from '
         f'{os.getcwd()} (run from the directory that holds it, or give the '
-        'path of its .py file).')
+        f'path of its .py file).{_did_you_mean(module)}')
   sys.argv = [spec.origin or module, *argv]
   runpy.run_module(module, run_name='__main__', alter_sys=True)
   return 0
+
+
+def _did_you_mean(module):
+  """' Did you mean NAME?' for the closest trainer to a mistyped --module."""
+  import difflib
+  import pkgutil
+  if module.endswith('.py') or os.sep in module:
+    folder = os.path.dirname(module) or '.'
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    near = difflib.get_close_matches(
+        os.path.basename(module), [n for n in names if n.endswith('.py')],
+        n=1, cutoff=0.6)
+    return f' Did you mean {os.path.join(os.path.dirname(module), near[0])}?' \
+        if near else ''
+  parent, _, name = module.rpartition('.')
+  where = [os.getcwd()]
+  if parent:
+    import importlib.util
+    try:
+      spec = importlib.util.find_spec(parent)
+    except ImportError:
+      spec = None
+    where = list(spec.submodule_search_locations or []) if spec else []
+  names = sorted(m.name for m in pkgutil.iter_modules(where))
+  near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+  return f' Did you mean {".".join(filter(None, (parent, near[0])))}?' \
+      if near else ''

@@ -85,7 +85,7 @@ class ModelArguments(argparse.Namespace):
     # own default for prog fails.
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
     parser = _argparsing.SuggestingParser(
-        prog=prog or 'trainer', description=_description(cls),
+        prog=_argparsing.program_name(prog or 'trainer'), description=_description(cls),
         allow_abbrev=False,
         # Trainers written before --learning-rate was standard add their
         # own; theirs replaces it rather than failing as a conflict.

@@ -262,8 +262,14 @@ class Checkpoints:
     """
     # read(), not restore(): restore() expects the save counter, which
     # copies written apart (best/, early_stopping/) do not hold.
+    checkpoint = tf.train.Checkpoint(**self._objects)
     try:
-      status = tf.train.Checkpoint(**self._objects).read(path)
+      if _holds_save_counter(path):
+        # The manager's checkpoints do: read it into a counter of its own,
+        # or TensorFlow warns, when the reader is deleted, of a value left
+        # unrestored (which a resumed run would print every time).
+        _ = checkpoint.save_counter
+      status = checkpoint.read(path)
     except ValueError as e:  # A variable of another shape.
       raise TrainingError(
           f'The checkpoint {path} does not match this model (was it written '
@@ -392,3 +398,9 @@ def _delete_checkpoint(prefix):
     except tf.errors.NotFoundError:
       pass
 
+
+
+def _holds_save_counter(path):
+  """Whether the checkpoint `path` holds `tf.train.Checkpoint`'s counter."""
+  return any(name.split('/')[0] == 'save_counter'
+             for name, _ in tf.train.list_variables(path))

@@ -8,6 +8,7 @@ This module must not import TensorFlow (see `_args`).
 """
 
 import argparse
+import difflib
 import re
 from typing import Any
 
@@ -103,11 +104,13 @@ def rewrite_indexed(parser, argv, bases=None):
     action = list_actions.get(name)
     if action is None:
       declared = sorted(list_actions)
+      near = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
       raise ConfigurationError(
           f'{flag} is an indexed list flag, but {name} is not a list flag. '
           'The indexed form NAME:N is accepted for '
           f'{", ".join(declared) if declared else "no flag"}. '
-          f'Received: {flag}')
+          f'Received: {flag}' +
+          (f' (did you mean {near[0]}:{index_text}?)' if near else ''))
     if not re.fullmatch(r'[0-9]+', index_text) or int(index_text) < 1:
       raise ConfigurationError(
           f'{flag}: the index of a list flag must be a positive integer '

@@ -205,9 +205,12 @@ class TrainingRun:
       logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
                      'command again to resume.', step, checkpoints.latest)
       raise SystemExit(context.exit_code)
+    # The version names the weights exported: after early stopping
+    # restored its best state, that state's step, not the step it stopped at.
     model_dir = _export.export(
         prediction, dataset.schema, self.paths['model'],
-        version=step if settings.export.versioned else None)
+        version=int(training.global_step.numpy())
+        if settings.export.versioned else None)
     if not self.chief:
       return None
     extra = {}

@@ -62,6 +62,7 @@ class ModelTrainer:
     """The training `Configuration`."""
     return self._config
 
+  @_logging.guard_root()
   def train(self, model_builder: Any, dataset: Any = None,
             output: Optional[str] = None) -> Any:
     """Runs training for this process's role.
@@ -152,6 +153,7 @@ class ModelTrainer:
       _exit_task(config)
     return model
 
+  @_logging.guard_root()
   def evaluate(self, model_builder: Any, output: str,
                checkpoint: Optional[str] = None) -> Dict[str, Any]:
     """Evaluates a checkpoint on the validation targets, without training.
@@ -182,6 +184,7 @@ class ModelTrainer:
     return _actions.evaluate(model_builder, output, checkpoint,
                              self._callbacks)
 
+  @_logging.guard_root()
   def export(self, model_builder: Any, output: str,
              checkpoint: Optional[str] = None,
              directory: Optional[str] = None) -> Any:

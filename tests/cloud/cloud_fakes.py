@@ -7,6 +7,10 @@
   service does (create returns the job PENDING; each read moves it along a
   scripted list of states), recording every request body. The real
   `google.cloud.aiplatform_v1` client (REST transport) talks to it.
+- Failures on demand: each fake (and the emulator, through
+  `emulator_faults`) answers its next requests with the `faults` listed,
+  one each: an HTTP code (429, 503...) or 'reset' (the connection is
+  reset, as by a proxy or a restarting front end).
 
 Test modules import the fixtures by name.
 """
@@ -17,6 +21,7 @@ import itertools
 import json
 import re
 import socket
+import struct
 import threading
 
 import pytest
@@ -40,6 +45,63 @@ def _emulator_server():
   server.start()
   yield server, f'http://127.0.0.1:{port}'
   server.stop()
+
+
+_REASONS = {429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 502: 'UNAVAILABLE',
+            503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED'}
+
+
+def inject_fault(handler, faults):
+  """Answers `handler`'s request with the next of `faults`; False if none.
+
+  Args:
+    handler: the `BaseHTTPRequestHandler` of the request.
+    faults: a list of HTTP codes and 'reset'; the first is taken.
+  """
+  if not faults:
+    return False
+  fault = faults.pop(0)
+  length = int(handler.headers.get('Content-Length') or 0)
+  if length:
+    handler.rfile.read(length)  # The whole request, as a server reads it.
+  if fault == 'reset':
+    # Closed with SO_LINGER 0: the client sees a connection reset.
+    handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                  struct.pack('ii', 1, 0))
+    handler.close_connection = True
+    handler.connection.close()
+    return True
+  data = json.dumps(_status(fault, _REASONS.get(fault, 'UNKNOWN'),
+                            f'injected {fault}')).encode()
+  handler.send_response(fault)
+  handler.send_header('Content-Type', 'application/json')
+  handler.send_header('Content-Length', str(len(data)))
+  handler.end_headers()
+  handler.wfile.write(data)
+  return True
+
+
+@pytest.fixture
+def emulator_faults(monkeypatch):
+  """A list of faults the storage emulator answers its next requests with."""
+  from gcp_storage_emulator import server
+  faults = []
+  handle = server.Router.handle
+
+  def faulty(router, method):
+    if not inject_fault(router._request_handler, faults):
+      handle(router, method)
+
+  monkeypatch.setattr(server.Router, 'handle', faulty)
+  return faults
+
+
+@pytest.fixture
+def fast_retries(monkeypatch):
+  """Retries of cloud calls in milliseconds instead of seconds."""
+  from tensorfx.cloud import _retry
+  monkeypatch.setattr(_retry, 'INITIAL', 0.01)
+  monkeypatch.setattr(_retry, 'MAXIMUM', 0.05)
 
 
 @pytest.fixture
@@ -73,9 +135,11 @@ class FakeVertex:
     states: the states successive reads report; the last one sticks.
     error: the job's error (a Status dict) once it reaches a failed state.
     create_error: (HTTP code, status, message) to refuse creates with.
+    faults: failures to answer the next requests with (`inject_fault`).
   """
 
   def __init__(self):
+    self.faults = []
     self.requests = []
     self.jobs = {}
     self.states = ['JOB_STATE_RUNNING', 'JOB_STATE_SUCCEEDED']
@@ -99,6 +163,8 @@ class FakeVertex:
         self.wfile.write(data)
 
       def do_POST(self):
+        if inject_fault(self, fake.faults):
+          return None
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length) or b'{}')
         path = self.path.split('?')[0]
@@ -124,6 +190,8 @@ class FakeVertex:
         return self._answer(200, job)
 
       def do_GET(self):
+        if inject_fault(self, fake.faults):
+          return None
         path = self.path.split('?')[0]
         fake.requests.append(('GET', path, None))
         match = _GET.match(path)
@@ -196,9 +264,11 @@ class FakeLogging:
     url: the endpoint to give the client.
     requests: the JSON bodies received, in order.
     batches: lists of entries (LogEntry JSON dicts) revealed in turn.
+    faults: failures to answer the next requests with (`inject_fault`).
   """
 
   def __init__(self):
+    self.faults = []
     self.requests = []
     self.batches = []
     self._visible = []
@@ -210,6 +280,8 @@ class FakeLogging:
         pass
 
       def do_POST(self):
+        if inject_fault(self, fake.faults):
+          return
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length) or b'{}')
         fake.requests.append(body)

@@ -43,6 +43,14 @@ def test_csv_lines_with_target_and_mixed(model):
   assert _labels(model.predict(mixed)) == EXPECTED[:2]
 
 
+def test_outputs_come_sorted_by_name(model):
+  # A signature's outputs are a map: without a fixed order the keys came
+  # back in any of their orders, one per process.
+  for outputs in (model.predict(INSTANCES[:1]),
+                  model.predict([dict(zip(FIELDS, (6.3, 3.3, 6.0, 2.5)))])):
+    assert list(outputs[0]) == ['classes', 'label', 'scores']
+
+
 def test_dict_instances(model):
   instances = [dict(zip(FIELDS, map(float, line.split(','))))
                for line in INSTANCES]

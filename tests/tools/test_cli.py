@@ -120,6 +120,51 @@ def test_a_mistyped_command_or_flag_gets_the_closest_names(tmp_path):
           '--lerning-rate: did you mean --learning-rate') in result.stderr
 
 
+def test_a_mistyped_flag_is_one_usage_line_then_the_suggestion_last(
+    tmp_path):
+  result = _run('train', '--module', 'trainer', '--output', str(tmp_path),
+                '--batch-sise', '8', cwd=IRIS)
+  assert result.returncode == 2
+  # Not the trainer's ~50 lines of usage, nor its file name (trainer.py).
+  assert result.stderr.splitlines() == [
+      'usage: tensorfx train [options] (tensorfx train --help lists them)',
+      'tensorfx train: error: unrecognized arguments: --batch-sise 8 '
+      '(--batch-sise: did you mean --batch-size or --eval-batch-size?)']
+
+
+def test_a_mistyped_module_gets_the_closest_trainer(tmp_path, monkeypatch,
+                                                    capsys):
+  monkeypatch.chdir(IRIS)
+  assert main(['train', '--module', 'trainr', '--output',
+               str(tmp_path)]) == 1
+  assert capsys.readouterr().err.rstrip().endswith('Did you mean trainer?')
+  assert main(['train', '--module', 'trainr.py', '--output',
+               str(tmp_path)]) == 1
+  assert capsys.readouterr().err.rstrip().endswith(
+      'Did you mean trainer.py?')
+
+
+def test_a_mistyped_indexed_list_flag_gets_the_closest_one():
+  from tensorfx._errors import ConfigurationError
+  from tensorfx.models import nn
+  try:
+    nn.FeedForwardClassificationArguments.parse(['--hiden-layers:1', '20'])
+  except ConfigurationError as e:
+    assert str(e).endswith('(did you mean --hidden-layers:1?)'), e
+  else:
+    raise AssertionError('--hiden-layers:1 was accepted')
+
+
+def test_a_missing_data_schema_names_the_flag(tmp_path, monkeypatch, capsys):
+  monkeypatch.chdir(IRIS)
+  monkeypatch.setattr(sys, 'argv', list(sys.argv))
+  monkeypatch.setattr(sys, 'path', list(sys.path))
+  assert main(['train', '--module', 'trainer', '--output', str(tmp_path),
+               '--data-train', 'data/train.csv']) == 1
+  err = capsys.readouterr().err
+  assert 'give --data-schema PATH' in err, err
+
+
 def test_train_without_output_names_it(capsys):
   try:
     main(['train', '--module', 'trainer'])

@@ -149,6 +149,29 @@ def test_memory_does_not_grow_with_the_input(iris_model, tmp_path):
   assert len(_values(last.features.feature['payload'])[0]) == 4096
 
 
+def test_one_key_order_in_every_process(iris_model):
+  output, _ = iris_model
+  # Keys out of schema order, and one the schema lacks.
+  lines = ''.join(json.dumps({'note': f'row {i}', 'petal_width': 2.5,
+                              'petal_length': 6.0, 'sepal_width': 3.3,
+                              'sepal_length': 6.3}) + '\n' for i in range(3))
+  orders = []
+  for seed in ('1', '2'):
+    result = subprocess.run(
+        [sys.executable, '-m', 'tensorfx', 'predict', '--model',
+         os.path.join(output, 'model')], capture_output=True, text=True,
+        cwd=IRIS, input=lines, timeout=600, check=False,
+        env={**os.environ, 'PYTHONHASHSEED': seed})
+    assert result.returncode == 0, result.stderr[-3000:]
+    orders.append([list(json.loads(line))
+                   for line in result.stdout.splitlines()])
+  assert orders[0] == orders[1]
+  # The input echoed in schema order (then the rest), the outputs sorted.
+  assert orders[0] == [['sepal_length', 'sepal_width', 'petal_length',
+                        'petal_width', 'note', 'classes', 'label',
+                        'scores']] * 3
+
+
 def test_a_progress_bar_on_a_terminal(iris_model, tmp_path):
   output, _ = iris_model
   write_records(tmp_path / 'in.tfrecord', [example(r) for r in _rows()] * 40)

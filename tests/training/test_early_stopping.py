@@ -47,7 +47,8 @@ def test_an_overfitting_run_stops_and_exports_its_best_model(
   dataset = iris_dataset_factory(
       train=noisy_train, eval=os.path.join(IRIS, 'data', 'eval.csv'))
   builder, job = _builder(tmp_path / 'job', dataset, '--best-metric', 'loss',
-                          '--early-stopping-patience', '3')
+                          '--early-stopping-patience', '3',
+                          '--export-versioned')
   model = training.ModelTrainer().train(builder, job)
   record = yaml.safe_load((tmp_path / 'job' / 'job.yaml').read_text())
   assert record['status'] == 'completed'
@@ -65,6 +66,8 @@ def test_an_overfitting_run_stops_and_exports_its_best_model(
   snapshot = tf.train.latest_checkpoint(
       str(tmp_path / 'job' / 'checkpoints' / 'early_stopping'))
   assert snapshot.endswith(f'ckpt-{best_step}')
+  # Its version is named after the step of its weights, not the last step.
+  assert os.listdir(tmp_path / 'job' / 'model') == [str(best_step)]
   args, _ = nn.FeedForwardClassificationArguments.parse(
       iris_args(tmp_path / 'job', '--hidden-layers', '64', '64'),
       parse_job=True)

@@ -47,16 +47,22 @@ def test_skipped_rows_are_counted_in_log_summaries_and_job(tmp_path,
   output = tmp_path / 'out'
   messages, handler = _messages_of('tensorfx')
   try:
-    # 117 good rows of 120, batches of 64, one epoch: 2 steps.
+    # 117 good rows of 120, batches of 64, one epoch: 2 steps; one
+    # evaluation at the end, however slow the machine (no timed checkpoint).
     _, model = _train(output, dataset, '--skip-bad-records', '--epochs', '1',
                       '--max-steps', '0', '--log-interval-steps', '1',
-                      '--no-shuffle')
+                      '--no-shuffle', '--checkpoint-interval-secs', '86400')
   finally:
     logging.getLogger('tensorfx').removeHandler(handler)
   assert dataset.bad_records() == {'train': 3, 'eval': 1}
   assert 'Skipped bad records: 3 of train, 1 of eval' in messages
-  assert ("Skipping a bad record: expected 5 columns, found 3: "
+  # Each named by its file and line, as prediction names them.
+  assert (f"Skipping a bad record: {train}:17: expected 5 columns, found 3: "
           "'setosa,5.0,1.4'") in messages
+  assert any(m.startswith(f'Skipping a bad record: {train}:5: ')
+             for m in messages), messages
+  assert any(m.startswith(f'Skipping a bad record: {evaluate}:3: ')
+             for m in messages), messages
   assert any(m.startswith('Skipped 3 bad records of train so far')
              for m in messages)
   job = yaml.safe_load((output / 'job.yaml').read_text())
@@ -105,10 +111,18 @@ def test_tfrecord_records_are_skipped_and_counted(tmp_path, iris_analysis):
   output = tmp_path / 'out'
   # 117 good records of 120, batches of 40 (less what is dropped of
   # each), one epoch: 3 steps.
-  builder, _ = _train(output, dataset, '--skip-bad-records', '--epochs', '1',
-                      '--max-steps', '0', '--batch-size', '40',
-                      '--no-shuffle')
+  messages, handler = _messages_of('tensorfx')
+  try:
+    builder, _ = _train(output, dataset, '--skip-bad-records', '--epochs',
+                        '1', '--max-steps', '0', '--batch-size', '40',
+                        '--no-shuffle')
+  finally:
+    logging.getLogger('tensorfx').removeHandler(handler)
   assert int(builder.global_step.numpy()) == 3
+  # Each named by its file and record (1-based), as prediction names them.
+  for number in (6, 11, 21):
+    assert any(m.startswith(f'Skipping a bad record: {path}: record '
+                            f'{number}: ') for m in messages), messages
   assert dataset.bad_records() == {'train': 3}
   job = yaml.safe_load((output / 'job.yaml').read_text())
   assert job['status'] == 'completed'
