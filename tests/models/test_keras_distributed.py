@@ -1,7 +1,8 @@
 """A model written for Keras fit trains unchanged on every strategy.
 
 The functional iris model of keras_iris.py, through KerasModelBuilder,
-with mirrored replicas (two logical CPUs) and on a parameter-server
+with mirrored replicas (two logical CPUs), on two multi-worker mirrored
+workers (`tensorfx train --cluster workers=2`) and on a parameter-server
 cluster (a chief, two workers and a parameter server on 127.0.0.1); each
 exports a model that serves raw instances. Each runs in a child process:
 logical devices and cluster connections are set per process.
@@ -9,11 +10,13 @@ logical devices and cluster connections are set per process.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import yaml
 
 from conftest import IRIS
 from conftest import ROOT
@@ -102,3 +105,55 @@ def test_a_keras_model_trains_unchanged_on_parameter_servers(
   assert found['steps'] >= 300
   assert found['metrics']['accuracy'] >= 0.85
   assert found['labels'] == LABELS
+
+
+# A trainer module, as `tensorfx train --module` runs it in every task.
+_TRAINER_MODULE = textwrap.dedent('''
+    import tensorfx as tfx
+    import keras_iris
+
+    args, job = tfx.training.ModelArguments.parse(parse_job=True)
+    dataset = tfx.data.CsvDataSet(
+        args.data_schema, train=args.data_train, eval=args.data_eval,
+        metadata=args.data_metadata, features=args.data_features)
+    model = tfx.training.ModelTrainer().train(
+        keras_iris.FunctionalIris(args, dataset), job)
+    if model is not None:
+      print('labels', [p['label'] for p in model.predict(INSTANCES)])
+''').replace('INSTANCES', repr(INSTANCES))
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_a_keras_model_trains_unchanged_on_multi_worker_mirrored(
+    tmp_path, iris_analysis):
+  trainer = tmp_path / 'keras_trainer.py'
+  trainer.write_text(_TRAINER_MODULE)
+  output = tmp_path / 'out'
+  command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
+             str(trainer), '--cluster', 'workers=2',
+             *iris_args(output, '--data-metadata', iris_analysis,
+                        '--max-steps', '300', '--batch-size', '32',
+                        '--seed', '1')]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=os.pathsep.join(
+      [ROOT, HERE, os.environ.get('PYTHONPATH', '')]))
+  # Its own session: whatever happens, the launcher and its tasks are
+  # killed together at the end.
+  process = subprocess.Popen(command, env=env, cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT,
+                             start_new_session=True)
+  try:
+    text, _ = process.communicate(timeout=600)
+  finally:
+    try:
+      os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    process.wait(timeout=30)
+  assert process.returncode == 0, text[-4000:]
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['global_step'] == 300
+  assert job['metrics']['accuracy'] >= 0.85, job['metrics']
+  # The chief predicts raw instances with the exported model.
+  assert str(LABELS) in text, text[-4000:]
