@@ -18,6 +18,7 @@ _COMMANDS = {
     'predict': 'tensorfx.tools._predict',
     'analyze': 'tensorfx.tools._analyze',
     'submit': 'tensorfx.tools._submit',
+    'tune': 'tensorfx.tools._tune',
     'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',
     'logs': 'tensorfx.tools._logs',
