@@ -73,8 +73,21 @@ def run(args, rest):
       raise ConfigurationError(
           f'Each trial writes to its own directory under tune\'s --output: '
           f'do not pass {flag} to the trainer. Received: {flag}')
+  _exit_on_sigterm()
   result = tune(study, args.module, args.output, trainer_args,
                 max_trials=args.trials, parallel=args.parallel,
                 seed=args.seed, early_stopping_after=args.early_stopping_after)
   print(result.best_json(), flush=True)
   return 0
+
+
+def _exit_on_sigterm():
+  """SIGTERM ends the study as Ctrl-C does: its running trials are stopped
+  and stay unfinished in the record, so the next run reruns them."""
+  import signal  # pylint: disable=g-import-not-at-top
+
+  def stop(signum, frame):
+    del frame
+    raise KeyboardInterrupt(f'signal {signum}')
+
+  signal.signal(signal.SIGTERM, stop)

@@ -88,6 +88,20 @@ def _optuna() -> Any:
   return optuna
 
 
+def _grid_sampler(optuna: Any) -> Any:
+  """Optuna's grid sampler, minus its stopping the study when the grid is
+  done (which only an optimize() loop may do; here the trial count is
+  capped at the grid's size instead)."""
+
+  class GridSampler(optuna.samplers.GridSampler):
+
+    def after_trial(self, study: Any, trial: Any, state: Any,
+                    values: Any) -> None:
+      del study, trial, state, values
+
+  return GridSampler
+
+
 def tune(study: StudySpec, module: str, output: str,
          trainer_args: Sequence[str] = (), *, max_trials: int | None = None,
          parallel: int | None = None, seed: int | None = None,
@@ -142,7 +156,7 @@ def tune(study: StudySpec, module: str, output: str,
   if study.algorithm == 'GRID_SEARCH':
     space = _space.grid(study)
     max_trials = min(max_trials, _space.grid_size(space))
-    sampler = optuna.samplers.GridSampler(space, seed=seed)
+    sampler = _grid_sampler(optuna)(space, seed=seed)
   elif study.algorithm == 'RANDOM_SEARCH':
     sampler = optuna.samplers.RandomSampler(seed=seed)
   else:
@@ -171,7 +185,9 @@ def tune(study: StudySpec, module: str, output: str,
         parameters = _space.suggest(trial, study.parameters)
         trial.set_user_attr('parameters', parameters)
         resumed = trial.user_attrs.get('resumes')
-        number = (resumed if resumed is not None else trial.number) + 1
+        number = resumed + 1 if resumed is not None else 1 + max(
+            (t.user_attrs.get('trial', 0)
+             for t in record.get_trials(deepcopy=False)), default=0)
         trial.set_user_attr('trial', number)
         running[trial.number] = (trial, TrialRun(
             number, os.path.join(output, str(number)), module,
