@@ -98,8 +98,9 @@ def pipeline_options(args: Sequence[str]) -> Any:
     ... # doctest: +SKIP
 
   Raises:
-    ConfigurationError: a flag no Beam option knows, or options the
-      DataflowRunner refuses (no project, region or gs:// temp_location).
+    ConfigurationError: a flag no Beam option knows, or a DataflowRunner
+      without a project, a region or a gs:// temp_location (checked here,
+      without the network; Dataflow checks the rest when the job starts).
   """
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=g-import-not-at-top
@@ -117,12 +118,6 @@ def pipeline_options(args: Sequence[str]) -> Any:
   runner = options.view_as(StandardOptions).runner or 'DirectRunner'
   if runner.endswith('DataflowRunner'):
     _check_dataflow(options)
-    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator  # pylint: disable=g-import-not-at-top
-    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner  # pylint: disable=g-import-not-at-top
-    errors = PipelineOptionsValidator(options, DataflowRunner()).validate()
-    if errors:
-      raise ConfigurationError('The DataflowRunner needs: '
-                               + '; '.join(e.strip() for e in errors))
   return options
 
 

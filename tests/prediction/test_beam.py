@@ -116,8 +116,8 @@ def test_dataflow_options_are_checked_before_anything_runs():
     pipeline_options(['--runner=DataflowRunner', '--project=p',
                       '--region=us-central1', '--temp_location=/tmp/x'])
   options = pipeline_options(
-      ['--runner=DataflowRunner', '--project=p', '--region=us-central1',
-       '--temp_location=gs://my-bucket/tmp', '--num_workers=4'])
+      ['--runner=DataflowRunner', '--project=my-project',
+       '--region=us-central1', '--temp_location=gs://my-bucket/tmp', '--num_workers=4'])
   assert options.get_all_options()['num_workers'] == 4
 
 
