@@ -13,15 +13,13 @@ lines).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
-from tensorfx.data import _examples
-from tensorfx.data import _paths
+from tensorfx._errors import ConfigurationError, DataError
+from tensorfx.data import _examples, _paths
 from tensorfx.data._examples import compression_of
-from tensorfx.prediction import _batch
-from tensorfx.prediction import _reader
+from tensorfx.prediction import _batch, _reader
 
 _BAD = 'bad'
 # A bad record in a pipeline without skip_bad_records: what the CLI finds in
@@ -102,8 +100,10 @@ def pipeline_options(args: Sequence[str]) -> Any:
       without a project, a region or a gs:// temp_location (checked here,
       without the network; Dataflow checks the rest when the job starts).
   """
-  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-  from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import (
+    PipelineOptions,  # pylint: disable=g-import-not-at-top
+    StandardOptions,  # pylint: disable=g-import-not-at-top
+  )
   options = PipelineOptions(list(args))
   given = options.get_all_options(drop_default=True,
                                   retain_unknown_options=True)

@@ -5,9 +5,7 @@
 train` process in its own output directory, searched with Optuna.
 """
 
-from tensorfx.tuning._study import TrialResult
-from tensorfx.tuning._study import TuningResult
-from tensorfx.tuning._study import tune
+from tensorfx.tuning._study import TrialResult, TuningResult, tune
 
 __all__ = [
     'TrialResult',

@@ -9,7 +9,7 @@ shows the trials side by side in the HParams tab.
 from __future__ import annotations
 
 import os
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tensorfx.cloud._studyspec import StudySpec
 

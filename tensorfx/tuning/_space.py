@@ -14,8 +14,7 @@ import math
 from typing import Any
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.cloud._studyspec import ParameterSpec
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud._studyspec import ParameterSpec, StudySpec
 
 # Where a mirrored (reverse log) parameter's draw is kept in Optuna.
 _MIRRORED = '{}~reverse-log'
@@ -27,7 +26,8 @@ def suggest(trial: Any, parameters: tuple[ParameterSpec, ...]
   chosen: dict[str, Any] = {}
   for p in parameters:
     if p.type in ('DOUBLE', 'INTEGER'):
-      low, high = p.min_value, p.max_value
+      low: Any = p.min_value  # Numbers: ParameterSpec checks them.
+      high: Any = p.max_value
       reverse = p.scale_type == 'UNIT_REVERSE_LOG_SCALE'
       log = p.scale_type in ('UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE')
       name = _MIRRORED.format(p.name) if reverse else p.name
@@ -59,7 +59,9 @@ def grid(study: StudySpec) -> dict[str, list[Any]]:
           'RANDOM_SEARCH. Received: type=DOUBLE')
     if p.type == 'INTEGER':
       name = p.name
-      values: list[Any] = list(range(int(p.min_value), int(p.max_value) + 1))
+      low: Any = p.min_value
+      high: Any = p.max_value
+      values: list[Any] = list(range(int(low), int(high) + 1))
       if p.scale_type == 'UNIT_REVERSE_LOG_SCALE':
         name = _MIRRORED.format(p.name)
       space[name] = values

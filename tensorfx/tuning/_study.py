@@ -17,16 +17,13 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import TrainingError
+from tensorfx._errors import ConfigurationError, TrainingError
 from tensorfx.cloud._studyspec import StudySpec
-from tensorfx.tuning import _hparams
-from tensorfx.tuning import _space
-from tensorfx.tuning import _table
-from tensorfx.tuning._trialrun import TrialRun
-from tensorfx.tuning._trialrun import measurements
+from tensorfx.tuning import _hparams, _space, _table
+from tensorfx.tuning._trialrun import TrialRun, measurements
 
 STUDY_DB = 'study.db'
 STUDY_JSON = 'study.json'
@@ -240,9 +237,9 @@ def _step(optuna: Any, record: Any, study: StudySpec, trial: Any,
   code = run.poll()
   if code is None:
     return None
-  value = _final_value(study, run.metrics_file)
-  if code == 0 and value is not None:
-    record.tell(trial, value)
+  final = _final_value(study, run.metrics_file)
+  if code == 0 and final is not None:
+    record.tell(trial, final)
   else:
     trial.set_user_attr('failure', f'exit code {code}' if code else
                         f'no {study.metric!r} reported')

@@ -47,7 +47,9 @@ class TrialRun:
     env[_hypertune.METRIC_FILE] = self.metrics_file
     command = [sys.executable, '-m', 'tensorfx', 'train', '--module', module,
                '--output', directory, *trainer_args, *flags]
-    self._log: IO[bytes] = open(os.path.join(directory, LOG_FILE), 'ab')
+    # Open while the trial runs; closed when it ends (poll).
+    self._log: IO[bytes] = open(  # noqa: SIM115
+        os.path.join(directory, LOG_FILE), "ab")
     self._log.write(('$ ' + ' '.join(command) + '\n').encode())
     self._log.flush()
     # Its own process group, so stopping it stops whatever it started.
