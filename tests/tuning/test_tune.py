@@ -35,6 +35,7 @@ parser.add_argument('--fail-above', type=float)
 args = parser.parse_args()
 with open(os.path.join(args.output, 'argv.txt'), 'w') as f:
   f.write(' '.join(sys.argv[1:]))
+started = time.time()
 if args.fail_above is not None and args.x > args.fail_above:
   sys.exit('x is too large')
 quality = args.x + args.units / 100 + (args.activation == 'tanh') + \
@@ -42,6 +43,8 @@ quality = args.x + args.units / 100 + (args.activation == 'tanh') + \
 for step in range(1, args.steps + 1):
   report_metric('score', quality * step / args.steps, step)
   time.sleep(args.sleep)
+with open(os.path.join(args.output, 'times.txt'), 'w') as f:
+  f.write(f'{started} {time.time()}')
 '''
 
 
@@ -111,6 +114,11 @@ def test_a_vertex_grid_search_tries_every_point_once(tmp_path):
   record = json.loads((tmp_path / 'study' / 'study.json').read_text())
   assert len(record['trials']) == 4
   assert record['best'] == best['trial']
+  # Never more than parallelTrialCount (3) trials at a time.
+  spans = [tuple(map(float, (tmp_path / 'study' / str(t) / 'times.txt')
+                     .read_text().split())) for t in range(1, 5)]
+  assert max(sum(1 for s, e in spans if s <= start < e)
+             for start, _ in spans) <= 3
 
 
 @pytest.mark.slow
@@ -337,3 +345,16 @@ def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
           if value.metadata.plugin_data.plugin_name == 'hparams':
             sessions += 1
   assert sessions >= 4
+
+
+def test_without_optuna_the_error_says_what_to_install(monkeypatch, tmp_path):
+  from tensorfx._errors import ConfigurationError  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud._studyspec import ParameterSpec  # pylint: disable=g-import-not-at-top
+  from tensorfx.cloud._studyspec import StudySpec  # pylint: disable=g-import-not-at-top
+  from tensorfx.tuning import tune  # pylint: disable=g-import-not-at-top
+  monkeypatch.setitem(sys.modules, 'optuna', None)  # import optuna fails
+  study = StudySpec('score', 'MAXIMIZE', (ParameterSpec('x', 'DOUBLE', 0, 1),),
+                    max_trial_count=1, parallel_trial_count=1)
+  with pytest.raises(ConfigurationError,
+                     match=r'pip install tensorfx-sdk\[tune\]'):
+    tune(study, 'trainer', str(tmp_path))
