@@ -9,7 +9,6 @@ then as finely explored as a log scale explores the bottom.
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -98,9 +97,3 @@ def flags(parameters: dict[str, Any]) -> list[str]:
   return [f'--{name}={flag_value(value)}'
           for name, value in parameters.items()]
 
-
-def every_choice(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
-  """Every point of a grid (for messages and tests)."""
-  names = list(space)
-  return [dict(zip(names, values))
-          for values in itertools.product(*(space[n] for n in names))]
