@@ -20,7 +20,8 @@ import dataclasses
 import difflib
 import functools
 import itertools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -34,7 +35,7 @@ OTHER = '<other>'
 
 # (kind, argument): ('eq', value), ('range', (low, high)) or
 # ('other', the field's other conditions).
-Condition = Tuple[str, Any]
+Condition = tuple[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +48,10 @@ class Slice:
     conditions: `(field, condition)` pairs, all of which must hold.
   """
   label: str
-  conditions: Tuple[Tuple[str, Condition], ...]
+  conditions: tuple[tuple[str, Condition], ...]
 
 
-def parse(specs: Sequence[str]) -> List[Tuple[str, ...]]:
+def parse(specs: Sequence[str]) -> list[tuple[str, ...]]:
   """Parses `--eval-slices` values into tuples of field names.
 
   Example:
@@ -73,7 +74,7 @@ def parse(specs: Sequence[str]) -> List[Tuple[str, ...]]:
   return parsed
 
 
-def _field_slices(dataset, name: str) -> List[Tuple[str, Condition]]:
+def _field_slices(dataset, name: str) -> list[tuple[str, Condition]]:
   """`(value label, condition)` of each slice of one raw field."""
   schema = dataset.schema
   names = [f.name for f in schema]
@@ -97,18 +98,18 @@ def _field_slices(dataset, name: str) -> List[Tuple[str, Condition]]:
         'field, so its values are unknown; analyze the data again.')
   if not field.numeric:
     values = metadata.vocabulary(name)[:MAX_VALUES]
-    slices: List[Tuple[str, Condition]] = [(str(v), ('eq', str(v)))
+    slices: list[tuple[str, Condition]] = [(str(v), ('eq', str(v)))
                                            for v in values]
   else:
     bounds = boundaries(dataset, name, stats)
     edges = [None, *bounds, None]
     slices = [(_bucket_label(low, high), ('range', (low, high)))
-              for low, high in zip(edges[:-1], edges[1:])]
+              for low, high in itertools.pairwise(edges)]
   slices.append((OTHER, ('other', tuple(c for _, c in slices))))
   return slices
 
 
-def boundaries(dataset, name: str, stats) -> List[float]:
+def boundaries(dataset, name: str, stats) -> list[float]:
   """The bucket boundaries of numeric field `name`.
 
   Those of a `bucketize` feature reading the field; otherwise (quantile
@@ -134,7 +135,7 @@ def _features(dataset):
     yield from feature.walk()
 
 
-def _bucket_label(low: Optional[float], high: Optional[float]) -> str:
+def _bucket_label(low: float | None, high: float | None) -> str:
   if low is None and high is None:
     return 'all'
   if low is None:
@@ -144,7 +145,7 @@ def _bucket_label(low: Optional[float], high: Optional[float]) -> str:
   return f'[{low:.4g},{high:.4g})'
 
 
-def make_slices(dataset, specs: Sequence[Tuple[str, ...]]) -> List[Slice]:
+def make_slices(dataset, specs: Sequence[tuple[str, ...]]) -> list[Slice]:
   """Every slice of the parsed `specs`, spec by spec, in order.
 
   Raises:
@@ -183,7 +184,7 @@ def _matches(tf, values, condition: Condition):
   return tf.logical_not(matched)
 
 
-def filter_records(the_slice: Slice, batches: Optional[int], raw, batch: int):
+def filter_records(the_slice: Slice, batches: int | None, raw, batch: int):
   """Keeps the raw records of `the_slice` (of the first `batches` batches).
 
   What `ModelBuilder.build_input` applies while a slice is evaluated.
@@ -224,7 +225,7 @@ class Slicer:
       whose `build_input` is its own (it would not filter the slices).
   """
 
-  def __init__(self, builder, specs: Sequence[Tuple[str, ...]],
+  def __init__(self, builder, specs: Sequence[tuple[str, ...]],
                min_examples: int = 10):
     own = type(builder).build_input.__qualname__ != 'ModelBuilder.build_input'
     if own:
@@ -236,7 +237,7 @@ class Slicer:
     self.min_examples = int(min_examples)
     self.slices = make_slices(builder.dataset, specs)
 
-  def evaluate(self, interface, target) -> Dict[str, Dict[str, Any]]:
+  def evaluate(self, interface, target) -> dict[str, dict[str, Any]]:
     """Evaluates `target` on each slice.
 
     Returns:
@@ -266,7 +267,7 @@ class Slicer:
     return results
 
 
-def create(builder) -> Optional[Slicer]:
+def create(builder) -> Slicer | None:
   """The `Slicer` of the builder's `--eval-slices`, or None without any."""
   settings = builder.settings.validation
   specs = parse(settings.slices)
@@ -276,14 +277,24 @@ def create(builder) -> Optional[Slicer]:
 
 
 def scalars(prefix: str, label: str,
-            entry: Dict[str, Any]) -> Dict[str, float]:
+            entry: dict[str, Any]) -> dict[str, float]:
   """A slice's numbers by name `PREFIX/slice/LABEL/METRIC` (and examples)."""
-  values: Dict[str, float] = {
+  values: dict[str, float] = {
       f'{prefix}/slice/{label}/{k}': v for k, v in entry['metrics'].items()
       if isinstance(v, (int, float)) and not isinstance(v, bool)}
   values[f'{prefix}/slice/{label}/examples'] = entry['examples']
   return values
 
 
-__all__ = ['Slice', 'Slicer', 'boundaries', 'create', 'filter_records',
-           'make_slices', 'parse', 'scalars', 'OTHER', 'MAX_VALUES']
+__all__ = [
+  'MAX_VALUES',
+  'OTHER',
+  'Slice',
+  'Slicer',
+  'boundaries',
+  'create',
+  'filter_records',
+  'make_slices',
+  'parse',
+  'scalars',
+]
