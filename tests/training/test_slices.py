@@ -127,3 +127,24 @@ def test_a_bad_field_is_named_with_the_closest(trained,
   with pytest.raises(ConfigurationError,
                      match="'specis'.*Did you mean 'species'"):
     training.ModelTrainer().evaluate(builder, job)
+
+
+@pytest.mark.slow
+def test_evaluate_records_slices_in_mlflow(trained, iris_dataset_factory):
+  pytest.importorskip('mlflow', reason='the tracking extra is not installed')
+  from mlflow.tracking import MlflowClient
+  builder, job = _builder(trained, iris_dataset_factory(),
+                          '--eval-slices', 'species',
+                          '--experiment', 'slices')
+  summary = training.ModelTrainer().evaluate(builder, job)
+  client = MlflowClient(tracking_uri='sqlite:///' +
+                        str(trained / 'mlruns.db'))
+  experiment = client.get_experiment_by_name('slices')
+  [run] = client.search_runs([experiment.experiment_id])
+  metrics = run.data.metrics
+  setosa = summary['slices']['eval']['species=setosa']
+  # `=` is not allowed in an MLflow metric name.
+  assert metrics['eval/slice/species_setosa/accuracy'] == pytest.approx(
+      setosa['metrics']['accuracy'])
+  assert metrics['eval/slice/species_setosa/examples'] == 10
+  assert 'eval/accuracy' in metrics
