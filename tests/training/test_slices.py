@@ -104,6 +104,17 @@ def test_crossed_slices(trained, iris_dataset_factory):
 
 
 @pytest.mark.slow
+def test_slices_read_the_same_batches_as_the_target(trained,
+                                                    iris_dataset_factory):
+  builder, job = _builder(trained, iris_dataset_factory(),
+                          '--eval-slices', 'species', '--eval-batches', '2',
+                          '--eval-batch-size', '7')
+  slices = training.ModelTrainer().evaluate(builder, job)['slices']['eval']
+  # The first 2 batches of 7 records, not 2 batches of each slice.
+  assert sum(e['examples'] for e in slices.values()) == 14
+
+
+@pytest.mark.slow
 def test_follow_a_finished_job_reports_slices(trained, iris_dataset_factory,
                                               capsys):
   builder, _ = _builder(trained, iris_dataset_factory(), *_SLICES)
