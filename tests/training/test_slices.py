@@ -7,9 +7,13 @@ analyzed range); the chief's validation, `tensorfx evaluate` and
 """
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
+from conftest import IRIS
 from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
@@ -159,3 +163,20 @@ def test_evaluate_records_slices_in_mlflow(trained, iris_dataset_factory):
       setosa['metrics']['accuracy'])
   assert metrics['eval/slice/species_setosa/examples'] == 10
   assert 'eval/accuracy' in metrics
+
+
+@pytest.mark.slow
+def test_the_evaluate_command_prints_the_slices(trained, iris_analysis):
+  result = subprocess.run(
+      [sys.executable, '-m', 'tensorfx', 'evaluate', '--module', 'trainer',
+       '--output', str(trained), *iris_args(trained)[2:],
+       '--data-metadata', iris_analysis, '--hidden-layers:1', '8',
+       '--eval-slices', 'species*petal_length'],
+      cwd=IRIS, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  assert result.returncode == 0, result.stderr[-3000:]
+  [line] = [json.loads(line) for line in result.stdout.splitlines()
+            if line.startswith('{')]
+  slices = line['slices']['eval']
+  assert all('*petal_length=' in label for label in slices)
+  assert sum(e['examples'] for e in slices.values()) == 30
