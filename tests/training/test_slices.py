@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -54,6 +55,21 @@ def test_parse_fields_and_crosses():
                                                         ('a', 'b')]
   with pytest.raises(ConfigurationError, match='FIELD1\\*FIELD2'):
     _slices.parse(['species,*b'])
+
+
+def test_numeric_buckets_follow_the_bucketize_boundaries():
+  from tensorfx.data._feature import Feature
+  stats = {'min': 0.0, 'max': 8.0}
+  explicit = types.SimpleNamespace(features=[Feature(
+      'size', 'bucketize', fields='petal_length',
+      params={'boundaries': [2.5, 4.8]})])
+  assert _slices.boundaries(explicit, 'petal_length', stats) == [2.5, 4.8]
+  # Quantile buckets (or none): equal width over the analyzed range.
+  quantiles = types.SimpleNamespace(features=[Feature(
+      'size', 'bucketize', fields='petal_length', params={'buckets': 2})])
+  assert _slices.boundaries(quantiles, 'petal_length', stats) == [4.0]
+  assert _slices.boundaries(types.SimpleNamespace(features=None),
+                            'petal_length', stats) == [2.0, 4.0, 6.0]
 
 
 @pytest.mark.slow
