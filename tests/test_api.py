@@ -10,7 +10,7 @@ import pytest
 PACKAGES = ['tensorfx', 'tensorfx.cloud', 'tensorfx.data',
             'tensorfx.embeddings', 'tensorfx.training',
             'tensorfx.prediction', 'tensorfx.models', 'tensorfx.models.nn',
-            'tensorfx.tools']
+            'tensorfx.tools', 'tensorfx.tuning']
 
 SEED_API = {
     'tensorfx.training.ModelArguments': ['build_parser', 'default', 'parse',

@@ -19,6 +19,7 @@ _COMMANDS = {
     'analyze': 'tensorfx.tools._analyze',
     'schema': 'tensorfx.tools._schema',
     'submit': 'tensorfx.tools._submit',
+    'tune': 'tensorfx.tools._tune',
     'run-package': 'tensorfx.tools._runpackage',
     'status': 'tensorfx.tools._status',
     'logs': 'tensorfx.tools._logs',

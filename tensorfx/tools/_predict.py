@@ -5,6 +5,8 @@ CSV or JSON lines), the same records out with the predictions added
 (TFRecord or JSON lines), streamed in batches with progress on stderr.
 """
 
+import sys
+
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _train
 
@@ -75,6 +77,14 @@ def add_parser(commands):
                       help='skip and count records that do not parse or '
                       'do not match the model\'s schema (Gematria\'s '
                       '--gematria_drop_invalid_blocks) instead of failing')
+  parser.add_argument('--runner', metavar='RUNNER',
+                      help='predict with an Apache Beam pipeline on this '
+                      'runner (DirectRunner, DataflowRunner, ...) instead '
+                      'of in this process: needs --model and files for '
+                      '--input and --output; the arguments after the known '
+                      'ones are Beam pipeline options (--project, --region, '
+                      '--temp_location, --direct_num_workers, ...); the '
+                      'output is one file, in no particular order')
   parser.set_defaults(run=run, accepts_extra=True, command_parser=parser)
 
 
@@ -99,6 +109,8 @@ def run(args, rest):
         '--module and --job-dir (a checkpoint of the job). Received: '
         f'--model={args.model} --module={args.module} '
         f'--job-dir={args.job_dir}')
+  if args.runner:
+    return _run_beam(args, rest)
   if args.model:
     if rest or args.checkpoint:
       extra = ' '.join(rest + (['--checkpoint'] if args.checkpoint else []))
@@ -129,3 +141,26 @@ def run(args, rest):
   if args.skip_bad_records:
     argv.append('--skip-bad-records')
   return _train.run_module(args.module, argv)
+
+
+def _run_beam(args, rest):
+  """`--runner`: the prediction as a Beam pipeline (tensorfx.prediction)."""
+  if not args.model or args.module or args.job_dir or args.checkpoint:
+    raise ConfigurationError(
+        'A Beam pipeline predicts with an exported model: give --model DIR '
+        '(tensorfx export writes one from a checkpoint). Received: '
+        f'--model={args.model} --module={args.module} '
+        f'--job-dir={args.job_dir} --checkpoint={args.checkpoint}')
+  from tensorfx import _logging
+  from tensorfx.prediction import predict_beam
+  _logging.configure('info')
+  counts = predict_beam(
+      args.model, args.input, args.output, ['--runner', args.runner, *rest],
+      input_format=args.format, output_format=args.output_format,
+      batch_size=args.batch_size, prefix=args.prefix,
+      skip_bad_records=args.skip_bad_records)
+  skipped = counts['bad_records']
+  print(f'Predicted {counts["predicted"]} records into {args.output}'
+        + (f' ({skipped} bad records skipped)' if skipped else ''),
+        file=sys.stderr)
+  return 0

@@ -23,6 +23,7 @@ from tensorfx.training import _evaluation
 from tensorfx.training import _export
 from tensorfx.training import _jobinfo
 from tensorfx.training import _restore
+from tensorfx.training import _slices
 from tensorfx.training import _tracking
 from tensorfx.training._config import Configuration
 
@@ -79,7 +80,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
         'Nothing to evaluate: give --data-eval or --eval-target.')
   evaluation = _evaluation.Evaluation(
       prepared.evaluation, prepared.targets,
-      settings.checkpoints.best(builder.evaluation_metric))
+      settings.checkpoints.best(builder.evaluation_metric),
+      slicer=_slices.create(builder))
   tracker = _tracking.create(settings.tracking, output)
   context = _callbacks.RunContext(
       builder=builder, output=output, role='evaluate',
@@ -111,6 +113,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
                 '  '.join(f'{k} {v:.4g}' for k, v in values.items()
                           if isinstance(v, (int, float))))
   summary = {'checkpoint': path, 'step': step, 'results': results}
+  if evaluation.last is not None and evaluation.last.slices:
+    summary['slices'] = evaluation.last.slices
   directory = os.path.join(output, 'evaluations')
   tf.io.gfile.makedirs(directory)
   _atomic.write_text(os.path.join(directory, os.path.basename(path) + '.json'),

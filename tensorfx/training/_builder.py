@@ -93,7 +93,8 @@ class ModelBuilder(tf.Module):
     self._untracked = types.SimpleNamespace(transform_layer=None,
                                             worker_layer=None,
                                             coordinator=None,
-                                            gradient_norm=None)
+                                            gradient_norm=None,
+                                            slice_filter=None)
 
   @property
   def args(self) -> Any:
@@ -237,6 +238,9 @@ class ModelBuilder(tf.Module):
       raw = _filters.filter_records(
           raw, _filters.parse_filters(settings.data.filters,
                                       self._dataset.schema), batch)
+    if self._untracked.slice_filter is not None:
+      # --eval-slices: the records of the slice being evaluated.
+      raw = self._untracked.slice_filter(raw, batch)
     transformed = self._dataset.transform(raw, self.transform_layer)
     if not memory:
       return transformed

@@ -55,11 +55,14 @@ class EvaluationResults(collections.abc.Mapping):
     checkpoint: the checkpoint evaluated, when one was restored for it.
     best: `(target, name, mode)` of the metric ranking models
       (`--best-metric`); target None is the first target.
+    slices: target name -> slice label -> `{'examples', 'flagged',
+      'metrics'}` (`--eval-slices`); {} without slices.
   """
 
   def __init__(self, step, results, examples, seconds, best,
-               checkpoint=None):
+               checkpoint=None, slices=None):
     self.step = step
+    self.slices = dict(slices or {})
     self._results = dict(results)
     self.examples = dict(examples)
     self.seconds = dict(seconds)
@@ -132,14 +135,18 @@ class Evaluation:
     targets: the `ValidationTarget`s, the primary one first.
     best: `(target, name, mode)` ranking models; target None is the first
       target.
+    slicer: the `Slicer` evaluating each target per slice as well
+      (`--eval-slices`), or None.
 
   Raises:
     ConfigurationError: the best metric names a target that is not among
       `targets`.
   """
 
-  def __init__(self, interface, targets, best=(None, 'loss', 'min')):
+  def __init__(self, interface, targets, best=(None, 'loss', 'min'),
+               slicer=None):
     self.interface = interface
+    self.slicer = slicer
     self.targets = list(targets)
     self.best = tuple(best)
     self.last = None
@@ -165,12 +172,15 @@ class Evaluation:
     if self.last is not None and self.last.step == step and \
         self.last.checkpoint == checkpoint:
       return self.last
-    results, examples, seconds = {}, {}, {}
+    results, examples, seconds, slices = {}, {}, {}, {}
     for target in self.targets:
       start = time.monotonic()
       results[target.name], examples[target.name] = _aggregation.evaluate(
           self.interface, target)
+      if self.slicer is not None:
+        slices[target.name] = self.slicer.evaluate(self.interface, target)
       seconds[target.name] = time.monotonic() - start
     self.last = EvaluationResults(step, results, examples, seconds,
-                                  self.best, checkpoint=checkpoint)
+                                  self.best, checkpoint=checkpoint,
+                                  slices=slices)
     return self.last

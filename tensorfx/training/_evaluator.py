@@ -29,6 +29,7 @@ from tensorfx.training import _cluster
 from tensorfx.training import _damaged
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
+from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
 
@@ -110,7 +111,8 @@ class EvaluatorRun:
                                '(--data-eval) or a validation target '
                                '(--eval-target).')
     best = settings.checkpoints.best(builder.evaluation_metric)
-    evaluation = _evaluation.Evaluation(interface, targets, best)
+    evaluation = _evaluation.Evaluation(interface, targets, best,
+                                        slicer=_slices.create(builder))
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], builder.global_step,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],

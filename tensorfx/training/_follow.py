@@ -23,7 +23,9 @@ class PrintResults(_callbacks.Callback):
 
   Runs after each checkpoint is evaluated, in the following process; the
   line is what `tensorfx evaluate` prints for one checkpoint:
-  `{"checkpoint", "step", "results": {TARGET: {METRIC: value}}}`.
+  `{"checkpoint", "step", "results": {TARGET: {METRIC: value}}}`, with
+  `"slices": {TARGET: {LABEL: {"examples", "flagged", "metrics"}}}` under
+  `--eval-slices`.
   """
 
   def on_evaluate_end(self, step, results):
@@ -33,6 +35,8 @@ class PrintResults(_callbacks.Callback):
         'step': step,
         'results': {target: dict(values) for target, values in results.items()},
     }
+    if getattr(results, 'slices', None):
+      summary['slices'] = results.slices
     directory = os.path.join(self.context.output, 'evaluations')
     tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(os.path.join(directory, name + '.json'),

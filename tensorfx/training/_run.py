@@ -25,6 +25,7 @@ from tensorfx.training import _export
 from tensorfx.training import _guards
 from tensorfx.training import _jobinfo
 from tensorfx.training import _loop
+from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
 from tensorfx.training._engine import strategies
@@ -122,7 +123,8 @@ class TrainingRun:
           self.config)
     best = settings.checkpoints.best(builder.evaluation_metric)
     evaluation = _evaluation.Evaluation(
-        evaluation if not self.evaluator_task else None, targets, best)
+        evaluation if not self.evaluator_task else None, targets, best,
+        slicer=None if self.evaluator_task else _slices.create(builder))
     if not settings.restore.resume and self.chief:
       # --no-resume: what an earlier run left goes aside, never deleted.
       _checkpoints.move_aside(

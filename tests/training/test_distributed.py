@@ -170,7 +170,7 @@ def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
                 '--eval-target', 'holdout', 'data=data/eval.csv', 'batches=1',
                 'batch_size=8',
                 '--best-metric', 'holdout/accuracy:max',
-                '--keep-best-checkpoints', '2')
+                '--keep-best-checkpoints', '2', '--eval-slices', 'species')
   assert run.wait() == 0, run.text[-4000:]
   output = tmp_path / 'ev'
   evaluated = yaml.safe_load(
@@ -197,6 +197,15 @@ def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   assert evaluated['best'] == ranked[0][1]
   assert holdout[evaluated['best_step']] == ranked[0][1]
   assert (output / 'best_model' / 'saved_model.pb').exists()
+  # --eval-slices: each target's slices, of the same examples as the target.
+  for directory, examples in (('eval', 10), ('eval_holdout', 8)):
+    scalars = _scalars(str(output / 'summaries' / directory))
+    counts = [dict(values) for tag, values in scalars.items()
+              if tag.startswith(f'{directory}/slice/species=')
+              and tag.endswith('/examples')]
+    assert counts, sorted(scalars)
+    for step in (0, 100, 200, 300):
+      assert sum(c.get(step, 0) for c in counts) == examples
   run.assert_all_exited()
 
 

@@ -1,5 +1,6 @@
 """TensorBoard: training and validation scalars, and the training graph."""
 
+from tensorfx.training import _slices
 from tensorfx.training import _targets
 from tensorfx.training._callbacks import base
 
@@ -34,4 +35,10 @@ class TensorBoardCallback(base.Callback):
       summaries.scalars(_targets.summaries_dir(name), step,
                         {k: v for k, v in values.items()
                          if isinstance(v, (int, float))})
+    for name, slices in getattr(results, 'slices', {}).items():
+      # --eval-slices: eval/slice/FIELD=VALUE/METRIC beside the target's.
+      directory = _targets.summaries_dir(name)
+      for label, entry in slices.items():
+        summaries.scalars(directory, step,
+                          _slices.scalars(directory, label, entry))
     summaries.flush()

@@ -1,8 +1,11 @@
 """MLflow experiment records as a callback."""
 
 import json
+import re
 
 from tensorfx.training._callbacks import base
+
+_MLFLOW_UNSAFE = re.compile(r'[^\w./\- ]')
 
 # on_train_end's status -> the tracker's.
 _STATUS = {'completed': 'completed', 'stopped': 'completed',
@@ -54,6 +57,14 @@ class TrackingCallback(base.Callback):
     for name, values in results.items():
       self.tracker.log_validation(step, name, {
           k: v for k, v in values.items() if isinstance(v, (int, float))})
+    for name, slices in getattr(results, 'slices', {}).items():
+      for label, entry in slices.items():
+        # MLflow keys allow letters, digits and _-. /: the rest becomes _.
+        self.tracker.log_validation(step, _MLFLOW_UNSAFE.sub('_', (
+            f'{name}/slice/{label}')), {
+                k: v for k, v in entry['metrics'].items()
+                if isinstance(v, (int, float))} | {
+                    'examples': entry['examples']})
     if results.checkpoint and self._action == 'evaluate':
       self.tracker.set_tags(checkpoint=results.checkpoint, global_step=step)
     checkpoints = self.context.checkpoints

@@ -6,6 +6,7 @@ from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _listflags
+from tensorfx.training import _slices
 from tensorfx.training import _targets
 from tensorfx.training._settings import _section
 
@@ -71,6 +72,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           'data=PATHS (default: the dataset\'s source '
                           'NAME), batches=N, batch_size=N, online_agg=, '
                           'agg=; repeatable')
+  validation.add_argument('--eval-slices', action='append',
+                          metavar='FIELD[,FIELD...]',
+                          help='also evaluate per value of these raw fields '
+                          '(a discrete field\'s values, a numeric field\'s '
+                          'buckets); FIELD1*FIELD2 crosses two; repeatable '
+                          '(default: no slices)')
+  validation.add_argument('--eval-slice-min-examples', type=int, default=10,
+                          metavar='N',
+                          help='flag slices with fewer examples (default: '
+                          '%(default)s)')
   validation.add_argument('--eval-interval-steps', type=int, metavar='N',
                           help='steps between validations (default: after '
                           'each checkpoint)')
@@ -95,6 +106,9 @@ def check(args: Any) -> None:
   _section.check_batch_size(args, 'eval_batch_size', optional=True)
   _section.check_positive(args, 'eval_batches', optional=True)
   _section.check_positive(args, 'eval_interval_steps', optional=True)
+  _section.check_positive(args, 'eval_slice_min_examples', optional=True)
+  if _section.read(args, 'eval_slices'):
+    _slices.parse(_section.read(args, 'eval_slices'))
   _section.check_positive(args, 'early_stopping_patience', optional=True)
   _section.check_not_negative(args, 'early_stopping_min_delta')
   if hasattr(args, 'eval_online_agg'):
@@ -132,6 +146,10 @@ class ValidationSettings:
       never stops early.
     early_stopping_min_delta: the least improvement that counts
       (`--early-stopping-min-delta`).
+    slices: the `--eval-slices` values (`FIELD[,FIELD...]`, crosses
+      `A*B`); empty for no sliced evaluation.
+    slice_min_examples: slices with fewer examples are flagged
+      (`--eval-slice-min-examples`).
   """
   targets: Tuple[_targets.ValidationTarget, ...] = ()
   batch_size: Union[int, str, None] = None
@@ -142,6 +160,8 @@ class ValidationSettings:
   validate_first: bool = False
   early_stopping_patience: Optional[int] = None
   early_stopping_min_delta: float = 0.0
+  slices: Tuple[str, ...] = ()
+  slice_min_examples: int = 10
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
@@ -160,7 +180,9 @@ class ValidationSettings:
         validate_first=bool(read(args, 'validate_first', False)),
         early_stopping_patience=read(args, 'early_stopping_patience'),
         early_stopping_min_delta=float(read(args, 'early_stopping_min_delta',
-                                            0.0)))
+                                            0.0)),
+        slices=_slices_value(read(args, 'eval_slices')),
+        slice_min_examples=int(read(args, 'eval_slice_min_examples', 10)))
 
   def all_targets(self, has_eval: bool) -> list[Any]:
     """Every target, the default (the dataset's `eval` source) first.
@@ -179,3 +201,10 @@ class ValidationSettings:
           online_agg=cast(Any, self.online_agg or 'mean'),
           agg=cast(Any, self.agg)),)
     return list(default + self.targets)
+
+
+def _slices_value(value):
+  """`--eval-slices` as a tuple (a run configuration may give one string)."""
+  if not value:
+    return ()
+  return (value,) if isinstance(value, str) else tuple(value)

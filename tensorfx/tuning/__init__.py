@@ -1,0 +1,14 @@
+"""Local hyperparameter tuning: a Vertex AI study file, run on this machine.
+
+`tune` runs the study of a `--config` file (legacy AI Platform's
+`hyperparameters` or Vertex AI's `studySpec`), each trial a `tensorfx
+train` process in its own output directory, searched with Optuna.
+"""
+
+from tensorfx.tuning._study import TrialResult, TuningResult, tune
+
+__all__ = [
+    'TrialResult',
+    'TuningResult',
+    'tune',
+]
