@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 
@@ -35,6 +34,8 @@ def test_quick_distributed_comparison_measures_every_section(tmp_path):
     for side in ('tensorfx', 'hand-written'):
       assert len(section['rates'][side]) == report['rounds'] == 1, name
       assert section['medians'][side] > 0, (name, side)
+    # Also the rate tensorfx logs (its loop calls only), beside the wall one.
+    assert section['tensorfx_in_loop'] > 0, name
     ratio = section['ratio']
     assert ratio['pairs'] == 1 and ratio['median'] > 0, name
     assert ratio['q1'] <= ratio['median'] <= ratio['q3'], name
