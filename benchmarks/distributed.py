@@ -34,6 +34,7 @@ asserted about the timings.
 
 import argparse
 import glob
+import itertools
 import json
 import os
 import platform
@@ -181,6 +182,10 @@ def _rates(directory: str, warmup: int,
   (first, began, _), (last, ended, _) = start[0], measured[-1]
   # Equal windows: the rate over all of them is their harmonic mean.
   in_loop = len(measured) / sum(1 / e[2] for e in measured)
+  gaps = [f'{b[0]}: {b[1] - a[1]:.1f}s' for a, b in
+          itertools.pairwise(events)]
+  print(f'  tensorfx windows, wall seconds to each summary: {gaps}',
+        file=sys.stderr, flush=True)
   return (last - first) * batch / (ended - began), in_loop
 
 
