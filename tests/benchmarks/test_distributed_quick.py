@@ -1,0 +1,45 @@
+"""The distributed comparison's quick mode still runs every section.
+
+`benchmarks/distributed.py --quick` trains the reference model on real
+local clusters on 127.0.0.1 (a parameter-server cluster and a multi-worker
+one), with `tensorfx train --cluster` and with hand-written TensorFlow.
+The test asserts that every section measured both sides and wrote its
+results; never a timing (performance is reported in benchmarks/README.md,
+not tested).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_quick_distributed_comparison_measures_every_section(tmp_path):
+  results = tmp_path / 'results'
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, 'benchmarks', 'distributed.py'),
+       '--quick', '--data', str(tmp_path / 'data'), '--output', str(results)],
+      capture_output=True, text=True, timeout=1500, check=False)
+  assert result.returncode == 0, result.stderr[-4000:]
+  report = json.loads((results / 'distributed.json').read_text())
+  assert set(report['sections']) == {'parameter-servers', 'multi-worker'}
+  assert report['sections']['parameter-servers']['cluster'] == \
+      'ps=1,workers=2'
+  for name, section in report['sections'].items():
+    for side in ('tensorfx', 'hand-written'):
+      assert len(section['rates'][side]) == report['rounds'] == 1, name
+      assert section['medians'][side] > 0, (name, side)
+    # Also the rate tensorfx logs (its loop calls only), beside the wall one.
+    assert section['tensorfx_in_loop'] > 0, name
+    ratio = section['ratio']
+    assert ratio['pairs'] == 1 and ratio['median'] > 0, name
+    assert ratio['q1'] <= ratio['median'] <= ratio['q3'], name
+  table = (results / 'distributed.md').read_text()
+  for name in report['sections']:
+    assert f'| {name} |' in table
+  assert 'n=1' in table
