@@ -22,11 +22,11 @@ The coordinator, or the replica of the `chief` job, prints one JSON line:
 """
 
 import argparse
+from collections.abc import Callable
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -12,14 +12,17 @@ lines).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
+import json
 from typing import Any
 
-from tensorfx._errors import ConfigurationError, DataError
-from tensorfx.data import _examples, _paths
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
+from tensorfx.data import _examples
+from tensorfx.data import _paths
 from tensorfx.data._examples import compression_of
-from tensorfx.prediction import _batch, _reader
+from tensorfx.prediction import _batch
+from tensorfx.prediction import _reader
 
 _BAD = 'bad'
 # A bad record in a pipeline without skip_bad_records: what the CLI finds in
@@ -100,10 +103,8 @@ def pipeline_options(args: Sequence[str]) -> Any:
       without a project, a region or a gs:// temp_location (checked here,
       without the network; Dataflow checks the rest when the job starts).
   """
-  from apache_beam.options.pipeline_options import (
-    PipelineOptions,
-    StandardOptions,
-  )
+  from apache_beam.options.pipeline_options import PipelineOptions
+  from apache_beam.options.pipeline_options import StandardOptions
   options = PipelineOptions(list(args))
   given = options.get_all_options(drop_default=True,
                                   retain_unknown_options=True)
@@ -122,8 +123,10 @@ def pipeline_options(args: Sequence[str]) -> Any:
 
 
 def _check_dataflow(options: Any) -> None:
-  """What a Dataflow job needs, checked here (Beam's own check would try to
-  create a default bucket over the network)."""
+  """What a Dataflow job needs, checked here.
+
+  Beam's own check would try to create a default bucket over the network.
+  """
   from apache_beam.options.pipeline_options import GoogleCloudOptions
   cloud = options.view_as(GoogleCloudOptions)
   missing = [f'--{name}' for name in ('project', 'region')

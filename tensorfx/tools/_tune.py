@@ -82,8 +82,11 @@ def run(args, rest):
 
 
 def _exit_on_sigterm():
-  """SIGTERM ends the study as Ctrl-C does: its running trials are stopped
-  and stay unfinished in the record, so the next run reruns them."""
+  """SIGTERM ends the study as Ctrl-C does.
+
+  Its running trials are stopped and stay unfinished in the record, so the
+  next run reruns them.
+  """
   import signal
 
   def stop(signum, frame):

@@ -16,11 +16,11 @@ so it costs one evaluation per slice; slices without examples are left
 out, and those with fewer than `--eval-slice-min-examples` are flagged.
 """
 
+from collections.abc import Sequence
 import dataclasses
 import difflib
 import functools
 import itertools
-from collections.abc import Sequence
 from typing import Any
 
 from tensorfx._errors import ConfigurationError

@@ -5,7 +5,9 @@
 train` process in its own output directory, searched with Optuna.
 """
 
-from tensorfx.tuning._study import TrialResult, TuningResult, tune
+from tensorfx.tuning._study import TrialResult
+from tensorfx.tuning._study import TuningResult
+from tensorfx.tuning._study import tune
 
 __all__ = [
     'TrialResult',

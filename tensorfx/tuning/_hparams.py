@@ -49,8 +49,8 @@ class HParamsWriter:
 
   def write(self, trial: TrialResult) -> None:
     """Writes one trial's session (parameters, state, metric)."""
-    import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
+    import tensorflow as tf
     if not self._started:
       self._start(tf, hp)
     values = {name: (float(v) if isinstance(v, (int, float))

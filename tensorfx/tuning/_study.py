@@ -12,18 +12,22 @@ so resumes from its last checkpoint).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import dataclasses
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
 from typing import IO, Any
 
-from tensorfx._errors import ConfigurationError, TrainingError
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import TrainingError
 from tensorfx.cloud._studyspec import StudySpec
-from tensorfx.tuning import _hparams, _space, _table
-from tensorfx.tuning._trialrun import TrialRun, measurements
+from tensorfx.tuning import _hparams
+from tensorfx.tuning import _space
+from tensorfx.tuning import _table
+from tensorfx.tuning._trialrun import TrialRun
+from tensorfx.tuning._trialrun import measurements
 
 STUDY_DB = 'study.db'
 STUDY_JSON = 'study.json'
@@ -86,9 +90,11 @@ def _optuna() -> Any:
 
 
 def _grid_sampler(optuna: Any) -> Any:
-  """Optuna's grid sampler, minus its stopping the study when the grid is
-  done (which only an optimize() loop may do; here the trial count is
-  capped at the grid's size instead)."""
+  """Optuna's grid sampler, minus its stopping the study when done.
+
+  Only an optimize() loop may stop a study when the grid is done; here the
+  trial count is capped at the grid's size instead.
+  """
 
   class GridSampler(optuna.samplers.GridSampler):
 

@@ -23,8 +23,10 @@ from tensorfx.prediction._beam import pipeline_options
 
 @pytest.fixture(scope='module')
 def inputs(tmp_path_factory):
-  """The iris eval rows as CSV, JSON lines and GZIP TFRecord, one bad CSV
-  line among them."""
+  """The iris eval rows as CSV, JSON lines and GZIP TFRecord.
+
+  One bad CSV line is among them.
+  """
   folder = tmp_path_factory.mktemp('beam-inputs')
   rows = eval_rows()
   with open(folder / 'part1.csv', 'w') as f:

@@ -203,7 +203,7 @@ class ValidationSettings:
     return list(default + self.targets)
 
 
-def _slices_value(value):
+def _slices_value(value: Any) -> tuple[Any, ...]:
   """`--eval-slices` as a tuple (a run configuration may give one string)."""
   if not value:
     return ()
