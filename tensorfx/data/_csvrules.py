@@ -248,6 +248,16 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
   return features, reasons
 
 
+def _token_hints(column):
+  """`token_hint` of each cell of a [B] string tensor, in the graph."""
+  import tensorflow as tf
+  token = tf.strings.strip(column)
+  hints = tf.zeros_like(column)
+  for common in _COMMON_TOKENS:
+    hints = tf.where(tf.equal(token, common), token_hint(common), hints)
+  return hints
+
+
 def _parse_column(field, column, strip=False):
   import tensorflow as tf
   type_name = field.type.value
@@ -269,7 +279,8 @@ def _parse_column(field, column, strip=False):
   problem = tf.where(
       ~empty & ~valid,
       tf.strings.join([f'column {field.name!r} is not {_TYPE_NAMES[type_name]}'
-                       ': ', tf.strings.substr(column, 0, 40)]),
+                       ': ', tf.strings.substr(column, 0, 40),
+                       _token_hints(column)]),
       problem)
   if type_name == 'integer':
     # to_number fails the whole batch on an integer that overflows int64.

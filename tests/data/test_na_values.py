@@ -149,8 +149,8 @@ def test_a_keyword_that_is_no_option_nor_source_is_named(make, keyword):
 
 
 def test_a_source_must_be_paths():
-  with pytest.raises(DataError, match=r"no option 'holdout'.*Received: "
-                     'holdout=3'):
+  with pytest.raises(DataError, match=r"Source 'holdout' must be a path.*"
+                     r"Received: int \(holdout=3\)"):
     CsvDataSet(SCHEMA, train='a.csv', holdout=3)
 
 

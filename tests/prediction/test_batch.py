@@ -165,7 +165,7 @@ def test_an_output_does_not_replace_an_input_feature(model, tmp_path):
 
 @pytest.mark.parametrize('kwargs, message', [
     ({'input_format': 'xml'}, 'input_format must be one of auto, tfrecord, '
-     "csv, json. Received: input_format='xml'"),
+     "csv, json, parquet. Received: input_format='xml'"),
     ({'output_format': 'csv'}, 'output_format must be one of auto, tfrecord, '
      "json. Received: output_format='csv'"),
     ({'batch_size': 0}, 'batch_size must be a positive integer. Received: '
