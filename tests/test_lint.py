@@ -1,4 +1,4 @@
-"""Lint and format: ruff passes on the code, as pyproject.toml configures it.
+"""Lint: ruff passes on the code, as pyproject.toml configures it.
 
 The rules (pyproject.toml's [tool.ruff]) are Google style: pyflakes,
 pycodestyle, Google docstrings, one import per line, bugbear and pylint's
@@ -48,14 +48,3 @@ def test_no_pylint_pragmas_are_left():
             found += [f'{name}:{number}' for number, line in enumerate(f, 1)
                       if pragma in line]
   assert not found, found
-
-
-@pytest.mark.skipif(
-    bool(os.environ.get('TENSORFX_SKIP_FORMAT_CHECK')),
-    reason='TENSORFX_SKIP_FORMAT_CHECK is set: the tree is formatted once, '
-    'by the maintainer, after the open branches are merged')
-def test_ruff_format_leaves_the_code_as_it_is():
-  result = _ruff('format', '--check', '--no-cache')
-  assert result.returncode == 0, (
-      'Run `ruff format tensorfx tests samples benchmarks`.\n' +
-      result.stdout[-4000:] + result.stderr)

@@ -15,11 +15,13 @@ dropped and counted, in training, evaluation and the analysis alike.
 """
 
 from collections.abc import Iterator
+import re
 from typing import Any
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _examples
+from tensorfx.data import _examplescan
 from tensorfx.data import _paths
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -27,6 +29,9 @@ from tensorfx.data._protoformat import ProtoFormat
 
 # Records per decoded batch the analysis reads.
 _ANALYSIS_BATCH = 4096
+# What the decoder's checks of one field say (`_protodecode`), without the
+# values an assertion prints after it.
+_FIELD_CHECK = re.compile(r"field '[^']+': [^\]\[\n]*")
 
 
 class ProtoDataSource(_examples.ExamplesDataSource):
@@ -130,12 +135,22 @@ class ProtoDataSource(_examples.ExamplesDataSource):
   def diagnose(self, error):
     """Names the file and record of the first bad record, or None.
 
-    Only decoding failures are about records; other errors are not
-    claimed.
+    Only failures of decoding these messages, or of reading their files,
+    are about records; a file's first bad record is claimed only when it
+    fails the way `error` says, so a source whose files are fine, or bad in
+    another way, claims nothing (sources are watched process-wide: a later
+    pipeline's error, e.g. a tf.Example's, is not this source's).
     """
     import tensorflow as tf
     if not isinstance(error, (tf.errors.InvalidArgumentError,
                               tf.errors.DataLossError)):
+      return None
+    text = str(getattr(error, 'message', '') or error)
+    decoding = 'DecodeProto' in text
+    checks = {m.strip() for m in _FIELD_CHECK.findall(text)}
+    reading = isinstance(error, tf.errors.DataLossError) and \
+        _examplescan._RECORD_LOSS.search(text) is not None
+    if not (decoding or checks or reading):
       return None
     for path, compression in zip(self.files(), self.compressions()):
       index = 0
@@ -144,9 +159,12 @@ class ProtoDataSource(_examples.ExamplesDataSource):
           index += 1
           problem = self.record_problem(record.numpy())
           if problem is not None:
-            return f'{path}: record {index}: {problem}'
+            check = _FIELD_CHECK.search(problem)
+            if (check.group(0).strip() in checks) if check else decoding:
+              return f'{path}: record {index}: {problem}'
       except tf.errors.DataLossError:
-        return f'{path}: truncated or corrupt after record {index}'
+        if reading:
+          return f'{path}: truncated or corrupt after record {index}'
     return None
 
   def batches(self, path: str, compression: str,

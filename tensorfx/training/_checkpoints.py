@@ -402,5 +402,9 @@ def _delete_checkpoint(prefix):
 
 def _holds_save_counter(path):
   """Whether the checkpoint `path` holds `tf.train.Checkpoint`'s counter."""
+  # The reader of the prefix itself: `tf.train.list_variables` takes a path
+  # that `gfile.isdir` calls a directory for one, and some file systems
+  # (ram://) call a prefix of files a directory.
+  reader = tf.compat.v1.train.NewCheckpointReader(path)
   return any(name.split('/')[0] == 'save_counter'
-             for name, _ in tf.train.list_variables(path))
+             for name in reader.get_variable_to_shape_map())

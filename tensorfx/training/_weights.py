@@ -114,7 +114,12 @@ def example_weights(builder: Any, inputs: dict[str, Any],
   Returns:
     A float32 [B] tensor of weights.
   """
-  features = builder.dataset.features
+  try:
+    features = builder.dataset.features
+  except ConfigurationError:
+    # A builder made without a dataset (e.g. building its graphs alone)
+    # has no weight feature: every example weighs 1.
+    features = None
   weight_feature = features.weight if features is not None else None
   size = tf.shape(tf.nest.flatten(inputs)[0])[:1]
   weights = tf.ones(size, tf.float32)

@@ -85,7 +85,9 @@ def test_analyze_a_published_csv_by_its_header_and_tokens(tmp_path, capsys):
       f'{i}, ' + ', '.join(map(str, reversed(row))) + '\n'
       for i, row in enumerate(ROWS)) + '9, NA, 1.5, 3, 2.5, virginica\n')
   schema = tmp_path / 'schema.yaml'
-  schema.write_text(open(SCHEMA).read().replace(
+  with open(SCHEMA) as f:
+    text = f.read()
+  schema.write_text(text.replace(
       'type: real', 'type: real\n  missing: mean'))
   code = main(['analyze', '--data-train', str(path), '--header',
                '--na-values', 'NA,?', '--strip-cells',
