@@ -22,8 +22,9 @@ from tensorfx import _logging
 STARTUP_NOISE = ('cuda', 'cuInit', 'oneDNN', 'This TensorFlow binary is '
                  'optimized', 'absl::InitializeLog', 'WARNING:absl:',
                  'INFO:tensorfx:')
-# A line of TensorFlow's C++ log: severity, date, time, thread, file:line.
-CPP_LOG_LINE = re.compile(r'^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ', re.M)
+# An info or warning line of TensorFlow's C++ log (errors always show):
+# severity, date, time, thread, file:line.
+CPP_LOG_LINE = re.compile(r'^[IW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ', re.M)
 
 
 def _env():
