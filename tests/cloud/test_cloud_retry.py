@@ -12,6 +12,12 @@ import pytest
 from cloud_fakes import BUCKET
 from cloud_fakes import PROJECT
 from cloud_fakes import REGION
+from cloud_fakes import _emulator_server  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import cloud_logging  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import emulator  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import emulator_faults  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import fast_retries  # noqa: F401  (a fixture: pytest finds it by name)
+from cloud_fakes import vertex  # noqa: F401  (a fixture: pytest finds it by name)
 from conftest import IRIS
 from tensorfx import cloud
 from tensorfx.cloud import _retry
