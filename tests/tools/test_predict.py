@@ -120,6 +120,8 @@ def _peak_rss_mb(args, tty=False):
       process.kill()
   process.returncode = os.waitstatus_to_exitcode(status)
   reader.join(timeout=30)
+  if process.stderr is not None:
+    process.stderr.close()
   if master is not None:
     os.close(master)
   text = b''.join(chunks).decode('utf-8', 'replace')
