@@ -141,8 +141,10 @@ class LocalCluster:
     return process
 
   def _pump(self, name, process):
-    for line in process.stdout:
-      self._say(line.rstrip('\n'), name)
+    # Closed at the end: a pipe left to the garbage collector is a leak.
+    with process.stdout:
+      for line in process.stdout:
+        self._say(line.rstrip('\n'), name)
 
   def _say(self, text, name='cluster'):
     with self._lock:

@@ -45,8 +45,9 @@ class Process:
 
   @staticmethod
   def _read(stream, lines):
-    for line in stream:
-      lines.append(line.rstrip('\n'))
+    with stream:
+      for line in stream:
+        lines.append(line.rstrip('\n'))
 
   def wait_until(self, condition, what, timeout=TIMEOUT):
     deadline = time.monotonic() + timeout

@@ -49,10 +49,11 @@ class Cluster:
     self._reader.start()
 
   def _read(self):
-    for line in self.process.stdout:
-      self.lines.append(line.rstrip('\n'))
-      if 'started' in line and '(pid' in line:
-        self.pids.update((n, int(p)) for n, p in _PID.findall(line))
+    with self.process.stdout:
+      for line in self.process.stdout:
+        self.lines.append(line.rstrip('\n'))
+        if 'started' in line and '(pid' in line:
+          self.pids.update((n, int(p)) for n, p in _PID.findall(line))
 
   def wait_for(self, pattern, timeout=TIMEOUT):
     """Waits for an output line matching `pattern`; returns the match."""
