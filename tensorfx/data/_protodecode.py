@@ -78,9 +78,12 @@ class Decoder:
   def _decode(self, serialized, descriptor, field):
     """[N, (k)] ragged values of one field of N serialized messages."""
     import tensorflow as tf
+    # decode_proto refuses an empty batch (no element of a record matched,
+    # a record without elements): one empty message more, dropped after.
     sizes, (values,) = tf.io.decode_proto(
-        serialized, descriptor.full_name, [field.name],
-        [_output_type(field)], descriptor_source=self._source)
+        tf.concat([serialized, tf.constant([b''])], 0), descriptor.full_name,
+        [field.name], [_output_type(field)], descriptor_source=self._source)
+    sizes, values = sizes[:-1], values[:-1]
     lengths = sizes[:, 0]
     if not _protopaths.is_repeated(field) and not _protopaths.is_message(
         field) and not getattr(field, 'has_presence', False):

@@ -138,7 +138,10 @@ fields:
   assert np.isnan(_plain(decoded['y0'])[2])
   y1 = _plain(decoded['y1'])
   assert np.isnan(y1[0]) and y1[1] == 8.0 and np.isnan(y1[2])
-  # Matched at the start, as re.match: 'k' matches, '0' does not.
+  # A batch in which nothing matches (decode_proto of no element).
+  alone = proto_format.decoder(schema).decode(
+      tf.constant([station(3, labels=0).SerializeToString()]))
+  assert np.isnan(_plain(alone['y1'])[0])
   prediction = proto_format.decoder(schema).decode(
       tf.constant([twice.SerializeToString()]), for_prediction=True)
   assert sorted(prediction) == ['name']
