@@ -80,6 +80,10 @@ def test_task_names_are_checked():
                      '--task-sources has sources. Received: 1 names'):
     nn.FeedForwardRegressionArguments.parse(
         ['--task-names', 'hsw', '--task-sources', 'a', 'b'])
+  with pytest.raises(ConfigurationError, match='--task-sources gives 2 '
+                     r'tasks, but the feature set has 1 target feature\(s\) '
+                     r'\(y\)'):
+    TaskSettings(sources=('a', 'b')).named(['y'])
   with pytest.raises(ConfigurationError, match='A task name must start'):
     nn.FeedForwardRegressionArguments.parse(['--task-names', 'a b'])
 

@@ -324,11 +324,8 @@ class FeedForwardRegression(_FeedForward):
       features = None
     targets = [t.name for t in features.targets] if features else []
     if len(targets) < 2:
-      if len(self.settings.tasks.names) > 1:
-        raise ConfigurationError(
-            'Several --task-names need as many target features; the feature '
-            f'set has {len(targets)}. Received: --task-names '
-            f'{" ".join(self.settings.tasks.names)}')
+      if self.settings.tasks.count > 1:
+        self.settings.tasks.named(targets)  # Raises, naming the flag.
       return []
     return list(zip(self.settings.tasks.named(targets), targets))
 

@@ -101,9 +101,17 @@ class TaskSettings:
     """The task names of a model whose target features are `targets`.
 
     Raises:
-      ConfigurationError: `--task-names` does not name one task per target.
+      ConfigurationError: `--task-names` does not name one task per target,
+        or `--task-sources` does not give one source per target.
     """
     targets = tuple(targets)
+    if self.sources and len(self.sources) != len(targets):
+      raise ConfigurationError(
+          f'--task-sources gives {len(self.sources)} tasks, but the feature '
+          f'set has {len(targets)} target feature(s) ({", ".join(targets)}): '
+          'the data set must read one target per task (e.g. a ProtoFormat '
+          'field with where/match per source, as samples/gematria does). '
+          f'Received: --task-sources {" ".join(self.sources)}')
     if not self.names:
       return targets
     if len(self.names) != len(targets):
