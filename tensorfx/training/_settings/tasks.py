@@ -62,7 +62,7 @@ class TaskSettings:
   names: Tuple[str, ...] = ()
   sources: Tuple[str, ...] = ()
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     for name in self.names:
       if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigurationError(
