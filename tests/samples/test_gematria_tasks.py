@@ -53,15 +53,16 @@ def run(tmp_path_factory):
                   '--blocks', '100', '--seed', '3'], cwd=SAMPLE, check=True,
                  timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
   model = work / 'model'
+  # As with Gematria, every action takes the model's flags as trained.
   common = ['--gematria_tokens_file', str(work / 'tokens.txt'), *TASKS,
+            '--gematria_collected_percentile_ranks=50,90',
             f'--gematria_checkpoint_dir={model}']
   _run('--gematria_action=train',
        '--gematria_input_file', str(work / 'blocks.tfrecord'),
        '--gematria_training_num_epochs=20',
        '--gematria_loss_type=MEAN_ABSOLUTE_ERROR',
        '--gematria_loss_normalization=PERCENTAGE_ERROR',
-       '--gematria_max_blocks_in_batch=50',
-       '--gematria_collected_percentile_ranks=50,90', *common,
+       '--gematria_max_blocks_in_batch=50', *common,
        # tensorfx's flags beside Gematria's: evaluate in the loop.
        '--data-eval', str(work / 'eval_blocks.tfrecord'))
   _run('--gematria_action=predict',
@@ -93,9 +94,14 @@ def test_each_task_has_its_metrics(run):
 
 def test_the_saved_model_has_one_output_per_task(run):
   model = prediction.Model.load(str(run / 'model' / 'model'))
-  block = {'tokens': ['ADD', 'RAX', 'RBX', 'MOV', 'RCX', '_IMMEDIATE_'],
-           'instruction_tokens': [3, 3]}
-  [outputs] = model.predict([block])
+  # A block's fields as the model reads them (batch prediction of the
+  # proto records feeds it the same): two instructions of three tokens.
+  block = tf.train.Example(features=tf.train.Features(feature={
+      'tokens': tf.train.Feature(bytes_list=tf.train.BytesList(value=[
+          b'ADD', b'RAX', b'RBX', b'MOV', b'RCX', b'_IMMEDIATE_'])),
+      'instruction_tokens': tf.train.Feature(
+          int64_list=tf.train.Int64List(value=[3, 3]))}))
+  [outputs] = model.predict([block.SerializeToString()])
   assert {'value_hsw', 'value_skl'} <= set(outputs)
   assert 'value' not in outputs
   assert all(math.isfinite(outputs[f'value_{t}']) for t in ('hsw', 'skl'))
