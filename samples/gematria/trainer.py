@@ -5,7 +5,11 @@ Reads TFRecord files of Gematria's `BasicBlockWithThroughputProto` (see
 and trains a hierarchical LSTM as Gematria's `run_sequence_model` does: an
 embedding per token (from `--gematria_tokens_file`), an LSTM over each
 instruction's tokens, an LSTM over the block's instructions, a dense output.
-Gematria's command line runs it unchanged (README.md):
+Several `--gematria_throughput_source_filter` (with `--gematria_task_names`)
+train one output per task, as Gematria's multi-task models: each block is
+one example whose targets are the throughputs of the sources matching each
+filter (see `tasks_of`). Gematria's command line runs it unchanged
+(README.md):
 
   python trainer.py --gematria_action=train \
       --gematria_tokens_file data/tokens.txt \
@@ -17,6 +21,7 @@ Gematria's command line runs it unchanged (README.md):
       --gematria_max_blocks_in_batch=100 --gematria_checkpoint_dir=/tmp/hlstm_model
 """
 
+import functools
 import os
 import sys
 
@@ -61,6 +66,61 @@ BLOCKS = tfx.data.ProtoFormat(protos.BasicBlockWithThroughputProto, FIELDS,
                               annotate=add_throughput)
 
 
+def add_task_throughputs(tasks, serialized, outputs, name):
+  """Gematria's multi-task inference: one more inverse throughput per task."""
+  block = protos.BasicBlockWithThroughputProto.FromString(serialized)
+  for task in tasks:
+    block.inverse_throughputs.add(
+        source=f'{name}, task={task}',
+        inverse_throughput_cycles=[float(outputs[f'value_{task}'])])
+  return block.SerializeToString()
+
+
+def tasks_of(args):
+  """`(task name, target field, source regex)` of each task; [] for one.
+
+  `--task-sources` (Gematria's several source filters) makes one target
+  per task, `throughput_N`: the mean of the first inverse throughput whose
+  source matches the task's filter at its start, missing (NaN) when none
+  does; a missing target is left out of its task's loss and metrics.
+  """
+  sources = list(args.task_sources or ())
+  if not sources:
+    return []
+  names = list(args.task_names or ()) or (
+      [f'task_{i}' for i in range(1, len(sources) + 1)]
+      if len(sources) > 1 else ['default'])
+  return [(name, f'throughput_{index}', source) for index, (name, source)
+          in enumerate(zip(names, sources), start=1)]
+
+
+def _task_data(args, tasks):
+  """The format, schema and features of one example per block, per task."""
+  fields = {name: spec for name, spec in FIELDS.items()
+            if name not in ('source', 'throughput')}
+  for _, field, source in tasks:
+    fields[field] = {'path': 'inverse_throughputs.inverse_throughput_cycles',
+                     'where': 'inverse_throughputs.source', 'match': source,
+                     'reduce': 'mean'}
+  blocks = tfx.data.ProtoFormat(
+      protos.BasicBlockWithThroughputProto, fields,
+      annotate=functools.partial(add_task_throughputs,
+                                 [name for name, _, _ in tasks]))
+  schema = tfx.data.Schema.load(args.data_schema)
+  schema = tfx.data.Schema(
+      [f for f in schema if f.name not in ('source', 'throughput')] +
+      [tfx.data.SchemaField.real(
+          field, default=float('nan'),
+          description=f'task {name}: the mean inverse throughput of the '
+          f'first source matching {source!r}')
+       for name, field, source in tasks])
+  features = tfx.data.FeatureSet.load(args.data_features)
+  features = tfx.data.FeatureSet(
+      [f for f in features if f.name != 'throughput'] +
+      [tfx.data.Feature.target(field, field) for _, field, _ in tasks])
+  return blocks, schema, features
+
+
 class SequenceModelArguments(tfx.training.ModelArguments):
   """Gematria's hierarchical LSTM sequence model of basic-block throughput."""
 
@@ -84,6 +144,8 @@ class SequenceModel(tfx.training.ModelBuilder):
   `mape` (Gematria's figure of merit), `mae`, and the percentiles of the
   absolute and relative errors (`abs_error_p90`, `rel_error_p90`, ...) of
   `--percentile-ranks` (Gematria's `--gematria_collected_percentile_ranks`).
+  With several tasks (`tasks_of`), one output `value_TASK` per task, the
+  tasks' losses summed, and each metric per task too (`mape_TASK`, ...).
   """
 
   evaluation_metric = ('mape', 'min')
@@ -91,6 +153,7 @@ class SequenceModel(tfx.training.ModelBuilder):
   def __init__(self, args, dataset):
     super().__init__(args, dataset)
     self._layers = None
+    self.tasks = tuple((name, field) for name, field, _ in tasks_of(args))
 
   def _build_layers(self):
     tokens = self.dataset.transformed_features['tokens']
@@ -102,7 +165,8 @@ class SequenceModel(tfx.training.ModelBuilder):
                                        name='token_lstm'),
         'instructions': tf_keras.layers.LSTM(self.args.instruction_lstm_units,
                                              name='instruction_lstm'),
-        'output': tf_keras.layers.Dense(1, name='output'),
+        'output': tf_keras.layers.Dense(len(self.tasks) or 1,
+                                        name='output'),
     }
 
   def build_inference(self, inputs, training):
@@ -133,19 +197,38 @@ class SequenceModel(tfx.training.ModelBuilder):
                                   tf.shape(padded_blocks)[1])
     state = layers['instructions'](padded_blocks, mask=block_mask,
                                    training=training)
-    return layers['output'](state)[:, 0]
+    outputs = layers['output'](state)
+    return outputs if self.tasks else outputs[:, 0]
+
+  def _targets(self, inputs):
+    return tf.stack([tf.cast(inputs[field], tf.float32)
+                     for _, field in self.tasks], axis=1)
 
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
+    if self.tasks:
+      return (tfx.training.task_loss(inferences, self._targets(inputs),
+                                     self.settings.loss), self.optimizer)
     loss = tfx.training.regression_loss(
         inferences, tf.cast(inputs['throughput'], tf.float32),
         self.settings.loss)
     return loss, self.optimizer
 
   def build_output(self, inferences):
+    if self.tasks:
+      return {f'value_{name}': inferences[:, index]
+              for index, (name, _) in enumerate(self.tasks)}
     return {'value': inferences}
 
   def build_evaluation(self, inputs, outputs):
+    if self.tasks:
+      if not hasattr(self, '_task_metrics'):
+        self._task_metrics = tfx.training.TaskMetrics(
+            [name for name, _ in self.tasks], self.args.percentile_ranks)
+      return self._task_metrics.update(
+          self._targets(inputs),
+          tf.stack([outputs[f'value_{name}'] for name, _ in self.tasks],
+                   axis=1))
     if not hasattr(self, '_metrics'):
       self._metrics = [
           tf_keras.metrics.MeanAbsolutePercentageError(name='mape'),
@@ -165,10 +248,13 @@ def dataset_of(args):
   # those files stand in for it (the analysis is the training job's).
   train = args.data_train or args.data_eval or [
       p for p in args.predict_input or () if p != '-']
+  blocks, schema, features = BLOCKS, args.data_schema, args.data_features
+  tasks = tasks_of(args)
+  if tasks:
+    blocks, schema, features = _task_data(args, tasks)
   dataset = tfx.data.ProtoDataSet(
-      args.data_schema, BLOCKS, metadata=args.data_metadata,
-      features=args.data_features, train=train or None,
-      eval=args.data_eval)
+      schema, blocks, metadata=args.data_metadata, features=features,
+      train=train or None, eval=args.data_eval)
   # The default vocabulary lies beside this file; --gematria_tokens_file
   # (--data-vocabulary tokens=PATH) replaces it.
   dataset.use_vocabulary_files({'tokens': os.path.join(HERE, 'data',

@@ -98,7 +98,9 @@ def _names(schema, columns):
 
 def nan_is_missing(field):
   """Whether a `nan` cell of `field` is a missing value (not an error)."""
-  return field.type.value == 'real' and _missing.imputed(field)
+  # A NaN default (a task's absent target) is the missing value too.
+  return field.type.value == 'real' and (_missing.imputed(field) or
+                                         _missing.is_nan(field.default))
 
 
 def dtype(field):

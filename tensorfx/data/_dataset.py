@@ -169,9 +169,13 @@ class DataSet:
     self._schema = schema
     self._features = features
     targets = features.targets if features is not None else ()
-    # What the sources read: a target's field is never missing.
+    # What the sources read: a target's field is never missing; but with
+    # several targets (tasks), one whose default is NaN may be: that task
+    # has no target in the record (left out of its loss and metrics).
     self._reading_schema = _missing.required(
-        schema, [name for t in targets for name in t.fields])
+        schema, [name for t in targets for name in t.fields
+                 if len(targets) < 2 or not _missing.is_nan(
+                     schema[name].default)])
     self._metadata = None
     self._analysis_dir = None
     self._legacy_metadata = None

@@ -83,6 +83,11 @@ def hint(field):
           'mean, median, mode or zero; or default: VALUE), or fix the data')
 
 
+def is_nan(value):
+  """Whether a schema default is NaN (a real field's "no value")."""
+  return isinstance(value, float) and value != value
+
+
 def required(schema, names):
   """`schema` with the fields `names` required (a missing value is bad).
 

@@ -78,9 +78,12 @@ class Decoder:
   def _decode(self, serialized, descriptor, field):
     """[N, (k)] ragged values of one field of N serialized messages."""
     import tensorflow as tf
+    # decode_proto refuses an empty batch (no element of a record matched,
+    # a record without elements): one empty message more, dropped after.
     sizes, (values,) = tf.io.decode_proto(
-        serialized, descriptor.full_name, [field.name],
-        [_output_type(field)], descriptor_source=self._source)
+        tf.concat([serialized, tf.constant([b''])], 0), descriptor.full_name,
+        [field.name], [_output_type(field)], descriptor_source=self._source)
+    sizes, values = sizes[:-1], values[:-1]
     lengths = sizes[:, 0]
     if not _protopaths.is_repeated(field) and not _protopaths.is_message(
         field) and not getattr(field, 'has_presence', False):
@@ -141,10 +144,39 @@ class Decoder:
           lambda v: tf.where(v, 'true', 'false'), ragged)
     return tf.ragged.map_flat_values(tf.strings.as_string, ragged)
 
+  def _matched(self, spec, serialized, descriptor):
+    """[N, (k)] values of the first element whose `where` matches."""
+    import tensorflow as tf
+    owner = spec.where[:-1]
+    elements = self._walk(serialized, descriptor, owner)
+    element_type = _protopaths.resolve(descriptor, owner,
+                                       '')[-1].message_type
+    keys = self._as_text(self._walk(elements.flat_values, element_type,
+                                    spec.where[-1:]))
+    keys = keys.to_tensor(default_value='', shape=[None, 1])[:, 0]
+    # RE2 matches whole strings: `(?:REGEX).*` is Python's re.match.
+    hits = tf.cast(tf.strings.regex_full_match(
+        keys, f'(?s)(?:{spec.match}).*'), tf.int64)
+    rows = elements.value_rowids()
+    # How many hits up to each element, within its row: 1 at the first.
+    running = tf.cumsum(hits)
+    before = tf.gather(tf.concat([[0], running], 0), elements.row_starts())
+    first = tf.logical_and(hits > 0,
+                           running - tf.gather(before, rows) == 1)
+    counts = tf.math.unsorted_segment_sum(
+        tf.cast(first, tf.int64), rows, elements.nrows())
+    inner = _relative(spec.selection, len(owner))
+    values = self._select(tf.boolean_mask(elements.flat_values, first),
+                          element_type, inner, spec.lengths)
+    return tf.RaggedTensor.from_row_lengths(values, counts).merge_dims(1, 2)
+
   def _field(self, spec, serialized, descriptor):
     import tensorflow as tf
-    values = self._select(serialized, descriptor, spec.selection,
-                          spec.lengths)
+    if spec.match is not None:
+      values = self._matched(spec, serialized, descriptor)
+    else:
+      values = self._select(serialized, descriptor, spec.selection,
+                            spec.lengths)
     if spec.reduce == 'count':
       return tf.RaggedTensor.from_tensor(
           values.row_lengths()[:, tf.newaxis])
@@ -182,6 +214,9 @@ class Decoder:
                                          '')[-1].message_type
     outputs: dict[str, Any] = {}
     for name, spec in self._specs.items():
+      if for_prediction and spec.match is not None:
+        # A measurement picked by its source: not an input.
+        continue
       under = self._under_examples(spec.parts)
       if under is not None:
         if for_prediction:

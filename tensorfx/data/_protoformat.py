@@ -65,8 +65,8 @@ class ProtoFormat:
     message: the message class, or its import path
       (`'package.module:Class'`).
     fields: schema field name -> spec: a dotted path, `PATH=TOKEN`, or a
-      dict (`{path, reduce}`, `{each, values, lengths}`); see
-      `tensorfx.data._protopaths`.
+      dict (`{path, reduce}`, `{path, where, match}`, `{each, values,
+      lengths}`); see `tensorfx.data._protopaths`.
     examples: the path of a repeated message field whose elements are the
       examples: a record yields one example per element (none when it has
       none), fields under the path read the element, the others the record.
@@ -99,6 +99,10 @@ class ProtoFormat:
                         f'field. Received: examples={examples!r}')
       depth = len(found)
       for name, spec in self.fields.items():
+        if spec.match is not None:
+          raise DataError(f'field {name!r}: where/match picks one element '
+                          'of a record; it reads records, not the elements '
+                          f'of {examples!r} (give no examples).')
         if spec.parts[:depth] == tuple(examples.split('.')) and \
             len(spec.parts) == depth:
           raise DataError(f'field {name!r}: select a field of each element '

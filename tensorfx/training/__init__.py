@@ -28,6 +28,8 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._percentiles import ErrorPercentile
   from tensorfx.training._percentiles import error_percentiles
   from tensorfx.training._targets import ValidationTarget
+  from tensorfx.training._tasks import TaskMetrics
+  from tensorfx.training._tasks import task_loss
   from tensorfx.training._trainer import ModelTrainer
   from tensorfx.training._weights import class_weights
   from tensorfx.training._weights import example_weights
@@ -45,6 +47,7 @@ _EXPORTS = {
     'ModelTrainer': 'tensorfx.training._trainer',
     'PredictionInterface': 'tensorfx.training._interfaces',
     'RunContext': 'tensorfx.training._callbacks',
+    'TaskMetrics': 'tensorfx.training._tasks',
     'TaskSpec': 'tensorfx.training._config',
     'TrainingInterface': 'tensorfx.training._interfaces',
     'ValidationTarget': 'tensorfx.training._targets',
@@ -52,6 +55,7 @@ _EXPORTS = {
     'example_weights': 'tensorfx.training._weights',
     'error_percentiles': 'tensorfx.training._percentiles',
     'regression_loss': 'tensorfx.training._losses',
+    'task_loss': 'tensorfx.training._tasks',
     'test_from_params': 'tensorfx.training._params',
     'train_from_params': 'tensorfx.training._params',
 }
@@ -69,6 +73,7 @@ __all__ = [
     'ModelTrainer',
     'PredictionInterface',
     'RunContext',
+    'TaskMetrics',
     'TaskSpec',
     'TrainingInterface',
     'ValidationTarget',
@@ -76,6 +81,7 @@ __all__ = [
     'example_weights',
     'error_percentiles',
     'regression_loss',
+    'task_loss',
     'test_from_params',
     'train_from_params',
 ]

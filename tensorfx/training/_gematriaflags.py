@@ -166,21 +166,27 @@ def translate(argv: Sequence[str]) -> list[str]:
 
 
 def _tasks(filters: list[str], names: list[str]) -> list[str]:
-  """The source filters: one keeps records; several are Gematria's tasks."""
-  if names and len(names) != len(filters):
+  """The source filters: one keeps records; several are Gematria's tasks.
+
+  One filter (or none) keeps the examples of the matching sources
+  (`--data-filter`); several make one task each (`--task-sources`), named
+  by `--gematria_task_names` or, as Gematria names them, `task_1`,
+  `task_2`, ...
+  """
+  given = filters or ['.*']  # Gematria's default filter.
+  if names and len(names) != len(given):
     raise ConfigurationError(
         '--gematria_task_names must have as many names as '
         '--gematria_throughput_source_filter has filters. Received: '
-        f'{len(names)} names, {len(filters)} filters')
-  if len(filters) > 1 or names:
-    raise ConfigurationError(
-        'Several --gematria_throughput_source_filter (Gematria\'s tasks) '
-        'are not supported: train one model per source filter. Received: '
-        f'{filters}')
+        f'{len(names)} names ({", ".join(names)}), {len(filters)} filters')
+  if len(filters) > 1:
+    return ['--task-sources', *filters, '--task-names',
+            *(names or [f'task_{i}' for i in range(1, len(filters) + 1)])]
+  out = ['--task-names', *names] if names else []
   if not filters or filters[0] in ('', '.*'):
-    return []
+    return out
   # Gematria matches at the start of the source (re.match).
-  return ['--data-filter', f'source=^(?:{filters[0]})']
+  return ['--data-filter', f'source=^(?:{filters[0]})', *out]
 
 
 def _plain(flag: str) -> Callable[[str, str, str], list[str]]:

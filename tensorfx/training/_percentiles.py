@@ -52,15 +52,17 @@ class ErrorPercentile(tf_keras.metrics.Metric):
                                   initializer='zeros', dtype=tf.float64)
 
   def update_state(self, y_true, y_pred, sample_weight=None):
-    del sample_weight
+    """Counts each error; `sample_weight` weighs it (0 leaves it out)."""
     y_true = tf.reshape(tf.cast(y_true, tf.float64), [-1])
     error = tf.abs(tf.reshape(tf.cast(y_pred, tf.float64), [-1]) - y_true)
     if self.relative:
       error /= tf.maximum(tf.abs(y_true), 1e-6)
     bins = tf.searchsorted(self._edges, error, side='left')
+    weights = None if sample_weight is None else tf.reshape(
+        tf.cast(sample_weight, tf.float64), [-1])
     return self.counts.assign_add(tf.math.bincount(
-        tf.cast(bins, tf.int32), minlength=_BINS + 1, maxlength=_BINS + 1,
-        dtype=tf.float64))
+        tf.cast(bins, tf.int32), weights=weights, minlength=_BINS + 1,
+        maxlength=_BINS + 1, dtype=tf.float64))
 
   def result(self):
     total = tf.reduce_sum(self.counts)

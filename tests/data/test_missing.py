@@ -404,3 +404,48 @@ def test_the_same_holes_from_a_dataframe_transform_the_same(analyzed):
 def test_dataset_knows_where_its_analysis_is(analyzed):
   assert os.path.isfile(os.path.join(analyzed.analysis_dir,
                                      'fingerprint.json'))
+
+
+def test_with_several_targets_a_nan_default_target_may_be_missing(tmp_path):
+  # Tasks: a record measured for one task only trains that one; with a
+  # single target, a record without it is bad whatever its default says.
+  schema = Schema.parse("""\
+fields:
+- {name: x, type: real}
+- {name: y1, type: real, default: .nan}
+- {name: y2, type: real, default: .nan}
+""")
+  features = FeatureSet.parse("""\
+features:
+- {name: x, type: identity, fields: x}
+- {name: y1, type: target, fields: y1}
+- {name: y2, type: target, fields: y2}
+""")
+  path = str(tmp_path / 'a.tfrecord')
+  with tf.io.TFRecordWriter(path) as writer:
+    for values in ({'x': 1.0, 'y1': 2.0}, {'x': 2.0, 'y2': 4.0}):
+      writer.write(tf.train.Example(features=tf.train.Features(feature={
+          k: tf.train.Feature(float_list=tf.train.FloatList(value=[v]))
+          for k, v in values.items()})).SerializeToString())
+  dataset = ExamplesDataSet(schema, features=features, train=path)
+  with data_errors():
+    [batch] = list(dataset['train'].read(2))
+  assert batch['y1'].numpy()[0] == 2.0 and math.isnan(batch['y1'].numpy()[1])
+  assert math.isnan(batch['y2'].numpy()[0]) and batch['y2'].numpy()[1] == 4.0
+  # The same from CSV: an empty cell (or nan) is the NaN default.
+  csv = tmp_path / 'a.csv'
+  csv.write_text('1.0,2.0,\n2.0,nan,4.0\n')
+  with data_errors():
+    [batch] = list(CsvDataSet(schema, features=features,
+                              train=str(csv))['train'].read(2))
+  assert math.isnan(batch['y2'].numpy()[0]) and math.isnan(
+      batch['y1'].numpy()[1])
+  single = FeatureSet.parse("""\
+features:
+- {name: x, type: identity, fields: x}
+- {name: y1, type: target, fields: y1}
+""")
+  dataset = ExamplesDataSet(schema, features=single, train=path)
+  with pytest.raises(DataError, match="'y1'"):
+    with data_errors():
+      list(dataset['train'].read(2))

@@ -112,6 +112,60 @@ def test_prediction_reads_one_instance_per_record_without_the_examples():
   assert _plain(decoded['name']) == ['s1', 's3']
 
 
+def test_where_match_reads_the_first_element_whose_field_matches():
+  # One example per record: a target per label kind, as Gematria's tasks
+  # each read the first throughput whose source matches their filter.
+  schema = data.Schema.parse("""
+fields:
+- {name: name, type: discrete}
+- {name: y0, type: real, default: .nan}
+- {name: y1, type: real, default: .nan}
+""")
+  proto_format = data.ProtoFormat(Station, {
+      'name': 'name',
+      'y0': {'path': 'labels.values', 'where': 'labels.kind',
+             'match': 'k0', 'reduce': 'mean'},
+      'y1': {'path': 'labels.values', 'where': 'labels.kind',
+             'match': 'k[12]', 'reduce': 'first'},
+  })
+  twice = station(4, labels=2)
+  twice.labels.add(kind='k1', values=[100.0])  # Not the first k1.
+  decoded = proto_format.decoder(schema).decode(tf.constant(
+      [station(1).SerializeToString(), twice.SerializeToString(),
+       station(3, labels=0).SerializeToString()]))
+  assert _plain(decoded['name']) == ['s1', 's4', 's3']
+  assert _plain(decoded['y0'])[:2] == [3.0, 12.0]
+  assert np.isnan(_plain(decoded['y0'])[2])
+  y1 = _plain(decoded['y1'])
+  assert np.isnan(y1[0]) and y1[1] == 8.0 and np.isnan(y1[2])
+  # A batch in which nothing matches (decode_proto of no element).
+  alone = proto_format.decoder(schema).decode(
+      tf.constant([station(3, labels=0).SerializeToString()]))
+  assert np.isnan(_plain(alone['y1'])[0])
+  prediction = proto_format.decoder(schema).decode(
+      tf.constant([twice.SerializeToString()]), for_prediction=True)
+  assert sorted(prediction) == ['name']
+
+
+def test_where_match_errors_name_the_field():
+  with pytest.raises(data.DataError, match="field 'y'.*where .* and match "
+                     '.* go together'):
+    data.ProtoFormat(Station, {'y': {'path': 'labels.values',
+                                     'match': 'k0'}})
+  with pytest.raises(data.DataError, match="field 'y'.*not a regular "
+                     'expression'):
+    data.ProtoFormat(Station, {'y': {'path': 'labels.values',
+                                     'where': 'labels.kind', 'match': '('}})
+  with pytest.raises(data.DataError, match="field 'y'.*path must select "
+                     "inside the elements of 'labels'"):
+    data.ProtoFormat(Station, {'y': {'path': 'samples.value',
+                                     'where': 'labels.kind', 'match': 'k'}})
+  with pytest.raises(data.DataError, match="field 'y'.*reads records"):
+    data.ProtoFormat(Station, {'y': {'path': 'labels.values',
+                                     'where': 'labels.kind', 'match': 'k'}},
+                     examples='labels')
+
+
 def test_a_path_the_message_lacks_is_an_error_naming_it():
   with pytest.raises(data.DataError, match=r"field 'x'.*tfxtest.Sample has "
                      r"no field 'nope' \(it has value, unit\)"):

@@ -413,7 +413,7 @@ def test_indexed_form_of_a_flag_that_is_not_a_list():
                      r'NAME:N is accepted for --activations, --data-eval, '
                      r'--data-filter, --data-train, --data-vocabulary, '
                      r'--hidden-layers, --percentile-ranks, '
-                     r'--predict-input, --restore-rename'):
+                     r'--predict-input, --restore-rename, --task-names, --task-sources'):
     Arguments.parse(['--batch-size:1', '8'])
 
 

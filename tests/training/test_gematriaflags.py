@@ -109,9 +109,42 @@ def test_unknown_and_unsupported_values_are_errors_naming_the_flag():
                      'has no tensorfx equivalent'):
     ModelArguments.parse(
         ['--gematria_learning_rate_schedule=NOISY_LINEAR_COSINE_DECAY'])
-  with pytest.raises(ConfigurationError, match='one model per source filter'):
-    ModelArguments.parse(['--gematria_throughput_source_filter=a',
-                          '--gematria_throughput_source_filter=b'])
+
+
+def test_several_source_filters_are_tasks():
+  # As Gematria: one task per filter, named by --gematria_task_names.
+  args = ModelArguments.parse(['--gematria_throughput_source_filter=hsw',
+                               '--gematria_throughput_source_filter', 'skl',
+                               '--gematria_task_names=haswell',
+                               '--gematria_task_names', 'skylake'])
+  assert args.task_sources == ['hsw', 'skl']
+  assert args.task_names == ['haswell', 'skylake']
+  assert not args.data_filter
+  # Unnamed, they are Gematria's task_1, task_2, ...
+  args = ModelArguments.parse(['--gematria_throughput_source_filter=a',
+                               '--gematria_throughput_source_filter=b',
+                               '--gematria_throughput_source_filter=c'])
+  assert args.task_names == ['task_1', 'task_2', 'task_3']
+  # One filter with its name: one task, its records kept by the filter.
+  args = ModelArguments.parse(['--gematria_throughput_source_filter=a',
+                               '--gematria_task_names=only'])
+  assert args.data_filter == ['source=^(?:a)'] and args.task_names == [
+      'only']
+
+
+def test_task_names_must_match_the_source_filters():
+  with pytest.raises(ConfigurationError,
+                     match='--gematria_task_names must have as many names as '
+                     '--gematria_throughput_source_filter has filters. '
+                     r'Received: 3 names \(a, b, c\), 2 filters'):
+    ModelArguments.parse(['--gematria_throughput_source_filter=x',
+                          '--gematria_throughput_source_filter=y',
+                          '--gematria_task_names=a',
+                          '--gematria_task_names=b',
+                          '--gematria_task_names=c'])
+  with pytest.raises(ConfigurationError, match='2 names .*, 0 filters'):
+    ModelArguments.parse(['--gematria_task_names=a',
+                          '--gematria_task_names=b'])
 
 
 def test_tensorfx_flags_pass_through_beside_gematria_ones():

@@ -10,6 +10,8 @@ from tensorfx.data import _transforms
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.embeddings._table import EmbeddingTable
 from tensorfx.training import _losses
+from tensorfx.training import _percentiles
+from tensorfx.training import _tasks
 from tensorfx.training import _weights
 from tensorfx.training._args import ModelArguments
 from tensorfx.training._builder import ModelBuilder
@@ -296,7 +298,15 @@ class FeedForwardRegression(_FeedForward):
   `--loss`, `--loss-normalization` and `--huber-delta` (see
   `tensorfx.training.regression_loss`); without them it is the mean
   squared error. Evaluation reports `rmse`, `mae` and `mape` (the mean
-  absolute percentage error, Gematria's figure of merit).
+  absolute percentage error, Gematria's figure of merit), and the error
+  percentiles of `--percentile-ranks` when given (`abs_error_p90`, ...).
+
+  With several target features, it learns one task per target (Gematria's
+  multi-task heads; `tensorfx.training.task_loss`): outputs `value_TASK`
+  for each task, trains on the sum of the tasks' losses (an example whose
+  target is missing, NaN, is left out of that task's), and reports each
+  metric per task (`mape_TASK`, ...) besides over all tasks. Tasks are
+  named by `--task-names`, by default by their target features.
 
   Example:
     >>> args = FeedForwardRegressionArguments.parse(['--loss', 'huber'])
@@ -305,11 +315,32 @@ class FeedForwardRegression(_FeedForward):
 
   evaluation_metric = ('rmse', 'min')
 
+  @property
+  def tasks(self):
+    """`(task name, target feature name)` of each task; [] for one target."""
+    try:
+      features = self.dataset.features
+    except ConfigurationError:  # No dataset yet: the single `target`.
+      features = None
+    targets = [t.name for t in features.targets] if features else []
+    if len(targets) < 2:
+      if self.settings.tasks.count > 1:
+        self.settings.tasks.named(targets)  # Raises, naming the flag.
+      return []
+    return list(zip(self.settings.tasks.named(targets), targets))
+
   def _output_units(self):
-    return 1
+    return len(self.tasks) or 1
 
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
+    tasks = self.tasks
+    if tasks:
+      targets = tf.stack([tf.cast(inputs[target], tf.float32)
+                          for _, target in tasks], axis=1)
+      loss = _tasks.task_loss(inferences, targets, self.settings.loss,
+                              weights=_weights.example_weights(self, inputs))
+      return loss, self.optimizer
     target = tf.cast(inputs[self.target.name], tf.float32)
     # The weight feature's per-example weights (ones without one).
     loss = _losses.regression_loss(
@@ -318,18 +349,32 @@ class FeedForwardRegression(_FeedForward):
     return loss, self.optimizer
 
   def build_output(self, inferences):
+    tasks = self.tasks
+    if tasks:
+      return {f'value_{name}': inferences[:, index]
+              for index, (name, _) in enumerate(tasks)}
     return {'value': inferences[:, 0]}
 
   def build_evaluation(self, inputs, outputs):
+    ranks = getattr(self.args, 'percentile_ranks', None) or ()
+    tasks = self.tasks
+    if tasks:
+      if not hasattr(self, '_task_metrics'):
+        self._task_metrics = _tasks.TaskMetrics([n for n, _ in tasks],
+                                                ranks)
+      return self._task_metrics.update(
+          tf.stack([inputs[target] for _, target in tasks], axis=1),
+          tf.stack([outputs[f'value_{name}'] for name, _ in tasks], axis=1))
     if not hasattr(self, '_rmse'):
       self._rmse = tf_keras.metrics.RootMeanSquaredError(name='rmse')
       self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')
       self._mape = tf_keras.metrics.MeanAbsolutePercentageError(name='mape')
+      self._percentiles = _percentiles.error_percentiles(ranks)
     # [B, 1]: Keras' mean metrics average over the last axis first, which
     # for [B] would weigh each batch, not each example, the same.
     target = tf.cast(inputs[self.target.name], tf.float32)[:, tf.newaxis]
     value = outputs['value'][:, tf.newaxis]
-    self._rmse.update_state(target, value)
-    self._mae.update_state(target, value)
-    self._mape.update_state(target, value)
-    return {'rmse': self._rmse, 'mae': self._mae, 'mape': self._mape}
+    metrics = [self._rmse, self._mae, self._mape, *self._percentiles]
+    for metric in metrics:
+      metric.update_state(target, value)
+    return {metric.name: metric for metric in metrics}

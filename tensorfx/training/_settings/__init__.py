@@ -31,6 +31,7 @@ from tensorfx.training._settings import prediction
 from tensorfx.training._settings import restore
 from tensorfx.training._settings import speed
 from tensorfx.training._settings import summaries
+from tensorfx.training._settings import tasks
 from tensorfx.training._settings import tracking
 from tensorfx.training._settings import validation
 from tensorfx.training._settings import weights
@@ -48,6 +49,7 @@ from tensorfx.training._settings.prediction import PredictionSettings
 from tensorfx.training._settings.restore import RestoreSettings
 from tensorfx.training._settings.speed import SpeedSettings
 from tensorfx.training._settings.summaries import SummarySettings
+from tensorfx.training._settings.tasks import TaskSettings
 from tensorfx.training._settings.tracking import TrackingSettings
 from tensorfx.training._settings.validation import ValidationSettings
 from tensorfx.training._settings.weights import WeightSettings
@@ -55,7 +57,7 @@ from tensorfx.training._settings.weights import WeightSettings
 # In the order their flags appear in --help.
 _SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss, weights,
              validation, guards, restore, export, tracking, prediction,
-             logging, summaries)
+             logging, summaries, tasks)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +97,7 @@ class Settings:
   logging: LoggingSettings = LoggingSettings()
   summaries: SummarySettings = SummarySettings()
   weights: WeightSettings = WeightSettings()
+  tasks: TaskSettings = TaskSettings()
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
@@ -120,6 +123,7 @@ __all__ = [
     'Settings',
     'SpeedSettings',
     'SummarySettings',
+    'TaskSettings',
     'TrackingSettings',
     'ValidationSettings',
     'WeightSettings',
