@@ -26,6 +26,7 @@ from tensorfx.training import _restore
 from tensorfx.training import _slices
 from tensorfx.training import _tracking
 from tensorfx.training._config import Configuration
+from tensorfx.training._engine import state as _engine_state
 
 
 class _Prepared:
@@ -49,7 +50,7 @@ class _Prepared:
         what='--checkpoint', move_damaged=_own(output, checkpoint))
     self.checkpoints = _checkpoints.Checkpoints(
         os.path.join(output, 'checkpoints'), training.global_step,
-        model=builder)
+        model=_engine_state.checkpointed(builder))
     self.checkpoints.restore(self.path, partial=True)
     self.step = int(training.global_step.numpy())
     logger.info('Restored %s (step %d)', self.path, self.step)

@@ -32,6 +32,7 @@ from tensorfx.training import _jobinfo
 from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
+from tensorfx.training._engine import state as _engine_state
 
 _STEP = re.compile(r'-(\d+)$')
 
@@ -116,7 +117,7 @@ class EvaluatorRun:
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], builder.global_step,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
-        model=builder)
+        model=_engine_state.checkpointed(builder))
     state = self._load_state()
     summaries = _summaries.Summaries(self.paths['summaries'])
     context = _callbacks.RunContext(

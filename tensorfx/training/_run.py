@@ -28,6 +28,7 @@ from tensorfx.training import _loop
 from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
+from tensorfx.training._engine import state as _engine_state
 from tensorfx.training._engine import strategies
 
 
@@ -133,7 +134,7 @@ class TrainingRun:
         self.paths['checkpoints'], training.global_step,
         max_to_keep=settings.checkpoints.keep,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
-        model=builder)
+        model=_engine_state.checkpointed(builder))
     _builder.run_init(
         builder,
         restored=_checkpoints.resume(checkpoints, settings.restore) is not None)
