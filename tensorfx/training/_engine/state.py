@@ -38,6 +38,13 @@ class _Tracked(tf.Module):
     self._loss_scale_optimizer: Any = None
 
 
+def _tracked(name: str, doc: str) -> Any:
+  """A property of `EngineState` kept in its checkpointed `_Tracked`."""
+  return property(lambda self: getattr(self._tracked, name),
+                  lambda self, value: setattr(self._tracked, name, value),
+                  doc=doc)
+
+
 class EngineState:
   """The engine's state of one builder.
 
@@ -69,41 +76,14 @@ class EngineState:
         gradient_norm=None, eval_loss=None, cache_plan=None,
         slice_filter=None)
 
-  @property
-  def global_step(self) -> Any:
-    """The int64 global step variable (None before the graphs)."""
-    return self._tracked.global_step
-
-  @global_step.setter
-  def global_step(self, value: Any) -> None:
-    self._tracked.global_step = value
-
-  @property
-  def training_optimizer(self) -> Any:
-    """The optimizer `build_training` returned."""
-    return self._tracked._training_optimizer
-
-  @training_optimizer.setter
-  def training_optimizer(self, value: Any) -> None:
-    self._tracked._training_optimizer = value
-
-  @property
-  def accumulator(self) -> Any:
-    """The `GradientAccumulator` of `--accumulation-steps`, or None."""
-    return self._tracked._accumulator
-
-  @accumulator.setter
-  def accumulator(self, value: Any) -> None:
-    self._tracked._accumulator = value
-
-  @property
-  def loss_scale_optimizer(self) -> Any:
-    """The `LossScaleOptimizer` of `--precision mixed_float16`, or None."""
-    return self._tracked._loss_scale_optimizer
-
-  @loss_scale_optimizer.setter
-  def loss_scale_optimizer(self, value: Any) -> None:
-    self._tracked._loss_scale_optimizer = value
+  global_step = _tracked('global_step', 'The int64 global step variable.')
+  training_optimizer = _tracked('_training_optimizer',
+                                'The optimizer `build_training` returned.')
+  accumulator = _tracked('_accumulator', 'The `GradientAccumulator` of '
+                         '`--accumulation-steps`, or None.')
+  loss_scale_optimizer = _tracked('_loss_scale_optimizer', 'The '
+                                  '`LossScaleOptimizer` of `--precision '
+                                  'mixed_float16`, or None.')
 
   @property
   def evaluation_metrics(self) -> Dict[str, Any]:
