@@ -277,6 +277,26 @@ def resolve_name(job, project=None, region=None):
   return f'projects/{project}/locations/{region}/customJobs/{job}'
 
 
+def open_job(job, project=None, region=None, api_endpoint=None):
+  """`(name, parts, client)` of a job named by id or full name.
+
+  What `status`, `logs` and `cancel` start with: the full resource name,
+  its parts (a match of `NAME`: `project`, `region`, `kind`, `id`) and a
+  client of the job's regional endpoint.
+
+  Example:
+    >>> name, parts, client = open_job('123', 'p', 'us-central1')  # doctest: +SKIP
+
+  Raises:
+    ConfigurationError: an id without project and region, or a malformed
+      name.
+  """
+  name = resolve_name(job, project, region)
+  parts = _NAME.match(name)
+  assert parts is not None  # resolve_name returns only names that match.
+  return name, parts, job_client(parts['region'], api_endpoint)
+
+
 def _get(client, name, deadline=None):
   from google.api_core import exceptions
   read = client.get_custom_job if '/customJobs/' in name else \
@@ -395,8 +415,7 @@ def status(job, project=None, region=None, *, follow=True, api_endpoint=None,
     CloudError: reading it failed.
   """
   out = out or sys.stdout
-  name = resolve_name(job, project, region)
-  client = job_client(_region(name), api_endpoint)
+  name, _, client = open_job(job, project, region, api_endpoint)
   if follow:
     return wait(name, poll_interval=poll_interval, out=out, client=client)
   found = _get(client, name)

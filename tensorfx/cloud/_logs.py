@@ -106,10 +106,7 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
     CloudError: reading the job or its logs failed.
   """
   out = out or sys.stdout
-  name = _jobs.resolve_name(job, project, region)
-  match = _jobs.NAME.match(name)
-  assert match is not None  # resolve_name returns only names that match.
-  client = _jobs.job_client(match['region'], api_endpoint)
+  name, match, client = _jobs.open_job(job, project, region, api_endpoint)
   found = _jobs.read_job(client, name)
   since = found.get('createTime') or (
       datetime.datetime.now(datetime.timezone.utc) -
@@ -190,10 +187,7 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
   """
   from google.api_core import exceptions
   out = out or sys.stdout
-  name = _jobs.resolve_name(job, project, region)
-  match = _jobs.NAME.match(name)
-  assert match is not None  # resolve_name returns only names that match.
-  client = _jobs.job_client(match['region'], api_endpoint)
+  name, _, client = _jobs.open_job(job, project, region, api_endpoint)
   found = _jobs.read_job(client, name)
   state = found.get('state', 'JOB_STATE_UNSPECIFIED')
   if state in _jobs.TERMINAL_STATES:

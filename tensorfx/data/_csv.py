@@ -17,7 +17,6 @@ analysis decodes byte ranges of the files with the same two functions
 (`_csvsplits`).
 """
 
-import threading
 from typing import Any
 
 from tensorfx._errors import DataError
@@ -25,19 +24,19 @@ from tensorfx._logging import logger
 from tensorfx.data import _csvheader
 from tensorfx.data import _csvrules
 from tensorfx.data import _paths
+from tensorfx.data import _skipping
 from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._csvrules import parse_lines
 from tensorfx.data._csvrules import read_rows
 from tensorfx.data._dataset import DataSet
-from tensorfx.data._dataset import DataSource
 from tensorfx.data._schema import Schema
 
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
 
 
-class CsvDataSource(DataSource):
+class CsvDataSource(_skipping.SkippingSource):
   """CSV files: columns in schema order, or named by each file's header.
 
   Example:
@@ -70,11 +69,9 @@ class CsvDataSource(DataSource):
   Missing-value tokens (`NA`, `?`) are the schema fields' `na_values`.
   """
 
-  supports_skipping = True
-
   def __init__(self, paths, schema=None, delimiter=',', skip_header=False,
                skip_bad_records=False, header=False, strip_cells=False):
-    super().__init__(paths, schema)
+    super().__init__(paths, schema, skip_bad_records)
     for name, flag in (('header', header), ('skip_header', skip_header),
                        ('strip_cells', strip_cells)):
       if not isinstance(flag, bool):
@@ -86,57 +83,20 @@ class CsvDataSource(DataSource):
                       f'a quote or newline. Received: delimiter={delimiter!r}')
     if schema is not None:
       _check_scalar(schema)
-    if not isinstance(skip_bad_records, bool):
-      raise DataError('skip_bad_records must be True or False. Received: '
-                      f'skip_bad_records={skip_bad_records!r}')
     self.delimiter = delimiter
     self.skip_header = skip_header or header
     self.header = header
     self.strip_cells = strip_cells
     self._layouts = None
-    self._counting = False
-    self._bad_records = 0
-    self._lock = threading.Lock()
-    if skip_bad_records:
-      self.enable_skipping()
 
   def bind(self, schema):
     _check_scalar(schema)
-    source = super().bind(schema)
-    # Counts and locks are the new source's own.
-    source._bad_records = 0
-    source._lock = threading.Lock()
-    return source
-
-  def enable_skipping(self, count=True):
-    """Makes `read()` drop bad rows instead of failing.
-
-    Args:
-      count: whether to count (and log the first few of) the dropped rows,
-        from Python. Pipelines that run in another process (the workers of
-        a parameter-server cluster) cannot call back into this one: they
-        read with `count=False`.
-    """
-    self.skip_bad_records = True
-    self._counting = count
-
-  @property
-  def bad_records(self):
-    """How many bad rows the `read()` pipelines of this source skipped.
-
-    Counted as batches are read (so far, not in the whole data); always 0
-    unless `skip_bad_records`.
-    """
-    return self._bad_records
+    return super().bind(schema)
 
   def _note_bad_rows(self, reasons, lines):
     """Counts and logs rows that `_check_batch` dropped (from tf.data)."""
     reasons, lines = reasons.numpy(), lines.numpy()
-    with self._lock:
-      first = self._bad_records
-      self._bad_records += len(reasons)
-    logged = max(0, _csvrules.LOGGED_BAD_ROWS - first)
-    for index in range(min(len(reasons), logged)):
+    for index in range(self._count_bad(len(reasons))):
       logger.warning('Skipping a bad record: %s%s: %r',
                      self._where(lines[index]),
                      reasons[index].decode('utf-8', 'replace'),

@@ -36,9 +36,6 @@ _INTEGER_LIMIT = 2.0**63
 # Reals must be finite as float32: below the largest float32 plus half its
 # last step, past which rounding gives inf.
 _REAL_LIMIT = 3.4028235677973366e38
-# Bad rows a reader logs one by one (per source, or per range of a file in
-# the analysis) before only counting them.
-LOGGED_BAD_ROWS = 10
 # A failure of tf.io.decode_csv: its node, or what it says about a bad row.
 DECODE_ERROR = re.compile(
     r'\bDecodeCSV\b|Expect \d+ fields but have|is not a valid (float|int64)|'

@@ -25,6 +25,7 @@ from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _arrow
 from tensorfx.data import _csvrules
+from tensorfx.data import _skipping
 
 SPLIT_BYTES = 64 << 20
 BLOCK_BYTES = 4 << 20
@@ -195,7 +196,7 @@ class _DecodeRanges(beam.DoFn):
     bad = ((reasons != b'') & (lines != b'')).nonzero()[0]
     if len(bad):
       self._bad_records.inc(len(bad))
-      logged = max(0, _csvrules.LOGGED_BAD_ROWS - first.logged)
+      logged = max(0, _skipping.LOGGED_BAD_RECORDS - first.logged)
       for index in bad[:logged]:
         logger.warning('Skipping a bad record: %s:%d: %s', path,
                        first.number() + index,

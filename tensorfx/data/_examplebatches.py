@@ -44,16 +44,8 @@ def record_batches(path, schema, compression='', skip_bad_records=False,
   from tensorfx.data import _arrow
   parse = _parser(schema)
   count = 0
-  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      _ANALYSIS_BATCH))
-  while True:
-    try:
-      records = next(batches)
-    except StopIteration:
-      return
-    except tf.errors.DataLossError as e:
-      raise DataError(
-          _examplescan.data_loss(path, compression, count, e)[0]) from None
+  for records in _examplescan.record_batches(path, compression,
+                                             _ANALYSIS_BATCH):
     try:
       features = parse(records)
     except (tf.errors.InvalidArgumentError, UnicodeDecodeError) as e:

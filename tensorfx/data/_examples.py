@@ -17,26 +17,22 @@ throughput. A truncated or corrupt
 file still fails: that is the storage's fault, not a record's.
 """
 
-import threading
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _examplebatches
 from tensorfx.data import _examplescan
 from tensorfx.data import _paths
+from tensorfx.data import _skipping
 from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
-from tensorfx.data._dataset import DataSource
 
 _COMPRESSIONS = {None: '', '': '', 'none': '', 'gzip': 'GZIP', 'zlib': 'ZLIB'}
 _SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
              ('.zlib', 'ZLIB'))
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
-# Bad records a reader (or batch prediction) logs one by one before only
-# counting.
-LOGGED_BAD_RECORDS = 10
 
 
 def compression_of(path, compression='auto'):
@@ -64,7 +60,7 @@ def _check_compression(compression):
                     f'Received: compression={compression!r}')
 
 
-class ExamplesDataSource(DataSource):
+class ExamplesDataSource(_skipping.SkippingSource):
   """TFRecord files of serialized tf.Example protos, one per record.
 
   Each record holds a feature per schema field, named like the field: an
@@ -92,49 +88,11 @@ class ExamplesDataSource(DataSource):
       records are smaller than the batch size.
   """
 
-  supports_skipping = True
-
   def __init__(self, paths, schema=None, compression='auto',
                skip_bad_records=False):
-    super().__init__(paths, schema)
+    super().__init__(paths, schema, skip_bad_records)
     _check_compression(compression)
-    if not isinstance(skip_bad_records, bool):
-      raise DataError('skip_bad_records must be True or False. Received: '
-                      f'skip_bad_records={skip_bad_records!r}')
     self.compression = compression
-    self._counting = False
-    self._bad_records = 0
-    self._lock = threading.Lock()
-    if skip_bad_records:
-      self.enable_skipping()
-
-  def bind(self, schema):
-    source = super().bind(schema)
-    # Counts and locks are the new source's own.
-    source._bad_records = 0
-    source._lock = threading.Lock()
-    return source
-
-  def enable_skipping(self, count=True):
-    """Makes `read()` drop bad records instead of failing.
-
-    Args:
-      count: whether to count (and log the first few of) the dropped
-        records, from Python. Pipelines that run in another process (the
-        workers of a parameter-server cluster) cannot call back into this
-        one: they parse record by record and drop bad ones uncounted.
-    """
-    self.skip_bad_records = True
-    self._counting = count
-
-  @property
-  def bad_records(self):
-    """How many bad records the `read()` pipelines of this source skipped.
-
-    Counted as batches are read (so far, not in the whole data); always 0
-    unless `skip_bad_records`.
-    """
-    return self._bad_records
 
   def compressions(self):
     """The compression type of each of `files()`, in order."""
@@ -203,11 +161,7 @@ class ExamplesDataSource(DataSource):
       return np.ones(len(values), dtype=bool)
     problems = [_examplescan.records_problem([value], spec)
                 for value in values]
-    bad = [p for p in problems if p is not None]
-    with self._lock:
-      first = self._bad_records
-      self._bad_records += len(bad)
-    logged = max(0, LOGGED_BAD_RECORDS - first)
+    logged = self._count_bad(sum(p is not None for p in problems))
     for value, problem in [(v, p) for v, p in zip(values, problems)
                            if p is not None][:logged]:
       logger.warning('Skipping a bad record: %s%s', self._where(value),
@@ -263,7 +217,7 @@ class ExamplesDataSource(DataSource):
       def on_bad_record(message):
         nonlocal logged
         counter.inc()
-        if logged < LOGGED_BAD_RECORDS:
+        if logged < _skipping.LOGGED_BAD_RECORDS:
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 

@@ -11,6 +11,7 @@ ones.
 import os
 import re
 
+from tensorfx._errors import DataError
 from tensorfx.data import _missing
 from tensorfx.data import _validation
 
@@ -107,25 +108,60 @@ def scan(path, compression, schema, parse):
     `(message, failure)`: the message of the `DataError`, and what failed:
     TensorFlow's message, or the record when it is not a tf.Example.
   """
-  import tensorflow as tf
-
   from tensorfx.data import _transforms
   spec = _transforms.parsing_spec(schema)
   count = 0
-  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      _SCAN_BATCH))
+  try:
+    for records in record_batches(path, compression, _SCAN_BATCH):
+      if parse:
+        found = _parse_problem(path, records, count, spec)
+        if found:
+          return with_hint(found[0], schema), found[1]
+      count += int(records.shape[0])
+  except DataLoss as e:
+    return str(e), e.failure
+  return None
+
+
+class DataLoss(DataError):
+  """A TFRecord file is truncated or corrupt; names the record.
+
+  Attributes:
+    failure: TensorFlow's message.
+  """
+
+  def __init__(self, message, failure):
+    super().__init__(message)
+    self.failure = failure
+
+
+def record_batches(path, compression, batch_size, prefetch=0):
+  """The records of a TFRecord file, in `[batch_size]` string tensors.
+
+  The one loop over a file's records of the analysis, the scans and batch
+  prediction: a damaged file is an error naming the record.
+
+  Example:
+    >>> for records in record_batches('data/train.tfrecord.gz', 'GZIP', 64):
+    ...   pass
+
+  Raises:
+    DataLoss: the file is truncated or corrupt (a `DataError` naming the
+      file and the record reading stopped at).
+  """
+  import tensorflow as tf
+  dataset = tf.data.TFRecordDataset(path, compression).batch(batch_size)
+  batches = iter(dataset.prefetch(prefetch) if prefetch else dataset)
+  count = 0
   while True:
     try:
       records = next(batches)
     except StopIteration:
-      return None
+      return
     except tf.errors.DataLossError as e:
-      return data_loss(path, compression, count, e)
-    if parse:
-      found = _parse_problem(path, records, count, spec)
-      if found:
-        return with_hint(found[0], schema), found[1]
+      raise DataLoss(*data_loss(path, compression, count, e)) from None
     count += int(records.shape[0])
+    yield records
 
 
 def data_loss(path, compression, count, error):

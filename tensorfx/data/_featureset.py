@@ -11,6 +11,7 @@ from typing import Any
 
 from tensorfx import _yaml
 from tensorfx.data import _missing
+from tensorfx.data._collection import NamedCollection
 from tensorfx.data._feature import Feature
 from tensorfx.data._featuretypes import BAGS
 from tensorfx.data._featuretypes import NOT_IN_CONCAT
@@ -69,7 +70,7 @@ def _parse_feature(item, where, locations):
   return feature
 
 
-class FeatureSet:
+class FeatureSet(NamedCollection):
   """The features a model reads, in order. Immutable; equal by value.
 
   Example:
@@ -99,6 +100,12 @@ class FeatureSet:
     DataError: a feature is not a Feature, or two share a name.
   """
 
+  _KIND = 'FeatureSet'
+  _NOUN = 'a feature set'
+  _KEY = 'features'
+  _ITEM = 'feature'
+  _ITEM_CLASS = 'Feature'
+
   def __init__(self, features):
     features = tuple(features)
     seen: dict[str, Any] = {}
@@ -114,8 +121,7 @@ class FeatureSet:
                               f'{_dotted(seen[each.name][0])} has the same '
                               'name', each.name)
         seen.setdefault(each.name, (path, each))
-    self._features = features
-    self._index = {f.name: f for f in features}
+    self._keep(features)
     # Where each feature was parsed from (name -> (Where, fields Where)),
     # for validate()'s messages. Not part of the value.
     self._locations = {}
@@ -123,12 +129,12 @@ class FeatureSet:
   @property
   def features(self):
     """The top-level features, a tuple of `Feature`s."""
-    return self._features
+    return self._items
 
   @property
   def targets(self):
     """The target features, a tuple."""
-    return tuple(f for f in self._features if f.type is FeatureType.TARGET)
+    return tuple(f for f in self._items if f.type is FeatureType.TARGET)
 
   @property
   def target(self):
@@ -156,7 +162,7 @@ class FeatureSet:
     Raises:
       DataError: there are several weight features.
     """
-    weights = tuple(f for f in self._features if f.type is FeatureType.WEIGHT)
+    weights = tuple(f for f in self._items if f.type is FeatureType.WEIGHT)
     if len(weights) > 1:
       raise _yaml.Invalid('FeatureSet', (), 'there are several weight '
                           'features; an example has one weight',
@@ -166,37 +172,7 @@ class FeatureSet:
   @property
   def keys(self):
     """The key features (instance keys passed through to predictions)."""
-    return tuple(f for f in self._features if f.type is FeatureType.KEY)
-
-  def __getitem__(self, key):
-    """The top-level feature named `key` (a str), or at index `key`."""
-    if isinstance(key, int) and not isinstance(key, bool):
-      return self._features[key]
-    if key not in self._index:
-      raise _yaml.Invalid(
-          'FeatureSet', (), f'no feature named {key!r}; the features are '
-          f'{", ".join(self._index) or "(none)"}', key)
-    return self._index[key]
-
-  def __contains__(self, name):
-    return name in self._index
-
-  def __iter__(self):
-    return iter(self._features)
-
-  def __len__(self):
-    return len(self._features)
-
-  def __eq__(self, other):
-    if not isinstance(other, FeatureSet):
-      return NotImplemented
-    return self._features == other._features
-
-  def __hash__(self):
-    return hash(self._features)
-
-  def __repr__(self):
-    return f'FeatureSet({list(self._features)!r})'
+    return tuple(f for f in self._items if f.type is FeatureType.KEY)
 
   def validate(self, schema):
     """Checks the features against the schema of the data they read.
@@ -218,7 +194,7 @@ class FeatureSet:
         concat child other than onehot, embedding, hash, bucketize) reads a
         variable-length one.
     """
-    for feature in self._features:
+    for feature in self._items:
       for each in feature.walk():
         self._validate_one(each, schema, in_concat=each is not feature)
       self._validate_table(feature, schema)
@@ -230,7 +206,7 @@ class FeatureSet:
     if shared is None:
       return
     where, _ = self._locations.get(feature.name, (None, None))
-    owner = self._index.get(shared)
+    owner = self[shared] if shared in self else None
 
     def fail(problem):
       if where is None:
@@ -322,19 +298,7 @@ class FeatureSet:
     """
     if isinstance(text, FeatureSet):
       return text  # The original accepted a parsed set too.
-    doc = _yaml.load_yaml(text, source)
-    where = _yaml.root(doc, source)
-    if not isinstance(doc, dict):
-      raise where.error("a feature set must be a mapping with a 'features' "
-                        'list', doc)
-    _yaml.check_keys(where, doc, ('features',), 'a feature set')
-    if 'features' not in doc:
-      raise where.error("a feature set needs a 'features' list", doc)
-    items = doc['features']
-    items_where = where.at(doc, 'features')
-    if not isinstance(items, list) or not items:
-      raise items_where.error('features must be a non-empty list of features',
-                              items)
+    doc, where, items, items_where = cls._read_list(text, source)
     locations: dict[str, Any] = {}
     features = [_parse_feature(item, items_where.at(items, i), locations)
                 for i, item in enumerate(items)]
@@ -345,49 +309,6 @@ class FeatureSet:
     feature_set._locations = locations
     return feature_set
 
-  @classmethod
-  def create(cls, *features):
-    """A feature set of features given one by one or as one list.
-
-    The original tensorfx's constructor of feature sets in code.
-
-    Example:
-      >>> features = FeatureSet.create([
-      ...     Feature.concatenate('X', Feature.scale('pl', 'petal_length'),
-      ...                         Feature.log('sw', 'sepal_width')),
-      ...     Feature.target('Y', 'species')])
-      >>> features['X'].fields == ['petal_length', 'sepal_width']
-      True
-
-    Raises:
-      DataError: no features, or as `FeatureSet` raises.
-    """
-    if len(features) == 1 and isinstance(features[0], (list, tuple)):
-      features = tuple(features[0])
-    if not features:
-      raise _yaml.Invalid('FeatureSet', ('features',), 'FeatureSet.create '
-                          'needs one or more Features', list(features))
-    return cls(features)
-
-  @classmethod
-  def load(cls, path):
-    """Reads and parses a feature set YAML file (local or `gs://`).
-
-    Example:
-      >>> features = FeatureSet.load('gs://b/features.yaml')  # doctest: +SKIP
-
-    Raises:
-      DataError: the file is missing or invalid; names the path.
-    """
-    return cls.parse(_yaml.read_text(path), source=str(path))
-
-  def to_dict(self):
-    """The YAML mapping of the feature set."""
-    return {'features': [f.to_dict() for f in self._features]}
-
-  def format(self):
-    """The set as YAML text that `parse` reads back to an equal set."""
-    return _yaml.dump_yaml(self.to_dict())
 
 
 def _named(feature, path):

@@ -23,6 +23,7 @@ from tensorfx._logging import logger
 from tensorfx.data import _examples
 from tensorfx.data import _examplescan
 from tensorfx.data import _paths
+from tensorfx.data import _skipping
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._protoformat import ProtoFormat
@@ -125,10 +126,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       pass
     problems = [self.record_problem(value) for value in values]
     bad = [p for p in problems if p is not None]
-    with self._lock:
-      first = self._bad_records
-      self._bad_records += len(bad)
-    for problem in bad[:max(0, _examples.LOGGED_BAD_RECORDS - first)]:
+    for problem in bad[:self._count_bad(len(bad))]:
       logger.warning('Skipping a bad record: %s', problem)
     return np.array([p is None for p in problems], dtype=bool)
 
@@ -216,7 +214,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       def on_bad_record(message):
         nonlocal logged
         counter.inc()
-        if logged < _examples.LOGGED_BAD_RECORDS:
+        if logged < _skipping.LOGGED_BAD_RECORDS:
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 

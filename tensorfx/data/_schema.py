@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from tensorfx import _yaml
+from tensorfx.data._collection import NamedCollection
 from tensorfx.data._names import Names
 
 _IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
@@ -246,7 +247,7 @@ class SchemaField:
     return data
 
 
-class Schema:
+class Schema(NamedCollection):
   """The fields of raw data, in column order. Immutable; equal by value.
 
   Example:
@@ -269,6 +270,12 @@ class Schema:
     DataError: a field is not a SchemaField, or two share a name.
   """
 
+  _KIND = 'Schema'
+  _NOUN = 'a schema'
+  _KEY = 'fields'
+  _ITEM = 'field'
+  _ITEM_CLASS = 'SchemaField'
+
   def __init__(self, fields):
     fields = tuple(fields)
     index: dict[str, Any] = {}
@@ -281,27 +288,7 @@ class Schema:
             'Schema', ('fields', i, 'name'), f'duplicate field name; '
             f'fields[{index[field.name]}] has the same name', field.name)
       index[field.name] = i
-    self._fields = fields
-    self._index = index
-
-  @classmethod
-  def create(cls, *fields):
-    """A schema of fields given one by one or as one list (the original's).
-
-    Example:
-      >>> Schema.create(SchemaField.discrete('c'), SchemaField.real('x'))[1]
-      SchemaField(name='x', type=<SchemaFieldType.REAL: 'real'>, length=1, \
-default=None, description='', missing=None)
-
-    Raises:
-      DataError: no fields, or as `Schema` raises.
-    """
-    if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
-      fields = tuple(fields[0])
-    if not fields:
-      raise _yaml.Invalid('Schema', ('fields',), 'Schema.create needs one or '
-                          'more SchemaFields', list(fields))
-    return cls(fields)
+    self._keep(fields)
 
   @property
   def fields(self):
@@ -310,12 +297,12 @@ default=None, description='', missing=None)
     It also equals the list of their names, as the original tensorfx's
     `fields` did: `schema.fields == ['species', 'petal_length']`.
     """
-    return Names(self._fields)
+    return Names(self._items)
 
   @property
   def field_names(self):
     """The names of the fields, in column order."""
-    return tuple(self._index)
+    return tuple(self._positions)
 
   def index(self, name):
     """The column index of the field `name`.
@@ -324,40 +311,7 @@ default=None, description='', missing=None)
       DataError: no field has that name.
     """
     self._check_name(name)
-    return self._index[name]
-
-  def _check_name(self, name):
-    if name not in self._index:
-      raise _yaml.Invalid(
-          'Schema', (), f'no field named {name!r}; the fields are '
-          f'{", ".join(self._index) or "(none)"}', name)
-
-  def __getitem__(self, key):
-    """The field named `key` (a str), or at column `key` (an int)."""
-    if isinstance(key, int) and not isinstance(key, bool):
-      return self._fields[key]
-    self._check_name(key)
-    return self._fields[self._index[key]]
-
-  def __contains__(self, name):
-    return name in self._index
-
-  def __iter__(self):
-    return iter(self._fields)
-
-  def __len__(self):
-    return len(self._fields)
-
-  def __eq__(self, other):
-    if not isinstance(other, Schema):
-      return NotImplemented
-    return self._fields == other._fields
-
-  def __hash__(self):
-    return hash(self._fields)
-
-  def __repr__(self):
-    return f'Schema({list(self._fields)!r})'
+    return self._positions[name]
 
   @classmethod
   def parse(cls, text, source='<string>'):
@@ -376,19 +330,7 @@ default=None, description='', missing=None)
     Raises:
       DataError: the text is invalid; names the source, line and key path.
     """
-    doc = _yaml.load_yaml(text, source)
-    where = _yaml.root(doc, source)
-    if not isinstance(doc, dict):
-      raise where.error("a schema must be a mapping with a 'fields' list",
-                        doc)
-    _yaml.check_keys(where, doc, ('fields',), 'a schema')
-    if 'fields' not in doc:
-      raise where.error("a schema needs a 'fields' list", doc)
-    items = doc['fields']
-    items_where = where.at(doc, 'fields')
-    if not isinstance(items, list) or not items:
-      raise items_where.error('fields must be a non-empty list of fields',
-                              items)
+    doc, where, items, items_where = cls._read_list(text, source)
     fields = []
     for i, item in enumerate(items):
       item_where = items_where.at(items, i)
@@ -408,18 +350,6 @@ default=None, description='', missing=None)
     except _yaml.Invalid as e:
       raise where.relocate(doc, e) from None
 
-  @classmethod
-  def load(cls, path):
-    """Reads and parses a schema YAML file (local or `gs://`).
-
-    Example:
-      >>> schema = Schema.load('gs://bucket/iris/schema.yaml')  # doctest: +SKIP
-
-    Raises:
-      DataError: the file is missing or invalid; names the path.
-    """
-    return cls.parse(_yaml.read_text(path), source=str(path))
-
   def with_na_values(self, tokens):
     r"""This schema with `tokens` among every single-valued field's na_values.
 
@@ -435,12 +365,4 @@ default=None, description='', missing=None)
       return self
     return Schema([
         dataclasses.replace(f, na_values=f.na_values + tokens)
-        if f.length == 1 else f for f in self._fields])
-
-  def to_dict(self):
-    """The YAML mapping of the schema."""
-    return {'fields': [f.to_dict() for f in self._fields]}
-
-  def format(self):
-    """The schema as YAML text that `parse` reads back to an equal schema."""
-    return _yaml.dump_yaml(self.to_dict())
+        if f.length == 1 else f for f in self._items])

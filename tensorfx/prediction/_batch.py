@@ -16,8 +16,8 @@ import time
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
-from tensorfx.data import _examples
 from tensorfx.data import _paths
+from tensorfx.data import _skipping
 from tensorfx.prediction import _converter
 from tensorfx.prediction import _progress
 from tensorfx.prediction import _protorecords
@@ -161,7 +161,7 @@ def _bad(record, skip, counts):
   if not skip:
     raise DataError(f'{message} (--skip-bad-records skips and counts such '
                     'records)')
-  if counts['skipped'] < _examples.LOGGED_BAD_RECORDS:
+  if counts['skipped'] < _skipping.LOGGED_BAD_RECORDS:
     logger.warning('Skipping a bad record: %s', message)
   counts['skipped'] += 1
 

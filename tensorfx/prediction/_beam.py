@@ -18,8 +18,8 @@ from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
-from tensorfx.data import _examples
 from tensorfx.data import _paths
+from tensorfx.data import _skipping
 from tensorfx.data._examples import compression_of
 from tensorfx.prediction import _batch
 from tensorfx.prediction import _reader
@@ -244,7 +244,7 @@ def predict_beam(model_dir: str, inputs: Any, output: str,
     predicted.predicted | 'Write' >> beam.io.WriteToText(
         output, num_shards=1, shard_name_template='')
   predicted[_BAD] | 'Log bad records' >> beam.combiners.Sample.FixedSizeGlobally(
-      _examples.LOGGED_BAD_RECORDS) | beam.FlatMap(_log_bad)
+      _skipping.LOGGED_BAD_RECORDS) | beam.FlatMap(_log_bad)
   try:
     result = pipeline.run()
     result.wait_until_finish()

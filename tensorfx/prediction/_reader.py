@@ -15,6 +15,7 @@ import sys
 from typing import Any, Optional
 
 from tensorfx._errors import DataError
+from tensorfx.data import _examplescan
 from tensorfx.data._examples import compression_of
 
 # Also tells a TFRecord output (output_format='auto').
@@ -83,18 +84,9 @@ def batches(paths, input_format, compression, batch_size):
 
 
 def _tfrecord_batches(path, compression, batch_size):
-  import tensorflow as tf
-  batches = iter(tf.data.TFRecordDataset(path, compression).batch(
-      batch_size).prefetch(1))
   number = 0
-  while True:
-    try:
-      records = next(batches)
-    except StopIteration:
-      return
-    except tf.errors.DataLossError as e:
-      raise DataError(f'{path}: after record {number}: truncated or corrupt '
-                      f'TFRecord file ({e.message.splitlines()[0]})') from None
+  for records in _examplescan.record_batches(path, compression, batch_size,
+                                             prefetch=1):
     batch = []
     for value in records.numpy():
       number += 1

@@ -1,5 +1,7 @@
 """`tensorfx cancel`: cancel a Vertex AI job."""
 
+from tensorfx.tools import _jobargs
+
 
 def add_parser(commands):
   parser = commands.add_parser(
@@ -9,19 +11,10 @@ def add_parser(commands):
       'that has already ended is an error.',
       epilog='Example: tensorfx cancel 1234567890 --project my-project '
       '--region us-central1')
-  parser.add_argument('job', metavar='JOB',
-                      help='a custom job id, or a full resource name '
-                      'projects/P/locations/R/(customJobs|'
-                      'hyperparameterTuningJobs)/ID')
-  parser.add_argument('--project', help='the project (for a job id)')
-  parser.add_argument('--region', help='the region (for a job id)')
+  _jobargs.add_job_arguments(parser, 30.0,
+                             'seconds between state checks with --wait')
   parser.add_argument('--wait', action='store_true',
                       help='follow the job until it has ended')
-  parser.add_argument('--poll-interval', type=float, default=30.0,
-                      help='seconds between state checks with --wait '
-                      '(default 30)')
-  parser.add_argument('--api-endpoint', help='the Vertex AI endpoint '
-                      '(default: REGION-aiplatform.googleapis.com)')
   parser.set_defaults(run=run)
 
 

@@ -1,5 +1,7 @@
 """`tensorfx logs`: print a Vertex AI job's log lines."""
 
+from tensorfx.tools import _jobargs
+
 
 def add_parser(commands):
   parser = commands.add_parser(
@@ -10,18 +12,10 @@ def add_parser(commands):
       'new lines until the job has ended.',
       epilog='Example: tensorfx logs 1234567890 --project my-project '
       '--region us-central1 --follow')
-  parser.add_argument('job', metavar='JOB',
-                      help='a custom job id, or a full resource name '
-                      'projects/P/locations/R/(customJobs|'
-                      'hyperparameterTuningJobs)/ID')
-  parser.add_argument('--project', help='the project (for a job id)')
-  parser.add_argument('--region', help='the region (for a job id)')
+  _jobargs.add_job_arguments(parser, 10.0,
+                             'seconds between reads with --follow')
   parser.add_argument('--follow', '-f', action='store_true',
                       help='keep printing new lines until the job has ended')
-  parser.add_argument('--poll-interval', type=float, default=10.0,
-                      help='seconds between reads with --follow (default 10)')
-  parser.add_argument('--api-endpoint', help='the Vertex AI endpoint '
-                      '(default: REGION-aiplatform.googleapis.com)')
   parser.add_argument('--logging-endpoint', help='the Cloud Logging '
                       'endpoint (default: logging.googleapis.com)')
   parser.set_defaults(run=run)

@@ -1,5 +1,7 @@
 """`tensorfx status`: follow a Vertex AI job until it ends."""
 
+from tensorfx.tools import _jobargs
+
 
 def add_parser(commands):
   parser = commands.add_parser(
@@ -9,18 +11,9 @@ def add_parser(commands):
       'error, if it failed, was cancelled or expired.',
       epilog='Example: tensorfx status 1234567890 --project my-project '
       '--region us-central1')
-  parser.add_argument('job', metavar='JOB',
-                      help='a custom job id, or a full resource name '
-                      'projects/P/locations/R/(customJobs|'
-                      'hyperparameterTuningJobs)/ID')
-  parser.add_argument('--project', help='the project (for a job id)')
-  parser.add_argument('--region', help='the region (for a job id)')
+  _jobargs.add_job_arguments(parser, 30.0, 'seconds between state checks')
   parser.add_argument('--once', action='store_true',
                       help='print the current state and exit')
-  parser.add_argument('--poll-interval', type=float, default=30.0,
-                      help='seconds between state checks (default 30)')
-  parser.add_argument('--api-endpoint', help='the Vertex AI endpoint '
-                      '(default: REGION-aiplatform.googleapis.com)')
   parser.set_defaults(run=run)
 
 

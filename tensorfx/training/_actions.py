@@ -22,19 +22,21 @@ from tensorfx.training import _checkpoints
 from tensorfx.training import _evaluation
 from tensorfx.training import _export
 from tensorfx.training import _jobinfo
+from tensorfx.training import _layout
 from tensorfx.training import _restore
 from tensorfx.training import _slices
 from tensorfx.training import _tracking
 from tensorfx.training._config import Configuration
+from tensorfx.training._engine import state as _engine_state
 
 
 class _Prepared:
   """A builder built and restored from one checkpoint."""
 
-  def __init__(self, builder, output, checkpoint):
+  def __init__(self, builder, layout, checkpoint):
     dataset = builder.dataset
     if not dataset.analyzed:
-      analysis = os.path.join(output, 'analysis')
+      analysis = layout.analysis
       if not dataset.use_analysis(analysis):
         raise DataError(
             'The dataset has not been analyzed: give --data-metadata, or '
@@ -45,11 +47,11 @@ class _Prepared:
       training, self.evaluation, self.prediction = (
           builder.build_graph_interfaces(Configuration.local()))
     self.path = _restore.resolve_checkpoint(
-        checkpoint or os.path.join(output, 'checkpoints'),
-        what='--checkpoint', move_damaged=_own(output, checkpoint))
+        checkpoint or layout.checkpoints,
+        what='--checkpoint', move_damaged=_own(layout, checkpoint))
     self.checkpoints = _checkpoints.Checkpoints(
-        os.path.join(output, 'checkpoints'), training.global_step,
-        model=builder)
+        layout.checkpoints, training.global_step,
+        model=_engine_state.checkpointed(builder))
     self.checkpoints.restore(self.path, partial=True)
     self.step = int(training.global_step.numpy())
     logger.info('Restored %s (step %d)', self.path, self.step)
@@ -74,7 +76,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     dict from target name to its metric values).
   """
   settings = builder.settings
-  prepared = _Prepared(builder, output, checkpoint)
+  layout = _layout.JobLayout.of(output)
+  prepared = _Prepared(builder, layout, checkpoint)
   if prepared.evaluation is None or not prepared.targets:
     raise ConfigurationError(
         'Nothing to evaluate: give --data-eval or --eval-target.')
@@ -84,7 +87,7 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
       slicer=_slices.create(builder))
   tracker = _tracking.create(settings.tracking, output)
   context = _callbacks.RunContext(
-      builder=builder, output=output, role='evaluate',
+      builder=builder, output=output, role='evaluate', paths=layout.paths(),
       checkpoints=prepared.checkpoints, prediction=prepared.prediction)
   arguments = (builder.args.to_dict() if hasattr(builder.args, 'to_dict')
                else dict(vars(builder.args)))
@@ -115,11 +118,24 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   summary = {'checkpoint': path, 'step': step, 'results': results}
   if evaluation.last is not None and evaluation.last.slices:
     summary['slices'] = evaluation.last.slices
-  directory = os.path.join(output, 'evaluations')
-  tf.io.gfile.makedirs(directory)
-  _atomic.write_text(os.path.join(directory, os.path.basename(path) + '.json'),
-                     json.dumps(summary, indent=1) + '\n')
+  write_evaluation(layout.evaluations, summary)
   return summary
+
+
+def write_evaluation(directory, summary):
+  """Writes an evaluation's summary to `DIRECTORY/CHECKPOINT.json`, whole.
+
+  What `tensorfx evaluate` and each checkpoint of `--follow` write.
+
+  Example:
+    >>> write_evaluation('/tmp/job/evaluations', {
+    ...     'checkpoint': '/tmp/job/checkpoints/ckpt-9', 'step': 9,
+    ...     'results': {'eval': {'loss': 0.2}}})
+  """
+  tf.io.gfile.makedirs(directory)
+  name = os.path.basename(str(summary['checkpoint'])) + '.json'
+  _atomic.write_text(os.path.join(directory, name),
+                     json.dumps(summary, indent=1) + '\n')
 
 
 def export(builder, output, checkpoint=None, directory=None):
@@ -129,23 +145,26 @@ def export(builder, output, checkpoint=None, directory=None):
     builder: the `ModelBuilder`, with the job's arguments and dataset.
     output: the job's output directory.
     checkpoint: a checkpoint prefix or directory; None for the latest of
-      `OUTPUT/checkpoints`.
-    directory: where to write the model; None for `OUTPUT/model`.
+      `OUTPUT/checkpoints` (`AIP_CHECKPOINT_DIR` on Vertex AI).
+    directory: where to write the model; None for `OUTPUT/model`
+      (`AIP_MODEL_DIR` on Vertex AI).
 
   Returns:
     The exported `tensorfx.prediction.Model`.
   """
-  prepared = _Prepared(builder, output, checkpoint)
-  directory = directory or os.path.join(output, 'model')
+  layout = _layout.JobLayout.of(output)
+  prepared = _Prepared(builder, layout, checkpoint)
+  directory = directory or layout.model
   _export.export(prepared.prediction, builder.dataset.schema, directory)
   logger.info('Exported %s to %s', prepared.path, directory)
   from tensorfx.prediction import Model
   return Model.load(directory)
 
 
-def _own(output, checkpoint):
-  """Whether `checkpoint` is in the job's own output (damage moved aside)."""
+def _own(layout, checkpoint):
+  """Whether `checkpoint` is the job's own (damage moved aside)."""
   if not checkpoint:
     return True
-  return os.path.abspath(str(checkpoint)).startswith(
-      os.path.abspath(str(output)).rstrip('/') + '/')
+  path = os.path.abspath(str(checkpoint))
+  return any(path.startswith(os.path.abspath(str(d)).rstrip('/') + '/')
+             for d in (layout.output, layout.checkpoints))

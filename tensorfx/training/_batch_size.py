@@ -20,24 +20,25 @@ from tensorfx.training._settings import _section
 _COUNT_BATCH = 8192
 
 
-def resolve(builder):
-  """Replaces `all` in the builder's batch sizes by the training data's size.
+def resolve(settings, dataset):
+  """The settings with `all` in their batch sizes replaced by the data's size.
 
-  Called once the data is analyzed, before any graph is built.
+  Called once the data is analyzed, before any graph is built; the engine
+  keeps the new settings (the builder's own stay as they were read).
+
+  Returns:
+    New `Settings`, or `settings` itself when no batch size is `all`.
   """
-  settings = builder.settings
   loop, validation = settings.loop, settings.validation
   if _section.ALL not in (loop.batch_size, validation.batch_size):
-    return
-  dataset = builder.dataset
+    return settings
   count = training_instances(dataset, _filters.parse_filters(
       settings.data.filters, dataset.schema))
   if loop.batch_size == _section.ALL:
     loop = dataclasses.replace(loop, batch_size=count)
   if validation.batch_size == _section.ALL:
     validation = dataclasses.replace(validation, batch_size=count)
-  builder._settings = dataclasses.replace(
-      settings, loop=loop, validation=validation)
+  return dataclasses.replace(settings, loop=loop, validation=validation)
 
 
 def training_instances(dataset, filters=()):

@@ -1,7 +1,6 @@
 """ModelBuilder: the hooks a user fills in to define a model."""
 
 import inspect
-import types
 from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -16,6 +15,7 @@ from tensorfx.training import _restore
 from tensorfx.training import _settings
 from tensorfx.training._engine import cache as _engine_cache
 from tensorfx.training._engine import seed as _seed
+from tensorfx.training._engine import state as _state
 
 
 class ModelBuilder(tf.Module):
@@ -84,17 +84,8 @@ class ModelBuilder(tf.Module):
     if self.settings.data.vocabularies and dataset is not None:
       # --data-vocabulary (Gematria's --gematria_tokens_file).
       dataset.use_vocabulary_files(dict(self.settings.data.vocabularies))
-    self._strategy = None
-    self.global_step: Any = None
     self._optimizer = None
     self._sparse_optimizer = None
-    # Held outside tf.Module tracking: the transform graph is exported with
-    # the model but is not part of the model's checkpoints.
-    self._untracked = types.SimpleNamespace(transform_layer=None,
-                                            worker_layer=None,
-                                            coordinator=None,
-                                            gradient_norm=None,
-                                            slice_filter=None)
 
   @property
   def args(self) -> Any:
@@ -133,7 +124,8 @@ class ModelBuilder(tf.Module):
     """
     if dataset is self._dataset:
       return
-    if self._strategy is not None:
+    state = _state.find(self)
+    if state is not None and state.strategy is not None:
       raise ConfigurationError(
           f'{type(self).__name__} was built with another dataset; make a new '
           'builder to train on this one.')
@@ -141,7 +133,14 @@ class ModelBuilder(tf.Module):
 
   @property
   def settings(self) -> _settings.Settings:
-    """The job's typed settings, read from `args` once, on first use."""
+    """The job's typed settings, read from `args` once, on first use.
+
+    Once the graphs are built, the engine's: with `--batch-size all`
+    replaced by the training data's size.
+    """
+    state = _state.find(self)
+    if state is not None and state.settings is not None:
+      return state.settings
     if self._settings is None:
       self._settings = _settings.Settings.from_args(self._args)
     return self._settings
@@ -149,11 +148,21 @@ class ModelBuilder(tf.Module):
   @property
   def strategy(self) -> tf.distribute.Strategy:
     """The `tf.distribute.Strategy` the graphs were built under."""
-    if self._strategy is None:
+    state = _state.find(self)
+    if state is None or state.strategy is None:
       raise ConfigurationError(
           'strategy is available once build_graph_interfaces(config) has '
           'been called.')
-    return self._strategy
+    return state.strategy
+
+  @property
+  def global_step(self) -> Any:
+    """The int64 global step variable (None before the graphs are built).
+
+    Kept by the engine, and checkpointed with the model.
+    """
+    state = _state.find(self)
+    return None if state is None else state.global_step
 
   @property
   def optimizer(self) -> Any:
@@ -172,14 +181,17 @@ class ModelBuilder(tf.Module):
   @property
   def transform_layer(self) -> Any:
     """The tf.Transform layer that maps raw features to model inputs."""
-    if self._untracked.worker_layer is not None:
+    # Held by the engine, outside checkpoints: the transform graph is
+    # exported with the model but is not part of the model's checkpoints.
+    run = _state.of(self).run
+    if run.worker_layer is not None:
       # Building a parameter-server worker's dataset: its tables must be
       # the copies the strategy places on each worker.
-      return self._untracked.worker_layer
-    if self._untracked.transform_layer is None:
-      self._untracked.transform_layer = (
+      return run.worker_layer
+    if run.transform_layer is None:
+      run.transform_layer = (
           self._dataset.transform_output.transform_features_layer())
-    return self._untracked.transform_layer
+    return run.transform_layer
 
   # Hooks.
 
@@ -238,9 +250,10 @@ class ModelBuilder(tf.Module):
       raw = _filters.filter_records(
           raw, _filters.parse_filters(settings.data.filters,
                                       self._dataset.schema), batch)
-    if self._untracked.slice_filter is not None:
+    slice_filter = _state.of(self).run.slice_filter
+    if slice_filter is not None:
       # --eval-slices: the records of the slice being evaluated.
-      raw = self._untracked.slice_filter(raw, batch)
+      raw = slice_filter(raw, batch)
     transformed = self._dataset.transform(raw, self.transform_layer)
     if not memory:
       return transformed

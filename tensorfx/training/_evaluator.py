@@ -18,7 +18,6 @@ from typing import Any
 import tensorflow as tf
 
 from tensorfx import _atomic
-from tensorfx import _jobdirs
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
@@ -29,9 +28,11 @@ from tensorfx.training import _cluster
 from tensorfx.training import _damaged
 from tensorfx.training import _evaluation
 from tensorfx.training import _jobinfo
+from tensorfx.training import _layout
 from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
+from tensorfx.training._engine import state as _engine_state
 
 _STEP = re.compile(r'-(\d+)$')
 
@@ -76,17 +77,10 @@ class EvaluatorRun:
     self.poll_secs = poll_secs
     self.timeout_secs = timeout_secs
     self.user_callbacks = list(callbacks)
-    dirs = _jobdirs.output_dirs(output)
-    self.paths = {
-        'checkpoints': dirs['checkpoints'],
-        'model': dirs['model'],
-        'summaries': dirs['summaries'],
-        'analysis': os.path.join(output, 'analysis'),
-        'job': os.path.join(output, 'job.yaml'),
-    }
-    self.best_dir = os.path.join(os.path.dirname(dirs['model']), 'best_model')
-    self.state_path = os.path.join(dirs['summaries'], 'eval',
-                                   'evaluated.json')
+    self.layout = _layout.JobLayout.of(output)
+    self.paths = self.layout.paths()
+    self.best_dir = self.layout.best_model
+    self.state_path = self.layout.evaluator_state
     self._skipped = set()
 
   def run(self):
@@ -116,7 +110,7 @@ class EvaluatorRun:
     checkpoints = _checkpoints.Checkpoints(
         self.paths['checkpoints'], builder.global_step,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
-        model=builder)
+        model=_engine_state.checkpointed(builder))
     state = self._load_state()
     summaries = _summaries.Summaries(self.paths['summaries'])
     context = _callbacks.RunContext(

@@ -11,8 +11,7 @@ records its end in `job.yaml` (completed, failed or interrupted).
 import json
 import os
 
-import tensorflow as tf
-
+from tensorfx.training import _actions
 from tensorfx.training import _callbacks
 from tensorfx.training import _evaluator
 from tensorfx.training._config import Configuration
@@ -37,11 +36,7 @@ class PrintResults(_callbacks.Callback):
     }
     if getattr(results, 'slices', None):
       summary['slices'] = results.slices
-    directory = os.path.join(self.context.output, 'evaluations')
-    tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(os.path.join(directory, name + '.json'),
-                           'w') as f:
-      f.write(json.dumps(summary, indent=1) + '\n')
+    _actions.write_evaluation(self.context.paths['evaluations'], summary)
     print(json.dumps(summary), flush=True)
 
 

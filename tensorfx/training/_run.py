@@ -11,7 +11,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from tensorfx import _jobdirs
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
@@ -24,10 +23,12 @@ from tensorfx.training import _evaluation
 from tensorfx.training import _export
 from tensorfx.training import _guards
 from tensorfx.training import _jobinfo
+from tensorfx.training import _layout
 from tensorfx.training import _loop
 from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
+from tensorfx.training._engine import state as _engine_state
 from tensorfx.training._engine import strategies
 
 
@@ -47,18 +48,11 @@ class TrainingRun:
     self.config = config
     self.output = output
     self.chief = config.master
-    base = output if self.chief else os.path.join(
-        output, '.workers', f'{config.task.type}-{config.task.index}')
-    # On Vertex AI, AIP_MODEL_DIR & co. (per trial when tuning) win.
-    dirs = _jobdirs.output_dirs(base, environ=None if self.chief else {})
-    self.paths = {
-        'checkpoints': dirs['checkpoints'],
-        'model': dirs['model'],
-        'summaries': dirs['summaries'],
-        'analysis': os.path.join(output, 'analysis'),
-        'job': os.path.join(base, 'job.yaml'),
-    }
-    self.scratch = None if self.chief else base
+    self.layout = _layout.JobLayout.of(
+        output, worker=None if self.chief else
+        f'{config.task.type}-{config.task.index}')
+    self.paths = self.layout.paths()
+    self.scratch = self.layout.scratch
     # With an evaluator task in the cluster, evaluation is its job.
     self.evaluator_task = (config.cluster is not None and
                            'evaluator' in config.cluster.jobs)
@@ -133,7 +127,7 @@ class TrainingRun:
         self.paths['checkpoints'], training.global_step,
         max_to_keep=settings.checkpoints.keep,
         keep_best=settings.checkpoints.keep_best, best_mode=best[2],
-        model=builder)
+        model=_engine_state.checkpointed(builder))
     _builder.run_init(
         builder,
         restored=_checkpoints.resume(checkpoints, settings.restore) is not None)

@@ -23,6 +23,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.models import KerasModelBuilder
 from tensorfx.prediction import Model
 from tensorfx.training._callbacks import CallbackList
+from tensorfx.training._engine import state as engine_state
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras_iris
@@ -45,7 +46,7 @@ def _train(builder_class, output, dataset, callbacks=(), *flags):
 
 def training_optimizer(builder):
   # The optimizer the engine keeps (and checkpoints) for the builder.
-  return builder._training_optimizer
+  return engine_state.of(builder).training_optimizer
 
 
 def _metrics(output):
@@ -307,5 +308,5 @@ class _Trained:
   """A builder's engine state as a callback sees it: the optimizer."""
 
   def __init__(self, optimizer):
-    self._training_optimizer = optimizer
+    engine_state.of(self).training_optimizer = optimizer
     self.global_step = tf.Variable(0, dtype=tf.int64)

@@ -15,6 +15,7 @@ import yaml
 from conftest import iris_args
 from tensorfx import training
 from tensorfx.models import nn
+from tensorfx.training._engine import state as engine_state
 
 
 def _train(output, dataset, *flags, builder_type=nn.FeedForwardClassification):
@@ -55,7 +56,7 @@ def test_mixed_precision_trains_and_exports_float32(tmp_path,
   assert [p['label'] for p in predictions] == ['virginica', 'setosa',
                                                'versicolor']
 
-  scale = getattr(builder, '_loss_scale_optimizer', None)
+  scale = engine_state.of(builder).loss_scale_optimizer
   if precision == 'mixed_float16':
     assert isinstance(scale, tf_keras.mixed_precision.LossScaleOptimizer)
     # Checkpointed, so a resumed job keeps its scale.
@@ -79,7 +80,7 @@ def test_float16_overflow_lowers_the_loss_scale(tmp_path,
   builder, _ = _train(tmp_path, iris_dataset_factory(), '--precision',
                       'mixed_float16', '--max-steps', '40',
                       '--learning-rate', '0.0001', builder_type=_LargeLoss)
-  scale = float(builder._loss_scale_optimizer.loss_scale)
+  scale = float(engine_state.of(builder).loss_scale_optimizer.loss_scale)
   # 2**15 at the start; halved at every overflowing step, which is skipped
   # rather than applied: the variables stay finite.
   assert scale < 2 ** 15
@@ -94,7 +95,7 @@ def test_float32_is_the_default(iris_dataset_factory):
   assert builder.settings.speed.precision == 'float32'
   builder.build_graph_interfaces(training.Configuration.local())
   assert [layer.compute_dtype for layer in builder._layers] == ['float32']
-  assert getattr(builder, '_loss_scale_optimizer', None) is None
+  assert engine_state.of(builder).loss_scale_optimizer is None
 
 
 def test_unknown_precision_is_rejected(capsys):

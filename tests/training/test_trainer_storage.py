@@ -14,11 +14,15 @@ from tensorfx import training
 from tensorfx.models import nn
 
 
-def _train(output, dataset, *extra):
+def _builder(output, dataset, *extra):
   args, job = nn.FeedForwardClassificationArguments.parse(
       iris_args(output, '--hidden-layers:1', '8', *extra), parse_job=True)
-  return training.ModelTrainer().train(
-      nn.FeedForwardClassification(args, dataset), job)
+  return nn.FeedForwardClassification(args, dataset), job
+
+
+def _train(output, dataset, *extra):
+  builder, job = _builder(output, dataset, *extra)
+  return training.ModelTrainer().train(builder, job)
 
 
 def test_output_on_a_non_local_filesystem(iris_dataset_factory):
@@ -61,3 +65,14 @@ def test_vertex_directories_and_tuning_metrics(tmp_path, monkeypatch,
   assert [e['global_step'] for e in entries] == ['10', '20']
   assert all(set(e) >= {'accuracy', 'trial'} for e in entries)
   assert entries[0]['trial'] == '7'
+  # Evaluating and exporting find the job's directories where Vertex AI
+  # put them, as training did.
+  builder, _ = _builder(output, iris_dataset_factory())
+  summary = training.ModelTrainer().evaluate(builder, str(output))
+  assert summary['checkpoint'] == str(vertex / 'checkpoints' / 'ckpt-20')
+  assert (output / 'evaluations' / 'ckpt-20.json').exists()
+  (vertex / 'model').rename(vertex / 'trained-model')
+  builder, _ = _builder(output, iris_dataset_factory())
+  training.ModelTrainer().export(builder, str(output))
+  assert (vertex / 'model' / 'saved_model.pb').exists()
+  assert not (output / 'model').exists()

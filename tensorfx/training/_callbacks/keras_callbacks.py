@@ -4,6 +4,7 @@ from typing import Any
 
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
+from tensorfx.training._engine import state as _state
 
 # Keras callbacks whose work tensorfx does itself, and what does it.
 _REPLACED = {
@@ -165,7 +166,8 @@ class _ModelView:
 
   @property
   def optimizer(self) -> Any:
-    optimizer = getattr(self._builder, '_training_optimizer', None)
+    state = _state.find(self._builder)
+    optimizer = state.training_optimizer if state is not None else None
     return optimizer if optimizer is not None else self._builder.optimizer
 
   def __repr__(self) -> str:

@@ -9,6 +9,7 @@ import tensorflow as tf
 from tensorfx._logging import logger
 from tensorfx.training import _engine
 from tensorfx.training._callbacks import base
+from tensorfx.training._engine import state as _state
 
 
 def summarize(builder):
@@ -151,7 +152,7 @@ class ModelSummaryCallback(base.Callback):
 
 def _optimizer_state(builder):
   """The values the optimizers keep (slots, iterations)."""
-  optimizers = [getattr(builder, '_training_optimizer', None),
+  optimizers = [_state.of(builder).training_optimizer,
                 getattr(builder, '_sparse_optimizer', None)]
   total, seen = 0, set()
   for optimizer in optimizers:

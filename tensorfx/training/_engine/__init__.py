@@ -8,10 +8,11 @@ servers), evaluation has its own graph (`evaluation_graph`) and the
 exported model its serving signatures (`serving`). `graphs` assembles the
 three interfaces the trainer drives.
 
-The engine keeps the state that must be checkpointed with the model (the
-global step, the optimizer, the evaluation metrics, the gradient
-accumulator) as attributes of the builder, a `tf.Module`: one checkpoint
-of the builder holds all of it.
+The engine keeps its own state (the strategy, the global step, the
+optimizer, the evaluation metrics, the gradient accumulator, the loss
+scale) in an `EngineState` per builder (`state`), never on the user's
+builder; checkpoints save the builder and that state together
+(`state.checkpointed`), in the layout earlier releases wrote.
 """
 
 from tensorfx.training._engine.graphs import build_graph_interfaces

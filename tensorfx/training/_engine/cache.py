@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 
 # Bytes one value takes in a batch: a string's tf.tstring (24 bytes, short
@@ -73,7 +74,8 @@ def plan(builder, batch, epochs):
     ConfigurationError: `--cache memory` with parameter servers and an
       estimate above `--cache-budget-mb`.
   """
-  made = getattr(builder._untracked, 'cache_plan', None)
+  engine = _state.of(builder)
+  made = engine.run.cache_plan
   if made is not None:
     return made
   settings = builder.settings
@@ -86,7 +88,7 @@ def plan(builder, batch, epochs):
                 batch=batch, epochs=epochs,
                 max_steps=settings.loop.max_steps,
                 parameter_servers=_parameter_servers(builder))
-  builder._untracked.cache_plan = made
+  engine.run.cache_plan = made
   logger.info('--cache %s: %s', settings.speed.cache, made.reason)
   return made
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import precision
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla
 
@@ -28,10 +29,11 @@ def build(builder):
   loss_metric = tf_keras.metrics.Mean(name='loss')
   # Not checkpointed: a job trained without evaluation data has no such
   # values, and `tensorfx evaluate [--follow]` restores its checkpoints.
-  builder._untracked.eval_loss = loss_metric
+  engine = _state.of(builder)
+  engine.run.eval_loss = loss_metric
   metrics = {'loss': loss_metric}
-  metrics.update(getattr(builder, '_evaluation_metrics', {}))
-  global_step = builder.global_step
+  metrics.update(engine.evaluation_metrics)
+  global_step = engine.global_step
   strategy = builder.strategy
   replicated = strategies.replicated(strategy)
 

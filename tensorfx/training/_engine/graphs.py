@@ -6,6 +6,7 @@ from tensorfx.training import _batch_size
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import evaluation_graph as _evaluation
 from tensorfx.training._engine import serving as _serving
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import training_graph as _training
 
 
@@ -20,8 +21,9 @@ def build_graph_interfaces(builder, config):
   `build_prediction_graph`, so overriding one of them takes effect here.
   """
   # --batch-size all: the data is analyzed by now, so it can be counted.
-  _batch_size.resolve(builder)
-  builder._strategy = config.create_device_setter(builder.args)
+  engine = _state.of(builder)
+  engine.settings = _batch_size.resolve(builder.settings, builder.dataset)
+  engine.strategy = config.create_device_setter(builder.args)
   if builder.dataset.features is not None:
     # Made after connecting to the cluster (which renames this task's
     # devices) but outside the strategy's scope: evaluation and serving
@@ -29,7 +31,7 @@ def build_graph_interfaces(builder, config):
     _ = builder.transform_layer
   strategy = builder.strategy
   with strategy.scope():
-    builder.global_step = tf.Variable(
+    engine.global_step = tf.Variable(
         0, dtype=tf.int64, trainable=False, name='global_step',
         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     training = builder.build_training_graph()

@@ -16,6 +16,8 @@ import contextlib
 
 import tensorflow as tf
 
+from tensorfx.training._engine import state as _state
+
 _LOW = (tf.float16, tf.bfloat16)
 
 
@@ -53,19 +55,18 @@ def to_float32(values):
 def loss_scale_optimizer(builder, optimizer):
   """The `LossScaleOptimizer` of `optimizer` under float16; else None.
 
-  Made once, under the strategy's scope, and kept as the builder's
-  `_loss_scale_optimizer` (checkpointed: a resumed job keeps its scale);
-  `optimizer` stays the builder's training optimizer, so checkpoints keep
-  its slots where they were.
+  Made once, under the strategy's scope, and kept in the engine's state
+  (checkpointed: a resumed job keeps its scale); `optimizer` stays the
+  training optimizer, so checkpoints keep its slots where they were.
   """
   if builder.settings.speed.precision != 'mixed_float16':
     return None
-  wrapper = getattr(builder, '_loss_scale_optimizer', None)
-  if wrapper is None:
+  engine = _state.of(builder)
+  if engine.loss_scale_optimizer is None:
     import tf_keras
-    wrapper = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-    builder._loss_scale_optimizer = wrapper
-  return wrapper
+    engine.loss_scale_optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
+        optimizer)
+  return engine.loss_scale_optimizer
 
 
 def zero_if_not_finite(gradients):

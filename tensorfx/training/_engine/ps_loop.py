@@ -12,6 +12,8 @@ import math
 
 import tensorflow as tf
 
+from tensorfx.training._engine import state as _state
+
 
 def make_loop(builder, train_step, epochs, shuffle, loss_limit,
               steps_per_closure):
@@ -34,8 +36,9 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
   """
   strategy = builder.strategy
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-  builder._untracked.coordinator = coordinator
-  global_step = builder.global_step
+  engine = _state.of(builder)
+  engine.run.coordinator = coordinator
+  global_step = engine.global_step
   batch_size = builder.settings.loop.batch_size
   # Tables made under the strategy's scope get a copy on each worker.
   worker_layer = (builder.dataset.transform_output.transform_features_layer()
@@ -43,11 +46,11 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
 
   def dataset_fn(context=None):
     del context
-    builder._untracked.worker_layer = worker_layer
+    engine.run.worker_layer = worker_layer
     try:
       return builder.build_input('train', batch_size, epochs, shuffle)
     finally:
-      builder._untracked.worker_layer = None
+      engine.run.worker_layer = None
 
   per_worker = coordinator.create_per_worker_dataset(dataset_fn)
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _optimizers
 from tensorfx.training._engine import precision
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla
 
@@ -21,7 +22,7 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   """The per-replica step: `train_step(inputs) -> loss`.
 
   Each step also writes the global norm of the gradient it applies to
-  `builder._untracked.gradient_norm` (a variable made here, kept out of
+  the engine state's `run.gradient_norm` (a variable made here, kept out of
   checkpoints and exports), which the trainer reads at log intervals
   only: no host synchronisation per step. Under mirrored replicas the
   replicas' gradients are summed first (the sum the optimizer applies,
@@ -54,7 +55,8 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
   replicated = strategies.replicated(strategy)
-  global_step = builder.global_step
+  engine = _state.of(builder)
+  global_step = engine.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
   # Made under the strategy's scope (the caller's): replicas hold the same
@@ -62,7 +64,7 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   gradient_norm = tf.Variable(
       0.0, trainable=False, name='gradient_norm',
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-  builder._untracked.gradient_norm = gradient_norm
+  engine.run.gradient_norm = gradient_norm
 
   # Python-only control flow, calling optimizers (which autograph leaves
   # alone, as Keras' own training step does): converting it would only
@@ -198,8 +200,8 @@ def _sums_apart(optimizer):
 def build_accumulator(builder, variables, steps, tables):
   """The `GradientAccumulator` of `--accumulation-steps`, or None.
 
-  Kept as the builder's `_accumulator` (checkpointed with the model, so a
-  resumed job continues its partial accumulation).
+  Kept in the engine's state (checkpointed with the model, so a resumed
+  job continues its partial accumulation).
 
   Raises:
     ConfigurationError: accumulation under parameter servers or with
@@ -221,9 +223,10 @@ def build_accumulator(builder, variables, steps, tables):
         '--accumulation-steps is not supported with parameter servers '
         '(asynchronous training); raise --batch-size instead. Received: '
         f'--accumulation-steps={steps}')
-  if getattr(builder, '_accumulator', None) is None:
-    builder._accumulator = _optimizers.GradientAccumulator(variables, steps)
-  return builder._accumulator
+  engine = _state.of(builder)
+  if engine.accumulator is None:
+    engine.accumulator = _optimizers.GradientAccumulator(variables, steps)
+  return engine.accumulator
 
 
 def make_step_runner(builder, train_step, accumulator, optimizer):
@@ -238,7 +241,7 @@ def make_step_runner(builder, train_step, accumulator, optimizer):
     `run_step(inputs) -> per-replica loss`.
   """
   strategy = builder.strategy
-  global_step = builder.global_step
+  global_step = _state.of(builder).global_step
   if accumulator is None:
     return lambda inputs: strategy.run(train_step, (inputs,))
 

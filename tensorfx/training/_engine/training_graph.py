@@ -13,6 +13,7 @@ from tensorfx.training import _optimizers
 from tensorfx.training._engine import local_loop
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import ps_loop
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import train_step as train_steps
 from tensorfx.training._engine import variables as engine_variables
@@ -38,7 +39,8 @@ def build(builder):
     options.experimental_warm_start = True
     dataset = dataset.with_options(options)
   engine_variables.create_variables(builder, dataset)
-  optimizer = builder._training_optimizer
+  engine = _state.of(builder)
+  optimizer = engine.training_optimizer
   variables = _optimizers.select_variables(
       engine_variables.trainable(builder),
       settings.optimizer.trainable_pattern)
@@ -73,10 +75,10 @@ def build(builder):
       distributed = strategy.experimental_distribute_dataset(
           strategies.shard_by_data(dataset))
   return _interfaces.TrainingInterface(
-      dataset=distributed, global_step=builder.global_step, loop=loop,
+      dataset=distributed, global_step=engine.global_step, loop=loop,
       optimizer=optimizer, variables=variables,
       batch_size=settings.loop.batch_size,
-      gradient_norm=builder._untracked.gradient_norm)
+      gradient_norm=engine.run.gradient_norm)
 
 
 def _no_xla(parameter_servers):

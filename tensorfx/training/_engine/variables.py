@@ -15,30 +15,32 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _sharding
 from tensorfx.embeddings import _table
 from tensorfx.training._engine import precision
+from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 
 
 def create_variables(builder, dataset):
   """Calls the hooks eagerly once, so every variable exists before tracing.
 
-  Keeps, as attributes of the builder (checkpointed with it), the
-  optimizer `build_training` returns (`_training_optimizer`) and the
-  metrics `build_evaluation` returns (`_evaluation_metrics`).
+  Keeps, in the engine's state (checkpointed with the builder), the
+  optimizer `build_training` returns and the metrics `build_evaluation`
+  returns.
 
   Args:
     builder: the `ModelBuilder`.
     dataset: the training dataset; its element spec shapes the call.
   """
-  if getattr(builder, '_variables_created', False):
+  engine = _state.of(builder)
+  if engine.variables_created:
     return
   inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
   # Layers take the --precision policy when they are made: here.
   with precision.policy(builder.settings.speed.precision):
     inferences = precision.to_float32(
         builder.build_inference(inputs, training=False))
-  _, optimizer = builder.build_training(builder.global_step, inputs,
+  _, optimizer = builder.build_training(engine.global_step, inputs,
                                         inferences)
-  builder._training_optimizer = optimizer
+  engine.training_optimizer = optimizer
   outputs = builder.build_output(inferences)
   metrics = {}
 
@@ -51,13 +53,13 @@ def create_variables(builder, dataset):
     builder.strategy.run(evaluation_pass)
   else:
     evaluation_pass()
-  builder._evaluation_metrics = metrics
+  engine.keep_evaluation_metrics(metrics)
   dense, groups = route(builder, trainable(builder), optimizer)
   if hasattr(optimizer, 'build'):
     optimizer.build(dense)
   for table_optimizer, variables in groups:
     table_optimizer.build(variables)
-  builder._variables_created = True
+  engine.variables_created = True
 
 
 def trainable(builder):
@@ -87,7 +89,7 @@ def route(builder, variables, optimizer):
   """
   tables = _table.find_tables(builder)
   for table in tables:
-    table.bind(step_counter=builder.global_step,
+    table.bind(step_counter=_state.of(builder).global_step,
                optimizer=None if table.optimizer is not None
                else builder.sparse_optimizer)
   owner = {}
@@ -113,23 +115,23 @@ def warm_start_variables(builder):
   What a warm start (`--warm-start`) assigns: a warm start begins a new
   optimization.
   """
-  skip = {id(builder.global_step)}
-  optimizers = [getattr(builder, '_training_optimizer', None) or
-                builder._optimizer,
-                builder._sparse_optimizer]
+  engine = _state.of(builder)
+  skip = {id(engine.global_step)}
+  # The builder's own optimizers, if its hooks made them.
+  optimizers = [engine.training_optimizer,
+                getattr(builder, '_optimizer', None),
+                getattr(builder, '_sparse_optimizer', None)]
   optimizers += [table.optimizer for table in _table.find_tables(builder)]
   for optimizer in optimizers:
     for variable in getattr(optimizer, 'variables', ()) or ():
       # Slots of a table sharded over parameter servers are saved as one
       # ShardedVariable; the model lists its shards.
       skip.update(id(v) for v in _sharding.shards(variable))
-  accumulator = getattr(builder, '_accumulator', None)
-  if accumulator is not None:
-    skip.update(id(v) for v in accumulator.sums)
-  metrics = list(getattr(builder, '_evaluation_metrics', {}).values())
-  eval_loss = getattr(builder._untracked, 'eval_loss', None)
-  if eval_loss is not None:
-    metrics.append(eval_loss)
+  if engine.accumulator is not None:
+    skip.update(id(v) for v in engine.accumulator.sums)
+  metrics = list(engine.evaluation_metrics.values())
+  if engine.run.eval_loss is not None:
+    metrics.append(engine.run.eval_loss)
   for metric in metrics:
     skip.update(id(v) for v in metric.variables)
   return [v for v in builder.variables if id(v) not in skip]

@@ -24,6 +24,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.training import _restore
 from tensorfx.training._builder import ModelBuilder
+from tensorfx.training._engine import state as _state
 from tensorfx.training._params import _fingerprint
 from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
@@ -88,16 +89,11 @@ class ParamsBuilder(ModelBuilder):
     self._run = types.SimpleNamespace(
         config=None, wrapped=None, targets=None, input_layer=None,
         warm_started=None)
+    # A builder that only evaluates restores the model from a training
+    # checkpoint, which holds evaluation metrics only if that training
+    # validated: the engine keeps them out of this builder's checkpoint.
+    _state.of(self).evaluation_checkpointed = not spec.testing
 
-  def __setattr__(self, name, value):
-    if name in _EVALUATION_STATE and getattr(self, '_spec', None) is not None \
-        and self._spec.testing:
-      # A builder that only evaluates restores the model from a training
-      # checkpoint, which holds evaluation metrics only if that training
-      # validated: they are kept out of this builder's checkpoint.
-      object.__setattr__(self, name, value)
-      return
-    super().__setattr__(name, value)
 
   @property
   def spec(self):
@@ -254,11 +250,6 @@ class ParamsBuilder(ModelBuilder):
             'step (its first call did): return the same names every time.')
       # tfutils recorded the mean of a target that is not a number.
       variable.assign(tf.reduce_mean(tf.cast(values[name], tf.float32)))
-
-
-# The engine's evaluation state on the builder (see _engine.variables and
-# _engine.evaluation_graph).
-_EVALUATION_STATE = ('_eval_loss', '_evaluation_metrics')
 
 
 class _NoOptimizer:

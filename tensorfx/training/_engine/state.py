@@ -1,0 +1,154 @@
+"""EngineState: what the engine keeps of a run, apart from the user's builder.
+
+The user's `ModelBuilder` holds what its hooks make (layers, metrics, its
+optimizer); the engine's own state (the strategy, the global step, the
+optimizer `build_training` returned, the evaluation metrics, the gradient
+accumulator, the loss scale, the settings with `--batch-size all`
+resolved, and run-time objects kept out of checkpoints) lives here, one
+`EngineState` per builder, made by the trainer (`of`) and found again by
+the engine and by the builder's read-only properties (`strategy`,
+`global_step`), never written onto the builder.
+
+Checkpoints hold both under `model` (`checkpointed`): the builder's own
+variables and, beside them, the engine's, under the names earlier releases
+gave them as attributes of the builder (`global_step`,
+`_training_optimizer`, `_evaluation_metrics`, `_accumulator`,
+`_loss_scale_optimizer`). The layout is unchanged, so checkpoints restore
+across releases both ways.
+"""
+
+import types
+from typing import Any, Dict, MutableMapping, Optional
+import weakref
+
+import tensorflow as tf
+
+# The builders' states; a state goes with its builder.
+_STATES: MutableMapping[Any, 'EngineState'] = weakref.WeakKeyDictionary()
+
+
+class _Tracked(tf.Module):
+  """The engine's checkpointed objects, under the release's names."""
+
+  def __init__(self) -> None:
+    super().__init__(name='engine')
+    self.global_step: Any = None
+    self._training_optimizer: Any = None
+    self._accumulator: Any = None
+    self._loss_scale_optimizer: Any = None
+
+
+def _tracked(name: str, doc: str) -> Any:
+  """A property of `EngineState` kept in its checkpointed `_Tracked`."""
+  return property(lambda self: getattr(self._tracked, name),
+                  lambda self, value: setattr(self._tracked, name, value),
+                  doc=doc)
+
+
+class EngineState:
+  """The engine's state of one builder.
+
+  Example:
+    >>> state = tensorfx.training._engine.state.of(builder)
+    >>> state.global_step.numpy()
+    300
+
+  Attributes:
+    strategy: the `tf.distribute.Strategy` the graphs were built under.
+    settings: the job's `Settings` with `--batch-size all` resolved (None
+      until the graphs are built: the builder's own are used).
+    variables_created: whether the hooks' eager pass ran.
+    run: run-time objects, never checkpointed nor exported: the transform
+      layer, a parameter-server worker's copy of it, the cluster
+      coordinator, the gradient norm variable, the evaluation loss metric,
+      the `--cache` plan and the `--eval-slices` filter.
+  """
+
+  def __init__(self) -> None:
+    self.strategy: Optional[tf.distribute.Strategy] = None
+    self.settings: Any = None
+    self.variables_created = False
+    self.evaluation_checkpointed = True
+    self._tracked = _Tracked()
+    self._metrics: Dict[str, Any] = {}
+    self.run = types.SimpleNamespace(
+        transform_layer=None, worker_layer=None, coordinator=None,
+        gradient_norm=None, eval_loss=None, cache_plan=None,
+        slice_filter=None)
+
+  global_step = _tracked('global_step', 'The int64 global step variable.')
+  training_optimizer = _tracked('_training_optimizer',
+                                'The optimizer `build_training` returned.')
+  accumulator = _tracked('_accumulator', 'The `GradientAccumulator` of '
+                         '`--accumulation-steps`, or None.')
+  loss_scale_optimizer = _tracked('_loss_scale_optimizer', 'The '
+                                  '`LossScaleOptimizer` of `--precision '
+                                  'mixed_float16`, or None.')
+
+  @property
+  def evaluation_metrics(self) -> Dict[str, Any]:
+    """The metrics `build_evaluation` returned, by name."""
+    return self._metrics
+
+  def keep_evaluation_metrics(self, metrics: Dict[str, Any]) -> None:
+    """Keeps the evaluation metrics; checkpointed unless told otherwise.
+
+    A builder that only evaluates (tfutils' `test_from_params`) restores
+    a training checkpoint, which holds metrics only if that training
+    validated: its metrics stay out (`evaluation_checkpointed`).
+    """
+    self._metrics = dict(metrics)
+    if self.evaluation_checkpointed:
+      self._tracked._evaluation_metrics = self._metrics
+
+  def checkpoint_children(self, save_type: Any, **kwargs: Any) -> Dict[str, Any]:
+    """The engine's checkpointed objects by their names in checkpoints."""
+    return dict(self._tracked._trackable_children(save_type, **kwargs))
+
+
+def find(builder: Any) -> Optional[EngineState]:
+  """The engine state of `builder`, or None when no engine has run it."""
+  try:
+    return _STATES.get(builder)
+  except TypeError:  # Not weakly referenceable: never run by the engine.
+    return None
+
+
+def of(builder: Any) -> EngineState:
+  """The engine state of `builder`, made on first use."""
+  state = _STATES.get(builder)
+  if state is None:
+    state = _STATES[builder] = EngineState()
+  return state
+
+
+class _Checkpointed(tf.__internal__.tracking.Trackable):
+  """A builder and its engine state as one checkpointed object.
+
+  Its children are the builder's own and the engine's: what a checkpoint
+  of a builder holding the engine's state as attributes held.
+  """
+
+  def __init__(self, builder: Any, state: EngineState) -> None:
+    self._parts = (builder, state)
+
+  def _trackable_children(self, save_type: Any = 'checkpoint',
+                          **kwargs: Any) -> Dict[str, Any]:
+    builder, state = self._parts
+    children = dict(builder._trackable_children(save_type, **kwargs))
+    children.update(state.checkpoint_children(save_type, **kwargs))
+    return children
+
+  def _lookup_dependency(self, name: str,
+                         cached_dependencies: Any = None) -> Any:
+    children = cached_dependencies or self._trackable_children()
+    return children.get(name)
+
+
+def checkpointed(builder: Any) -> Any:
+  """What checkpoints save as `model`: the builder with the engine's state.
+
+  Example:
+    >>> tf.train.Checkpoint(model=checkpointed(builder)).write('/tmp/ckpt')
+  """
+  return _Checkpointed(builder, of(builder))
