@@ -11,20 +11,26 @@ from step to step and from replica to replica:
   across replicas as slices (`reduce_slices`), not as dense tensors of the
   table's size.
 
-TensorFlow's all-reduce of `tf.IndexedSlices` picks between two all-gathers
-with a `tf.cond` on the replicas' sizes; inside the training loop's
-`tf.while_loop` on a multi-worker cluster, the replicas then run collectives
-of different shapes under one instance and the step fails ("Shape mismatch
-in the collective instance"). `gather` always takes the same path: it
-gathers every replica's size, pads each part to the largest, gathers the
-padded parts (equal shapes) and drops the padding.
+One process per replica (`MultiWorkerMirroredStrategy` with one device a
+worker, mxRec's mode) is what this supports: `gather` gathers every
+replica's size, pads each part to the largest, gathers the padded parts
+and drops the padding. Replicas of one process (`MirroredStrategy` over
+several devices) keep today's dense sum, and exact-key tables are refused
+there.
+
+A collective keeps the shape it first had within a call of the training
+loop's `tf.function`: one whose size changes from step to step inside the
+loop's `tf.while_loop` fails ("Shape mismatch in the collective
+instance"; TensorFlow's own all-reduce of `tf.IndexedSlices` too). So the
+loop runs one step per call when tables exchange slices (see
+`local_loop.make_loop`).
 """
 
 from typing import Any
 
 import tensorflow as tf
 
-__all__ = ['gather', 'reduce_slices', 'replicated']
+__all__ = ['gather', 'one_per_process', 'reduce_slices', 'replicated']
 
 
 def replicated(context: Any = None) -> bool:
@@ -38,6 +44,20 @@ def replicated(context: Any = None) -> bool:
   return (context is not None and context.num_replicas_in_sync > 1 and
           not isinstance(tf.distribute.get_strategy(),
                          tf.distribute.ParameterServerStrategy))
+
+
+def one_per_process(strategy: Any) -> bool:
+  """Whether `strategy` runs synchronous replicas one per process.
+
+  `MultiWorkerMirroredStrategy` with one device a worker: the replicas
+  whose tables' keys and gradients travel as slices.
+
+  Example:
+    >>> one_per_process(tf.distribute.MultiWorkerMirroredStrategy())
+    True
+  """
+  return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+          and len(strategy.extended.worker_devices) == 1)
 
 
 def gather(context: Any, tensors: list[Any]) -> tuple[list[Any], Any]:

@@ -56,8 +56,12 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   replicated = strategies.replicated(strategy)
   # Today's sparse reduction, or the dense one it replaced (benchmarks
   # compare them): a private switch on the builder.
-  dense_table_gradients = bool(getattr(builder, '_dense_table_gradients',
-                                       False))
+  # Replicas of one process keep the dense sum (see
+  # `tensorfx.embeddings._replicas`).
+  from tensorfx.embeddings import _replicas
+  dense_table_gradients = bool(getattr(
+      builder, '_dense_table_gradients',
+      not _replicas.one_per_process(strategy)))
   global_step = builder.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
@@ -185,10 +189,10 @@ def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):
   tables' `tf.IndexedSlices` as slices (only the rows some replica looked
   up travel). Otherwise the optimizer sums them itself, and slices are
   made dense first: TensorFlow's all-reduce of slices fails inside the
-  training loop on a multi-worker cluster (see
-  `tensorfx.embeddings._replicas`); the tensorfx sparse optimizers still
-  update only the rows whose gradient is not zero. `sparse=False` sums
-  slices densely in both cases, as tensorfx did before (benchmarks).
+  training loop on a multi-worker cluster; the tensorfx sparse optimizers
+  still update only the rows whose gradient is not zero. `sparse=False`
+  sums slices densely in both cases (replicas of one process, and the
+  benchmarks' baseline).
   """
   if not presum or not sparse:
     gradients = [tf.convert_to_tensor(g)
