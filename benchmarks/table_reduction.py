@@ -1,10 +1,10 @@
 """Embedding tables' gradients under MultiWorkerMirroredStrategy: sparse vs dense.
 
 Two workers on 127.0.0.1 (free ports) train the same model of one hashed
-table twice in turns, in the same processes: the gradients of the table
-summed across workers as slices (what tensorfx does, one step per call)
-and as dense tensors of the table's size (what it did before, 50 steps per
-call). Prints steps/s of each and their ratio (one run, no timing is
+table twice in turns, in the same processes: the table's gradients and
+admission counts summed across workers as slices (what tensorfx does, one
+step per call) and as dense tensors of the table's size (what it did
+before, 50 steps per call). Prints steps/s of each and their ratio (one run, no timing is
 asserted anywhere).
 
   python benchmarks/table_reduction.py --capacity 100000 --steps 200
@@ -23,6 +23,7 @@ import json, sys, time
 import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
+from tensorfx.embeddings import _replicas
 
 capacity, steps, batch = (int(a) for a in sys.argv[2:5])
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -48,7 +49,8 @@ def make(dense):
   builder = Builder(training.ModelArguments.parse(
       ['--batch-size', str(batch), '--seed', '1']), None)
   builder._strategy = strategy
-  builder._dense_table_gradients = dense
+  # Read when the step is traced (below).
+  _replicas.SPARSE_SUMS = not dense
   with strategy.scope():
     builder.global_step = tf.Variable(
         0, dtype=tf.int64, trainable=False,

@@ -30,7 +30,13 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ['gather', 'one_per_process', 'reduce_slices', 'replicated']
+__all__ = ['gather', 'one_per_process', 'reduce_slices', 'replicated',
+           'sparse_sums']
+
+# False: hashed tables' gradients and statistics are summed densely, as
+# tensorfx did before (the benchmarks' baseline; read when a training
+# step is traced).
+SPARSE_SUMS = True
 
 
 def replicated(context: Any = None) -> bool:
@@ -58,6 +64,19 @@ def one_per_process(strategy: Any) -> bool:
   """
   return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
           and len(strategy.extended.worker_devices) == 1)
+
+
+def sparse_sums(strategy: Any) -> bool:
+  """Whether tables' gradients and statistics are summed as slices.
+
+  Under one replica per process (`one_per_process`), unless the
+  benchmarks' baseline turned it off (`SPARSE_SUMS`).
+
+  Example:
+    >>> sparse_sums(tf.distribute.MultiWorkerMirroredStrategy())
+    True
+  """
+  return SPARSE_SUMS and one_per_process(strategy)
 
 
 def gather(context: Any, tensors: list[Any]) -> tuple[list[Any], Any]:

@@ -54,14 +54,10 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
   replicated = strategies.replicated(strategy)
-  # Today's sparse reduction, or the dense one it replaced (benchmarks
-  # compare them): a private switch on the builder.
-  # Replicas of one process keep the dense sum (see
-  # `tensorfx.embeddings._replicas`).
+  # Tables' gradients summed as slices, one replica a process; replicas
+  # of one process keep the dense sum (see `tensorfx.embeddings._replicas`).
   from tensorfx.embeddings import _replicas
-  dense_table_gradients = bool(getattr(
-      builder, '_dense_table_gradients',
-      not _replicas.one_per_process(strategy)))
+  dense_table_gradients = not _replicas.sparse_sums(strategy)
   global_step = builder.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)

@@ -101,4 +101,4 @@ def _exchanges_slices(builder, strategy, groups):
   if not (groups and _replicas.one_per_process(strategy)):
     return False
   exact = any(t.hashing == 'exact' for t in _table.find_tables(builder))
-  return exact or not getattr(builder, '_dense_table_gradients', False)
+  return exact or _replicas.sparse_sums(strategy)
