@@ -11,6 +11,12 @@ server, and keys go to an index by a hash of the key; an index hands out
 its own shard's rows first. Checkpoints hold the table by key (see
 `KeyedRows`), so a restart may use more rows or another number of servers.
 
+Under synchronous replicas one a process (`MultiWorkerMirroredStrategy`,
+one device a worker) every worker holds its own index; a training lookup
+gathers the distinct keys of all workers (`_replicas.gather`, in worker
+order) and each worker records all of them, so the same records on the
+same state keep every copy's key -> row map identical.
+
 A training lookup and a sweep read the indexes, then write them: they run
 under the table's lock (a `tf.CriticalSection`), so the workers of a
 parameter-server job, which run steps at once, never hand one row to two
