@@ -94,10 +94,11 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
             optimizer, gradients[begin:end], variables[begin:end], presum,
             sparse=not dense_table_gradients)
     # A replica's own gradient is of its loss / replicas.
-    norm = _global_norm([
-        g if presum else (g * replicas if g is not None else None)
-        for (_, begin, end), presum in zip(parts, presummed)
-        for g in gradients[begin:end]])
+    norms = [_global_norm(gradients[begin:end]) *
+             (replicas if replicated and not presum else 1)
+             for (_, begin, end), presum in zip(parts, presummed)]
+    norm = (tf.sqrt(tf.add_n([tf.square(n) for n in norms])) if norms else
+            tf.constant(0.0))
     if step_optimizer is None:
       # The compiled step left the dense gradients' norm in the variable.
       norm = tf.sqrt(tf.square(norm) + tf.square(gradient_norm))
