@@ -11,6 +11,12 @@ server, and keys go to an index by a hash of the key; an index hands out
 its own shard's rows first. Checkpoints hold the table by key (see
 `KeyedRows`), so a restart may use more rows or another number of servers.
 
+Under synchronous replicas one a process (`MultiWorkerMirroredStrategy`,
+one device a worker) every worker holds its own index; a training lookup
+gathers the distinct keys of all workers (`_replicas.gather`, in worker
+order) and each worker records all of them, so the same records on the
+same state keep every copy's key -> row map identical.
+
 A training lookup and a sweep read the indexes, then write them: they run
 under the table's lock (a `tf.CriticalSection`), so the workers of a
 parameter-server job, which run steps at once, never hand one row to two
@@ -27,6 +33,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _index
 from tensorfx.embeddings import _keyed
+from tensorfx.embeddings import _replicas
 from tensorfx.embeddings import _sharding
 
 # Numbers the locks of this process: a lock's mutex is its own (locks of
@@ -59,13 +66,34 @@ class ExactKeys:
           'servers (they are split when a table is larger than the minimum '
           'shard). Grow it by a restart with a larger capacity instead, or '
           'train it on one parameter server.')
-    if strategy.num_replicas_in_sync > 1 and not parameter_servers:
+    replicated = strategy.num_replicas_in_sync > 1 and not parameter_servers
+    if replicated and not _replicas.one_per_process(strategy):
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} has exact keys, which need one '
-          'index that every replica updates in turn: train it on one device '
-          'or with parameter servers, or use hashing=\'mod\' or '
-          f'\'fingerprint\'. Received: {type(strategy).__name__} with '
-          f'{strategy.num_replicas_in_sync} replicas')
+          f'EmbeddingTable {table.name!r} has exact keys, which synchronous '
+          'replicas agree on one per process: run one worker per device '
+          '(MultiWorkerMirroredStrategy, tensorfx train --cluster workers=N), '
+          'or train on one device or with parameter servers, or use '
+          "hashing='mod' or 'fingerprint'. Received: "
+          f'{type(strategy).__name__} with '
+          f'{len(strategy.extended.worker_devices)} replicas in this process')
+    if replicated and table.dynamic_expansion:
+      raise ConfigurationError(
+          f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
+          'a table on one device: under synchronous replicas give it the '
+          'capacity it needs, or grow it by a restart with a larger capacity '
+          '(every key keeps its row, vector and slots). Received: '
+          f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
+          'replicas')
+    if replicated and table.key_dtype == tf.string:
+      # Replicas exchange their new keys by collectives, which carry
+      # numbers only.
+      raise ConfigurationError(
+          f'EmbeddingTable {table.name!r} has exact string keys, which '
+          'synchronous replicas cannot exchange: give it int64 keys (e.g. '
+          'tf.strings.to_hash_bucket_fast(keys, 2**62) before the lookup), '
+          "or use hashing='mod' or 'fingerprint'. Received: "
+          f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
+          'replicas')
     shards = _sharding.shards(table.embeddings)
     starts = _sharding.starts(shards) + [table.capacity + 1]
     self.ranges = []
@@ -106,12 +134,41 @@ class ExactKeys:
       unique, position = tf.unique(keys, out_idx=tf.int64)
       occurrences = tf.math.unsorted_segment_sum(
           tf.ones_like(position), position, tf.size(unique, out_type=tf.int64))
-      rows = self._record(unique, occurrences, self._now())
+      context = tf.distribute.get_replica_context()
+      if _replicas.replicated(context):
+        rows = self._record_replicated(context, unique, occurrences)
+      else:
+        rows = self._record(unique, occurrences, self._now())
       table._eviction.sweep_if_due()
       rows = tf.gather(rows, position)
     else:
       rows = self.rows(keys)
     return tf.where(rows >= 0, rows, tf.constant(table.default_row, tf.int64))
+
+  def _record_replicated(self, context, keys, occurrences):
+    """Synchronous replicas: each records every replica's keys, in one order.
+
+    The replicas' distinct keys are gathered (in replica order) and each
+    replica records all of them in its own copy of the index: the same
+    records on the same state give every copy the same key -> row map (and
+    the same counts, stamps and evictions). A key's count grows by its
+    lookups on all replicas. The gathering happens before the lock: a
+    replica waiting for the others' keys must not hold it.
+
+    Returns:
+      int64 [U] the rows of this replica's `keys`.
+    """
+    (every, counts), sizes = _replicas.gather(context, [keys, occurrences])
+    distinct, position = tf.unique(every, out_idx=tf.int64)
+    counts = tf.math.unsorted_segment_sum(
+        counts, position, tf.size(distinct, out_type=tf.int64))
+    rows = self._record(distinct, counts, self._now())
+    # This replica's keys come after those of the replicas before it.
+    replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+    offset = tf.reduce_sum(sizes[:replica])
+    mine = tf.gather(position, offset + tf.range(tf.size(keys,
+                                                         out_type=tf.int64)))
+    return tf.gather(rows, mine)
 
   def _record(self, keys, occurrences, now):
     """Records distinct keys in their indexes, under the lock; their rows."""

@@ -9,6 +9,8 @@ import functools
 
 import tensorflow as tf
 
+from tensorfx.embeddings import _replicas
+
 
 class HashedKeys:
   """The `mod` and `fingerprint` modes of an `EmbeddingTable`.
@@ -86,12 +88,20 @@ class HashedKeys:
     """Synchronous replicas: every copy counts the keys of all replicas.
 
     Each replica keeps its own copy of the statistics and applies the same
-    update, the sum of every replica's counts. The sum is a dense
-    all-reduce over the rows: collectives of varying sizes (an all-gather
-    of the keys) fail inside a training loop's `tf.while_loop`. Parameter
-    servers, which hold one copy, count sparsely instead.
+    update. One replica a process (see `tensorfx.embeddings._replicas`):
+    the replicas' rows are gathered and every copy counts them all.
+    Otherwise the update is a dense all-reduce of per-row counts (the size
+    of the table). Parameter servers, which hold one copy, count sparsely.
     """
     table = self._table
+    if _replicas.sparse_sums(tf.distribute.get_strategy()):
+      (every,), _ = _replicas.gather(context, [tf.reshape(rows, [-1])])
+      table.counts.scatter_add(
+          tf.IndexedSlices(tf.ones_like(every, tf.int32), every))
+      if table.eviction_threshold is not None:
+        table.last_seen.scatter_update(tf.IndexedSlices(
+            tf.fill(tf.shape(every), table._eviction.now()), every))
+      return
     seen = tf.math.unsorted_segment_sum(
         tf.ones_like(rows, tf.int32), rows, table.capacity)
     seen = context.all_reduce(tf.distribute.ReduceOp.SUM, seen)

@@ -58,8 +58,10 @@ class EmbeddingTable(tf.Module):
   once; when all rows are taken, new keys read the default row until an
   eviction frees one. Restoring a checkpoint into a table with a larger
   `capacity` keeps every key's row, vector and optimizer slots. Exact keys
-  train on one device or under parameter servers (not synchronous
-  replicas).
+  train on one device, under parameter servers, or on synchronous replicas
+  one per process (`MultiWorkerMirroredStrategy`, one device a worker:
+  each step's new keys are gathered from every replica and recorded by
+  all in one order, so every copy holds the same key -> row map).
 
   Row `capacity` is the default row: keys not admitted yet read it (it
   starts at zero and is trained like any other row).

@@ -3,7 +3,10 @@
 Two worker processes (127.0.0.1, free ports) train a ModelBuilder's
 training graph on different data. Each keeps a copy of the table and its
 statistics; the copies must stay identical (the same counts, stamps,
-evictions and rows), and only rows some replica looked up may change.
+evictions and rows), and only rows some replica looked up may change. An
+exact-key table's copies hold the same key -> row map (each step's new
+keys agreed across workers), the tables' gradients travel as slices, and
+training converges.
 """
 
 import json
@@ -78,7 +81,8 @@ def _port():
     return s.getsockname()[1]
 
 
-def test_replicas_keep_identical_tables_and_statistics():
+def _run_workers(script, *args):
+  """The last JSON line each of two workers printed."""
   cluster = {'worker': [f'127.0.0.1:{_port()}', f'127.0.0.1:{_port()}']}
   processes = []
   try:
@@ -86,7 +90,7 @@ def test_replicas_keep_identical_tables_and_statistics():
       env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', TF_CONFIG=json.dumps(
           {'cluster': cluster, 'task': {'type': 'worker', 'index': index}}))
       processes.append(subprocess.Popen(
-          [sys.executable, '-c', _SCRIPT, str(index)], env=env,
+          [sys.executable, '-c', script, str(index), *args], env=env,
           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=240) for p in processes]
   finally:
@@ -95,8 +99,11 @@ def test_replicas_keep_identical_tables_and_statistics():
         os.kill(p.pid, signal.SIGKILL)
   for p, (_, err) in zip(processes, outputs):
     assert p.returncode == 0, err[-3000:]
-  first, second = (json.loads(out.strip().splitlines()[-1])
-                   for out, _ in outputs)
+  return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+
+
+def test_replicas_keep_identical_tables_and_statistics():
+  first, second = _run_workers(_SCRIPT)
   assert first == second
   assert first['steps'] == 20
   # Keys (rows) are below 20; nothing else but the default row (64) trains.
@@ -104,3 +111,97 @@ def test_replicas_keep_identical_tables_and_statistics():
   assert set(first['changed']) <= keys | {64}
   assert set(first['moments']) <= keys | {64}
   assert sum(first['counts']) > 0 and first['evicted'] > 0
+
+
+_EXACT_SCRIPT = r'''
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from tensorfx import embeddings, training
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+KEYS = 40
+
+
+class Recording(embeddings.LazyAdam):
+  """Remembers the type of the gradients it is given (when traced)."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.seen = set()
+
+  def update_step(self, gradient, variable):
+    self.seen.add(type(gradient).__name__)
+    return super().update_step(gradient, variable)
+
+
+class Builder(training.ModelBuilder):
+  """y = key % 2 from the key's own row; old keys drift out and are evicted."""
+
+  def build_input(self, source, batch, epochs, shuffle):
+    keys = tf.data.Dataset.range(100000).map(
+        lambda i: (i * 7) % KEYS + (i // 600) * KEYS)
+    return keys.map(lambda k: {
+        'keys': k, 'y': tf.cast(k % 2, tf.float32)}).batch(batch)
+
+  def build_inference(self, inputs, training):
+    if not hasattr(self, 'items'):
+      self.items = embeddings.EmbeddingTable(
+          'items', dim=4, capacity=128, hashing='exact', admit_after=2,
+          evict_after_steps=30, evict_every_steps=5)
+      self.users = embeddings.EmbeddingTable('users', dim=4, capacity=32)
+      self.dense = tf_keras.layers.Dense(1)
+    keys = inputs['keys']
+    vectors = tf.concat([self.items.lookup(keys, training=training),
+                         self.users.lookup(keys * 3, training=training)], 1)
+    return self.dense(vectors)[:, 0]
+
+  def build_training(self, global_steps, inputs, inferences):
+    return tf.reduce_mean(tf.square(inferences - inputs['y'])), self.optimizer
+
+  def build_sparse_optimizer(self):
+    return Recording(learning_rate=0.05)
+
+
+args = training.ModelArguments.parse(
+    ['--batch-size', '16', '--seed', '1', '--learning-rate', '0.05'])
+builder = Builder(args, None)
+builder._strategy = strategy
+with strategy.scope():
+  builder.global_step = tf.Variable(
+      0, dtype=tf.int64, trainable=False,
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+  train = builder.build_training_graph()
+iterator = iter(train.dataset)
+first, _ = train.loop(iterator, tf.constant(1, tf.int64))
+last, steps = train.loop(iterator, tf.constant(119, tf.int64))
+keys, entries = builder.items._keys.indexes[0].table.export()
+order = np.argsort(keys.numpy())
+print(json.dumps({
+    'steps': int(steps) + 1,
+    'first_loss': float(first), 'last_loss': float(last),
+    'keys': keys.numpy()[order].tolist(),
+    'entries': entries.numpy()[order].tolist(),
+    'rows': builder.items.embeddings.numpy().tolist(),
+    'free': int(builder.items._keys.indexes[0].free_rows()),
+    'evicted': int(builder.items.evicted.numpy()),
+    'gradients': sorted(builder.sparse_optimizer.seen),
+}))
+'''
+
+
+@pytest.mark.cluster
+def test_exact_keys_agree_across_workers_and_train():
+  first, second = _run_workers(_EXACT_SCRIPT)
+  # The same keys in the same rows, with the same counts and stamps, and
+  # the same vectors: every worker recorded every worker's keys.
+  assert first == second
+  assert first['steps'] == 120
+  rows = [row for row, _, _ in first['entries'] if row >= 0]
+  assert len(rows) == len(set(rows)) and all(0 <= r < 128 for r in rows)
+  # 240 steps of 16 instances moved past the first 40 keys: they were
+  # evicted and their rows given to the next ones.
+  assert first['evicted'] >= 40 and first['free'] == 128 - len(rows)
+  assert first['gradients'] == ['IndexedSlices']
+  assert first['last_loss'] < 0.05 < first['first_loss']

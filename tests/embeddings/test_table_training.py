@@ -414,6 +414,37 @@ def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
     assert new['scores'] == pytest.approx(old['scores'], abs=1e-6)
 
 
+@pytest.mark.cluster
+def test_exact_tables_train_on_multi_worker_mirrored_workers(data, tmp_path):
+  # mxRec's mode: one process per device, synchronous updates. The workers
+  # agree on every key's row; the chief checkpoints and exports. (A short
+  # run: the tasks' thread count grows with every call of the training
+  # loop under this launcher, which runs a call per step here.)
+  output = tmp_path / 'mirrored'
+  exact = _with_features(data, _exact_features(CAPACITY), 'exact-mw.yaml')
+  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
+             '--cluster', 'workers=2',
+             *_args(exact, output, '--max-steps', '80', '--hidden-layers:1',
+                    '16', '--log-interval-steps', '40')]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  result = subprocess.run(command, cwd=RECOMMEND, env=env,
+                          capture_output=True, text=True, timeout=600,
+                          check=False)
+  assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed' and job['global_step'] >= 80
+  assert job['metrics']['auc'] > 0.6, job['metrics']
+  saved = dict(tf.train.list_variables(str(output / 'checkpoints')))
+  vectors = sorted(shape for name, shape in saved.items()
+                   if name.endswith('index/.ATTRIBUTES/vectors'))
+  assert len(vectors) == 2 and all(0 < n <= 601 for n, _ in vectors)
+  user, item, history = _first(data)
+  model = prediction.Model.load(str(output / 'model'))
+  seen, unseen = model.predict([_example(user, item, history),
+                                _example(-5, item, history)])
+  assert seen['scores'] != pytest.approx(unseen['scores'])
+
+
 @pytest.mark.slow
 def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
     data, tmp_path):

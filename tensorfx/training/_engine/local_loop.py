@@ -6,10 +6,12 @@ early, on the device, at the first step whose loss is not finite or above
 per call, not one per step.
 """
 
+import math
+
 import tensorflow as tf
 
 
-def make_loop(strategy, run_step, loss_limit):
+def make_loop(strategy, run_step, loss_limit, one_step_per_call=False):
   """The loop: `loop(iterator, num_steps) -> (loss, steps_run)`.
 
   Args:
@@ -18,6 +20,10 @@ def make_loop(strategy, run_step, loss_limit):
       context.
     loss_limit: the largest loss a step may have before the loop stops
       (inf for none).
+    one_step_per_call: run each step in a call of its own (a Python loop
+      around the `tf.function`): replicas whose steps exchange parts of
+      varying size (embedding tables' keys and gradient slices; a
+      collective keeps its first shape within a call).
 
   Returns:
     The loop `tf.function`. Its loss is the last step's (the bad one, when
@@ -51,4 +57,20 @@ def make_loop(strategy, run_step, loss_limit):
          batch.has_value()))
     return loss, steps
 
-  return loop
+  if not one_step_per_call:
+    return loop
+
+  def stepwise(iterator, num_steps):
+    loss, steps = tf.constant(0.0), 0
+    one = tf.constant(1, tf.int64)
+    for _ in range(int(num_steps)):
+      loss, ran = loop(iterator, one)
+      if not int(ran):
+        break
+      steps += 1
+      value = float(loss)
+      if not (math.isfinite(value) and value <= loss_limit):
+        break
+    return loss, tf.constant(steps, tf.int64)
+
+  return stepwise

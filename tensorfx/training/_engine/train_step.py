@@ -56,6 +56,10 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   replicas = strategy.num_replicas_in_sync
   replicated = strategies.replicated(strategy)
   engine = _state.of(builder)
+  # Tables' gradients summed as slices, one replica a process; replicas
+  # of one process keep the dense sum (see `tensorfx.embeddings._replicas`).
+  from tensorfx.embeddings import _replicas
+  dense_table_gradients = not _replicas.sparse_sums(strategy)
   global_step = engine.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
@@ -71,14 +75,6 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   # cost start-up time.
   @tf.autograph.experimental.do_not_convert
   def apply_gradients(step_optimizer, gradients):
-    if replicated:
-      # Sparse gradients' all-reduce is an all-gather of varying size,
-      # which fails inside the training loop's tf.while_loop: reduce them
-      # densely (the sparse optimizers still update only the rows whose
-      # gradient is not zero).
-      gradients = [tf.convert_to_tensor(g)
-                   if isinstance(g, tf.IndexedSlices) else g
-                   for g in gradients]
     # None: the dense update ran in the compiled step (`fused`).
     parts = [] if step_optimizer is None else [
         (step_optimizer, 0, len(dense))]
@@ -86,27 +82,31 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
     for table_optimizer, table_variables in groups:
       parts.append((table_optimizer, start, start + len(table_variables)))
       start += len(table_variables)
+    gradients = list(gradients)
     # Each optimizer sums the replicas' gradients itself; summed here
     # instead (by the same optimizer method, so no more communication),
-    # the norm is the global batch's.
-    presum = replicated and all(_sums_apart(o) for o, _, _ in parts)
-    kwargs = {}
-    if presum:
-      kwargs['skip_gradients_aggregation'] = True
-      gradients = list(gradients)
-      for optimizer, begin, end in parts:
-        summed = optimizer.aggregate_gradients(
-            list(zip(gradients[begin:end], variables[begin:end])))
-        gradients[begin:end] = [g for g, _ in summed]
-    norm = _global_norm(gradients)
-    if replicated and not presum:
-      # A replica's gradient is of its loss / replicas.
-      norm *= replicas
+    # the norm is the global batch's. Tables' gradients (rows looked up,
+    # `tf.IndexedSlices`) are summed as slices (`reduce_slices`).
+    presummed = []
+    for optimizer, begin, end in parts:
+      presum = replicated and _sums_apart(optimizer)
+      presummed.append(presum)
+      if replicated:
+        gradients[begin:end] = _reduce_replicas(
+            optimizer, gradients[begin:end], variables[begin:end], presum,
+            sparse=not dense_table_gradients)
+    # A replica's own gradient is of its loss / replicas.
+    norms = [_global_norm(gradients[begin:end]) *
+             (replicas if replicated and not presum else 1)
+             for (_, begin, end), presum in zip(parts, presummed)]
+    norm = (tf.sqrt(tf.add_n([tf.square(n) for n in norms])) if norms else
+            tf.constant(0.0))
     if step_optimizer is None:
       # The compiled step left the dense gradients' norm in the variable.
       norm = tf.sqrt(tf.square(norm) + tf.square(gradient_norm))
     gradient_norm.assign(norm)
-    for optimizer, begin, end in parts:
+    for (optimizer, begin, end), presum in zip(parts, presummed):
+      kwargs = {'skip_gradients_aggregation': True} if presum else {}
       optimizer.apply_gradients(
           zip(gradients[begin:end], variables[begin:end]), **kwargs)
 
@@ -178,6 +178,42 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
 
 def _plain(fn):
   return xla.Step(fn, 'training step', enabled=False)
+
+
+def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):
+  """One optimizer's gradients, made ready for it under mirrored replicas.
+
+  `presum`: the optimizer applies them without summing them again
+  (`skip_gradients_aggregation`): they are summed across replicas here,
+  tables' `tf.IndexedSlices` as slices (only the rows some replica looked
+  up travel). Otherwise the optimizer sums them itself, and slices are
+  made dense first: TensorFlow's all-reduce of slices fails inside the
+  training loop on a multi-worker cluster; the tensorfx sparse optimizers
+  still update only the rows whose gradient is not zero. `sparse=False`
+  sums slices densely in both cases (replicas of one process, and the
+  benchmarks' baseline).
+  """
+  if not presum or not sparse:
+    gradients = [tf.convert_to_tensor(g)
+                 if isinstance(g, tf.IndexedSlices) else g
+                 for g in gradients]
+  if not presum:
+    return gradients
+  from tensorfx.embeddings import _replicas
+  context = tf.distribute.get_replica_context()
+  slices = [i for i, g in enumerate(gradients)
+            if isinstance(g, tf.IndexedSlices)]
+  others = [i for i, g in enumerate(gradients)
+            if g is not None and i not in slices]
+  summed = list(gradients)
+  for i in slices:
+    summed[i] = _replicas.reduce_slices(context, gradients[i])
+  if others:
+    pairs = optimizer.aggregate_gradients(
+        [(gradients[i], variables[i]) for i in others])
+    for i, (g, _) in zip(others, pairs):
+      summed[i] = g
+  return summed
 
 
 def _global_norm(gradients):

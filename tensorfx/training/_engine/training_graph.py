@@ -69,7 +69,9 @@ def build(builder):
   else:
     run_step = train_steps.make_step_runner(builder, train_step, accumulator,
                                             loss_scale or optimizer)
-    loop = local_loop.make_loop(strategy, run_step, loss_limit)
+    loop = local_loop.make_loop(
+        strategy, run_step, loss_limit,
+        one_step_per_call=_exchanges_slices(builder, strategy, groups))
     distributed = dataset
     if strategies.replicated(strategy):
       distributed = strategy.experimental_distribute_dataset(
@@ -87,3 +89,18 @@ def _no_xla(parameter_servers):
     return ('not with parameter servers (the step runs on the workers, its '
             'variables on the servers)')
   return None
+
+
+def _exchanges_slices(builder, strategy, groups):
+  """Whether replicas' steps exchange parts of varying size (one a call).
+
+  Embedding tables' gradients summed as slices, and exact-key tables'
+  keys, under one replica per process (see
+  `tensorfx.embeddings._replicas`).
+  """
+  from tensorfx.embeddings import _replicas
+  from tensorfx.embeddings import _table
+  if not (groups and _replicas.one_per_process(strategy)):
+    return False
+  exact = any(t.hashing == 'exact' for t in _table.find_tables(builder))
+  return exact or _replicas.sparse_sums(strategy)
