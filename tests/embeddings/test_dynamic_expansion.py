@@ -27,6 +27,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
 from tensorfx.training import _summaries
 from tensorfx.training._callbacks import table_fill
+from tensorfx.training._engine import state as engine_state
 
 
 def _keys(*values):
@@ -160,8 +161,8 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping(
     tmp_path, caplog):
   builder = _Builder(training.ModelArguments.parse(
       ['--batch-size', '16', '--seed', '1']), None)
-  builder._strategy = tf.distribute.get_strategy()
-  builder.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
+  engine_state.of(builder).strategy = tf.distribute.get_strategy()
+  engine_state.of(builder).global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
   train = builder.build_training_graph()
   iterator = iter(train.dataset)
   # The trainer's callback of the table's fill, with a real summary writer.
