@@ -1,4 +1,4 @@
-"""A GCS-API server on loopback that TensorFlow's own GCS filesystem reaches.
+r"""A GCS-API server on loopback that TensorFlow's own GCS filesystem reaches.
 
 `google-cloud-storage` and Beam follow `STORAGE_EMULATOR_HOST`, but
 TensorFlow's GCS filesystem (`tf.io.gfile`, `tf.data`, checkpoints,
@@ -23,7 +23,28 @@ asking for one), `NO_GCE_CHECK=true` (no metadata-server probe) and
 `STORAGE_EMULATOR_HOST` (google-cloud-storage, hence Beam's GCS IO and the
 library's staging). Nothing leaves the machine.
 
-Faults of gcp-storage-emulator worked around here: TODO
+The emulator's own `HTTPServer` answers one connection at a time; here a
+threading server answers each connection in its own thread (TensorFlow
+opens several), with the handlers run one at a time under a lock, as the
+emulator's store expects.
+
+Faults of gcp-storage-emulator (2026.7.19) worked around here (patched in
+this process when the server starts; each is the emulator departing from
+the service, to report upstream):
+
+1. An upload with an empty body (TensorFlow's directory marker `dir/`, an
+   empty file) crashed the upload handler (`len(None)`): an empty body is
+   read as no body. Repaired: an upload without a body stores `b''`.
+2. A request body sent with both `Transfer-Encoding: chunked` and a
+   `Content-Length` (TensorFlow's resumable-upload `PUT`s, through
+   libcurl) was read by `Content-Length`, so the chunk framing was stored
+   instead of the data (a 2-byte file read back as `b'2\r'`). HTTP/1.1
+   says the transfer coding wins. Repaired: chunked bodies are decoded
+   first (with chunk extensions and trailers).
+3. `GET /storage/v1/b/BUCKET/storageLayout`, which TensorFlow asks before
+   renaming a directory (to learn whether the bucket has a hierarchical
+   namespace), answered 404, so every directory rename failed. Repaired:
+   it answers as the service does for a bucket without one.
 """
 
 import contextlib
@@ -219,22 +240,29 @@ class GcsLoopback:
                           credentials=AnonymousCredentials(),
                           client_options={'api_endpoint': self.url})
 
-  def run(self, args, *, check=True, timeout=300, env=None, **kwargs):
-    """Runs `args` in the namespace; a CompletedProcess (text output)."""
+  def run(self, args, *, check=True, timeout=300, env=None, cwd=None):
+    """Runs `args` in the namespace (in `cwd`); a CompletedProcess of text.
+
+    Raises:
+      AssertionError: with `check`, when it fails; with its output's tail.
+    """
     result = subprocess.run(
-        self.command(args), env=dict(self.env, **(env or {})),
-        capture_output=True, text=True, check=False, timeout=timeout,
-        **kwargs)
+        self.command(args, cwd), env=self.environment(env),
+        capture_output=True, text=True, check=False, timeout=timeout)
     if check and result.returncode:
       raise AssertionError(
           f'{args} exited with {result.returncode}:\n{result.stdout[-3000:]}'
           f'\n{result.stderr[-5000:]}')
     return result
 
-  def command(self, args):
-    """`args` run inside the server's namespace (for Popen)."""
+  def command(self, args, cwd=None):
+    """`args` run inside the server's namespace, in `cwd` (for Popen)."""
     return ['nsenter', '-t', str(self._process.pid), '-m', '-n',
-            f'--wd={os.getcwd()}', *args]
+            f'--wd={cwd or os.getcwd()}', *args]
+
+  def environment(self, extra=None):
+    """The environment of a child: this one, the server's, `extra`."""
+    return dict(self.env, **(extra or {}))
 
   def close(self):
     with contextlib.suppress(OSError):

@@ -21,7 +21,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), 'gcs_roundtrip.py')
 
 
 @pytest.fixture(scope='module')
-def roundtrip(gcs):  # noqa: F811
+def roundtrip(gcs):
   """What the round-trip script read back, and the objects it left."""
   prefix = 'roundtrip'
   result = gcs.run([sys.executable, SCRIPT, f'gs://{gcs.bucket}/{prefix}'])
