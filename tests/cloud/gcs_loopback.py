@@ -5,7 +5,7 @@ TensorFlow's GCS filesystem (`tf.io.gfile`, `tf.data`, checkpoints,
 SavedModels, summaries on `gs://`) has no endpoint setting: it always
 calls `https://www.googleapis.com` and `https://storage.googleapis.com`.
 So the server runs in a private mount and network namespace
-(`unshare -mn`, which needs root or user namespaces):
+(`unshare -mn`, which needs root):
 
 - a fresh loopback interface, so ports 80 and 443 clash with nothing else
   on the machine (other tests, other jobs);
@@ -136,9 +136,20 @@ class _Server(http.server.ThreadingHTTPServer):
   daemon_threads = True
 
 
+def _handler_class():
+  from gcp_storage_emulator import server
+
+  class Handler(server.RequestHandler):
+    # HTTP/1.1: connections are kept open, and an upload's
+    # `Expect: 100-continue` is answered at once (under HTTP/1.0 libcurl
+    # waits a second before each body it sends).
+    protocol_version = 'HTTP/1.1'
+
+  return Handler
+
+
 def serve(directory, host_fd):
   """Serves the emulator on 80, 443 and `host_fd` until stdin closes."""
-  from gcp_storage_emulator import server
   from gcp_storage_emulator.storage import Storage
   subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
   hosts = os.path.join(directory, 'hosts')
@@ -150,7 +161,7 @@ def serve(directory, host_fd):
                       level=logging.INFO, format='%(message)s')
   _repair_emulator()
   storage = Storage(use_memory_fs=True)
-  handler = functools.partial(server.RequestHandler, storage)
+  handler = functools.partial(_handler_class(), storage)
   plain = _Server(('127.0.0.1', 80), handler)
   tls = _Server(('127.0.0.1', 443), handler)
   context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -186,7 +197,7 @@ def unavailable():
   if probe.returncode:
     return ('TensorFlow reaches a loopback GCS only from a private mount and '
             'network namespace, and `unshare -mn` is not permitted here '
-            f'(needs root or user namespaces): {probe.stderr.strip()}')
+            f'(it needs root): {probe.stderr.strip()}')
   return None
 
 

@@ -165,3 +165,21 @@ def test_a_truncated_checkpoint_object_is_moved_aside(gcs, resumed):
   assert 'ckpt-70.index' in names
   state = _text(gcs, f'{prefix}/damaged/checkpoints/checkpoint')
   assert 'model_checkpoint_path: "ckpt-70"' in state
+
+
+def test_evaluate_follow_catches_up_with_a_finished_job(gcs, resumed):
+  root, prefix, _ = resumed
+  result = _tensorfx(gcs, 'evaluate', '--module', 'trainer', '--output',
+                     f'{root}/job', '--follow', '--data-train',
+                     f'{root}/data/train.csv', '--data-eval',
+                     f'{root}/data/eval.csv', '--data-metadata',
+                     f'{root}/analysis', *_FLAGS)
+  results = [json.loads(line) for line in result.stdout.splitlines()
+             if line.startswith('{')]
+  assert results and results[-1]['step'] == 60
+  state = json.loads(_text(gcs, f'{prefix}/job/summaries/eval/'
+                                'evaluated.json'))
+  assert state['evaluated'][-1] == 60
+  assert state['best_step'] in state['evaluated']
+  names = _names(gcs, f'{prefix}/job/best_model')
+  assert 'saved_model.pb' in names and _atomic.MARKER not in names
