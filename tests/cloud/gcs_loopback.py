@@ -47,6 +47,7 @@ the service, to report upstream):
    it answers as the service does for a bucket without one.
 """
 
+from collections.abc import Iterator
 import contextlib
 import functools
 import http
@@ -59,6 +60,7 @@ import ssl
 import subprocess
 import sys
 import threading
+from typing import IO, Any, cast
 
 import pytest
 
@@ -70,7 +72,7 @@ BUCKET = 'tensorfx-jobs'
 # --- The server side: runs inside the namespace. -------------------------
 
 
-def _repair_emulator():
+def _repair_emulator() -> None:
   """Patches gcp-storage-emulator's faults (the module docstring's list)."""
   from gcp_storage_emulator import server
   from gcp_storage_emulator.exceptions import NotFound
@@ -136,7 +138,7 @@ class _Server(http.server.ThreadingHTTPServer):
   daemon_threads = True
 
 
-def _handler_class():
+def _handler_class() -> type:
   from gcp_storage_emulator import server
 
   class Handler(server.RequestHandler):
@@ -148,7 +150,7 @@ def _handler_class():
   return Handler
 
 
-def serve(directory, host_fd):
+def serve(directory: str, host_fd: int) -> None:
   """Serves the emulator on 80, 443 and `host_fd` until stdin closes."""
   from gcp_storage_emulator.storage import Storage
   subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
@@ -185,7 +187,7 @@ def serve(directory, host_fd):
 # --- The test side. --------------------------------------------------------
 
 
-def unavailable():
+def unavailable() -> str | None:
   """Why the loopback GCS cannot run here (a skip reason), or None."""
   for tool in ('unshare', 'nsenter', 'ip', 'mount', 'openssl'):
     if not shutil.which(tool):
@@ -230,7 +232,10 @@ class GcsLoopback:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         pass_fds=[outside.fileno()])
     outside.close()
-    line = self._process.stdout.readline()
+    # Both pipes are set: Popen was given PIPE for them.
+    self._stdin = cast(IO[str], self._process.stdin)
+    self._stdout = cast(IO[str], self._process.stdout)
+    line = self._stdout.readline()
     if line.strip() != 'ready':
       self.close()
       raise RuntimeError(f'The loopback GCS server did not start: {line!r}')
@@ -243,7 +248,7 @@ class GcsLoopback:
         no_proxy='*')
     self.client().create_bucket(bucket)
 
-  def client(self):
+  def client(self) -> Any:
     """A google-cloud-storage client of the server, for the test process."""
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
@@ -251,7 +256,9 @@ class GcsLoopback:
                           credentials=AnonymousCredentials(),
                           client_options={'api_endpoint': self.url})
 
-  def run(self, args, *, check=True, timeout=300, env=None, cwd=None):
+  def run(self, args: list[str], *, check: bool = True, timeout: float = 300,
+          env: dict[str, str] | None = None,
+          cwd: str | None = None) -> subprocess.CompletedProcess:
     """Runs `args` in the namespace (in `cwd`); a CompletedProcess of text.
 
     Raises:
@@ -263,31 +270,39 @@ class GcsLoopback:
     if check and result.returncode:
       raise AssertionError(
           f'{args} exited with {result.returncode}:\n{result.stdout[-3000:]}'
-          f'\n{result.stderr[-5000:]}')
+          f'\n{result.stderr[-5000:]}\nThe server\'s last requests:\n'
+          f'{self.log()}')
     return result
 
-  def command(self, args, cwd=None):
+  def command(self, args: list[str], cwd: str | None = None) -> list[str]:
     """`args` run inside the server's namespace, in `cwd` (for Popen)."""
     return ['nsenter', '-t', str(self._process.pid), '-m', '-n',
             f'--wd={cwd or os.getcwd()}', *args]
 
-  def environment(self, extra=None):
+  def environment(self,
+                  extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a child: this one, the server's, `extra`."""
     return dict(self.env, **(extra or {}))
 
-  def close(self):
+  def log(self, lines: int = 40) -> str:
+    """The last `lines` of the server's log (one line per request)."""
+    with open(os.path.join(self._dir, 'server.log'), encoding='utf-8') as f:
+      return ''.join(f.readlines()[-lines:])
+
+  def close(self) -> None:
+    """Stops the server; its namespace goes with it."""
     with contextlib.suppress(OSError):
-      self._process.stdin.close()
+      self._stdin.close()
     try:
       self._process.wait(timeout=10)
     except subprocess.TimeoutExpired:
       self._process.kill()
       self._process.wait()
-    self._process.stdout.close()
+    self._stdout.close()
 
 
 @pytest.fixture(scope='module')
-def gcs(tmp_path_factory):
+def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsLoopback]:
   """A loopback GCS shared by a test module: a `GcsLoopback`.
 
   Skipped, with the reason, where `unshare -mn` is not permitted. The
