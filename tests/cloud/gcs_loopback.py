@@ -45,6 +45,12 @@ the service, to report upstream):
    renaming a directory (to learn whether the bucket has a hierarchical
    namespace), answered 404, so every directory rename failed. Repaired:
    it answers as the service does for a bucket without one.
+4. An object's `mediaLink` was the address of the server as the client
+   that uploaded it called it, forever: a file uploaded by the test process
+   (on this machine's loopback port) could not be downloaded by Beam's GCS
+   IO in the namespace, which follows `mediaLink`. The service answers
+   with its own address. Repaired: `mediaLink` is answered on the address
+   the request came to.
 """
 
 from collections.abc import Iterator
@@ -122,6 +128,24 @@ def _repair_emulator() -> None:
       (r'^/storage/v1/b/(?P<bucket_name>[-.\w]+)/storageLayout$',
        {server.GET: storage_layout}),
       *server.HANDLERS)
+  answer_json = server.Response.json
+
+  def relinked(value, base):
+    if isinstance(value, list):
+      return [relinked(v, base) for v in value]
+    if not isinstance(value, dict):
+      return value
+    value = {k: relinked(v, base) for k, v in value.items()}
+    link = value.get('mediaLink')
+    if isinstance(link, str) and '/download/' in link:
+      value['mediaLink'] = base + link[link.index('/download/'):]
+    return value
+
+  def json_from_here(response, obj):
+    host = response._handler.headers.get('Host')
+    answer_json(response, relinked(obj, f'http://{host}') if host else obj)
+
+  server.Response.json = json_from_here
   objects._media_upload = empty_body(objects._media_upload)
   objects.xml_upload = empty_body(objects.xml_upload)
   lock = threading.Lock()

@@ -2,8 +2,9 @@
 
 The iris sample's data on gs://, `tensorfx analyze` (Beam's GCS IO) and
 `tensorfx train --output gs://...` (TensorFlow's GCS filesystem), killed
-mid-export and resumed, then `tensorfx predict` and `tensorfx evaluate`
-on gs://, and the damaged-checkpoint fallback on a truncated object. Every
+mid-export and resumed, then `tensorfx predict` (in process and on Beam),
+`tensorfx evaluate` and `evaluate --follow` on gs://, and the
+damaged-checkpoint fallback on a truncated object. Every
 command runs as a child process in the loopback server's namespace; the
 tests read the bucket with google-cloud-storage.
 """
@@ -121,6 +122,25 @@ def test_predict_reads_and_writes_gs(gcs, resumed):
   _tensorfx(gcs, 'predict', '--model', f'{root}/job/model', '--input',
             f'{root}/instances.csv', '--output', f'{root}/predictions.json')
   lines = _text(gcs, f'{prefix}/predictions.json').splitlines()
+  predictions = [json.loads(line) for line in lines]
+  assert len(predictions) == 3
+  for prediction in predictions:
+    assert prediction['label'] in ('setosa', 'versicolor', 'virginica')
+    assert sum(prediction['scores']) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_beam_predict_reads_and_writes_gs(gcs, resumed):
+  # Beam's GCS IO: the input read, the output written as a temporary shard
+  # and moved into place (a copy and a delete).
+  root, prefix, _ = resumed
+  result = _tensorfx(gcs, 'predict', '--model', f'{root}/job/model',
+                     '--input', f'{root}/instances.csv', '--output',
+                     f'{root}/beam/predictions.json', '--runner',
+                     'DirectRunner')
+  assert 'Predicted 3 records' in result.stderr
+  names = _names(gcs, f'{prefix}/beam')
+  assert names == {'predictions.json'}, 'a temporary shard left'
+  lines = _text(gcs, f'{prefix}/beam/predictions.json').splitlines()
   predictions = [json.loads(line) for line in lines]
   assert len(predictions) == 3
   for prediction in predictions:
