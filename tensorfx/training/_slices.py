@@ -26,7 +26,6 @@ from typing import Any
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.training import _aggregation
-from tensorfx.training._engine import state as _state
 
 # The most frequent values of a discrete field sliced one by one.
 MAX_VALUES = 20
@@ -246,6 +245,8 @@ class Slicer:
       'metrics': {name: value}}`, for the slices with examples.
     """
     results = {}
+    # Imported here: the engine imports TensorFlow, the flags must not.
+    from tensorfx.training._engine import state as _state
     state = _state.of(self.builder).run
     for the_slice in self.slices:
       state.slice_filter = functools.partial(filter_records, the_slice,

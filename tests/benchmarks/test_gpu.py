@@ -17,6 +17,9 @@ import pytest
 
 from conftest import ROOT
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 GPU_PY = os.path.join(ROOT, 'benchmarks', 'gpu.py')
 
 

@@ -14,6 +14,9 @@ from tensorfx.data import CsvDataSet
 from tensorfx.data import Metadata
 from tensorfx.data import Schema
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 IRIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'iris')
 IRIS_SCHEMA = os.path.join(IRIS, 'schema.yaml')

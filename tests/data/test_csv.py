@@ -491,6 +491,7 @@ def test_skip_bad_records_must_be_a_bool():
     CsvDataSet(SCHEMA, train='a.csv', skip_bad_records='yes')
 
 
+@pytest.mark.slow
 def test_analysis_skips_and_logs_bad_records(tmp_path):
   import logging
   import os

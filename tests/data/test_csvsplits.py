@@ -10,6 +10,9 @@ from tensorfx import DataError
 from tensorfx.data import CsvDataSet
 from tensorfx.data import _csvsplits
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 IRIS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'iris')
 SCHEMA = os.path.join(IRIS, 'schema.yaml')

@@ -192,6 +192,7 @@ def test_record_batches_hold_the_checked_columns():
                  'color': [b'blue'], 'flag': [b'False']}
 
 
+@pytest.mark.slow
 def test_metadata_in_memory_and_on_beam_agree(tmp_path):
   frame = _frame()
   dataset = DataFrameDataSet(train=frame, eval=frame.iloc[:3],

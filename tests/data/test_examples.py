@@ -314,6 +314,7 @@ def test_record_batches_name_file_record_and_feature(tmp_path, bad, problem):
   assert str(info.value).startswith(f'{path}: record 3: {problem}')
 
 
+@pytest.mark.slow
 def test_analysis_of_tfrecords_matches_the_csv_analysis(tmp_path,
                                                          iris_analysis):
   import csv
@@ -347,6 +348,7 @@ def test_analysis_of_tfrecords_matches_the_csv_analysis(tmp_path,
   assert batch['Y'].dtype == tf.int64
 
 
+@pytest.mark.slow
 def test_analysis_names_the_bad_record(tmp_path):
   schema = os.path.join(IRIS, 'schema.yaml')
   path = write(tmp_path / 'train.tfrecord', [

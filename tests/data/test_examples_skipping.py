@@ -22,6 +22,9 @@ from tensorfx.data import ExamplesDataSet
 from tensorfx.data import ExamplesDataSource
 from tensorfx.data._examplebatches import record_batches
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 BAD = {
     3: (b'\x0a\x05garbage and more', 'not a serialized tf.Example'),
     5: (example(name=['e'], n=[1.5], v=[1, 2]).SerializeToString(),

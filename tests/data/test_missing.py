@@ -25,7 +25,7 @@ from tensorfx.data._csv import parse_lines
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
 
-pytestmark = pytest.mark.xdist_group('test_missing')
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_missing')]
 
 SCHEMA = Schema.parse("""\
 fields:

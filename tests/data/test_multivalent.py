@@ -17,7 +17,7 @@ from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.data._transforms import multi_hot
 
-pytestmark = pytest.mark.xdist_group('test_multivalent')
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_multivalent')]
 
 SCHEMA = """\
 fields:

@@ -19,7 +19,7 @@ from tensorfx.data import Schema
 from tensorfx.data import TransformedFeature
 from tensorfx.data._transforms import raw_feature_spec
 
-pytestmark = pytest.mark.xdist_group('test_transforms')
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_transforms')]
 
 SCHEMA = """\
 fields:

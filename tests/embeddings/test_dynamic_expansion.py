@@ -29,6 +29,9 @@ from tensorfx.training import _summaries
 from tensorfx.training._callbacks import table_fill
 from tensorfx.training._engine import state as engine_state
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 def _keys(*values):
   return tf.constant(values, tf.int64)

@@ -7,6 +7,9 @@ import tensorflow as tf
 from tensorfx import embeddings
 from tensorfx._errors import ConfigurationError
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 def _exact(name='items', **kwargs):
   kwargs.setdefault('dim', 4)

@@ -67,6 +67,7 @@ def test_classification_names_the_classes_beside_the_scores(
   assert [c.decode() for c in classes.numpy()[0]] == labels
 
 
+@pytest.mark.slow
 def test_regression_trains_and_predicts_values(tmp_path):
   features = tmp_path / 'features.yaml'
   features.write_text(REGRESSION_FEATURES)

@@ -12,6 +12,9 @@ import tensorflow as tf
 from tensorfx import prediction
 from tensorfx._errors import DataError
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 EXPECTED = ['virginica', 'setosa', 'versicolor']
 FIELDS = ['sepal_length', 'sepal_width', 'petal_length', 'petal_width']

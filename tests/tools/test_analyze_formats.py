@@ -4,11 +4,15 @@ import json
 import logging
 import os
 
+import pytest
 import tensorflow as tf
 
 from conftest import IRIS
 from tensorfx.tools import main
 from tensorfx.tools._analyze import data_format
+
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
 
 SCHEMA = os.path.join(IRIS, 'schema.yaml')
 FEATURES = os.path.join(IRIS, 'features.yaml')

@@ -13,6 +13,9 @@ from conftest import IRIS
 from tensorfx.data import _analysis
 from tensorfx.tools import main
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 SCHEMA = os.path.join(IRIS, 'schema.yaml')
 FEATURES = os.path.join(IRIS, 'features.yaml')
 TRAIN = os.path.join(IRIS, 'data', 'train.csv')

@@ -5,8 +5,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import IRIS
 from tensorfx.tools import main
+
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
 
 
 def _run(*args, stdin=None, cwd=None):

@@ -7,10 +7,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import yaml
 
 from conftest import IRIS
 from tensorfx.tools import main
+
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
 
 # The flags the shared iris model (conftest.iris_model) was trained with.
 _TRAINER_FLAGS = ['--data-train', 'data/train.csv', '--data-eval',

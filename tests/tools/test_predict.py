@@ -18,6 +18,9 @@ from iris_examples import values as _values
 from iris_examples import write_records
 from tensorfx.tools import main
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 # The flags the shared iris model (conftest.iris_model) was trained with.
 _TRAINER_FLAGS = ['--data-train', 'data/train.csv', '--data-schema',
                   'schema.yaml', '--data-features', 'features.yaml',

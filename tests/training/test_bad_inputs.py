@@ -13,9 +13,13 @@ import random
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from conftest import IRIS
+
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
 
 _TRAIN = os.path.join(IRIS, 'data', 'train.csv')
 

@@ -9,6 +9,9 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 class Recording(nn.FeedForwardClassification):
   """Records each hook call as (hook, detail), eager or traced."""

@@ -8,6 +8,9 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 class Recording(training.Callback):
   """Records (name, event, detail) into a shared list."""

@@ -25,7 +25,8 @@ from tensorfx.models import nn
 from tensorfx.training import _damaged
 
 # On one worker: the job is trained to step 1000 once (fixture `trained`).
-pytestmark = pytest.mark.xdist_group('test_damaged_checkpoints')
+pytestmark = [pytest.mark.slow,
+              pytest.mark.xdist_group('test_damaged_checkpoints')]
 
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = ('--hidden-layers:1', '8', '--seed', '4',

@@ -22,7 +22,7 @@ from tensorfx.models import nn
 RELEASE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'testdata', 'checkpoint-0.1.0')
 # The resumed run (a module fixture) is made once, on one xdist worker.
-pytestmark = pytest.mark.xdist_group('test_engine_state')
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_engine_state')]
 # The arguments the release checkpoint was trained with (its README).
 RELEASE_ARGS = ('--batch-size', '16', '--hidden-layers:1', '4', '--seed', '1',
                 '--keep-checkpoints', '1', '--eval-interval-steps', '10')

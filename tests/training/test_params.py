@@ -28,7 +28,7 @@ from test_tracking import postgres_uri  # noqa: F401  (a fixture)
 import tfutils_model as tm
 
 # On one worker: the job is trained once (module fixture `base`).
-pytestmark = pytest.mark.xdist_group('test_params')
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_params')]
 
 DB, COLL = 'blobs', 'mlp'
 

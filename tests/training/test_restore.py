@@ -16,6 +16,9 @@ from tensorfx.training import _checkpoints
 from test_trainer import _scalars
 from test_trainer import _train
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 _HIDDEN = ('hidden1/kernel', 'hidden1/bias')
 _OUTPUT = ('output/kernel', 'output/bias')
 

@@ -17,6 +17,9 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 class _AtBegin(training.Callback):
   """Records the optimizer's state when training begins (after restore)."""

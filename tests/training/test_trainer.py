@@ -17,6 +17,9 @@ from tensorfx._errors import DataError
 from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 def _train(output, dataset, *extra, builder_type=nn.FeedForwardClassification):
   args, job = nn.FeedForwardClassificationArguments.parse(

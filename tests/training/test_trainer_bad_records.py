@@ -16,6 +16,9 @@ from tensorfx._errors import DataError
 from test_trainer import _scalars
 from test_trainer import _train
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 
 def _with_bad_rows(tmp_path, name, replacements):
   lines = pathlib.Path(os.path.join(IRIS, 'data', f'{name}.csv')).read_text().splitlines()

@@ -17,6 +17,9 @@ from tensorfx.training import _settings
 from tensorfx.training import _targets
 from test_trainer import _scalars
 
+# Left out of the fast tier: its tests train, analyze or start processes.
+pytestmark = pytest.mark.slow
+
 EVAL = os.path.join(IRIS, 'data', 'eval.csv')  # 30 rows.
 
 
