@@ -14,6 +14,9 @@ import pytest
 
 from conftest import ROOT
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_lint')
+
 PATHS = ('tensorfx', 'tests', 'samples', 'benchmarks')
 
 

@@ -30,7 +30,7 @@ palmerpenguins = pytest.importorskip('palmerpenguins')
 PENGUINS = os.path.join(os.path.dirname(palmerpenguins.__file__), 'data',
                         'penguins.csv')
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_published_data')]
 
 # Fields in an order of our own: the header says where each column is.
 SCHEMA = Schema.parse("""\

@@ -17,6 +17,9 @@ from iris_examples import write_records
 from tensorfx import prediction
 from tensorfx._errors import DataError
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_batch')
+
 
 @pytest.fixture(scope='module')
 def model(iris_model):

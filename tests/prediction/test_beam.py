@@ -20,6 +20,9 @@ from tensorfx.prediction import predict_beam
 from tensorfx.prediction import predict_files
 from tensorfx.prediction._beam import pipeline_options
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_beam')
+
 
 @pytest.fixture(scope='module')
 def inputs(tmp_path_factory):

@@ -13,7 +13,7 @@ from tensorfx import prediction
 from tensorfx._errors import DataError
 
 # Left out of the fast tier: its tests train, analyze or start processes.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_model')]
 
 INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 EXPECTED = ['virginica', 'setosa', 'versicolor']

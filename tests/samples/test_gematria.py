@@ -25,7 +25,8 @@ import gematria_protos as protos  # noqa: E402  (the sample's folder first)
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 # Four trainer processes on a shared machine: more than the default 900 s.
-pytestmark = pytest.mark.timeout(2400)
+pytestmark = [pytest.mark.timeout(2400),
+              pytest.mark.xdist_group('test_gematria')]
 
 
 def _run(*argv, timeout=900):

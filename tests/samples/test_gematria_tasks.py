@@ -30,7 +30,8 @@ SKYLAKE = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_SKYLAKE'
 TASKS = ['--gematria_throughput_source_filter', HASWELL,
          f'--gematria_throughput_source_filter={SKYLAKE}',
          '--gematria_task_names=hsw', '--gematria_task_names', 'skl']
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800),
+              pytest.mark.xdist_group('test_gematria_tasks')]
 
 
 def _run(*argv, check=True):

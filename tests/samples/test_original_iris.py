@@ -25,7 +25,7 @@ SAMPLE = os.path.join(ROOT, 'samples', 'original_iris')
 INSTANCES = ['6.0,2.5,6.3,3.3', '1.3,0.2,4.4,3.0', '4.7,1.2,6.1,2.8']
 EXPECTED = ['virginica', 'setosa', 'versicolor']
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_original_iris')]
 
 
 def _tfx_train(module, suffix, output, *extra, max_steps='600'):

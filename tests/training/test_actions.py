@@ -13,7 +13,7 @@ from tensorfx.models import nn
 from test_trainer import _scalars
 
 # Left out of the fast tier: its tests train, analyze or start processes.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_actions')]
 
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 

@@ -16,6 +16,9 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from test_trainer import _scalars
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_early_stopping')
+
 
 @pytest.fixture(scope='module')
 def noisy_train(tmp_path_factory):

@@ -27,7 +27,8 @@ from tensorfx import training
 from tensorfx._errors import DataError
 from tensorfx.models import nn
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              pytest.mark.xdist_group('test_interrupted_writes')]
 
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = ('--hidden-layers:1', '8', '--seed', '6',

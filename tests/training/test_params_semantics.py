@@ -24,6 +24,9 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 import tfutils_model as tm
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_params_semantics')
+
 DB, COLL = 'semantics', 'mlp'
 VALID = {'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},
          'targets': {'func': tm.top1}}

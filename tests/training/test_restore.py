@@ -17,7 +17,7 @@ from test_trainer import _scalars
 from test_trainer import _train
 
 # Left out of the fast tier: its tests train, analyze or start processes.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_restore')]
 
 _HIDDEN = ('hidden1/kernel', 'hidden1/bias')
 _OUTPUT = ('output/kernel', 'output/bias')

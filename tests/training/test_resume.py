@@ -18,7 +18,7 @@ from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 
 # Left out of the fast tier: its tests train, analyze or start processes.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_resume')]
 
 
 class _AtBegin(training.Callback):

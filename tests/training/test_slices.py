@@ -23,6 +23,9 @@ from tensorfx.training import _follow
 from tensorfx.training import _slices
 from test_trainer import _scalars
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_slices')
+
 _SLICES = ['--eval-slices', 'species,petal_length',
            '--eval-slice-min-examples', '8']
 

@@ -31,6 +31,9 @@ from tensorfx.training import _cadence
 from tensorfx.training import _loop
 from tensorfx.training import _settings
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_summaries')
+
 
 class _Records(logging.Handler):
 

@@ -21,6 +21,9 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._settings import TaskSettings
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_tasks')
+
 NAN = float('nan')
 
 TWO_TARGETS = """

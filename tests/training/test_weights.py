@@ -19,6 +19,9 @@ from tensorfx.models import KerasModelBuilder
 from tensorfx.models import nn
 from tensorfx.training._settings.weights import parse_class_weight
 
+# Its module fixtures are built once, on one worker.
+pytestmark = pytest.mark.xdist_group('test_weights')
+
 SCHEMA = """
 fields:
 - name: label
