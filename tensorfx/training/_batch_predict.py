@@ -13,6 +13,7 @@ import types
 from tensorfx.prediction import _batch
 from tensorfx.prediction._model import Model
 from tensorfx.training import _actions
+from tensorfx.training import _layout
 
 
 class _Signature:
@@ -51,7 +52,8 @@ def checkpoint_model(builder, output, checkpoint=None):
   Returns:
     The `Model`, its `path` the checkpoint restored.
   """
-  prepared = _actions._Prepared(builder, output, checkpoint)
+  prepared = _actions._Prepared(builder, _layout.JobLayout.of(output),
+                                checkpoint)
   signatures = {name: _Signature(function) for name, function in
                 prepared.prediction.signatures.items()}
   return Model(types.SimpleNamespace(signatures=signatures),

@@ -92,9 +92,12 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
       presum = replicated and _sums_apart(optimizer)
       presummed.append(presum)
       if replicated:
+        # Only tables' slices travel as slices: the loop runs one step a
+        # call for them; a Keras Embedding's slices (the dense part) are
+        # summed densely, their size changing within a multi-step call.
         gradients[begin:end] = _reduce_replicas(
             optimizer, gradients[begin:end], variables[begin:end], presum,
-            sparse=not dense_table_gradients)
+            sparse=not dense_table_gradients and begin >= len(dense))
     # A replica's own gradient is of its loss / replicas.
     norms = [_global_norm(gradients[begin:end]) *
              (replicas if replicated and not presum else 1)

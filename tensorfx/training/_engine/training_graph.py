@@ -100,7 +100,10 @@ def _exchanges_slices(builder, strategy, groups):
   """
   from tensorfx.embeddings import _replicas
   from tensorfx.embeddings import _table
-  if not (groups and _replicas.one_per_process(strategy)):
+  # Any table: a hashed table without an optimizer of its own (no group)
+  # still gathers its admission counts and stamps as rows.
+  tables = _table.find_tables(builder)
+  if not (tables and _replicas.one_per_process(strategy)):
     return False
-  exact = any(t.hashing == 'exact' for t in _table.find_tables(builder))
+  exact = any(t.hashing == 'exact' for t in tables)
   return exact or _replicas.sparse_sums(strategy)
