@@ -24,6 +24,7 @@ import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
 from tensorfx.embeddings import _replicas
+from tensorfx.training._engine import state as engine_state
 
 capacity, steps, batch = (int(a) for a in sys.argv[2:5])
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -48,11 +49,12 @@ class Builder(training.ModelBuilder):
 def make(dense):
   builder = Builder(training.ModelArguments.parse(
       ['--batch-size', str(batch), '--seed', '1']), None)
-  builder._strategy = strategy
+  engine = engine_state.of(builder)
+  engine.strategy = strategy
   # Read when the step is traced (below).
   _replicas.SPARSE_SUMS = not dense
   with strategy.scope():
-    builder.global_step = tf.Variable(
+    engine.global_step = tf.Variable(
         0, dtype=tf.int64, trainable=False,
         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     train = builder.build_training_graph()

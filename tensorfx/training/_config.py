@@ -245,9 +245,7 @@ class Configuration:
 
     Args:
       args: the job's arguments (or their `JobSettings`): `--min-shard-bytes`
-        is the smallest variable shard across several parameter servers,
-        `--cluster-timeout-secs` how long a collective waits for a lost
-        peer.
+        is the smallest variable shard across several parameter servers.
 
     Returns:
       The `tf.distribute.Strategy` for `strategy_kind`. It is made once per
@@ -279,11 +277,13 @@ class Configuration:
       return tf.distribute.ParameterServerStrategy(
           self._cluster_resolver(), variable_partitioner=partitioner)
     if kind == 'multi_worker_mirrored':
-      # A lost peer fails a collective after this long instead of hanging.
+      # No collective timeout: TensorFlow holds a watchdog thread per
+      # collective for the whole timeout, so threads pile up at the step
+      # rate (300 s of 50 collectives a step: thousands) until the process
+      # aborts. A lost peer is still found: the coordination service's
+      # heartbeats abort every collective once a task stops answering.
       return tf.distribute.MultiWorkerMirroredStrategy(
-          cluster_resolver=self._cluster_resolver(),
-          communication_options=tf.distribute.experimental.CommunicationOptions(
-              timeout_seconds=settings.cluster_timeout_secs))
+          cluster_resolver=self._cluster_resolver())
     if kind == 'mirrored':
       return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()

@@ -7,6 +7,7 @@ theirs to a scratch directory that is removed at the end.
 """
 
 import os
+import re
 from typing import Any
 
 import tensorflow as tf
@@ -81,9 +82,8 @@ class TrainingRun:
       raise
     except tf.errors.UnavailableError as e:
       error = TrainingError(
-          'A task of the cluster became unavailable (a parameter server '
-          f'lost?): {e.message.splitlines()[0]}. Restart the job: it '
-          'resumes from the last checkpoint.')
+          f'{_unavailable(e.message)}. Restart the job: it resumes from the '
+          'last checkpoint.')
       record.write_on_failure(status='failed', error=str(error))
       raise error from None
     except BaseException as e:
@@ -311,3 +311,32 @@ def _remove_scratch(directory):
       tf.io.gfile.rmtree(parent)
   except tf.errors.NotFoundError:
     pass
+
+
+def _unavailable(message):
+  r"""What a `tf.errors.UnavailableError` says about the task that was lost.
+
+  TensorFlow's message is a traceback of the node that failed; the task and
+  the reason are inside it.
+
+  Example:
+    >>> _unavailable('Graph execution error:\n... tasks are unhealthy '
+    ...              '(stopped sending heartbeats):\n/job:worker/replica:0/task:1')
+    'Task worker 1 of the cluster stopped answering (stopped sending heartbeats)'
+  """
+  task = (re.search(r'unhealthy \([^)]*\):\s*/job:(\w+)/replica:\d+/task:(\d+)',
+                    message) or
+          re.search(r'remote target /job:(\w+)/replica:\d+/task:(\d+)',
+                    message))
+  reason = (re.search(r'unhealthy \(([^)]*)\)', message) or
+            re.search(r'aborted by: ([^;\n]*)', message))
+  if task and reason:
+    kind, index = task.groups()
+    return (f'Task {kind} {index} of the cluster stopped answering '
+            f'({reason.group(1).strip()})')
+  lines = [line.strip() for line in message.splitlines()]
+  lines = [line for line in lines if line and not line.startswith(
+      ('Graph execution error', 'Detected at node', 'File "'))]
+  first = lines[0] if lines else message.strip()
+  return ('A task of the cluster became unavailable (a parameter server '
+          f'lost?): {first}')

@@ -82,14 +82,21 @@ def _port():
     return s.getsockname()[1]
 
 
-def _run_workers(script, *args):
-  """The last JSON line each of two workers printed."""
-  cluster = {'worker': [f'127.0.0.1:{_port()}', f'127.0.0.1:{_port()}']}
+def _run_workers(script, *args, lines=1, chief=False):
+  """The last JSON line (or `lines` lines) each of two workers printed.
+
+  With `chief`, the first is a chief (as in a tensorfx job's TF_CONFIG).
+  """
+  tasks = [('chief', 0), ('worker', 0)] if chief else [('worker', 0),
+                                                       ('worker', 1)]
+  cluster = {}
+  for kind, _ in tasks:
+    cluster.setdefault(kind, []).append(f'127.0.0.1:{_port()}')
   processes = []
   try:
-    for index in range(2):
+    for index, (kind, task) in enumerate(tasks):
       env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', TF_CONFIG=json.dumps(
-          {'cluster': cluster, 'task': {'type': 'worker', 'index': index}}))
+          {'cluster': cluster, 'task': {'type': kind, 'index': task}}))
       processes.append(subprocess.Popen(
           [sys.executable, '-c', script, str(index), *args], env=env,
           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -100,7 +107,10 @@ def _run_workers(script, *args):
         os.kill(p.pid, signal.SIGKILL)
   for p, (_, err) in zip(processes, outputs):
     assert p.returncode == 0, err[-3000:]
-  return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+  if lines == 1:
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+  return [[json.loads(line) for line in out.strip().splitlines()[-lines:]]
+          for out, _ in outputs]
 
 
 def test_replicas_keep_identical_tables_and_statistics():
@@ -115,14 +125,17 @@ def test_replicas_keep_identical_tables_and_statistics():
 
 
 _EXACT_SCRIPT = r'''
-import json, sys
+import json, os, sys
 import numpy as np
 import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
 from tensorfx.training._engine import state as engine_state
 
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
+args = training.ModelArguments.parse(
+    ['--batch-size', '16', '--seed', '1', '--learning-rate', '0.05'])
+# The strategy a job's chief and worker make, as in a job.
+strategy = training.Configuration.environment().create_device_setter(args)
 KEYS = 40
 
 
@@ -166,8 +179,6 @@ class Builder(training.ModelBuilder):
     return Recording(learning_rate=0.05)
 
 
-args = training.ModelArguments.parse(
-    ['--batch-size', '16', '--seed', '1', '--learning-rate', '0.05'])
 builder = Builder(args, None)
 engine_state.of(builder).strategy = strategy
 with strategy.scope():
@@ -177,7 +188,9 @@ with strategy.scope():
   train = builder.build_training_graph()
 iterator = iter(train.dataset)
 first, _ = train.loop(iterator, tf.constant(1, tf.int64))
+threads = len(os.listdir('/proc/self/task'))
 last, steps = train.loop(iterator, tf.constant(119, tf.int64))
+threads = len(os.listdir('/proc/self/task')) - threads
 keys, entries = builder.items._keys.indexes[0].table.export()
 order = np.argsort(keys.numpy())
 print(json.dumps({
@@ -189,13 +202,22 @@ print(json.dumps({
     'free': int(builder.items._keys.indexes[0].free_rows()),
     'evicted': int(builder.items.evicted.numpy()),
     'gradients': sorted(builder.sparse_optimizer.seen),
+    'kind': type(strategy).__name__,
 }))
+print(json.dumps({'threads_added': threads}))
 '''
 
 
 @pytest.mark.cluster
 def test_exact_keys_agree_across_workers_and_train():
-  first, second = _run_workers(_EXACT_SCRIPT)
+  (first, first_threads), (second, second_threads) = _run_workers(
+      _EXACT_SCRIPT, lines=2, chief=True)
+  assert first['kind'] == 'CollectiveAllReduceStrategy'  # multi-worker
+  # 119 calls of the step (one step each) leave no threads behind: a
+  # collective timeout once held a thread per collective for 300 s, and
+  # long runs aborted.
+  assert first_threads['threads_added'] < 20, first_threads
+  assert second_threads['threads_added'] < 20, second_threads
   # The same keys in the same rows, with the same counts and stamps, and
   # the same vectors: every worker recorded every worker's keys.
   assert first == second

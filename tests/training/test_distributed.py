@@ -221,6 +221,27 @@ def test_multi_worker_mirrored(cluster, tmp_path):
   # The chief prints the predictions; the tasks' lines interleave.
   assert any('virginica' in line for line in run.text.splitlines()
              if line.startswith('[chief'))
+  # No TensorFlow noise: the engine votes in a traced function, and the
+  # evaluation's read of a distributed dataset warns nothing.
+  assert 'eagerly has significant overhead' not in run.text
+  assert 'To make it possible to preserve tf.data options' not in run.text
+  run.assert_all_exited()
+
+
+def test_multi_worker_mirrored_lost_worker_is_named(cluster, tmp_path):
+  """A killed worker stops the chief within seconds, naming the worker."""
+  run = cluster('mwlost', 'workers=1', '--max-steps', '1000000')
+  run.wait_for(r'\[chief +\] .* step \d+')
+  run.kill('worker-0')
+  # The coordination service's heartbeats find it (no collective waits
+  # out a timeout).
+  assert run.wait(timeout=120) == 1, run.text[-4000:]
+  # The peer's connection resets or its heartbeats stop, whichever TensorFlow
+  # notices first.
+  assert re.search(r'Task worker 0 of the cluster stopped answering \(.+\)\. '
+                   'Restart the job: it resumes from the last checkpoint',
+                   run.text), run.text[-4000:]
+  assert _job(tmp_path / 'mwlost')['status'] == 'failed'
   run.assert_all_exited()
 
 

@@ -7,6 +7,8 @@ validation target with its own computation calls `build_inference` and
 `build_output`, then its function.
 """
 
+import warnings
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
@@ -63,8 +65,15 @@ def build(builder):
   @tf.function
   def loop(data):
     count = tf.constant(0, tf.int64)
-    for inputs in data:
-      count += run_step(inputs)
+    with warnings.catch_warnings():
+      # A distributed dataset read in a function asks for its options in
+      # graph mode, and TensorFlow warns that they may be stale (they are
+      # the options tensorfx set, unchanged).
+      warnings.filterwarnings(
+          'ignore', 'To make it possible to preserve tf.data options',
+          UserWarning)
+      for inputs in data:
+        count += run_step(inputs)
     return count
 
   step = tf.function(run_step)

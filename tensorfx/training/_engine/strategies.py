@@ -1,6 +1,14 @@
 """What the engine asks of a distribution strategy."""
 
+from typing import Any
+import weakref
+
 import tensorflow as tf
+
+# Each multi-worker strategy's vote, a traced function: run eagerly, the
+# vote's collective warns about its overhead at every call.
+_votes: 'weakref.WeakKeyDictionary[Any, Any]' = (
+    weakref.WeakKeyDictionary())
 
 
 def parameter_servers(strategy):
@@ -36,6 +44,12 @@ def agree(strategy, flag):
   """
   if not multi_worker(strategy):
     return bool(flag)
-  votes = strategy.run(lambda: tf.constant(1 if flag else 0))
-  return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, votes,
-                              axis=None) > 0)
+  if strategy not in _votes:
+
+    @tf.function
+    def vote(flag):
+      votes = strategy.run(lambda flag: tf.cast(flag, tf.int32), (flag,))
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+
+    _votes[strategy] = vote
+  return bool(_votes[strategy](tf.constant(bool(flag))) > 0)

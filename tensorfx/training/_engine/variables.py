@@ -7,6 +7,8 @@ variables on its first trace is traced twice, and variables made inside a
 trace cannot be placed by every strategy.
 """
 
+import contextlib
+import logging
 from typing import Any
 
 import tensorflow as tf
@@ -49,8 +51,10 @@ def create_variables(builder, dataset):
     return tf.constant(0)
 
   if strategies.replicated(builder.strategy):
-    # Metrics of mirrored replicas may only be updated in replica context.
-    builder.strategy.run(evaluation_pass)
+    # Metrics of mirrored replicas may only be updated in replica context;
+    # eagerly, once (TensorFlow's warning about eager overhead is moot).
+    with _quiet_eager_run():
+      builder.strategy.run(evaluation_pass)
   else:
     evaluation_pass()
   engine.keep_evaluation_metrics(metrics)
@@ -142,3 +146,20 @@ def _zeros_like_spec(spec):
   if spec.dtype == tf.string:
     return tf.fill(shape, '')
   return tf.zeros(shape, spec.dtype)
+
+
+class _EagerRunFilter(logging.Filter):
+
+  def filter(self, record):
+    return 'eagerly has significant overhead' not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_eager_run():
+  """Drops TensorFlow's warning that a strategy's `run` is eager."""
+  logger, quiet = logging.getLogger('tensorflow'), _EagerRunFilter()
+  logger.addFilter(quiet)
+  try:
+    yield
+  finally:
+    logger.removeFilter(quiet)
