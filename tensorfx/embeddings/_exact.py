@@ -96,6 +96,12 @@ class ExactKeys:
           'replicas')
     shards = _sharding.shards(table.embeddings)
     starts = _sharding.starts(shards) + [table.capacity + 1]
+    # The rows keys may hold: a table of fixed rows that its job grew (under
+    # parameter servers) has more than its capacity; its rows past the
+    # default one reach the free stack when its checkpoint is restored.
+    key_rows = table.capacity
+    if table.dynamic_expansion and not table.grows_in_step:
+      key_rows = int(table.embeddings.shape[0]) - 1
     self.ranges = []
     self.indexes = []
     for i, shard in enumerate(shards):
@@ -106,10 +112,10 @@ class ExactKeys:
       placement = (strategy.extended.colocate_vars_with(shard)
                    if parameter_servers else tf.device(_cpu(shard.device)))
       self.indexes.append(_index.KeyIndex(
-          table.key_dtype, first, limit, table.capacity,
+          table.key_dtype, first, limit, key_rows,
           name=f'{table.name}_index{i}',
           placement=placement, device=_cpu(shard.device),
-          dynamic=table.dynamic_expansion))
+          dynamic=table.grows_in_step))
     with tf.device(_cpu(shards[0].device)):
       self.lock = tf.CriticalSection(
           name=f'{table.name}_lock',
@@ -185,7 +191,7 @@ class ExactKeys:
 
       rows = self._per_index(keys, record, occurrences)
       updates.extend(self._prepare(tf.concat(given, 0), now))
-      if table.dynamic_expansion:
+      if table.grows_in_step:
         with tf.control_dependencies(_index.control_ops(updates)):
           updates.append(_expansion.grow_if_full(
               table, self, table.expansion_threshold))

@@ -17,14 +17,43 @@ by key (see `KeyedRows`); restoring one grows the table to the rows the
 checkpoint used, so a restarted job continues with the grown table.
 `expansions` counts the growths (checkpointed); `current_capacity()`
 reads the capacity now.
+
+Under parameter servers a variable's shape must be fully known (remote
+execution aborts the server on one that is not), so a table there cannot
+grow inside a step. It keeps the same row layout in a variable of fixed
+rows, which the chief grows between steps: it records the table's new
+rows (`start_rows`), saves a checkpoint and restarts in place, and the
+restarted chief makes the table with those rows and restores it by key,
+as a restart with a larger capacity does (see `TableFillCallback`).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
 # The share of key rows held past which a table grows, by default.
 EXPANSION_THRESHOLD = 0.8
+
+# The rows (key rows + default) each table with dynamic expansion starts
+# with under parameter servers, by name, when a run grew it (set by the
+# engine before the variables are made, from the job's record).
+_START_ROWS: dict[str, int] = {}
+
+
+def start_rows(rows: Mapping[str, int]) -> None:
+  """Sets the rows tables grown by an earlier run of the job start with.
+
+  Example:
+    >>> start_rows({'items': 2 * 64 + 1})   # 'items' doubled once
+  """
+  _START_ROWS.clear()
+  _START_ROWS.update({str(k): int(v) for k, v in rows.items()})
+
+
+def rows_to_build(table: Any) -> int:
+  """The rows of a table's variable when it is made: at least capacity + 1."""
+  return max(table.capacity + 1, _START_ROWS.get(table.name, 0))
 
 
 def total_rows(table: Any) -> tf.Tensor:
@@ -69,8 +98,7 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   """
   capacity = key_capacity(table)
   held = capacity - tf.add_n([index.free_rows() for index in keys.indexes])
-  full = tf.cast(held, tf.float64) > threshold * tf.cast(capacity,
-                                                         tf.float64)
+  full = past(held, capacity, threshold)
 
   def grow():
     first = total_rows(table)
@@ -85,12 +113,29 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   return tf.cond(full, grow, lambda: tf.constant(0, tf.int64))
 
 
+def past(held: Any, capacity: Any, threshold: float) -> tf.Tensor:
+  """bool: whether `held` key rows of `capacity` are past `threshold`."""
+  return (tf.cast(held, tf.float64) >
+          threshold * tf.cast(capacity, tf.float64))
+
+
 def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> list[Any]:
   """Grows the variable (not the free stack) to at least `rows` rows.
 
   What a restore does before laying a checkpoint's keys out: their rows
-  may lie past the rows the table starts with.
+  may lie past the rows the table starts with. A table of fixed rows
+  (under parameter servers) was made with the rows its job grew it to; a
+  checkpoint with rows past them is refused by name.
   """
+  if not table.grows_in_step:
+    check = tf.debugging.assert_less_equal(
+        tf.cast(rows, tf.int64), total_rows(table), message=(
+            f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
+            'past the rows this table was made with; the record of its '
+            'growth (checkpoints/grown_tables.json) is missing or older '
+            'than the checkpoint. Restore it with that record, or give the '
+            'table a capacity at least as large as the rows in use'))
+    return [check]
   added = tf.maximum(tf.cast(rows, tf.int64) - total_rows(table), 0)
   updates = extend(table, added)
   with tf.control_dependencies(_ops(updates)):

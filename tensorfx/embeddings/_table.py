@@ -119,6 +119,8 @@ class EmbeddingTable(tf.Module):
       capacity doubles inside the training step, the rows, optimizer slots
       and keys already there are kept, and `current_capacity()` tells the
       capacity now; `capacity` stays the starting one (its default row).
+      Under parameter servers the chief doubles it at a log interval by
+      saving a checkpoint and restarting in place (a pause of seconds).
     expansion_threshold: the share of the key rows held past which a table
       with `dynamic_expansion` grows (default 0.8).
     optimizer: this table's own optimizer (default: the builder's sparse
@@ -181,6 +183,7 @@ class EmbeddingTable(tf.Module):
                   _hashed.HashedKeys(self))
     self._eviction = _eviction.Eviction(self, self._keys, self._evict_every)
     self._built = False
+    self._grows_in_step = False
     self.bind(step_counter=step_counter, optimizer=optimizer)
 
   @classmethod
@@ -279,6 +282,16 @@ class EmbeddingTable(tf.Module):
     """The share of key rows held past which the table grows."""
     return self._expansion_threshold
 
+  @property
+  def grows_in_step(self):
+    """Whether the table grows inside a training step.
+
+    True for a built table with dynamic expansion off parameter servers;
+    under parameter servers the chief grows it between steps, by a restart
+    in place.
+    """
+    return self._grows_in_step
+
   def current_capacity(self):
     """The number of rows keys can hold now (grown or not), an int.
 
@@ -339,21 +352,20 @@ class EmbeddingTable(tf.Module):
     if self._built:
       return
     rows, dim = self._capacity + 1, self._dim
-    if self._dynamic_expansion and isinstance(
-        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy):
-      # Remote eager execution cannot pass variables whose shape is not
-      # fully known (TensorFlow aborts the server).
-      raise ConfigurationError(
-          f'EmbeddingTable {self.name!r}: dynamic_expansion grows a table on '
-          'one machine; under parameter servers grow it by a restart with a '
-          'larger capacity (every key keeps its row, vector and slots). '
-          'Received: dynamic_expansion=True under ParameterServerStrategy')
+    # Remote eager execution cannot pass variables whose shape is not
+    # fully known (TensorFlow aborts the server): under parameter servers
+    # a table with dynamic expansion has fixed rows, which the chief grows
+    # by restarting in place (see _expansion).
+    self._grows_in_step = self._dynamic_expansion and not isinstance(
+        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy)
+    if self._dynamic_expansion:
+      rows = _expansion.rows_to_build(self)
     with self.name_scope:
       # Rows a table with dynamic expansion appends to: the first
       # dimension is not fixed.
       self.embeddings = tf.Variable(
           functools.partial(self._keys.initial_rows, shape=(rows, dim)),
-          shape=((None, dim) if self._dynamic_expansion else (rows, dim)),
+          shape=((None, dim) if self._grows_in_step else (rows, dim)),
           dtype=tf.float32, name='embeddings')
       if self._dynamic_expansion:
         self.expansions = tf.Variable(tf.constant(0, tf.int64),

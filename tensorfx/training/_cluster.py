@@ -3,6 +3,7 @@
 import datetime
 import os
 import socket
+import sys
 import time
 from typing import Any
 
@@ -119,3 +120,19 @@ def wait_for_analysis(dataset, directory, timeout_secs, poll_secs=1.0):
           f'No analysis appeared in {directory} within {timeout_secs:.0f}s; '
           'the chief analyzes the data when --data-metadata is not given.')
     time.sleep(poll_secs)
+
+
+def restart_in_place():
+  """Replaces this process by a new run of the same command (never returns).
+
+  What a chief does to grow an embedding table under parameter servers:
+  the new process has the same PID, environment and output, so the other
+  tasks and a launcher see one chief that paused; it resumes from the
+  checkpoint just saved.
+  """
+  import logging
+  for handler in logging.getLogger().handlers + logger.handlers:
+    handler.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])

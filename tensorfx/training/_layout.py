@@ -33,6 +33,8 @@ class JobLayout:
     evaluations: the results of `tensorfx evaluate`, one file each.
     best_model: the evaluator's export of the best model, beside `model`.
     evaluator_state: what the evaluator has evaluated.
+    grown_tables: the rows each embedding table that grew under parameter
+      servers starts with, beside the checkpoints.
     scratch: a worker's own directory, removed at its end (None for the
       chief, which writes the job's outputs).
   """
@@ -46,6 +48,7 @@ class JobLayout:
   evaluations: str
   best_model: str
   evaluator_state: str
+  grown_tables: str
   scratch: Optional[str] = None
 
   @classmethod
@@ -75,10 +78,12 @@ class JobLayout:
         best_model=os.path.join(os.path.dirname(dirs['model']), 'best_model'),
         evaluator_state=os.path.join(dirs['summaries'], 'eval',
                                      'evaluated.json'),
+        grown_tables=os.path.join(dirs['checkpoints'], 'grown_tables.json'),
         scratch=None if worker is None else base)
 
   def paths(self) -> Dict[str, str]:
     """The paths callbacks read (`RunContext.paths`)."""
     return {'checkpoints': self.checkpoints, 'model': self.model,
             'summaries': self.summaries, 'analysis': self.analysis,
-            'job': self.job, 'evaluations': self.evaluations}
+            'job': self.job, 'evaluations': self.evaluations,
+            'grown_tables': self.grown_tables}

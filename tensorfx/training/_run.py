@@ -15,6 +15,7 @@ import tensorflow as tf
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
+from tensorfx.embeddings import _expansion
 from tensorfx.training import _builder
 from tensorfx.training import _cadence
 from tensorfx.training import _callbacks
@@ -29,6 +30,7 @@ from tensorfx.training import _loop
 from tensorfx.training import _slices
 from tensorfx.training import _summaries
 from tensorfx.training import _tracking
+from tensorfx.training._callbacks import table_fill
 from tensorfx.training._engine import state as _engine_state
 from tensorfx.training._engine import strategies
 
@@ -112,6 +114,9 @@ class TrainingRun:
         _cluster.wait_for_analysis(dataset, self.paths['analysis'],
                                    settings.job.cluster_timeout_secs)
     targets = _evaluation.prepare_targets(settings.validation, dataset)
+    # Tables this job grew under parameter servers start with their rows.
+    _expansion.start_rows(table_fill.grown_rows(
+        self.layout.grown_tables) if self.chief else {})
     with _validation.data_errors():
       training, evaluation, prediction = builder.build_graph_interfaces(
           self.config)
@@ -198,6 +203,10 @@ class TrainingRun:
     step = outcome.step
     if context.exit_code is not None:
       record.write(status='interrupted', global_step=step)
+      if context.restart_in_place:
+        logger.info('Restarting the chief in place at step %d (%s)', step,
+                    context.stop_reason)
+        _cluster.restart_in_place()
       logger.warning('Stopped at step %d; the checkpoint is %s. Run the same '
                      'command again to resume.', step, checkpoints.latest)
       raise SystemExit(context.exit_code)

@@ -10,6 +10,7 @@ in a training run and a restart continues with them.
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -417,9 +418,7 @@ def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(data,
 @pytest.mark.cluster
 def test_exact_tables_train_on_multi_worker_mirrored_workers(data, tmp_path):
   # mxRec's mode: one process per device, synchronous updates. The workers
-  # agree on every key's row; the chief checkpoints and exports. (A short
-  # run: the tasks' thread count grows with every call of the training
-  # loop under this launcher, which runs a call per step here.)
+  # agree on every key's row; the chief checkpoints and exports.
   output = tmp_path / 'mirrored'
   exact = _with_features(data, _exact_features(CAPACITY), 'exact-mw.yaml')
   command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
@@ -488,3 +487,59 @@ def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
   for key, entry in held_items.items():
     if entry[0] >= 0:
       assert restored[key][0] == entry[0]  # Every held key kept its row.
+
+
+@pytest.mark.cluster
+def test_dynamic_expansion_grows_on_a_parameter_server_cluster(data, tmp_path):
+  # 400 items against 64 rows: the item table must grow. On parameter
+  # servers the chief grows it by restarting in place at a log interval.
+  text = _exact_features(64).replace('  hashing: exact\n',
+                                     '  hashing: exact\n'
+                                     '  dynamic_expansion: true\n')
+  data = _with_features(data, text, 'dynamic-ps.yaml')
+  output = tmp_path / 'ps'
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+
+  def train(steps):
+    command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
+               'trainer', '--cluster', 'ps=1,workers=1',
+               *_args(data, output, '--max-steps', str(steps),
+                      '--hidden-layers:1', '16', '--log-interval-steps',
+                      '40')]
+    # The launcher kills every task it started, by PID, when it ends.
+    result = subprocess.run(command, cwd=RECOMMEND, env=env,
+                            capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return result.stdout + result.stderr
+
+  log = train(200)
+  assert "EmbeddingTable 'item' holds" in log and 'grows to 128 rows' in log
+  assert 'Restarting the chief in place at step 40' in log
+  assert 'Resumed from' in log
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed' and job['global_step'] == 200
+  grown = json.loads((output / 'checkpoints' / 'grown_tables.json')
+                     .read_text())
+  assert grown['item'] >= 257 and grown['user'] >= 129
+  # Every key kept in the checkpoint has its own row within the rows, and
+  # more keys than the table started with hold one.
+  reader = tf.train.load_checkpoint(str(output / 'checkpoints'))
+  held = []
+  for name in reader.get_variable_to_shape_map():
+    if name.endswith('index/.ATTRIBUTES/entries'):
+      rows = reader.get_tensor(name)[:, 0]
+      held.append(rows[rows >= 0])
+      assert len(held[-1]) == len(set(held[-1].tolist())), name
+      assert 64 not in held[-1]  # the default row
+  assert len(held) == 2 and max(len(rows) for rows in held) > 128
+  # A restart of the job continues with the grown tables.
+  log = train(240)
+  assert 'Resumed from' in log and 'Restarting the chief' not in log
+  job = yaml.safe_load((output / 'job.yaml').read_text())
+  assert job['status'] == 'completed' and job['global_step'] == 240
+  user, item, history = _first(data)
+  model = prediction.Model.load(str(output / 'model'))
+  seen, unseen = model.predict([_example(user, item, history),
+                                _example(-5, item, history)])
+  assert seen['scores'] != pytest.approx(unseen['scores'])

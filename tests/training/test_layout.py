@@ -8,7 +8,8 @@ def test_the_tensorfx_layout_under_the_output():
   assert layout.paths() == {
       'checkpoints': '/tmp/job/checkpoints', 'model': '/tmp/job/model',
       'summaries': '/tmp/job/summaries', 'analysis': '/tmp/job/analysis',
-      'job': '/tmp/job/job.yaml', 'evaluations': '/tmp/job/evaluations'}
+      'job': '/tmp/job/job.yaml', 'evaluations': '/tmp/job/evaluations',
+      'grown_tables': '/tmp/job/checkpoints/grown_tables.json'}
   assert layout.best_model == '/tmp/job/best_model'
   assert layout.evaluator_state == '/tmp/job/summaries/eval/evaluated.json'
   assert layout.scratch is None
