@@ -358,7 +358,7 @@ class EmbeddingTable(tf.Module):
     # by restarting in place (see _expansion).
     self._grows_in_step = self._dynamic_expansion and not isinstance(
         tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy)
-    if self._dynamic_expansion:
+    if self._dynamic_expansion and not self._grows_in_step:
       rows = _expansion.rows_to_build(self)
     with self.name_scope:
       # Rows a table with dynamic expansion appends to: the first
