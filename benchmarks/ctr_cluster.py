@@ -10,7 +10,10 @@ compares them with `tensorfx train --cluster`):
   `tf.distribute.ParameterServerStrategy` (variables above `--min-shard-
   bytes` split over the servers, as tensorfx splits them), a
   `ClusterCoordinator` scheduling closures of `--steps-per-closure` steps
-  on per-worker datasets, joined every `--window` steps.
+  on per-worker datasets, joined every `--window` steps. The embeddings
+  are `tf.Variable`s looked up by `tf.nn.embedding_lookup` (Keras
+  `Embedding`); `--adagrad-tables RATE` trains them with Adagrad, which
+  updates only the rows looked up.
 - `mwm`: one replica of a `tf.distribute.MultiWorkerMirroredStrategy`
   cluster (the global batch split across the replicas, the data sharded
   by element), `--window` steps per `tf.function` call.
@@ -46,25 +49,46 @@ def _example_inputs() -> dict[str, tf.Tensor]:
   return inputs
 
 
-def _model_and_step(strategy: Any) -> Callable[..., tf.Tensor]:
+def _model_and_step(strategy: Any,
+                    adagrad_tables: float | None = None
+                    ) -> Callable[..., tf.Tensor]:
   """CtrNet and Adam made under `strategy`; returns the per-replica step.
 
   The variables are created here, up front: a parameter-server strategy
-  cannot create them inside a step that runs on a worker.
+  cannot create them inside a step that runs on a worker. With
+  `adagrad_tables` (a learning rate) the embeddings train with Keras'
+  Adagrad, which updates only the rows a step looked up (as a tensorfx
+  table's sparse optimizer does), the dense layers with Adam.
   """
   with strategy.scope():
     model = ctr_model.CtrNet()
     optimizer = tf_keras.optimizers.Adam(ctr_model.LEARNING_RATE)
     model(_example_inputs())
-    optimizer.build(model.trainable_variables)
+    tables = [v for layer in model.embeddings
+              for v in layer.trainable_variables]
+    dense = [v for v in model.trainable_variables
+             if all(v is not t for t in tables)]
+    table_optimizer = None
+    if adagrad_tables is not None:
+      table_optimizer = tf_keras.optimizers.Adagrad(adagrad_tables)
+      table_optimizer.build(tables)
+      optimizer.build(dense)
+    else:
+      optimizer.build(model.trainable_variables)
   replicas = strategy.num_replicas_in_sync
 
   def step(inputs: dict[str, tf.Tensor], labels: tf.Tensor) -> tf.Tensor:
     with tf.GradientTape() as tape:
       # The replicas' gradients are summed: each scales its own share.
       loss = ctr_model.loss_of(labels, model(inputs)) / replicas
-    variables = model.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    if table_optimizer is None:
+      variables = model.trainable_variables
+      optimizer.apply_gradients(zip(tape.gradient(loss, variables),
+                                    variables))
+      return loss
+    gradients = tape.gradient(loss, dense + tables)
+    optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
+    table_optimizer.apply_gradients(zip(gradients[len(dense):], tables))
     return loss
 
   return step
@@ -102,7 +126,7 @@ def parameter_servers(args: argparse.Namespace, stats: dict[str, Any],
   strategy = tf.distribute.ParameterServerStrategy(
       resolver, variable_partitioner=partitioner)
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-  step = _model_and_step(strategy)
+  step = _model_and_step(strategy, args.adagrad_tables)
   per_worker = coordinator.create_per_worker_dataset(
       lambda: ctr_model.tuned_pipeline(files, args.batch, stats))
   iterator = iter(per_worker)
@@ -166,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument('--window', type=int, default=50)
   parser.add_argument('--steps-per-closure', type=int, default=10)
   parser.add_argument('--min-shard-bytes', type=int, default=256 << 10)
+  parser.add_argument('--adagrad-tables', type=float, metavar='RATE',
+                      help='train the embeddings with Adagrad at this rate '
+                      '(the tables sections)')
   args = parser.parse_args(argv)
   if args.role == 'serve':
     serve()

@@ -48,21 +48,44 @@ STEPS_PER_EXECUTION = 50
 
 
 class CtrNet(tf_keras.Model):
-  """Embeddings of the hashed categoricals + reals -> MLP -> one logit."""
+  """Embeddings of the hashed categoricals + reals -> MLP -> one logit.
 
-  def __init__(self):
+  `tables`: None, Keras `Embedding` layers (a `tf.Variable` each, looked up
+  by `tf.nn.embedding_lookup`; split over parameter servers by the
+  strategy's partitioner); `'hashed'` or `'exact'`, a tensorfx
+  `EmbeddingTable` each (`hashing='mod'` or `'exact'`), trained by the
+  builder's sparse optimizer.
+  """
+
+  def __init__(self, tables=None):
     super().__init__(name='ctr')
-    self.embeddings = [
-        tf_keras.layers.Embedding(ctr_data.VOCABULARIES[c],
-                                  ctr_data.EMBEDDING_DIM, name=f'{c}_embedding')
-        for c in ctr_data.CATEGORICALS]
+    if tables is None:
+      self.embeddings = [
+          tf_keras.layers.Embedding(ctr_data.VOCABULARIES[c],
+                                    ctr_data.EMBEDDING_DIM,
+                                    name=f'{c}_embedding')
+          for c in ctr_data.CATEGORICALS]
+    else:
+      from tensorfx import embeddings
+      self.embeddings = [
+          embeddings.EmbeddingTable(
+              c, dim=ctr_data.EMBEDDING_DIM,
+              capacity=int(ctr_data.VOCABULARIES[c]),
+              hashing='mod' if tables == 'hashed' else 'exact')
+          for c in ctr_data.CATEGORICALS]
+    self._tables = tables
     self.hidden = [tf_keras.layers.Dense(units, activation='relu')
                    for units in (256, 128, 64)]
     self.logit = tf_keras.layers.Dense(1)
 
-  def call(self, inputs):
-    columns = [layer(inputs[c]) for layer, c in
-               zip(self.embeddings, ctr_data.CATEGORICALS)]
+  def call(self, inputs, training=False):
+    if self._tables is None:
+      columns = [layer(inputs[c]) for layer, c in
+                 zip(self.embeddings, ctr_data.CATEGORICALS)]
+    else:
+      columns = [table.lookup(tf.cast(inputs[c], tf.int64),
+                              training=training)
+                 for table, c in zip(self.embeddings, ctr_data.CATEGORICALS)]
     columns.append(tf.stack([inputs[r] for r in ctr_data.REALS], axis=1))
     x = tf.concat(columns, axis=1)
     for layer in self.hidden:
@@ -259,8 +282,11 @@ def compute_ceiling(dataset, batch, warmup, steps,
 
 # tensorfx.
 
-def tensorfx_builder_type():
-  """The `ModelBuilder` of the reference model (tensorfx imported late)."""
+def tensorfx_builder_type(tables=None):
+  """The `ModelBuilder` of the reference model (tensorfx imported late).
+
+  `tables`: as `CtrNet`'s (None: Keras `Embedding` layers).
+  """
   from tensorfx import training
 
   class CtrBuilder(training.ModelBuilder):
@@ -269,10 +295,9 @@ def tensorfx_builder_type():
     evaluation_metric = ('auc', 'max')
 
     def build_inference(self, inputs, training):
-      del training
       if not hasattr(self, 'net'):
-        self.net = CtrNet()
-      return self.net(inputs)
+        self.net = CtrNet(tables)
+      return self.net(inputs, training=training)
 
     def build_training(self, global_steps, inputs, inferences):
       del global_steps

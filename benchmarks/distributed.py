@@ -18,6 +18,14 @@ round) with its interquartile range:
    replicas) against a hand-written `MultiWorkerMirroredStrategy` loop on
    two processes: the global batch split across the replicas, the data
    sharded by element, a window of steps per `tf.function` call.
+3. `tables-hashed` and `tables-exact`: the embedding path on two parameter
+   servers (`--cluster ps=2,workers=2`): the 26 embeddings as tensorfx
+   `EmbeddingTable`s (hashed, or with exact keys: an index per shard gives
+   each id its own row) trained by its sparse Adagrad, against the
+   hand-written `tf.Variable`s split over the two servers by the same
+   partitioner and looked up by `tf.nn.embedding_lookup` (Keras
+   `Embedding`), trained by Keras' Adagrad (which also updates only the
+   rows looked up); the dense layers with Adam on both sides.
 
 Both sides read the TFRecords through the same kind of pipeline: tensorfx
 with `--cache none --no-shuffle` (its tf.Transform hashing and z-scores in
@@ -58,13 +66,22 @@ import ctr_data
 import ctr_model
 import tensorflow as tf
 
-SECTIONS = ('parameter-servers', 'multi-worker')
+SECTIONS = ('parameter-servers', 'multi-worker', 'tables-hashed',
+            'tables-exact')
 # tensorfx's `--cluster` for each section, and the hand-written cluster's
 # jobs (the chief is the coordinator or a replica).
 _TENSORFX_CLUSTER = {'parameter-servers': 'ps=1,workers=2',
-                     'multi-worker': 'workers=1'}
+                     'multi-worker': 'workers=1',
+                     'tables-hashed': 'ps=2,workers=2',
+                     'tables-exact': 'ps=2,workers=2'}
 _HAND_JOBS = {'parameter-servers': {'chief': 1, 'ps': 1, 'worker': 2},
-              'multi-worker': {'chief': 1, 'worker': 1}}
+              'multi-worker': {'chief': 1, 'worker': 1},
+              'tables-hashed': {'chief': 1, 'ps': 2, 'worker': 2},
+              'tables-exact': {'chief': 1, 'ps': 2, 'worker': 2}}
+# The tables sections train the embeddings with Adagrad at this rate on
+# both sides (tensorfx: its sparse optimizer; by hand: Keras' Adagrad,
+# which also updates only the rows looked up).
+_TABLES_RATE = 0.05
 _PIDS = re.compile(r'\(pid (\d+)\)')
 
 
@@ -123,6 +140,10 @@ def tensorfx_run(section: str, config: dict[str, Any], output: str,
       '--steps-per-closure', str(config['steps_per_closure']),
       '--checkpoint-interval-secs', '100000', '--cluster-timeout-secs', '120',
       '--no-shuffle', '--cache', 'none']
+  if section.startswith('tables-'):
+    command += ['--ctr-tables', section.split('-')[1],
+                '--embedding-optimizer', 'adagrad',
+                '--embedding-learning-rate', str(_TABLES_RATE)]
   log = output + '.log'
   os.makedirs(os.path.dirname(log), exist_ok=True)
   with open(log, 'w') as out:
@@ -202,16 +223,19 @@ def hand_written_run(section: str, config: dict[str, Any], output: str,
            '--warmup', str(config['warmup']), '--steps', str(config['steps']),
            '--window', str(config['window']),
            '--steps-per-closure', str(config['steps_per_closure'])]
+  if section.startswith('tables-'):
+    flags += ['--adagrad-tables', str(_TABLES_RATE)]
   os.makedirs(output, exist_ok=True)
   processes = []
   try:
     # Servers first, the chief last: it connects to everyone else.
     for job in sorted(jobs, key=lambda j: j == 'chief'):
       for index in range(jobs[job]):
-        if section == 'parameter-servers' and job != 'chief':
+        servers = section != 'multi-worker'
+        if servers and job != 'chief':
           role = ['serve']
         else:
-          role = ['ps' if section == 'parameter-servers' else 'mwm', *flags]
+          role = ['ps' if servers else 'mwm', *flags]
         env = _env({'cluster': cluster,
                     'task': {'type': job, 'index': index}})
         with open(os.path.join(output, f'{job}-{index}.log'), 'w') as out:

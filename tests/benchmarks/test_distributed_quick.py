@@ -1,8 +1,10 @@
 """The distributed comparison's quick mode still runs every section.
 
 `benchmarks/distributed.py --quick` trains the reference model on real
-local clusters on 127.0.0.1 (a parameter-server cluster and a multi-worker
-one), with `tensorfx train --cluster` and with hand-written TensorFlow.
+local clusters on 127.0.0.1 (parameter-server clusters, with Keras
+embeddings and with tensorfx tables split over two servers, and a
+multi-worker one), with `tensorfx train --cluster` and with hand-written
+TensorFlow.
 The test asserts that every section measured both sides and wrote its
 results; never a timing (performance is reported in benchmarks/README.md,
 not tested).
@@ -28,9 +30,12 @@ def test_quick_distributed_comparison_measures_every_section(tmp_path):
       capture_output=True, text=True, timeout=1500, check=False)
   assert result.returncode == 0, result.stderr[-4000:]
   report = json.loads((results / 'distributed.json').read_text())
-  assert set(report['sections']) == {'parameter-servers', 'multi-worker'}
+  assert set(report['sections']) == {'parameter-servers', 'multi-worker',
+                                     'tables-hashed', 'tables-exact'}
   assert report['sections']['parameter-servers']['cluster'] == \
       'ps=1,workers=2'
+  # The embedding path: tables split over two parameter servers.
+  assert report['sections']['tables-exact']['cluster'] == 'ps=2,workers=2'
   for name, section in report['sections'].items():
     for side in ('tensorfx', 'hand-written'):
       assert len(section['rates'][side]) == report['rounds'] == 1, name
