@@ -133,6 +133,12 @@ class ChaosRun:
     launcher.wait(timeout=30)
 
   def _read(self, launcher):
+    # The pipe is closed here, at its end: left to the garbage collector,
+    # it warns (ResourceWarning) inside whatever runs next.
+    with launcher.stdout:
+      self._read_lines(launcher)
+
+  def _read_lines(self, launcher):
     for line in launcher.stdout:
       line = line.rstrip('\n')
       now = time.monotonic()

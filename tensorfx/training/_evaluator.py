@@ -9,10 +9,12 @@ early stopping (it asks the chief to stop), TensorBoard, tuning reports
 and MLflow records (into the chief's run).
 """
 
+import contextlib
 import json
 import os
 import re
-import time
+import signal
+import threading
 from typing import Any
 
 import tensorflow as tf
@@ -134,47 +136,53 @@ class EvaluatorRun:
                               'max_steps': settings.loop.max_steps,
                               'batch_size': settings.validation.batch_size})
     asked_to_stop = False
-    try:
-      while True:
-        # A follower (`since` given) stops at the run's end, whatever it
-        # was; the evaluator task waits a while for a failed chief's
-        # restart.
-        finished = _cluster.job_finished(
-            self.output, start if self.since is None else self.since,
-            self.timeout_secs if self.since is None else 0)
-        for path in self._due(state, settings.validation.interval_steps,
-                              finished):
-          step = _step(path)
-          if path in self._skipped:
-            continue
-          try:
-            checkpoints.restore(path, partial=True)
-          except (tf.errors.NotFoundError, ValueError, TrainingError) as e:
-            if not self._skip(path, e):
-              raise
-            continue
-          with _validation.data_errors():
-            results = evaluation.evaluate(step, checkpoint=path)
-          callbacks.on_evaluate_end(step, results)
-          state['evaluated'].append(step)
-          state['best'], state['best_step'] = exporter.best, exporter.best_step
-          self._save_state(state)
-          logs.update(step=step, metrics=results.primary)
-          if context.stop_requested and not asked_to_stop:
-            asked_to_stop = True
-            _callbacks.request_stop(self.output, step, context.stop_reason)
-        if finished:
-          break
-        time.sleep(self.poll_secs)
-      logs.update(status='completed', reason=context.stop_reason)
-    except BaseException as e:
-      logs['error'] = f'{type(e).__name__}: {e}'
-      raise
-    finally:
+    interrupted = threading.Event()
+    with _interrupts_between_evaluations(interrupted):
       try:
-        callbacks.on_train_end(logs)
+        while True:
+          if interrupted.is_set():
+            raise KeyboardInterrupt
+          # A follower (`since` given) stops at the run's end, whatever it
+          # was; the evaluator task waits a while for a failed chief's
+          # restart.
+          finished = _cluster.job_finished(
+              self.output, start if self.since is None else self.since,
+              self.timeout_secs if self.since is None else 0)
+          for path in self._due(state, settings.validation.interval_steps,
+                                finished):
+            if interrupted.is_set():
+              raise KeyboardInterrupt
+            step = _step(path)
+            if path in self._skipped:
+              continue
+            try:
+              checkpoints.restore(path, partial=True)
+            except (tf.errors.NotFoundError, ValueError, TrainingError) as e:
+              if not self._skip(path, e):
+                raise
+              continue
+            with _validation.data_errors():
+              results = evaluation.evaluate(step, checkpoint=path)
+            callbacks.on_evaluate_end(step, results)
+            state['evaluated'].append(step)
+            state['best'], state['best_step'] = exporter.best, exporter.best_step
+            self._save_state(state)
+            logs.update(step=step, metrics=results.primary)
+            if context.stop_requested and not asked_to_stop:
+              asked_to_stop = True
+              _callbacks.request_stop(self.output, step, context.stop_reason)
+          if finished:
+            break
+          interrupted.wait(self.poll_secs)
+        logs.update(status='completed', reason=context.stop_reason)
+      except BaseException as e:
+        logs['error'] = f'{type(e).__name__}: {e}'
+        raise
       finally:
-        summaries.close()
+        try:
+          callbacks.on_train_end(logs)
+        finally:
+          summaries.close()
     logger.info('The job has ended; the evaluator evaluated %d checkpoints',
                 len(state['evaluated']))
     return state
@@ -240,3 +248,30 @@ class EvaluatorRun:
     tf.io.gfile.makedirs(os.path.dirname(self.state_path))
     _atomic.write_text(self.state_path, json.dumps(state),
                        fault='evaluator.state')
+
+
+@contextlib.contextmanager
+def _interrupts_between_evaluations(interrupted):
+  """Ctrl-C sets `interrupted`, which the loop acts on between evaluations.
+
+  A KeyboardInterrupt raised anywhere (inside a checkpoint read, a summary
+  write, a logging call) can leave a lock held and hang the cleanup; the
+  loop raises it itself at a safe point instead. A second Ctrl-C
+  interrupts at once.
+  """
+
+  def handler(signum, frame):
+    del signum, frame
+    if interrupted.is_set():
+      raise KeyboardInterrupt
+    interrupted.set()
+
+  try:
+    previous = signal.signal(signal.SIGINT, handler)
+  except ValueError:  # Not the main thread: leave signals alone.
+    yield
+    return
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGINT, previous)
