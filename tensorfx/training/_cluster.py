@@ -11,6 +11,7 @@ import tensorflow as tf
 import yaml
 
 from tensorfx._errors import ConfigurationError
+from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
 _TERMINAL = ('completed', 'failed', 'interrupted')
@@ -128,9 +129,19 @@ def restart_in_place():
   What a chief does to grow an embedding table under parameter servers:
   the new process has the same PID, environment and output, so the other
   tasks and a launcher see one chief that paused; it resumes from the
-  checkpoint just saved.
+  checkpoint just saved. An interactive session (a notebook's kernel, the
+  REPL) is not replaced: the error says to run the job again.
+
+  Raises:
+    TrainingError: the process is an interactive session.
   """
   import logging
+  if hasattr(sys, 'ps1') or 'ipykernel' in sys.modules:
+    raise TrainingError(
+        'The chief stopped at a checkpoint to grow an embedding table '
+        '(dynamic_expansion under parameter servers) and restarts in place '
+        'only when run as a script; this is an interactive session. Run the '
+        'same training again: it resumes with the grown table.')
   for handler in logging.getLogger().handlers + logger.handlers:
     handler.flush()
   sys.stdout.flush()
