@@ -70,6 +70,29 @@ def analyze(path, output):
   return float(seconds), int(kib) / 1024
 
 
+def measure(directory, rows, output):
+  """Analyzes `rows` census rows into `output`; the run's figures, a dict.
+
+  The CSV file is written into `directory` once and kept.
+  """
+  path = write_data(directory, rows)
+  seconds, peak = analyze(path, output)
+  return {'rows': rows, 'file_mib': os.path.getsize(path) / 2**20,
+          'seconds': seconds, 'rows_per_second': rows / seconds,
+          'peak_rss_mib': peak}
+
+
+def table_lines(runs):
+  """The Markdown table of `measure`'s runs: header and a row each."""
+  lines = ['| rows | CSV size | time | rows/s | peak RSS |',
+           '| ---: | ---: | ---: | ---: | ---: |']
+  for r in runs:
+    lines.append(f"| {r['rows']:,} | {r['file_mib']:,.0f} MiB | "
+                 f"{r['seconds']:.1f} s | {r['rows_per_second']:,.0f} | "
+                 f"{r['peak_rss_mib']:,.0f} MiB |")
+  return lines
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--quick', action='store_true',
@@ -85,23 +108,16 @@ def main(argv=None):
   out = os.path.join(HERE, 'results')
   runs = []
   for rows in sizes:
-    path = write_data(directory, rows)
-    seconds, peak = analyze(path, os.path.join(out, f'analysis-{rows}'))
-    size_mib = os.path.getsize(path) / 2**20
-    runs.append({'rows': rows, 'file_mib': size_mib, 'seconds': seconds,
-                 'rows_per_second': rows / seconds, 'peak_rss_mib': peak})
-    print(f'{rows:,} rows ({size_mib:,.0f} MiB): {seconds:.0f} s, '
-          f'peak RSS {peak:,.0f} MiB', file=sys.stderr)
+    run = measure(directory, rows, os.path.join(out, f'analysis-{rows}'))
+    runs.append(run)
+    print(f"{rows:,} rows ({run['file_mib']:,.0f} MiB): "
+          f"{run['seconds']:.0f} s, peak RSS {run['peak_rss_mib']:,.0f} MiB",
+          file=sys.stderr)
   growth = runs[-1]['peak_rss_mib'] / runs[0]['peak_rss_mib']
   lines = [
       f'`tensorfx analyze` (census schema and features, DirectRunner), peak '
       f'RSS per run; {os.cpu_count()} CPU cores.', '',
-      '| rows | CSV size | time | rows/s | peak RSS |',
-      '| ---: | ---: | ---: | ---: | ---: |']
-  for r in runs:
-    lines.append(f"| {r['rows']:,} | {r['file_mib']:,.0f} MiB | "
-                 f"{r['seconds']:.0f} s | {r['rows_per_second']:,.0f} | "
-                 f"{r['peak_rss_mib']:,.0f} MiB |")
+      *table_lines(runs)]
   lines += ['', f'Peak RSS from {sizes[0]:,} to {sizes[-1]:,} rows: '
             f'{growth:.2f}x for {sizes[-1] / sizes[0]:.0f}x the data.']
   table = '\n'.join(lines) + '\n'

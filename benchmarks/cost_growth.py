@@ -97,12 +97,7 @@ def train_tables(capacity):
 def _markdown(analysis, tables):
   lines = ['Analysis (`tensorfx analyze`, census schema and features, '
            'DirectRunner in-process):', '',
-           '| rows | CSV | time | rows/s | peak RSS |',
-           '| ---: | ---: | ---: | ---: | ---: |']
-  for r in analysis:
-    lines.append(f"| {r['rows']:,} | {r['file_mib']:,.0f} MiB | "
-                 f"{r['seconds']:.1f} s | {r['rows_per_second']:,.0f} | "
-                 f"{r['peak_rss_mib']:,.0f} MiB |")
+           *analysis_memory.table_lines(analysis)]
   lines += ['', f'Training ({STEPS} steps of 256, one hashed table of {DIM} '
             'floats a row, lazy Adam):', '',
             '| table rows | table + slots | peak RSS | over the smallest | '
@@ -160,15 +155,12 @@ def main(argv=None):
   os.makedirs(args.output, exist_ok=True)
   analysis = []
   for rows in sizes:
-    path = analysis_memory.write_data(directory, rows)
     with tempfile.TemporaryDirectory() as scratch:
-      seconds, peak = analysis_memory.analyze(path,
-                                              os.path.join(scratch, 'a'))
-    analysis.append({'rows': rows, 'file_mib': os.path.getsize(path) / 2**20,
-                     'seconds': seconds, 'rows_per_second': rows / seconds,
-                     'peak_rss_mib': peak})
-    print(f'analysis, {rows:,} rows: {seconds:.1f} s, {peak:,.0f} MiB',
-          file=sys.stderr)
+      run = analysis_memory.measure(directory, rows,
+                                    os.path.join(scratch, 'a'))
+    analysis.append(run)
+    print(f"analysis, {rows:,} rows: {run['seconds']:.1f} s, "
+          f"{run['peak_rss_mib']:,.0f} MiB", file=sys.stderr)
   tables = []
   for power in powers:
     capacity = 2**power

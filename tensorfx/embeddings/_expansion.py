@@ -98,7 +98,8 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   """
   capacity = key_capacity(table)
   held = capacity - tf.add_n([index.free_rows() for index in keys.indexes])
-  full = past(held, capacity, threshold)
+  full = tf.cast(held, tf.float64) > threshold * tf.cast(capacity,
+                                                         tf.float64)
 
   def grow():
     first = total_rows(table)
@@ -111,12 +112,6 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
       return tf.identity(capacity)
 
   return tf.cond(full, grow, lambda: tf.constant(0, tf.int64))
-
-
-def past(held: Any, capacity: Any, threshold: float) -> tf.Tensor:
-  """bool: whether `held` key rows of `capacity` are past `threshold`."""
-  return (tf.cast(held, tf.float64) >
-          threshold * tf.cast(capacity, tf.float64))
 
 
 def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> list[Any]:

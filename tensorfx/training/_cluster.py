@@ -1,6 +1,7 @@
 """Cluster plumbing: reachability, serving roles, and the job's end."""
 
 import datetime
+import logging
 import os
 import socket
 import sys
@@ -135,7 +136,6 @@ def restart_in_place():
   Raises:
     TrainingError: the process is an interactive session.
   """
-  import logging
   if hasattr(sys, 'ps1') or 'ipykernel' in sys.modules:
     raise TrainingError(
         'The chief stopped at a checkpoint to grow an embedding table '

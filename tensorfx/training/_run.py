@@ -203,7 +203,7 @@ class TrainingRun:
     step = outcome.step
     if context.exit_code is not None:
       record.write(status='interrupted', global_step=step)
-      if context.restart_in_place:
+      if context.exit_code == table_fill.RESTART_EXIT_CODE:
         logger.info('Restarting the chief in place at step %d (%s)', step,
                     context.stop_reason)
         _cluster.restart_in_place()

@@ -43,9 +43,6 @@ class RunContext:
   step_hook: Optional[Callable[..., None]] = None
   stop_reason: Optional[str] = None
   exit_code: Optional[int] = None
-  # Set with a stop: after its checkpoint the chief restarts in place (an
-  # embedding table grows under parameter servers) instead of exiting.
-  restart_in_place: bool = False
 
   @property
   def settings(self):

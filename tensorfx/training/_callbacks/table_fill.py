@@ -12,7 +12,8 @@ from tensorfx._logging import logger
 from tensorfx.embeddings import _table
 from tensorfx.training._callbacks import base
 
-# The exit code of a chief that stops to restart in place ("try again").
+# The exit code of a stop after which the chief restarts in place instead
+# of exiting (an embedding table grows under parameter servers).
 RESTART_EXIT_CODE = 75
 
 
@@ -91,7 +92,6 @@ class TableFillCallback(base.Callback):
     self.context.stop(
         'embedding tables grow: ' + ', '.join(t.name for t, _, _ in full),
         exit_code=RESTART_EXIT_CODE)
-    self.context.restart_in_place = True
 
 
 def grown_rows(path: str) -> dict[str, int]:
