@@ -62,6 +62,7 @@ def _child(variant, data, output):
   import tensorflow as tf  # noqa: F401  (timed: the import is what is measured)
 
   from tensorfx import data as tfx_data
+
   if variant != 'floor':
     import apache_beam  # noqa: F401  (timed: the import is what is measured)
     import tensorflow_transform.beam  # noqa: F401  (timed: the import is what is measured)
@@ -76,17 +77,33 @@ def _child(variant, data, output):
       metadata = dataset.analyze(output)
     else:
       cores = os.cpu_count() or 1
-      options = ([] if variant == 'now' else
-                 ['--direct_running_mode=multi_processing',
-                  f'--direct_num_workers={cores}'])
+      options = (
+        []
+        if variant == 'now'
+        else [
+          '--direct_running_mode=multi_processing',
+          f'--direct_num_workers={cores}',
+        ]
+      )
       metadata = dataset.analyze(output, pipeline_args=options, reuse=False)
     rows = metadata.instances
   seconds = time.perf_counter() - start
   cpu = _cpu_seconds() - cpu
-  peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-  print(json.dumps({'rows': rows, 'seconds': seconds, 'imports': imports,
-                    'cpu_seconds': cpu, 'peak_rss_mib': peak / 1024}))
+  peak = max(
+    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+  )
+  print(
+    json.dumps(
+      {
+        'rows': rows,
+        'seconds': seconds,
+        'imports': imports,
+        'cpu_seconds': cpu,
+        'peak_rss_mib': peak / 1024,
+      }
+    )
+  )
 
 
 def _cpu_seconds():
@@ -105,29 +122,40 @@ def _floor(path):
 
   from tensorfx.data import Schema
   from tensorfx.data import _csvrules
+
   schema = Schema.load(SCHEMA)
   numbers = [f.name for f in schema if f.numeric]
   texts = [f.name for f in schema if not f.numeric]
   decode = tf.autograph.experimental.do_not_convert(
-      lambda lines: _csvrules.decode_lines(lines, schema))
+    lambda lines: _csvrules.decode_lines(lines, schema)
+  )
 
   def reduce(batch):
     out = {}
     for name in numbers:
       x = tf.cast(batch[name], tf.float64)
-      out[name] = tf.stack([tf.cast(tf.size(x), tf.float64),
-                            tf.reduce_min(x), tf.reduce_max(x),
-                            tf.reduce_sum(x), tf.reduce_sum(x * x)])
+      out[name] = tf.stack(
+        [
+          tf.cast(tf.size(x), tf.float64),
+          tf.reduce_min(x),
+          tf.reduce_max(x),
+          tf.reduce_sum(x),
+          tf.reduce_sum(x * x),
+        ]
+      )
     for name in texts:
       values, _, counts = tf.unique_with_counts(batch[name])
       out[name] = (values, counts)
     out['hours'] = batch['hours_per_week']
     return out
 
-  data = (tf.data.TextLineDataset(path).batch(16384)
-          .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-          .map(reduce, num_parallel_calls=tf.data.AUTOTUNE)
-          .prefetch(tf.data.AUTOTUNE))
+  data = (
+    tf.data.TextLineDataset(path)
+    .batch(16384)
+    .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+    .map(reduce, num_parallel_calls=tf.data.AUTOTUNE)
+    .prefetch(tf.data.AUTOTUNE)
+  )
   sums = {name: np.array([0.0, np.inf, -np.inf, 0.0, 0.0]) for name in numbers}
   counts = {name: {} for name in texts}
   hours = []
@@ -142,8 +170,7 @@ def _floor(path):
     for name in texts:
       values, found = out[name]
       table = counts[name]
-      for value, count in zip(values.numpy().tolist(),
-                              found.numpy().tolist()):
+      for value, count in zip(values.numpy().tolist(), found.numpy().tolist()):
         table[value] = table.get(value, 0) + count
     hours.append(out['hours'].numpy())
   np.quantile(np.concatenate(hours), [0.25, 0.5, 0.75])
@@ -155,11 +182,15 @@ def _floor(path):
 
 def _extract_before(revision, directory):
   """The tensorfx package at `revision`, extracted under `directory`."""
-  archive = subprocess.run(['git', '-C', ROOT, 'archive', revision,
-                            'tensorfx'], capture_output=True, check=True)
+  archive = subprocess.run(
+    ['git', '-C', ROOT, 'archive', revision, 'tensorfx'],
+    capture_output=True,
+    check=True,
+  )
   os.makedirs(directory, exist_ok=True)
-  subprocess.run(['tar', '-x', '-C', directory], input=archive.stdout,
-                 check=True)
+  subprocess.run(
+    ['tar', '-x', '-C', directory], input=archive.stdout, check=True
+  )
   return directory
 
 
@@ -171,9 +202,22 @@ def _run(variant, data, output, before_dir):
     env['PYTHONPATH'] = ROOT + os.pathsep + env.get('PYTHONPATH', '')
   load = os.getloadavg()[0]
   result = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), '--child', variant,
-       '--data', data, '--output', output], capture_output=True, text=True,
-      env=env, check=False, cwd=before_dir if variant == 'before' else ROOT)
+    [
+      sys.executable,
+      os.path.abspath(__file__),
+      '--child',
+      variant,
+      '--data',
+      data,
+      '--output',
+      output,
+    ],
+    capture_output=True,
+    text=True,
+    env=env,
+    check=False,
+    cwd=before_dir if variant == 'before' else ROOT,
+  )
   if result.returncode:
     raise RuntimeError(f'{variant} failed: {result.stderr[-3000:]}')
   run = json.loads(result.stdout.strip().splitlines()[-1])
@@ -183,22 +227,37 @@ def _run(variant, data, output, before_dir):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='30k and 100k rows, every variant once')
-  parser.add_argument('--sizes', type=lambda t: [int(s) for s in t.split(',')],
-                      help='row counts (default 30000,300000,3000000)')
-  parser.add_argument('--rounds', type=int, default=1,
-                      help='runs of each variant per size (default 1)')
-  parser.add_argument('--variants', type=lambda t: t.split(','),
-                      default=list(VARIANTS),
-                      help=f'which to run (default {",".join(VARIANTS)})')
-  parser.add_argument('--before', default=BEFORE,
-                      help=f'the git revision of the path before (default '
-                      f'{BEFORE})')
-  parser.add_argument('--data', help='where to write the data '
-                      '(default benchmarks/results/data)')
-  parser.add_argument('--output', help='where to write the results '
-                      '(default benchmarks/results)')
+  parser.add_argument(
+    '--quick', action='store_true', help='30k and 100k rows, every variant once'
+  )
+  parser.add_argument(
+    '--sizes',
+    type=lambda t: [int(s) for s in t.split(',')],
+    help='row counts (default 30000,300000,3000000)',
+  )
+  parser.add_argument(
+    '--rounds',
+    type=int,
+    default=1,
+    help='runs of each variant per size (default 1)',
+  )
+  parser.add_argument(
+    '--variants',
+    type=lambda t: t.split(','),
+    default=list(VARIANTS),
+    help=f'which to run (default {",".join(VARIANTS)})',
+  )
+  parser.add_argument(
+    '--before',
+    default=BEFORE,
+    help=f'the git revision of the path before (default {BEFORE})',
+  )
+  parser.add_argument(
+    '--data', help='where to write the data (default benchmarks/results/data)'
+  )
+  parser.add_argument(
+    '--output', help='where to write the results (default benchmarks/results)'
+  )
   parser.add_argument('--child', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.child:
@@ -206,8 +265,10 @@ def main(argv=None):
     return 0
   sys.path.insert(0, HERE)
   from analysis_memory import write_data
-  sizes = args.sizes or ([30000, 100000] if args.quick
-                         else [30000, 300000, 3000000])
+
+  sizes = args.sizes or (
+    [30000, 100000] if args.quick else [30000, 300000, 3000000]
+  )
   directory = args.data or os.path.join(HERE, 'results', 'data')
   out = args.output or os.path.join(HERE, 'results')
   os.makedirs(out, exist_ok=True)
@@ -216,8 +277,11 @@ def main(argv=None):
     before_dir = _extract_before(args.before, os.path.join(scratch, 'before'))
     for rows in sizes:
       path = write_data(directory, rows)
-      variants = [v for v in args.variants
-                  if v != 'now-mp' or rows >= 300000 or args.quick]
+      variants = [
+        v
+        for v in args.variants
+        if v != 'now-mp' or rows >= 300000 or args.quick
+      ]
       for round_ in range(args.rounds):
         shift = round_ % len(variants)
         for variant in variants[shift:] + variants[:shift]:
@@ -225,14 +289,18 @@ def main(argv=None):
           run = _run(variant, path, output, before_dir)
           run.update(size=rows, file_mib=os.path.getsize(path) / 2**20)
           runs.append(run)
-          print(f"{rows:,} rows, {variant}: {run['seconds']:.1f} s "
-                f"({rows / run['seconds']:,.0f} rows/s), peak RSS "
-                f"{run['peak_rss_mib']:,.0f} MiB, load {run['load']:.1f}",
-                file=sys.stderr, flush=True)
+          print(
+            f'{rows:,} rows, {variant}: {run["seconds"]:.1f} s '
+            f'({rows / run["seconds"]:,.0f} rows/s), peak RSS '
+            f'{run["peak_rss_mib"]:,.0f} MiB, load {run["load"]:.1f}',
+            file=sys.stderr,
+            flush=True,
+          )
   report = _report(runs, sizes)
   with open(os.path.join(out, 'analysis.json'), 'w') as f:
-    json.dump({'runs': runs, 'cores': os.cpu_count(), 'time': time.time()},
-              f, indent=2)
+    json.dump(
+      {'runs': runs, 'cores': os.cpu_count(), 'time': time.time()}, f, indent=2
+    )
   with open(os.path.join(out, 'analysis.md'), 'w') as f:
     f.write(report)
   print(report)
@@ -242,20 +310,25 @@ def main(argv=None):
 def _median(values):
   values = sorted(values)
   middle = len(values) // 2
-  return values[middle] if len(values) % 2 else (
-      values[middle - 1] + values[middle]) / 2
+  return (
+    values[middle]
+    if len(values) % 2
+    else (values[middle - 1] + values[middle]) / 2
+  )
 
 
 def _report(runs, sizes):
   lines = [
-      f'Analysis of the census schema and features, {os.cpu_count()} CPU '
-      'cores; medians over the rounds. Time: wall seconds of the analysis '
-      'call (imports excluded); CPU: CPU seconds of its process and worker '
-      'processes; load: the 1-minute load average before the run (the '
-      'machine may be shared).', '',
-      '| rows | CSV | variant | time | rows/s | vs before | vs floor | CPU | '
-      'peak RSS | load |',
-      '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |']
+    f'Analysis of the census schema and features, {os.cpu_count()} CPU '
+    'cores; medians over the rounds. Time: wall seconds of the analysis '
+    'call (imports excluded); CPU: CPU seconds of its process and worker '
+    'processes; load: the 1-minute load average before the run (the '
+    'machine may be shared).',
+    '',
+    '| rows | CSV | variant | time | rows/s | vs before | vs floor | CPU | '
+    'peak RSS | load |',
+    '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ]
   for rows in sizes:
     medians = {}
     for variant in VARIANTS:
@@ -263,21 +336,34 @@ def _report(runs, sizes):
       if mine:
         cpu = [r['cpu_seconds'] for r in mine if 'cpu_seconds' in r]
         medians[variant] = (
-            _median([r['seconds'] for r in mine]),
-            max(r['peak_rss_mib'] for r in mine),
-            _median([r['load'] for r in mine]), mine[0]['file_mib'],
-            _median(cpu) if cpu else None)
+          _median([r['seconds'] for r in mine]),
+          max(r['peak_rss_mib'] for r in mine),
+          _median([r['load'] for r in mine]),
+          mine[0]['file_mib'],
+          _median(cpu) if cpu else None,
+        )
     for variant, (seconds, peak, load, mib, cpu) in medians.items():
-      before = (f"{medians['before'][0] / seconds:.1f}x"
-                if 'before' in medians and variant != 'before' else '')
-      floor = (f"{seconds / medians['floor'][0]:.1f}x"
-               if 'floor' in medians and variant != 'floor' else '')
+      before = (
+        f'{medians["before"][0] / seconds:.1f}x'
+        if 'before' in medians and variant != 'before'
+        else ''
+      )
+      floor = (
+        f'{seconds / medians["floor"][0]:.1f}x'
+        if 'floor' in medians and variant != 'floor'
+        else ''
+      )
       cpu = f'{cpu:.1f} s' if cpu is not None else ''
-      lines.append(f'| {rows:,} | {mib:,.0f} MiB | {variant} | {seconds:.1f} s'
-                   f' | {rows / seconds:,.0f} | {before} | {floor} | {cpu} | '
-                   f'{peak:,.0f} MiB | {load:.1f} |')
-  lines += ['', '"vs before": how many times faster than the path before; '
-            '"vs floor": how many times slower than the tf.data pass.']
+      lines.append(
+        f'| {rows:,} | {mib:,.0f} MiB | {variant} | {seconds:.1f} s'
+        f' | {rows / seconds:,.0f} | {before} | {floor} | {cpu} | '
+        f'{peak:,.0f} MiB | {load:.1f} |'
+      )
+  lines += [
+    '',
+    '"vs before": how many times faster than the path before; '
+    '"vs floor": how many times slower than the tf.data pass.',
+  ]
   return '\n'.join(lines) + '\n'
 
 

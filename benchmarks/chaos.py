@@ -33,13 +33,18 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IRIS = os.path.join(ROOT, 'samples', 'iris')
 KINDS = ('worker', 'evaluator', 'ps', 'chief')
-INSTANCES = {'6.3,3.3,6,2.5': 'virginica', '4.4,3,1.3,0.2': 'setosa',
-             '6.1,2.8,4.7,1.2': 'versicolor'}
+INSTANCES = {
+  '6.3,3.3,6,2.5': 'virginica',
+  '4.4,3,1.3,0.2': 'setosa',
+  '6.1,2.8,4.7,1.2': 'versicolor',
+}
 
 _PID = re.compile(r'(\S+) \(pid (\d+)\)')
 _STEP = re.compile(r'^\[chief\s*\] .* step (\d+)/(\d+)')
-_RESUMED = re.compile(r'^\[chief\s*\] .*(?:Resumed from \S+ at step|'
-                      r'Training from step|Already trained to step) (\d+)')
+_RESUMED = re.compile(
+  r'^\[chief\s*\] .*(?:Resumed from \S+ at step|'
+  r'Training from step|Already trained to step) (\d+)'
+)
 
 
 class ChaosRun:
@@ -63,10 +68,22 @@ class ChaosRun:
     stream: where the cluster's lines are echoed (None: kept only).
   """
 
-  def __init__(self, output, analysis, *, max_steps=3000,
-               checkpoint_interval=200, kill_every=(4.0, 10.0),
-               kill_every_steps=None, kinds=(), kills=None, kill_secs=None,
-               seed=0, restarts=100, stream=None):
+  def __init__(
+    self,
+    output,
+    analysis,
+    *,
+    max_steps=3000,
+    checkpoint_interval=200,
+    kill_every=(4.0, 10.0),
+    kill_every_steps=None,
+    kinds=(),
+    kills=None,
+    kill_secs=None,
+    seed=0,
+    restarts=100,
+    stream=None,
+  ):
     self.output = str(output)
     self.analysis = analysis
     self.max_steps = max_steps
@@ -82,39 +99,72 @@ class ChaosRun:
     self.lines = []
     self.pids = {}
     self.kills = []
-    self._step = 0           # The chief's last logged step.
+    self._step = 0  # The chief's last logged step.
     self._progressed = False  # Steps logged since the chief's last start.
-    self._resumes = []       # (time, step) of each chief start.
+    self._resumes = []  # (time, step) of each chief start.
     self._finishing = False
     self._lock = threading.Lock()
 
   def command(self):
-    return [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-            '--output', self.output, '--cluster',
-            'ps=1,workers=2,evaluator=1', '--restart', str(self.restarts),
-            '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
-            '--data-schema', 'schema.yaml', '--data-features',
-            'features.yaml', '--data-metadata', self.analysis,
-            '--hidden-layers:1', '20', '--hidden-layers:2', '10',
-            '--max-steps', str(self.max_steps), '--checkpoint-interval-steps',
-            str(self.checkpoint_interval), '--log-interval-steps', '10',
-            '--seed', '7', '--cluster-timeout-secs', '120']
+    return [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      'trainer',
+      '--output',
+      self.output,
+      '--cluster',
+      'ps=1,workers=2,evaluator=1',
+      '--restart',
+      str(self.restarts),
+      '--data-train',
+      'data/train.csv',
+      '--data-eval',
+      'data/eval.csv',
+      '--data-schema',
+      'schema.yaml',
+      '--data-features',
+      'features.yaml',
+      '--data-metadata',
+      self.analysis,
+      '--hidden-layers:1',
+      '20',
+      '--hidden-layers:2',
+      '10',
+      '--max-steps',
+      str(self.max_steps),
+      '--checkpoint-interval-steps',
+      str(self.checkpoint_interval),
+      '--log-interval-steps',
+      '10',
+      '--seed',
+      '7',
+      '--cluster-timeout-secs',
+      '120',
+    ]
 
   def run(self, timeout=600):
     """Runs the job to its end under kills; returns the report (a dict)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1')
     start = time.monotonic()
     launcher = subprocess.Popen(
-        self.command(), cwd=IRIS, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-        bufsize=1, start_new_session=True)
-    reader = threading.Thread(target=self._read, args=(launcher,),
-                              daemon=True)
+      self.command(),
+      cwd=IRIS,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      stdin=subprocess.DEVNULL,
+      text=True,
+      bufsize=1,
+      start_new_session=True,
+    )
+    reader = threading.Thread(target=self._read, args=(launcher,), daemon=True)
     reader.start()
     try:
       self._kill_loop(launcher, start + timeout)
-      code = launcher.wait(timeout=max(1.0, start + timeout -
-                                       time.monotonic()))
+      code = launcher.wait(timeout=max(1.0, start + timeout - time.monotonic()))
     except subprocess.TimeoutExpired:
       code = None
     finally:
@@ -166,14 +216,22 @@ class ChaosRun:
 
   def _kill_loop(self, launcher, deadline):
     due = None
-    stop = (time.monotonic() + self.kill_secs if self.kill_secs is not None
-            else deadline)
+    stop = (
+      time.monotonic() + self.kill_secs
+      if self.kill_secs is not None
+      else deadline
+    )
     while launcher.poll() is None and time.monotonic() < deadline:
       time.sleep(0.05)
       with self._lock:
-        if self._finishing or time.monotonic() > stop or (
-            self.kills_wanted is not None and
-            len(self.kills) >= self.kills_wanted):
+        if (
+          self._finishing
+          or time.monotonic() > stop
+          or (
+            self.kills_wanted is not None
+            and len(self.kills) >= self.kills_wanted
+          )
+        ):
           continue
         # Kills land while the cluster trains: a chief that has not
         # trained since it started is left to get going.
@@ -184,22 +242,33 @@ class ChaosRun:
         by_steps = self.kill_every_steps is not None
         now = self._step if by_steps else time.monotonic()
         if due is None:
-          due = (now + self.random.randint(*self.kill_every_steps) if by_steps
-                 else now + self.random.uniform(*self.kill_every))
+          due = (
+            now + self.random.randint(*self.kill_every_steps)
+            if by_steps
+            else now + self.random.uniform(*self.kill_every)
+          )
           continue
         if now < due:
           continue
-        kind = (self.schedule.pop(0) if self.schedule
-                else self.random.choice(KINDS))
-        names = sorted(n for n in self.pids
-                       if n == kind or n.startswith(kind + '-'))
+        kind = (
+          self.schedule.pop(0) if self.schedule else self.random.choice(KINDS)
+        )
+        names = sorted(
+          n for n in self.pids if n == kind or n.startswith(kind + '-')
+        )
         name = self.random.choice(names)
         try:
           os.kill(self.pids[name], signal.SIGKILL)
         except ProcessLookupError:
           continue
-        self.kills.append({'kind': kind, 'task': name,
-                           'time': time.monotonic(), 'step': self._step})
+        self.kills.append(
+          {
+            'kind': kind,
+            'task': name,
+            'time': time.monotonic(),
+            'step': self._step,
+          }
+        )
         if kind in ('chief', 'ps'):
           self._progressed = False
         due = None
@@ -208,11 +277,12 @@ class ChaosRun:
     import yaml
 
     from tensorfx import prediction
+
     for kill in self.kills:
       if kill['kind'] in ('chief', 'ps'):
         after = [step for at, step in self._resumes if at > kill['time']]
         kill['resumed'] = after[0] if after else None
-        kill['lost'] = (max(0, kill['step'] - after[0]) if after else None)
+        kill['lost'] = max(0, kill['step'] - after[0]) if after else None
     job_path = os.path.join(self.output, 'job.yaml')
     job = {}
     if os.path.exists(job_path):
@@ -226,32 +296,36 @@ class ChaosRun:
         predictions[name] = labels == list(INSTANCES.values())
       except Exception as e:
         predictions[name] = f'{type(e).__name__}: {e}'
-    evaluated_path = os.path.join(self.output, 'summaries', 'eval',
-                                  'evaluated.json')
+    evaluated_path = os.path.join(
+      self.output, 'summaries', 'eval', 'evaluated.json'
+    )
     evaluated = []
     if os.path.exists(evaluated_path):
       with open(evaluated_path, encoding='utf-8') as f:
         evaluated = json.load(f)['evaluated']
-    by_kind = {kind: sum(k['kind'] == kind for k in self.kills)
-               for kind in KINDS}
+    by_kind = {
+      kind: sum(k['kind'] == kind for k in self.kills) for kind in KINDS
+    }
     lost = [k['lost'] for k in self.kills if k.get('lost') is not None]
-    restarts = sum('restarted' in line for line in self.lines
-                   if line.startswith('[cluster'))
+    restarts = sum(
+      'restarted' in line for line in self.lines if line.startswith('[cluster')
+    )
     return {
-        'exit_code': code,
-        'wall_secs': round(wall, 1),
-        'max_steps': self.max_steps,
-        'checkpoint_interval': self.checkpoint_interval,
-        'status': job.get('status'),
-        'global_step': job.get('global_step'),
-        'kills': by_kind,
-        'restarts': restarts,
-        'steps_lost': lost,
-        'max_steps_lost': max(lost) if lost else None,
-        'predicts': predictions,
-        'evaluated': evaluated,
-        'kill_log': [{k: v for k, v in kill.items() if k != 'time'}
-                     for kill in self.kills],
+      'exit_code': code,
+      'wall_secs': round(wall, 1),
+      'max_steps': self.max_steps,
+      'checkpoint_interval': self.checkpoint_interval,
+      'status': job.get('status'),
+      'global_step': job.get('global_step'),
+      'kills': by_kind,
+      'restarts': restarts,
+      'steps_lost': lost,
+      'max_steps_lost': max(lost) if lost else None,
+      'predicts': predictions,
+      'evaluated': evaluated,
+      'kill_log': [
+        {k: v for k, v in kill.items() if k != 'time'} for kill in self.kills
+      ],
     }
 
 
@@ -273,52 +347,72 @@ def problems(report, steps_per_closure=10):
     found.append(f'evaluated.json repeats steps: {report["evaluated"]}')
   for kill in report['kill_log']:
     if kill['kind'] in ('chief', 'ps') and (
-        kill.get('lost') is None or
-        kill['lost'] > report['checkpoint_interval']):
-      found.append(f'a {kill["kind"]} kill at step {kill["step"]} lost '
-                   f'{kill.get("lost")} steps (interval '
-                   f'{report["checkpoint_interval"]})')
+      kill.get('lost') is None or kill['lost'] > report['checkpoint_interval']
+    ):
+      found.append(
+        f'a {kill["kind"]} kill at step {kill["step"]} lost '
+        f'{kill.get("lost")} steps (interval '
+        f'{report["checkpoint_interval"]})'
+      )
   return found
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--minutes', type=float, default=10,
-                      help='how long to keep killing (then the job is left '
-                      'to finish)')
-  parser.add_argument('--max-steps', type=int, default=12000,
-                      help='the target step (more than the cluster trains '
-                      'in --minutes under kills, so that kills last that '
-                      'long)')
+  parser.add_argument(
+    '--minutes',
+    type=float,
+    default=10,
+    help='how long to keep killing (then the job is left to finish)',
+  )
+  parser.add_argument(
+    '--max-steps',
+    type=int,
+    default=12000,
+    help='the target step (more than the cluster trains '
+    'in --minutes under kills, so that kills last that '
+    'long)',
+  )
   parser.add_argument('--checkpoint-interval', type=int, default=200)
-  parser.add_argument('--kill-every', type=float, nargs=2, default=(3, 8),
-                      metavar=('LOW', 'HIGH'))
+  parser.add_argument(
+    '--kill-every', type=float, nargs=2, default=(3, 8), metavar=('LOW', 'HIGH')
+  )
   parser.add_argument('--seed', type=int, default=1)
-  parser.add_argument('--output', default=os.path.join(ROOT, 'benchmarks',
-                                                       'results', 'chaos'))
+  parser.add_argument(
+    '--output', default=os.path.join(ROOT, 'benchmarks', 'results', 'chaos')
+  )
   args = parser.parse_args(argv)
   import shutil
+
   sys.path.insert(0, ROOT)
   from tensorfx import data
+
   shutil.rmtree(args.output, ignore_errors=True)
   analysis = os.path.join(args.output, 'analysis')
-  data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                  features=os.path.join(IRIS, 'features.yaml'),
-                  train=os.path.join(IRIS, 'data', 'train.csv')).analyze(
-                      analysis)
-  run = ChaosRun(os.path.join(args.output, 'job'), analysis,
-                 max_steps=args.max_steps,
-                 checkpoint_interval=args.checkpoint_interval,
-                 kill_every=tuple(args.kill_every), kinds=KINDS,
-                 kill_secs=args.minutes * 60, seed=args.seed,
-                 stream=sys.stdout)
+  data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=os.path.join(IRIS, 'data', 'train.csv'),
+  ).analyze(analysis)
+  run = ChaosRun(
+    os.path.join(args.output, 'job'),
+    analysis,
+    max_steps=args.max_steps,
+    checkpoint_interval=args.checkpoint_interval,
+    kill_every=tuple(args.kill_every),
+    kinds=KINDS,
+    kill_secs=args.minutes * 60,
+    seed=args.seed,
+    stream=sys.stdout,
+  )
   report = run.run(timeout=args.minutes * 60 + 1800)
   report['problems'] = problems(report)
   path = os.path.join(os.path.dirname(args.output), 'chaos.json')
   with open(path, 'w', encoding='utf-8') as f:
     json.dump(report, f, indent=1)
-  print(json.dumps({k: v for k, v in report.items() if k != 'kill_log'},
-                   indent=1))
+  print(
+    json.dumps({k: v for k, v in report.items() if k != 'kill_log'}, indent=1)
+  )
   print(f'Written to {path}')
   return 1 if report['problems'] else 0
 

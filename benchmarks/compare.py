@@ -80,20 +80,32 @@ def _scalars(directory, tag):
   return sorted(found)
 
 
-def tensorfx_rate(files, analysis, output, batch, window, warmup, steps,
-                  extra=(), train=None):
+def tensorfx_rate(
+  files, analysis, output, batch, window, warmup, steps, extra=(), train=None
+):
   """examples/s of ModelTrainer after the first `warmup` steps.
 
   The trainer logs examples/s per window of `window` steps; the windows
   up to `warmup` (tracing, the first epoch that fills a cache) are
   dropped, the others are averaged over time.
   """
-  model = ctr_model.tensorfx_train(files, analysis, output, batch,
-                                   warmup + steps, window, extra=extra,
-                                   train=train)
-  windows = [rate for step, rate in _scalars(
-      os.path.join(output, 'summaries', 'train'), 'examples_per_sec')
-             if step > warmup]
+  model = ctr_model.tensorfx_train(
+    files,
+    analysis,
+    output,
+    batch,
+    warmup + steps,
+    window,
+    extra=extra,
+    train=train,
+  )
+  windows = [
+    rate
+    for step, rate in _scalars(
+      os.path.join(output, 'summaries', 'train'), 'examples_per_sec'
+    )
+    if step > warmup
+  ]
   if not windows:
     raise RuntimeError(f'no examples_per_sec summaries in {output}')
   # Equal windows: the overall rate is the harmonic mean.
@@ -104,20 +116,28 @@ def tensorfx_rate(files, analysis, output, batch, window, warmup, steps,
 # default is what `tensorfx train` does without speed flags (--cache auto
 # caches here: training reads the data more than once, and it fits).
 TENSORFX = {
-    'tensorfx': (),
-    'tensorfx-nocache': ('--cache', 'none'),
-    'tensorfx-xla': ('--jit-compile', '--cache', 'none'),
-    'tensorfx-xla-cache': ('--jit-compile', '--cache', 'memory'),
+  'tensorfx': (),
+  'tensorfx-nocache': ('--cache', 'none'),
+  'tensorfx-xla': ('--jit-compile', '--cache', 'none'),
+  'tensorfx-xla-cache': ('--jit-compile', '--cache', 'memory'),
 }
 # Hand-written variants a user could write (the naive one is a floor, not
 # a contender; the ceiling has no input pipeline).
-HAND_WRITTEN = ('keras-tuned', 'loop', 'loop-xla', 'loop-cache',
-                'loop-xla-cache')
+HAND_WRITTEN = (
+  'keras-tuned',
+  'loop',
+  'loop-xla',
+  'loop-cache',
+  'loop-xla-cache',
+)
 # The like-for-like pairs: a tensorfx configuration and the hand-written
 # loop using the same technique (cache, XLA).
-LIKE_FOR_LIKE = (('tensorfx-nocache', 'loop'), ('tensorfx', 'loop-cache'),
-                 ('tensorfx-xla', 'loop-xla'),
-                 ('tensorfx-xla-cache', 'loop-xla-cache'))
+LIKE_FOR_LIKE = (
+  ('tensorfx-nocache', 'loop'),
+  ('tensorfx', 'loop-cache'),
+  ('tensorfx-xla', 'loop-xla'),
+  ('tensorfx-xla-cache', 'loop-xla-cache'),
+)
 
 
 def quartiles(values):
@@ -132,12 +152,28 @@ def quartiles(values):
 def spread(ratios):
   """A ratio as the median of paired per-round ratios, with its spread."""
   q1, median, q3 = quartiles(ratios)
-  return {'median': median, 'q1': q1, 'q3': q3, 'pairs': len(ratios),
-          'ratios': ratios, 'includes_one': q1 <= 1.0 <= q3}
+  return {
+    'median': median,
+    'q1': q1,
+    'q3': q3,
+    'pairs': len(ratios),
+    'ratios': ratios,
+    'includes_one': q1 <= 1.0 <= q3,
+  }
 
 
-def training(files, analysis, stats, batch, rounds, window, warmup, steps,
-             workdir, train_files):
+def training(
+  files,
+  analysis,
+  stats,
+  batch,
+  rounds,
+  window,
+  warmup,
+  steps,
+  workdir,
+  train_files,
+):
   """Sections 1-5 at one batch size.
 
   Every variant trains on `train_files` for `warmup + steps` steps and is
@@ -150,49 +186,77 @@ def training(files, analysis, stats, batch, rounds, window, warmup, steps,
   def loop(jit_compile=False, cached=False):
     make = ctr_model.cached_pipeline if cached else ctr_model.tuned_pipeline
     return lambda: ctr_model.function_loop(
-        make(records, batch, stats), batch, warmup, steps, per_call=window,
-        jit_compile=jit_compile)
+      make(records, batch, stats),
+      batch,
+      warmup,
+      steps,
+      per_call=window,
+      jit_compile=jit_compile,
+    )
 
   variants = {name: None for name in TENSORFX}
-  variants.update({
+  variants.update(
+    {
       'keras-naive': lambda: ctr_model.keras_fit(
-          ctr_model.naive_pipeline(records, batch, stats), batch, warmup,
-          steps),
+        ctr_model.naive_pipeline(records, batch, stats), batch, warmup, steps
+      ),
       'keras-tuned': lambda: ctr_model.keras_fit(
-          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
-          steps, steps_per_execution=window),
+        ctr_model.tuned_pipeline(records, batch, stats),
+        batch,
+        warmup,
+        steps,
+        steps_per_execution=window,
+      ),
       'loop': loop(),
       'loop-xla': loop(jit_compile=True),
       'loop-cache': loop(cached=True),
       'loop-xla-cache': loop(jit_compile=True, cached=True),
       'ceiling': lambda: ctr_model.compute_ceiling(
-          ctr_model.tuned_pipeline(records, batch, stats), batch, warmup,
-          steps, per_call=window),
-  })
+        ctr_model.tuned_pipeline(records, batch, stats),
+        batch,
+        warmup,
+        steps,
+        per_call=window,
+      ),
+    }
+  )
   rates = {name: [] for name in variants}
   # Like for like: each tensorfx configuration runs next to the hand-written
   # loop that uses the same technique, the order within the pair flipping
   # from round to round; a slow spell then falls on both sides of a pair.
   units = [pair for pair in LIKE_FOR_LIKE] + [
-      (name,) for name in variants
-      if not any(name in pair for pair in LIKE_FOR_LIKE)]
+    (name,)
+    for name in variants
+    if not any(name in pair for pair in LIKE_FOR_LIKE)
+  ]
   for round_ in range(rounds):
     for unit in _rotated(units, round_):
-      for name in (unit[::-1] if round_ % 2 else unit):
+      for name in unit[::-1] if round_ % 2 else unit:
         run = variants[name]
         tf.keras.backend.clear_session()
         if name in TENSORFX:
           output = os.path.join(workdir, f'{name}-{batch}-{round_}')
-          rate, model = tensorfx_rate(files, analysis, output, batch, window,
-                                      warmup, steps, extra=TENSORFX[name],
-                                      train=records)
+          rate, model = tensorfx_rate(
+            files,
+            analysis,
+            output,
+            batch,
+            window,
+            warmup,
+            steps,
+            extra=TENSORFX[name],
+            train=records,
+          )
           if name == 'tensorfx':
             model_dir = model.path
         else:
           rate = run()
         rates[name].append(rate)
-        print(f'batch {batch} round {round_ + 1}: {name} {rate:,.0f} '
-              'examples/s', file=sys.stderr, flush=True)
+        print(
+          f'batch {batch} round {round_ + 1}: {name} {rate:,.0f} examples/s',
+          file=sys.stderr,
+          flush=True,
+        )
   medians = {name: _median(r) for name, r in rates.items()}
   best_name = max(HAND_WRITTEN, key=lambda n: medians[n])
   tensorfx_best = max(TENSORFX, key=lambda n: medians[n])
@@ -200,31 +264,40 @@ def training(files, analysis, stats, batch, rounds, window, warmup, steps,
   def per_round(numerator, denominator):
     return [n / d for n, d in zip(numerator, denominator)]
 
-  best_each_round = [max(rates[n][r] for n in HAND_WRITTEN)
-                     for r in range(rounds)]
+  best_each_round = [
+    max(rates[n][r] for n in HAND_WRITTEN) for r in range(rounds)
+  ]
   paired = {
-      f'{a} / {b}': spread(per_round(rates[a], rates[b]))
-      for a, b in LIKE_FOR_LIKE}
+    f'{a} / {b}': spread(per_round(rates[a], rates[b]))
+    for a, b in LIKE_FOR_LIKE
+  }
   paired['default / best hand-written'] = spread(
-      per_round(rates['tensorfx'], best_each_round))
-  paired['best tensorfx / best hand-written'] = spread(per_round(
-      rates[tensorfx_best], best_each_round))
+    per_round(rates['tensorfx'], best_each_round)
+  )
+  paired['best tensorfx / best hand-written'] = spread(
+    per_round(rates[tensorfx_best], best_each_round)
+  )
   paired['default / naive'] = spread(
-      per_round(rates['tensorfx'], rates['keras-naive']))
+    per_round(rates['tensorfx'], rates['keras-naive'])
+  )
   return {
-      'batch': batch, 'rates': rates, 'medians': medians,
-      'best_hand_written': best_name, 'best_tensorfx': tensorfx_best,
-      # Every ratio is the median of per-round ratios (`paired` has each
-      # one's quartiles and count). Targets: default >= 0.95x, best >= 1.0x.
-      'vs_best_hand_written':
-          paired['default / best hand-written']['median'],
-      'best_vs_best_hand_written':
-          paired['best tensorfx / best hand-written']['median'],
-      'like_for_like': {f'{a} / {b}': paired[f'{a} / {b}']['median']
-                        for a, b in LIKE_FOR_LIKE},
-      'vs_naive': paired['default / naive']['median'],
-      'paired': paired,
-      'vs_ceiling': {n: m / medians['ceiling'] for n, m in medians.items()},
+    'batch': batch,
+    'rates': rates,
+    'medians': medians,
+    'best_hand_written': best_name,
+    'best_tensorfx': tensorfx_best,
+    # Every ratio is the median of per-round ratios (`paired` has each
+    # one's quartiles and count). Targets: default >= 0.95x, best >= 1.0x.
+    'vs_best_hand_written': paired['default / best hand-written']['median'],
+    'best_vs_best_hand_written': paired['best tensorfx / best hand-written'][
+      'median'
+    ],
+    'like_for_like': {
+      f'{a} / {b}': paired[f'{a} / {b}']['median'] for a, b in LIKE_FOR_LIKE
+    },
+    'vs_naive': paired['default / naive']['median'],
+    'paired': paired,
+    'vs_ceiling': {n: m / medians['ceiling'] for n, m in medians.items()},
   }, model_dir
 
 
@@ -238,12 +311,15 @@ def _one_pass(dataset):
 def input_only(files, stats, batch, rounds):
   """Section 6: reading + parsing only, no model, no transform."""
   from tensorfx import data
+
   schema = data.Schema.load(files['schema'])
   pipelines = {
-      'tensorfx': lambda: data.ExamplesDataSource(
-          files['tfrecord'], schema).read(batch),
-      'hand-written': lambda: ctr_model.tuned_pipeline(
-          files['tfrecord'], batch, stats, repeat=False, preprocess=False),
+    'tensorfx': lambda: data.ExamplesDataSource(files['tfrecord'], schema).read(
+      batch
+    ),
+    'hand-written': lambda: ctr_model.tuned_pipeline(
+      files['tfrecord'], batch, stats, repeat=False, preprocess=False
+    ),
   }
   for make in pipelines.values():
     _one_pass(make())  # Warm-up: file cache, thread pools.
@@ -253,8 +329,13 @@ def input_only(files, stats, batch, rounds):
       rate, count = _one_pass(make())
       rates[name].append(rate)
   medians = {name: _median(r) for name, r in rates.items()}
-  return {'batch': batch, 'rows': count, 'rates': rates, 'medians': medians,
-          'ratio': medians['tensorfx'] / medians['hand-written']}
+  return {
+    'batch': batch,
+    'rows': count,
+    'rates': rates,
+    'medians': medians,
+    'ratio': medians['tensorfx'] / medians['hand-written'],
+  }
 
 
 def _cpu_seconds(pid):
@@ -275,8 +356,13 @@ def _time_to_first_step(command):
   what it does after its first step is not measured.
   """
   start = time.perf_counter()
-  process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+  process = subprocess.Popen(
+    command,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.PIPE,
+    text=True,
+    cwd=ROOT,
+  )
   seen = cpu = None
   lines = []
   try:
@@ -300,16 +386,36 @@ def startup(files, analysis, args, rounds, workdir):
   help_times = []
   for _ in range(max(rounds, 3)):
     start = time.perf_counter()
-    subprocess.run([sys.executable, '-m', 'tensorfx', '--help'], check=True,
-                   stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(
+      [sys.executable, '-m', 'tensorfx', '--help'],
+      check=True,
+      stdout=subprocess.DEVNULL,
+      cwd=ROOT,
+    )
     help_times.append(time.perf_counter() - start)
   imported = subprocess.run(
-      [sys.executable, '-c', 'import sys\nfrom tensorfx.tools import _main\n'
-       '_main.build_parser()\nprint("tensorflow" in sys.modules)'],
-      capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
+    [
+      sys.executable,
+      '-c',
+      'import sys\nfrom tensorfx.tools import _main\n'
+      '_main.build_parser()\nprint("tensorflow" in sys.modules)',
+    ],
+    capture_output=True,
+    text=True,
+    check=True,
+    cwd=ROOT,
+  ).stdout.strip()
   probe = [sys.executable, os.path.join(HERE, 'ctr_model.py')]
-  common = ['--data', args.data, '--rows', str(args.rows), '--shards',
-            str(args.shards), '--analysis', analysis]
+  common = [
+    '--data',
+    args.data,
+    '--rows',
+    str(args.rows),
+    '--shards',
+    str(args.shards),
+    '--analysis',
+    analysis,
+  ]
   first = {'tensorfx': [], 'hand-written': []}
   cpu = {'tensorfx': [], 'hand-written': []}
   for round_ in range(rounds):
@@ -317,21 +423,25 @@ def startup(files, analysis, args, rounds, workdir):
     for kind in _rotated(list(first), round_):
       output = os.path.join(workdir, f'startup-{kind}-{round_}')
       wall, used = _time_to_first_step(
-          probe + [kind, *common, '--output', output])
+        probe + [kind, *common, '--output', output]
+      )
       first[kind].append(wall)
       cpu[kind].append(used)
   medians = {k: _median(v) for k, v in first.items()}
   cpu_medians = {k: _median(v) for k, v in cpu.items()}
-  return {'help_seconds': _median(help_times),
-          'help_imports_tensorflow': imported == 'True',
-          'first_step_seconds': first, 'medians': medians,
-          'ratio': medians['tensorfx'] / medians['hand-written'],
-          'first_step_cpu_seconds': cpu, 'cpu_medians': cpu_medians,
-          'cpu_ratio': (cpu_medians['tensorfx'] /
-                        cpu_medians['hand-written'])}
+  return {
+    'help_seconds': _median(help_times),
+    'help_imports_tensorflow': imported == 'True',
+    'first_step_seconds': first,
+    'medians': medians,
+    'ratio': medians['tensorfx'] / medians['hand-written'],
+    'first_step_cpu_seconds': cpu,
+    'cpu_medians': cpu_medians,
+    'cpu_ratio': (cpu_medians['tensorfx'] / cpu_medians['hand-written']),
+  }
 
 
-_PASS = '''
+_PASS = """
 import resource, sys, json
 sys.path.insert(0, {here!r})
 import tensorflow as tf
@@ -349,12 +459,12 @@ count = 0
 for batch in dataset:
   count += int(tf.shape(batch['label'])[0])
 print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, before)
-'''
+"""
 
 
 def memory(files, rounds):
   """Section 8: peak RSS of a full pass, at a quarter and all of the data."""
-  quarter = files['tfrecord'][:max(1, len(files['tfrecord']) // 4)]
+  quarter = files['tfrecord'][: max(1, len(files['tfrecord']) // 4)]
   script = _PASS.format(here=HERE)
   results = {}
   for label, shard_files in (('quarter', quarter), ('all', files['tfrecord'])):
@@ -364,26 +474,40 @@ def memory(files, rounds):
     for _ in range(max(1, rounds - 1)):
       for kind in peaks:  # noqa: PLC0206  (appends to two dicts under one key)
         out = subprocess.run(
-            [sys.executable, '-c', script, kind, files['schema'],
-             files['stats'], *shard_files], capture_output=True, text=True,
-            check=True).stdout.split()
+          [
+            sys.executable,
+            '-c',
+            script,
+            kind,
+            files['schema'],
+            files['stats'],
+            *shard_files,
+          ],
+          capture_output=True,
+          text=True,
+          check=True,
+        ).stdout.split()
         rows = int(out[0])
         peaks[kind].append(int(out[1]) / 1024)
         growths[kind].append((int(out[1]) - int(out[2])) / 1024)
     medians = {k: _median(v) for k, v in peaks.items()}
-    results[label] = {'rows': rows, 'peak_rss_mib': medians,
-                      'pass_growth_mib': {k: _median(v)
-                                          for k, v in growths.items()},
-                      'ratio': medians['tensorfx'] / medians['hand-written']}
+    results[label] = {
+      'rows': rows,
+      'peak_rss_mib': medians,
+      'pass_growth_mib': {k: _median(v) for k, v in growths.items()},
+      'ratio': medians['tensorfx'] / medians['hand-written'],
+    }
   results['growth'] = {
-      k: results['all']['peak_rss_mib'][k] / results['quarter'][
-          'peak_rss_mib'][k] for k in ('tensorfx', 'hand-written')}
+    k: results['all']['peak_rss_mib'][k] / results['quarter']['peak_rss_mib'][k]
+    for k in ('tensorfx', 'hand-written')
+  }
   return results
 
 
 def serving(model_dir, files, rounds):
   """Section 9: predictions/s, prediction.Model against the raw signature."""
   from tensorfx import prediction
+
   with open(files['csv'][0]) as f:
     lines = [line.rstrip('\n') for _, line in zip(range(1024), f)]
   model = prediction.Model.load(model_dir)
@@ -392,10 +516,10 @@ def serving(model_dir, files, rounds):
   for batch, reps in ((1, 200), (1024, 20)):
     instances = lines[:batch]
     calls = {
-        'tensorfx': lambda: model.predict(instances),  # noqa: B023  (called in this iteration only)
-        'raw-signature': lambda: {
-            k: v.numpy() for k, v in signature(
-                csv=tf.constant(instances)).items()},  # noqa: B023  (called in this iteration only)
+      'tensorfx': lambda instances=instances: model.predict(instances),
+      'raw-signature': lambda instances=instances: {
+        k: v.numpy() for k, v in signature(csv=tf.constant(instances)).items()
+      },
     }
     for call in calls.values():
       call()
@@ -407,46 +531,68 @@ def serving(model_dir, files, rounds):
           call()
         rates[name].append(reps * batch / (time.perf_counter() - start))
     medians = {k: _median(v) for k, v in rates.items()}
-    results[str(batch)] = {'rates': rates, 'medians': medians,
-                           'ratio': medians['tensorfx'] /
-                                    medians['raw-signature']}
+    results[str(batch)] = {
+      'rates': rates,
+      'medians': medians,
+      'ratio': medians['tensorfx'] / medians['raw-signature'],
+    }
   return results
 
 
 _TRAINING_COLUMNS = (
-    ('tensorfx', 'tensorfx default'), ('tensorfx-nocache', '--cache none'),
-    ('tensorfx-xla', '--jit-compile --cache none'),
-    ('tensorfx-xla-cache', '--jit-compile --cache memory'),
-    ('keras-naive', 'Keras fit naive'), ('keras-tuned', 'Keras fit tuned'),
-    ('loop', 'loop'), ('loop-xla', 'loop XLA'), ('loop-cache', 'loop cached'),
-    ('loop-xla-cache', 'loop XLA cached'), ('ceiling', 'compute ceiling'))
+  ('tensorfx', 'tensorfx default'),
+  ('tensorfx-nocache', '--cache none'),
+  ('tensorfx-xla', '--jit-compile --cache none'),
+  ('tensorfx-xla-cache', '--jit-compile --cache memory'),
+  ('keras-naive', 'Keras fit naive'),
+  ('keras-tuned', 'Keras fit tuned'),
+  ('loop', 'loop'),
+  ('loop-xla', 'loop XLA'),
+  ('loop-cache', 'loop cached'),
+  ('loop-xla-cache', 'loop XLA cached'),
+  ('ceiling', 'compute ceiling'),
+)
 
 
 def _training_markdown(result):
-  lines = ['**Training** (examples/s; in brackets the ratio to the compute '
-           f"ceiling; {result.get('train_rows', 0):,} rows an epoch, "
-           'measured after the first)', '',
-           '| variant | ' + ' | '.join(
-               f"batch {t['batch']}" for t in result['training']) + ' |',
-           '| --- |' + ' ---: |' * len(result['training'])]
+  lines = [
+    '**Training** (examples/s; in brackets the ratio to the compute '
+    f'ceiling; {result.get("train_rows", 0):,} rows an epoch, '
+    'measured after the first)',
+    '',
+    '| variant | '
+    + ' | '.join(f'batch {t["batch"]}' for t in result['training'])
+    + ' |',
+    '| --- |' + ' ---: |' * len(result['training']),
+  ]
   for name, label in _TRAINING_COLUMNS:
-    cells = [f"{t['medians'][name]:,.0f} ({t['vs_ceiling'][name]:.2f})"
-             for t in result['training']]
+    cells = [
+      f'{t["medians"][name]:,.0f} ({t["vs_ceiling"][name]:.2f})'
+      for t in result['training']
+    ]
     lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
-  lines += ['', '**Training ratios** (each the median of per-round paired '
-            'ratios; in brackets the interquartile range and the number of '
-            'pairs; * where that range includes 1.0: no difference shown)',
-            '']
+  lines += [
+    '',
+    '**Training ratios** (each the median of per-round paired '
+    'ratios; in brackets the interquartile range and the number of '
+    'pairs; * where that range includes 1.0: no difference shown)',
+    '',
+  ]
   names = list(result['training'][0]['paired'])
-  lines += ['| ratio | ' + ' | '.join(
-      f"batch {t['batch']}" for t in result['training']) + ' |',
-            '| --- |' + ' ---: |' * len(result['training'])]
+  lines += [
+    '| ratio | '
+    + ' | '.join(f'batch {t["batch"]}' for t in result['training'])
+    + ' |',
+    '| --- |' + ' ---: |' * len(result['training']),
+  ]
   for name in names:
     cells = []
     for t in result['training']:
       p = t['paired'][name]
-      cells.append(f"**{p['median']:.2f}x** ({p['q1']:.2f}-{p['q3']:.2f}, "
-                   f"n={p['pairs']}){' *' if p['includes_one'] else ''}")
+      cells.append(
+        f'**{p["median"]:.2f}x** ({p["q1"]:.2f}-{p["q3"]:.2f}, '
+        f'n={p["pairs"]}){" *" if p["includes_one"] else ""}'
+      )
     lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
   return lines
 
@@ -455,86 +601,124 @@ def markdown(result):
   """The Markdown tables of a result (of the sections it has)."""
   load = result.get('load', {})
   lines = [
-      f"Reference workload: {result['rows']:,} rows in {result['shards']} "
-      f"TFRecord shards; {result['cpus']} CPU cores, TensorFlow "
-      f"{result['tensorflow']}, Python {result['python']}; medians of "
-      f"{result['rounds']} interleaved rounds; load average "
-      f"{load.get('start', '?')} at the start, {load.get('end', '?')} at "
-      'the end.', '']
+    f'Reference workload: {result["rows"]:,} rows in {result["shards"]} '
+    f'TFRecord shards; {result["cpus"]} CPU cores, TensorFlow '
+    f'{result["tensorflow"]}, Python {result["python"]}; medians of '
+    f'{result["rounds"]} interleaved rounds; load average '
+    f'{load.get("start", "?")} at the start, {load.get("end", "?")} at '
+    'the end.',
+    '',
+  ]
   if result.get('training'):
     lines += _training_markdown(result)
   if 'input' in result:
     i = result['input']
-    lines += ['', '**Input only** (TFRecord, parse, batch '
-              f"{i['batch']}; examples/s)", '',
-              '| tensorfx | hand-written tuned | ratio |',
-              '| ---: | ---: | ---: |',
-              f"| {i['medians']['tensorfx']:,.0f} | "
-              f"{i['medians']['hand-written']:,.0f} | "
-              f"**{i['ratio']:.2f}x** |"]
+    lines += [
+      '',
+      f'**Input only** (TFRecord, parse, batch {i["batch"]}; examples/s)',
+      '',
+      '| tensorfx | hand-written tuned | ratio |',
+      '| ---: | ---: | ---: |',
+      f'| {i["medians"]["tensorfx"]:,.0f} | '
+      f'{i["medians"]["hand-written"]:,.0f} | '
+      f'**{i["ratio"]:.2f}x** |',
+    ]
   if 'startup' in result:
     s = result['startup']
-    lines += ['', '**Start-up** (seconds; process start to the first '
-              'training step, wall and CPU)', '',
-              '| `tensorfx --help` | imports TensorFlow | first step: '
-              'tensorfx | first step: hand-written | ratio |',
-              '| ---: | :---: | ---: | ---: | ---: |',
-              f"| {s['help_seconds']:.2f} | "
-              f"{'yes' if s['help_imports_tensorflow'] else 'no'} | "
-              f"{s['medians']['tensorfx']:.1f} wall, "
-              f"{s['cpu_medians']['tensorfx']:.1f} CPU | "
-              f"{s['medians']['hand-written']:.1f} wall, "
-              f"{s['cpu_medians']['hand-written']:.1f} CPU | "
-              f"**{s['ratio']:.2f}x** wall, **{s['cpu_ratio']:.2f}x** CPU |"]
+    lines += [
+      '',
+      '**Start-up** (seconds; process start to the first '
+      'training step, wall and CPU)',
+      '',
+      '| `tensorfx --help` | imports TensorFlow | first step: '
+      'tensorfx | first step: hand-written | ratio |',
+      '| ---: | :---: | ---: | ---: | ---: |',
+      f'| {s["help_seconds"]:.2f} | '
+      f'{"yes" if s["help_imports_tensorflow"] else "no"} | '
+      f'{s["medians"]["tensorfx"]:.1f} wall, '
+      f'{s["cpu_medians"]["tensorfx"]:.1f} CPU | '
+      f'{s["medians"]["hand-written"]:.1f} wall, '
+      f'{s["cpu_medians"]["hand-written"]:.1f} CPU | '
+      f'**{s["ratio"]:.2f}x** wall, **{s["cpu_ratio"]:.2f}x** CPU |',
+    ]
   if 'memory' in result:
     mem = result['memory']
-    lines += ['', '**Peak RSS of a full pass** (MiB; in brackets, how much '
-              'the pass raised the peak left by the imports)', '',
-              '| rows | tensorfx | hand-written | ratio |',
-              '| ---: | ---: | ---: | ---: |']
+    lines += [
+      '',
+      '**Peak RSS of a full pass** (MiB; in brackets, how much '
+      'the pass raised the peak left by the imports)',
+      '',
+      '| rows | tensorfx | hand-written | ratio |',
+      '| ---: | ---: | ---: | ---: |',
+    ]
     for label in ('quarter', 'all'):
       r = mem[label]
       g = r.get('pass_growth_mib', {})
-      lines.append(f"| {r['rows']:,} | {r['peak_rss_mib']['tensorfx']:,.0f} "
-                   f"(+{g.get('tensorfx', 0):,.0f}) | "
-                   f"{r['peak_rss_mib']['hand-written']:,.0f} "
-                   f"(+{g.get('hand-written', 0):,.0f}) | "
-                   f"**{r['ratio']:.2f}x** |")
+      lines.append(
+        f'| {r["rows"]:,} | {r["peak_rss_mib"]["tensorfx"]:,.0f} '
+        f'(+{g.get("tensorfx", 0):,.0f}) | '
+        f'{r["peak_rss_mib"]["hand-written"]:,.0f} '
+        f'(+{g.get("hand-written", 0):,.0f}) | '
+        f'**{r["ratio"]:.2f}x** |'
+      )
     g = mem['growth']
-    lines.append(f"| growth (all / quarter) | {g['tensorfx']:.2f}x | "
-                 f"{g['hand-written']:.2f}x | |")
+    lines.append(
+      f'| growth (all / quarter) | {g["tensorfx"]:.2f}x | '
+      f'{g["hand-written"]:.2f}x | |'
+    )
   if 'serving' in result:
-    lines += ['', '**Serving** (predictions/s, CSV instances)', '',
-              '| batch | prediction.Model.predict | raw signature | ratio |',
-              '| ---: | ---: | ---: | ---: |']
+    lines += [
+      '',
+      '**Serving** (predictions/s, CSV instances)',
+      '',
+      '| batch | prediction.Model.predict | raw signature | ratio |',
+      '| ---: | ---: | ---: | ---: |',
+    ]
     for batch, r in result['serving'].items():
-      lines.append(f"| {batch} | {r['medians']['tensorfx']:,.0f} | "
-                   f"{r['medians']['raw-signature']:,.0f} | "
-                   f"**{r['ratio']:.2f}x** |")
+      lines.append(
+        f'| {batch} | {r["medians"]["tensorfx"]:,.0f} | '
+        f'{r["medians"]["raw-signature"]:,.0f} | '
+        f'**{r["ratio"]:.2f}x** |'
+      )
   return '\n'.join(lines) + '\n'
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='20,000 rows, batch 1024, one round')
+  parser.add_argument(
+    '--quick', action='store_true', help='20,000 rows, batch 1024, one round'
+  )
   parser.add_argument('--rows', type=int)
   parser.add_argument('--shards', type=int, default=8)
-  parser.add_argument('--train-shards', type=int, default=1,
-                      help='shards the training section trains on, for '
-                      'several epochs (default: %(default)s)')
-  parser.add_argument('--batches', type=lambda t: [int(b) for b in
-                                                   t.split(',')])
+  parser.add_argument(
+    '--train-shards',
+    type=int,
+    default=1,
+    help='shards the training section trains on, for '
+    'several epochs (default: %(default)s)',
+  )
+  parser.add_argument(
+    '--batches', type=lambda t: [int(b) for b in t.split(',')]
+  )
   parser.add_argument('--rounds', type=int)
-  parser.add_argument('--steps', type=int,
-                      help='measured steps per run at batch 1024 (at a '
-                      'larger batch, fewer: divided by half the batch ratio)')
-  parser.add_argument('--sections', default='training,input,startup,memory,'
-                      'serving', type=lambda t: t.split(','))
-  parser.add_argument('--data', help='where the generated data goes '
-                      '(default benchmarks/results/data)')
-  parser.add_argument('--output', help='where results go (default '
-                      'benchmarks/results)')
+  parser.add_argument(
+    '--steps',
+    type=int,
+    help='measured steps per run at batch 1024 (at a '
+    'larger batch, fewer: divided by half the batch ratio)',
+  )
+  parser.add_argument(
+    '--sections',
+    default='training,input,startup,memory,serving',
+    type=lambda t: t.split(','),
+  )
+  parser.add_argument(
+    '--data',
+    help='where the generated data goes (default benchmarks/results/data)',
+  )
+  parser.add_argument(
+    '--output', help='where results go (default benchmarks/results)'
+  )
   args = parser.parse_args(argv)
   args.rows = args.rows or (20000 if args.quick else 1000000)
   args.shards = 4 if args.quick and args.shards == 8 else args.shards
@@ -550,16 +734,23 @@ def main(argv=None):
   files = ctr_data.generate(args.data, args.rows, args.shards)
   with open(files['stats']) as f:
     stats = json.load(f)
-  analysis = ctr_model.analyze(files, os.path.join(
-      os.path.dirname(files['schema']), 'analysis'))
-  result = {'rows': args.rows, 'shards': args.shards, 'rounds': args.rounds,
-            'cpus': os.cpu_count(), 'tensorflow': tf.__version__,
-            'python': platform.python_version(), 'training': [],
-            'time': time.strftime('%Y-%m-%d %H:%M:%S')}
+  analysis = ctr_model.analyze(
+    files, os.path.join(os.path.dirname(files['schema']), 'analysis')
+  )
+  result = {
+    'rows': args.rows,
+    'shards': args.shards,
+    'rounds': args.rounds,
+    'cpus': os.cpu_count(),
+    'tensorflow': tf.__version__,
+    'python': platform.python_version(),
+    'training': [],
+    'time': time.strftime('%Y-%m-%d %H:%M:%S'),
+  }
   with tempfile.TemporaryDirectory(prefix='tensorfx-bench-') as workdir:
     model_dir = None
     if 'training' in args.sections:
-      train_files = files['tfrecord'][:args.train_shards]
+      train_files = files['tfrecord'][: args.train_shards]
       train_rows = args.rows * len(train_files) // args.shards
       result['train_rows'] = train_rows
       for batch in args.batches:
@@ -570,17 +761,26 @@ def main(argv=None):
         # swing by +-10% on a shared machine; 8 by a few percent).
         scale = max(1, batch // 1024)
         window = max(5, (10 if args.quick else 50) // scale)
-        steps = max(window,
-                    args.steps // max(1, scale // 2) // window * window)
+        steps = max(window, args.steps // max(1, scale // 2) // window * window)
         # Measured from the first window that starts after the first
         # epoch (caches filled; the first window also traces).
         epoch_steps = -(-train_rows // batch)
         warmup = window * (-(-epoch_steps // window) + 1)
-        section, model_dir = training(files, analysis, stats, batch,
-                                      args.rounds, window, warmup, steps,
-                                      workdir, train_files)
-        section.update(window=window, warmup=warmup, steps=steps,
-                       epoch_steps=epoch_steps)
+        section, model_dir = training(
+          files,
+          analysis,
+          stats,
+          batch,
+          args.rounds,
+          window,
+          warmup,
+          steps,
+          workdir,
+          train_files,
+        )
+        section.update(
+          window=window, warmup=warmup, steps=steps, epoch_steps=epoch_steps
+        )
         result['training'].append(section)
         _write(out, result)
     if 'input' in args.sections:
@@ -588,8 +788,9 @@ def main(argv=None):
       _write(out, result)
     if 'startup' in args.sections:
       # Short probes, noisy on a shared machine: at least 5 rounds.
-      result['startup'] = startup(files, analysis, args,
-                                  max(args.rounds, 5), workdir)
+      result['startup'] = startup(
+        files, analysis, args, max(args.rounds, 5), workdir
+      )
       _write(out, result)
     if 'memory' in args.sections:
       result['memory'] = memory(files, args.rounds)
@@ -598,8 +799,14 @@ def main(argv=None):
       if model_dir is None:
         # Without the training section, a short training makes the model.
         model_dir = ctr_model.tensorfx_train(
-            files, analysis, os.path.join(workdir, 'serving-model'), 1024,
-            20, 10, train=files['tfrecord'][:1]).path
+          files,
+          analysis,
+          os.path.join(workdir, 'serving-model'),
+          1024,
+          20,
+          10,
+          train=files['tfrecord'][:1],
+        ).path
       result['serving'] = serving(model_dir, files, max(args.rounds, 3))
   result['load'] = {'start': load_start, 'end': _load()}
   print(_write(out, result))

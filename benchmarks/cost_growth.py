@@ -36,7 +36,7 @@ import analysis_memory  # noqa: E402  (beside this file)
 DIM = 16
 STEPS = 50
 
-_TRAIN = r'''
+_TRAIN = r"""
 import resource, sys, time
 import tensorflow as tf
 import tf_keras
@@ -75,17 +75,22 @@ start = time.perf_counter()
 _, ran = train.loop(iter(train.dataset), tf.constant(steps, tf.int64))
 print(int(ran), time.perf_counter() - start,
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-'''.replace('DIM,', f'{DIM},')
+""".replace('DIM,', f'{DIM},')
 
 
 def train_tables(capacity):
   """Trains the one-table model in a fresh process: (seconds, peak MiB)."""
   result = subprocess.run(
-      [sys.executable, '-c', _TRAIN, str(capacity), str(STEPS)],
-      capture_output=True, text=True, check=False,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-               PYTHONPATH=os.pathsep.join(
-                   [ROOT, os.environ.get('PYTHONPATH', '')])))
+    [sys.executable, '-c', _TRAIN, str(capacity), str(STEPS)],
+    capture_output=True,
+    text=True,
+    check=False,
+    env=dict(
+      os.environ,
+      TF_CPP_MIN_LOG_LEVEL='2',
+      PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH', '')]),
+    ),
+  )
   if result.returncode:
     sys.exit(result.stderr[-3000:])
   ran, seconds, kib = result.stdout.split()[-3:]
@@ -95,43 +100,76 @@ def train_tables(capacity):
 
 
 def _markdown(analysis, tables):
-  lines = ['Analysis (`tensorfx analyze`, census schema and features, '
-           'DirectRunner in-process):', '',
-           *analysis_memory.table_lines(analysis)]
-  lines += ['', f'Training ({STEPS} steps of 256, one hashed table of {DIM} '
-            'floats a row, lazy Adam):', '',
-            '| table rows | table + slots | peak RSS | over the smallest | '
-            'time |', '| ---: | ---: | ---: | ---: | ---: |']
+  lines = [
+    'Analysis (`tensorfx analyze`, census schema and features, '
+    'DirectRunner in-process):',
+    '',
+    *analysis_memory.table_lines(analysis),
+  ]
+  lines += [
+    '',
+    f'Training ({STEPS} steps of 256, one hashed table of {DIM} '
+    'floats a row, lazy Adam):',
+    '',
+    '| table rows | table + slots | peak RSS | over the smallest | time |',
+    '| ---: | ---: | ---: | ---: | ---: |',
+  ]
   for r in tables:
-    lines.append(f"| 2^{r['log2']} ({r['capacity']:,}) | "
-                 f"{r['table_mib']:,.1f} MiB | {r['peak_rss_mib']:,.0f} MiB | "
-                 f"+{r['peak_rss_mib'] - tables[0]['peak_rss_mib']:,.0f} MiB "
-                 f"| {r['seconds']:.1f} s |")
+    lines.append(
+      f'| 2^{r["log2"]} ({r["capacity"]:,}) | '
+      f'{r["table_mib"]:,.1f} MiB | {r["peak_rss_mib"]:,.0f} MiB | '
+      f'+{r["peak_rss_mib"] - tables[0]["peak_rss_mib"]:,.0f} MiB '
+      f'| {r["seconds"]:.1f} s |'
+    )
   return '\n'.join(lines) + '\n'
 
 
 def _figure(analysis, tables, path):
   import matplotlib
+
   matplotlib.use('Agg')
   from matplotlib import pyplot
+
   figure, (left, right) = pyplot.subplots(1, 2, figsize=(10, 3.8))
   rows = [r['rows'] for r in analysis]
   left.plot(rows, [r['seconds'] for r in analysis], 'o-', color='tab:blue')
-  left.set(xscale='log', xlabel='rows analyzed', ylabel='seconds (o)',
-           title='Analysis', ylim=(0, None))
+  left.set(
+    xscale='log',
+    xlabel='rows analyzed',
+    ylabel='seconds (o)',
+    title='Analysis',
+    ylim=(0, None),
+  )
   memory = left.twinx()
-  memory.plot(rows, [r['peak_rss_mib'] for r in analysis], 's--',
-              color='tab:orange')
+  memory.plot(
+    rows, [r['peak_rss_mib'] for r in analysis], 's--', color='tab:orange'
+  )
   memory.set(ylabel='peak RSS, MiB (s)', ylim=(0, None))
   capacities = [r['capacity'] for r in tables]
-  right.plot(capacities, [r['peak_rss_mib'] for r in tables], 's--',
-             color='tab:orange', label='peak RSS')
-  right.plot(capacities,
-             [tables[0]['peak_rss_mib'] - tables[0]['table_mib'] +
-              r['table_mib'] for r in tables], ':', color='gray',
-             label='smallest run + table and slots')
-  right.set(xscale='log', xlabel='table rows', ylabel='MiB',
-            title='Training memory', ylim=(0, None))
+  right.plot(
+    capacities,
+    [r['peak_rss_mib'] for r in tables],
+    's--',
+    color='tab:orange',
+    label='peak RSS',
+  )
+  right.plot(
+    capacities,
+    [
+      tables[0]['peak_rss_mib'] - tables[0]['table_mib'] + r['table_mib']
+      for r in tables
+    ],
+    ':',
+    color='gray',
+    label='smallest run + table and slots',
+  )
+  right.set(
+    xscale='log',
+    xlabel='table rows',
+    ylabel='MiB',
+    title='Training memory',
+    ylim=(0, None),
+  )
   right.set_xscale('log', base=2)
   right.legend(loc='upper left')
   figure.tight_layout()
@@ -140,14 +178,23 @@ def _figure(analysis, tables, path):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='3k and 10k rows, tables of 2^10 and 2^12 rows')
-  parser.add_argument('--data', help='where to write the CSV files '
-                      '(default benchmarks/results/data)')
-  parser.add_argument('--output', default=os.path.join(HERE, 'results'),
-                      help='where the results go')
-  parser.add_argument('--figure', help='the PNG (default OUTPUT/'
-                      'cost_growth.png)')
+  parser.add_argument(
+    '--quick',
+    action='store_true',
+    help='3k and 10k rows, tables of 2^10 and 2^12 rows',
+  )
+  parser.add_argument(
+    '--data',
+    help='where to write the CSV files (default benchmarks/results/data)',
+  )
+  parser.add_argument(
+    '--output',
+    default=os.path.join(HERE, 'results'),
+    help='where the results go',
+  )
+  parser.add_argument(
+    '--figure', help='the PNG (default OUTPUT/cost_growth.png)'
+  )
   args = parser.parse_args(argv)
   sizes = [3000, 10000] if args.quick else [30000, 300000, 3000000]
   powers = [10, 12] if args.quick else [16, 18, 20, 22]
@@ -156,27 +203,43 @@ def main(argv=None):
   analysis = []
   for rows in sizes:
     with tempfile.TemporaryDirectory() as scratch:
-      run = analysis_memory.measure(directory, rows,
-                                    os.path.join(scratch, 'a'))
+      run = analysis_memory.measure(directory, rows, os.path.join(scratch, 'a'))
     analysis.append(run)
-    print(f"analysis, {rows:,} rows: {run['seconds']:.1f} s, "
-          f"{run['peak_rss_mib']:,.0f} MiB", file=sys.stderr)
+    print(
+      f'analysis, {rows:,} rows: {run["seconds"]:.1f} s, '
+      f'{run["peak_rss_mib"]:,.0f} MiB',
+      file=sys.stderr,
+    )
   tables = []
   for power in powers:
     capacity = 2**power
     seconds, peak = train_tables(capacity)
     # The rows (with the default row) and lazy Adam's two slots of each.
     table_mib = (capacity + 1) * DIM * 4 * 3 / 2**20
-    tables.append({'log2': power, 'capacity': capacity,
-                   'table_mib': table_mib, 'seconds': seconds,
-                   'peak_rss_mib': peak})
+    tables.append(
+      {
+        'log2': power,
+        'capacity': capacity,
+        'table_mib': table_mib,
+        'seconds': seconds,
+        'peak_rss_mib': peak,
+      }
+    )
     print(f'training, 2^{power} rows: {peak:,.0f} MiB', file=sys.stderr)
   table = _markdown(analysis, tables)
   figure = args.figure or os.path.join(args.output, 'cost_growth.png')
   _figure(analysis, tables, figure)
   with open(os.path.join(args.output, 'cost_growth.json'), 'w') as f:
-    json.dump({'analysis': analysis, 'tables': tables, 'time': time.time(),
-               'cpus': os.cpu_count()}, f, indent=2)
+    json.dump(
+      {
+        'analysis': analysis,
+        'tables': tables,
+        'time': time.time(),
+        'cpus': os.cpu_count(),
+      },
+      f,
+      indent=2,
+    )
   with open(os.path.join(args.output, 'cost_growth.md'), 'w') as f:
     f.write(table)
   print(table)

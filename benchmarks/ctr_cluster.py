@@ -49,9 +49,9 @@ def _example_inputs() -> dict[str, tf.Tensor]:
   return inputs
 
 
-def _model_and_step(strategy: Any,
-                    adagrad_tables: float | None = None
-                    ) -> Callable[..., tf.Tensor]:
+def _model_and_step(
+  strategy: Any, adagrad_tables: float | None = None
+) -> Callable[..., tf.Tensor]:
   """CtrNet and Adam made under `strategy`; returns the per-replica step.
 
   The variables are created here, up front: a parameter-server strategy
@@ -64,10 +64,12 @@ def _model_and_step(strategy: Any,
     model = ctr_model.CtrNet()
     optimizer = tf_keras.optimizers.Adam(ctr_model.LEARNING_RATE)
     model(_example_inputs())
-    tables = [v for layer in model.embeddings
-              for v in layer.trainable_variables]
-    dense = [v for v in model.trainable_variables
-             if all(v is not t for t in tables)]
+    tables = [
+      v for layer in model.embeddings for v in layer.trainable_variables
+    ]
+    dense = [
+      v for v in model.trainable_variables if all(v is not t for t in tables)
+    ]
     table_optimizer = None
     if adagrad_tables is not None:
       table_optimizer = tf_keras.optimizers.Adagrad(adagrad_tables)
@@ -83,19 +85,19 @@ def _model_and_step(strategy: Any,
       loss = ctr_model.loss_of(labels, model(inputs)) / replicas
     if table_optimizer is None:
       variables = model.trainable_variables
-      optimizer.apply_gradients(zip(tape.gradient(loss, variables),
-                                    variables))
+      optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
       return loss
     gradients = tape.gradient(loss, dense + tables)
-    optimizer.apply_gradients(zip(gradients[:len(dense)], dense))
-    table_optimizer.apply_gradients(zip(gradients[len(dense):], tables))
+    optimizer.apply_gradients(zip(gradients[: len(dense)], dense))
+    table_optimizer.apply_gradients(zip(gradients[len(dense) :], tables))
     return loss
 
   return step
 
 
-def _timed(run: Callable[[int], None], warmup: int, steps: int,
-           window: int) -> float:
+def _timed(
+  run: Callable[[int], None], warmup: int, steps: int, window: int
+) -> float:
   """Seconds `steps` steps take, `window` a call, after `warmup` steps."""
   for done in range(0, warmup, window):
     run(min(window, warmup - done))
@@ -109,26 +111,34 @@ def serve() -> None:
   """This task's server, until the process is killed."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   server = tf.distribute.Server(
-      resolver.cluster_spec(), job_name=resolver.task_type,
-      task_index=resolver.task_id, protocol='grpc', start=True)
+    resolver.cluster_spec(),
+    job_name=resolver.task_type,
+    task_index=resolver.task_id,
+    protocol='grpc',
+    start=True,
+  )
   server.join()
 
 
-def parameter_servers(args: argparse.Namespace, stats: dict[str, Any],
-                      files: list[str]) -> float:
+def parameter_servers(
+  args: argparse.Namespace, stats: dict[str, Any], files: list[str]
+) -> float:
   """The coordinator's loop; returns examples/s."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   servers = len(resolver.cluster_spec().as_dict().get('ps', []))
   partitioner = None
   if servers > 1:
     partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
-        min_shard_bytes=args.min_shard_bytes, max_shards=servers)
+      min_shard_bytes=args.min_shard_bytes, max_shards=servers
+    )
   strategy = tf.distribute.ParameterServerStrategy(
-      resolver, variable_partitioner=partitioner)
+    resolver, variable_partitioner=partitioner
+  )
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
   step = _model_and_step(strategy, args.adagrad_tables)
   per_worker = coordinator.create_per_worker_dataset(
-      lambda: ctr_model.tuned_pipeline(files, args.batch, stats))
+    lambda: ctr_model.tuned_pipeline(files, args.batch, stats)
+  )
   iterator = iter(per_worker)
 
   @tf.function
@@ -141,40 +151,54 @@ def parameter_servers(args: argparse.Namespace, stats: dict[str, Any],
 
   def run(count: int) -> None:
     for done in range(0, count, args.steps_per_closure):
-      coordinator.schedule(closure, args=(iterator, tf.constant(
-          min(args.steps_per_closure, count - done))))
+      coordinator.schedule(
+        closure,
+        args=(iterator, tf.constant(min(args.steps_per_closure, count - done))),
+      )
     coordinator.join()
 
   seconds = _timed(run, args.warmup, args.steps, args.window)
   return args.steps * args.batch / seconds
 
 
-def multi_worker(args: argparse.Namespace, stats: dict[str, Any],
-                 files: list[str]) -> float:
+def multi_worker(
+  args: argparse.Namespace, stats: dict[str, Any], files: list[str]
+) -> float:
   """One replica's loop; returns examples/s (the global batch's)."""
   strategy = tf.distribute.MultiWorkerMirroredStrategy(
-      communication_options=tf.distribute.experimental.CommunicationOptions(
-          timeout_seconds=120))
+    communication_options=tf.distribute.experimental.CommunicationOptions(
+      timeout_seconds=120
+    )
+  )
   step = _model_and_step(strategy)
   dataset = ctr_model.tuned_pipeline(files, args.batch, stats)
   options = tf.data.Options()
   # By element: there may be fewer files than replicas.
   options.experimental_distribute.auto_shard_policy = (
-      tf.data.experimental.AutoShardPolicy.DATA)
-  iterator = iter(strategy.experimental_distribute_dataset(
-      dataset.with_options(options)))
+    tf.data.experimental.AutoShardPolicy.DATA
+  )
+  iterator = iter(
+    strategy.experimental_distribute_dataset(dataset.with_options(options))
+  )
 
   @tf.function
   def loop(iterator: Any, count: tf.Tensor) -> tf.Tensor:
     loss = tf.constant(0.0)
     for _ in tf.range(count):
       inputs, labels = next(iterator)
-      loss = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(
-          step, (inputs, labels)), axis=None)
+      loss = strategy.reduce(
+        tf.distribute.ReduceOp.SUM,
+        strategy.run(step, (inputs, labels)),
+        axis=None,
+      )
     return loss
 
-  seconds = _timed(lambda count: loop(iterator, tf.constant(count)).numpy(),
-                   args.warmup, args.steps, args.window)
+  seconds = _timed(
+    lambda count: loop(iterator, tf.constant(count)).numpy(),
+    args.warmup,
+    args.steps,
+    args.window,
+  )
   return args.steps * args.batch / seconds
 
 
@@ -190,9 +214,12 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument('--window', type=int, default=50)
   parser.add_argument('--steps-per-closure', type=int, default=10)
   parser.add_argument('--min-shard-bytes', type=int, default=256 << 10)
-  parser.add_argument('--adagrad-tables', type=float, metavar='RATE',
-                      help='train the embeddings with Adagrad at this rate '
-                      '(the tables sections)')
+  parser.add_argument(
+    '--adagrad-tables',
+    type=float,
+    metavar='RATE',
+    help='train the embeddings with Adagrad at this rate (the tables sections)',
+  )
   args = parser.parse_args(argv)
   if args.role == 'serve':
     serve()

@@ -61,31 +61,43 @@ class CtrNet(tf_keras.Model):
     super().__init__(name='ctr')
     if tables is None:
       self.embeddings = [
-          tf_keras.layers.Embedding(ctr_data.VOCABULARIES[c],
-                                    ctr_data.EMBEDDING_DIM,
-                                    name=f'{c}_embedding')
-          for c in ctr_data.CATEGORICALS]
+        tf_keras.layers.Embedding(
+          ctr_data.VOCABULARIES[c],
+          ctr_data.EMBEDDING_DIM,
+          name=f'{c}_embedding',
+        )
+        for c in ctr_data.CATEGORICALS
+      ]
     else:
       from tensorfx import embeddings
+
       self.embeddings = [
-          embeddings.EmbeddingTable(
-              c, dim=ctr_data.EMBEDDING_DIM,
-              capacity=int(ctr_data.VOCABULARIES[c]),
-              hashing='mod' if tables == 'hashed' else 'exact')
-          for c in ctr_data.CATEGORICALS]
+        embeddings.EmbeddingTable(
+          c,
+          dim=ctr_data.EMBEDDING_DIM,
+          capacity=int(ctr_data.VOCABULARIES[c]),
+          hashing='mod' if tables == 'hashed' else 'exact',
+        )
+        for c in ctr_data.CATEGORICALS
+      ]
     self._tables = tables
-    self.hidden = [tf_keras.layers.Dense(units, activation='relu')
-                   for units in (256, 128, 64)]
+    self.hidden = [
+      tf_keras.layers.Dense(units, activation='relu')
+      for units in (256, 128, 64)
+    ]
     self.logit = tf_keras.layers.Dense(1)
 
   def call(self, inputs, training=False):
     if self._tables is None:
-      columns = [layer(inputs[c]) for layer, c in
-                 zip(self.embeddings, ctr_data.CATEGORICALS)]
+      columns = [
+        layer(inputs[c])
+        for layer, c in zip(self.embeddings, ctr_data.CATEGORICALS)
+      ]
     else:
-      columns = [table.lookup(tf.cast(inputs[c], tf.int64),
-                              training=training)
-                 for table, c in zip(self.embeddings, ctr_data.CATEGORICALS)]
+      columns = [
+        table.lookup(tf.cast(inputs[c], tf.int64), training=training)
+        for table, c in zip(self.embeddings, ctr_data.CATEGORICALS)
+      ]
     columns.append(tf.stack([inputs[r] for r in ctr_data.REALS], axis=1))
     x = tf.concat(columns, axis=1)
     for layer in self.hidden:
@@ -95,18 +107,22 @@ class CtrNet(tf_keras.Model):
 
 def loss_of(labels, logits):
   labels = tf.cast(tf.reshape(labels, [-1, 1]), tf.float32)
-  return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-      labels=labels, logits=logits))
+  return tf.reduce_mean(
+    tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+  )
 
 
 # Hand-written pipelines.
 
+
 def _raw_spec():
   spec = {'label': tf.io.FixedLenFeature([], tf.int64)}
-  spec.update({r: tf.io.FixedLenFeature([], tf.float32)
-               for r in ctr_data.REALS})
-  spec.update({c: tf.io.FixedLenFeature([], tf.string)
-               for c in ctr_data.CATEGORICALS})
+  spec.update(
+    {r: tf.io.FixedLenFeature([], tf.float32) for r in ctr_data.REALS}
+  )
+  spec.update(
+    {c: tf.io.FixedLenFeature([], tf.string) for c in ctr_data.CATEGORICALS}
+  )
   return spec
 
 
@@ -118,9 +134,11 @@ def _preprocess(stats):
   def preprocess(raw):
     inputs = {r: (raw[r] - mean[r]) / std[r] for r in ctr_data.REALS}
     for c in ctr_data.CATEGORICALS:
-      inputs[c] = tf.strings.to_hash_bucket_fast(raw[c],
-                                                 ctr_data.VOCABULARIES[c])
+      inputs[c] = tf.strings.to_hash_bucket_fast(
+        raw[c], ctr_data.VOCABULARIES[c]
+      )
     return inputs, raw['label']
+
   return preprocess
 
 
@@ -135,26 +153,33 @@ def naive_pipeline(files, batch, stats, compression=''):
   spec = _raw_spec()
   preprocess = _preprocess(stats)
   ds = tf.data.TFRecordDataset(files, compression)
-  ds = ds.map(lambda record: preprocess(tf.io.parse_single_example(record,
-                                                                   spec)))
+  ds = ds.map(
+    lambda record: preprocess(tf.io.parse_single_example(record, spec))
+  )
   return ds.batch(batch).repeat()
 
 
-def tuned_pipeline(files, batch, stats, compression='', repeat=True,
-                   preprocess=True):
+def tuned_pipeline(
+  files, batch, stats, compression='', repeat=True, preprocess=True
+):
   """Interleave, batch, vectorized parse (AUTOTUNE), prefetch."""
   spec = _raw_spec()
   transform = _preprocess(stats)
   ds = tf.data.Dataset.from_tensor_slices(files)
-  ds = ds.interleave(lambda f: tf.data.TFRecordDataset(f, compression),
-                     cycle_length=min(len(files), 16),
-                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  ds = ds.interleave(
+    lambda f: tf.data.TFRecordDataset(f, compression),
+    cycle_length=min(len(files), 16),
+    num_parallel_calls=tf.data.AUTOTUNE,
+    deterministic=True,
+  )
   if repeat:
     ds = ds.repeat()
   ds = ds.batch(batch, drop_remainder=repeat)
+
   def parse(records):
     features = tf.io.parse_example(records, spec)
     return transform(features) if preprocess else features
+
   ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -178,19 +203,27 @@ class _Timer(tf_keras.callbacks.Callback):
     self.end = time.perf_counter()
 
   def rate(self, batch):
-    return ((self.last_batch - self.start_batch) * batch /
-            (self.end - self.start))
+    return (
+      (self.last_batch - self.start_batch) * batch / (self.end - self.start)
+    )
 
 
 def keras_fit(dataset, batch, warmup, steps, steps_per_execution=1):
   """examples/s of `fit` after `warmup` steps."""
   model = CtrNet()
-  model.compile(optimizer=tf_keras.optimizers.Adam(LEARNING_RATE),
-                loss=tf_keras.losses.BinaryCrossentropy(from_logits=True),
-                steps_per_execution=steps_per_execution)
+  model.compile(
+    optimizer=tf_keras.optimizers.Adam(LEARNING_RATE),
+    loss=tf_keras.losses.BinaryCrossentropy(from_logits=True),
+    steps_per_execution=steps_per_execution,
+  )
   timer = _Timer(warmup)
-  model.fit(dataset, epochs=1, steps_per_epoch=warmup + steps, verbose=0,
-            callbacks=[timer])
+  model.fit(
+    dataset,
+    epochs=1,
+    steps_per_epoch=warmup + steps,
+    verbose=0,
+    callbacks=[timer],
+  )
   return timer.rate(batch)
 
 
@@ -201,6 +234,7 @@ def _train_step(model, optimizer):
     variables = model.trainable_variables
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
     return loss
+
   return step
 
 
@@ -238,8 +272,9 @@ def loop_runner(dataset, jit_compile=False):
   return lambda count: loop(iterator, tf.constant(count)).numpy()
 
 
-def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
-                  jit_compile=False):
+def function_loop(
+  dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION, jit_compile=False
+):
   """examples/s of a hand-written tf.function loop, `per_call` steps a call.
 
   The loop is `loop_runner`'s (with or without XLA).
@@ -255,8 +290,9 @@ def function_loop(dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION,
   return steps * batch / (time.perf_counter() - start)
 
 
-def compute_ceiling(dataset, batch, warmup, steps,
-                    per_call=STEPS_PER_EXECUTION):
+def compute_ceiling(
+  dataset, batch, warmup, steps, per_call=STEPS_PER_EXECUTION
+):
   """examples/s of the same step on one cached batch: no input pipeline."""
   model = CtrNet()
   optimizer = tf_keras.optimizers.Adam(LEARNING_RATE)
@@ -281,6 +317,7 @@ def compute_ceiling(dataset, batch, warmup, steps,
 
 
 # tensorfx.
+
 
 def tensorfx_builder_type(tables=None):
   """The `ModelBuilder` of the reference model (tensorfx imported late).
@@ -317,44 +354,65 @@ def tensorfx_builder_type(tables=None):
 
 def tensorfx_dataset(files, analysis, compression='auto', train=None):
   from tensorfx import data
-  return data.ExamplesDataSet(files['schema'], metadata=analysis,
-                              features=files['features'],
-                              compression=compression,
-                              train=train or files['tfrecord'])
+
+  return data.ExamplesDataSet(
+    files['schema'],
+    metadata=analysis,
+    features=files['features'],
+    compression=compression,
+    train=train or files['tfrecord'],
+  )
 
 
-def tensorfx_train(files, analysis, output, batch, steps, log_every,
-                   extra=(), train=None):
+def tensorfx_train(
+  files, analysis, output, batch, steps, log_every, extra=(), train=None
+):
   """Trains with ModelTrainer; returns the trained `prediction.Model`.
 
   `train` (default: every TFRecord shard) are the training files; `extra`
   more flags (`--jit-compile`, `--cache none`, ...).
   """
   from tensorfx import training
+
   args, job = training.ModelArguments.parse(
-      ['--output', output, '--batch-size', str(batch), '--max-steps',
-       str(steps), '--log-interval-steps', str(log_every),
-       '--checkpoint-interval-secs', '100000',
-       # The hand-written pipelines read in order: so does this one.
-       '--no-shuffle', *extra], parse_job=True)
+    [
+      '--output',
+      output,
+      '--batch-size',
+      str(batch),
+      '--max-steps',
+      str(steps),
+      '--log-interval-steps',
+      str(log_every),
+      '--checkpoint-interval-secs',
+      '100000',
+      # The hand-written pipelines read in order: so does this one.
+      '--no-shuffle',
+      *extra,
+    ],
+    parse_job=True,
+  )
   builder = tensorfx_builder_type()(
-      args, tensorfx_dataset(files, analysis, train=train))
+    args, tensorfx_dataset(files, analysis, train=train)
+  )
   return training.ModelTrainer().train(builder, job)
 
 
 def analyze(files, output):
   """The tf.Transform analysis (z-score statistics) of the first shard."""
   from tensorfx import data
+
   marker = os.path.join(output, 'metadata.json')
   if not os.path.exists(marker):
-    dataset = data.ExamplesDataSet(files['schema'],
-                                   features=files['features'],
-                                   train=files['tfrecord'][:1])
+    dataset = data.ExamplesDataSet(
+      files['schema'], features=files['features'], train=files['tfrecord'][:1]
+    )
     dataset.analyze(output)
   return output
 
 
 # The start-up probe.
+
 
 def _probe(argv):
   parser = argparse.ArgumentParser()
@@ -374,8 +432,9 @@ def _probe(argv):
     stats = json.load(f)
   dataset = tuned_pipeline(files['tfrecord'], args.batch, stats)
   model = CtrNet()
-  step = tf.function(_train_step(model, tf_keras.optimizers.Adam(
-      LEARNING_RATE)))
+  step = tf.function(
+    _train_step(model, tf_keras.optimizers.Adam(LEARNING_RATE))
+  )
   for number, (inputs, labels) in enumerate(dataset.take(2), start=1):
     loss = float(step(inputs, labels))
     print(f'step {number}  loss {loss:.4f}', file=sys.stderr, flush=True)

@@ -28,9 +28,11 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument('--ctr-rows', type=int, required=True)
   parser.add_argument('--ctr-shards', type=int, required=True)
   parser.add_argument('--ctr-analysis', required=True)
-  parser.add_argument('--ctr-tables', choices=['hashed', 'exact'],
-                      help='tensorfx embedding tables instead of Keras '
-                      'Embedding layers')
+  parser.add_argument(
+    '--ctr-tables',
+    choices=['hashed', 'exact'],
+    help='tensorfx embedding tables instead of Keras Embedding layers',
+  )
   ours, rest = parser.parse_known_args(argv)
   from tensorfx import embeddings
   from tensorfx import training
@@ -41,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
   files = ctr_data.paths(ours.ctr_data, ours.ctr_rows, ours.ctr_shards)
   args, job = Arguments.parse(rest, parse_job=True)
   builder = ctr_model.tensorfx_builder_type(ours.ctr_tables)(
-      args, ctr_model.tensorfx_dataset(files, ours.ctr_analysis))
+    args, ctr_model.tensorfx_dataset(files, ours.ctr_analysis)
+  )
   # Off the chief this does not return: the task serves until the job ends.
   training.ModelTrainer().train(builder, job)
   return 0

@@ -66,18 +66,26 @@ import ctr_data
 import ctr_model
 import tensorflow as tf
 
-SECTIONS = ('parameter-servers', 'multi-worker', 'tables-hashed',
-            'tables-exact')
+SECTIONS = (
+  'parameter-servers',
+  'multi-worker',
+  'tables-hashed',
+  'tables-exact',
+)
 # tensorfx's `--cluster` for each section, and the hand-written cluster's
 # jobs (the chief is the coordinator or a replica).
-_TENSORFX_CLUSTER = {'parameter-servers': 'ps=1,workers=2',
-                     'multi-worker': 'workers=1',
-                     'tables-hashed': 'ps=2,workers=2',
-                     'tables-exact': 'ps=2,workers=2'}
-_HAND_JOBS = {'parameter-servers': {'chief': 1, 'ps': 1, 'worker': 2},
-              'multi-worker': {'chief': 1, 'worker': 1},
-              'tables-hashed': {'chief': 1, 'ps': 2, 'worker': 2},
-              'tables-exact': {'chief': 1, 'ps': 2, 'worker': 2}}
+_TENSORFX_CLUSTER = {
+  'parameter-servers': 'ps=1,workers=2',
+  'multi-worker': 'workers=1',
+  'tables-hashed': 'ps=2,workers=2',
+  'tables-exact': 'ps=2,workers=2',
+}
+_HAND_JOBS = {
+  'parameter-servers': {'chief': 1, 'ps': 1, 'worker': 2},
+  'multi-worker': {'chief': 1, 'worker': 1},
+  'tables-hashed': {'chief': 1, 'ps': 2, 'worker': 2},
+  'tables-exact': {'chief': 1, 'ps': 2, 'worker': 2},
+}
 # The tables sections train the embeddings with Adagrad at this rate on
 # both sides (tensorfx: its sparse optimizer; by hand: Keras' Adagrad,
 # which also updates only the rows looked up).
@@ -89,7 +97,8 @@ def _env(tf_config: dict[str, Any] | None = None) -> dict[str, str]:
   """This checkout's tensorfx first; loopback past any proxy."""
   env = dict(os.environ)
   env['PYTHONPATH'] = os.pathsep.join(
-      p for p in (ROOT, env.get('PYTHONPATH')) if p)
+    p for p in (ROOT, env.get('PYTHONPATH')) if p
+  )
   env['no_proxy'] = env['NO_PROXY'] = '127.0.0.1,localhost'
   env['GRPC_FAIL_FAST'] = 'use_caller'
   env.pop('TF_CONFIG', None)
@@ -123,33 +132,66 @@ def _tail(path: str, lines: int = 30) -> str:
     return ''.join(f.readlines()[-lines:])
 
 
-def tensorfx_run(section: str, config: dict[str, Any], output: str,
-                 timeout: float) -> tuple[float, float | None]:
+def tensorfx_run(
+  section: str, config: dict[str, Any], output: str, timeout: float
+) -> tuple[float, float | None]:
   """examples/s of `tensorfx train --cluster`: (wall-clock, in-loop)."""
   window, warmup = config['window'], config['warmup']
   command = [
-      sys.executable, '-m', 'tensorfx', 'train',
-      '--module', os.path.join(HERE, 'ctr_trainer.py'), '--output', output,
-      '--cluster', _TENSORFX_CLUSTER[section],
-      '--ctr-data', config['data'], '--ctr-rows', str(config['rows']),
-      '--ctr-shards', str(config['shards']),
-      '--ctr-analysis', config['analysis'],
-      '--batch-size', str(config['batch']),
-      '--max-steps', str(warmup + config['steps']),
-      '--log-interval-steps', str(window),
-      '--steps-per-closure', str(config['steps_per_closure']),
-      '--checkpoint-interval-secs', '100000', '--cluster-timeout-secs', '120',
-      '--no-shuffle', '--cache', 'none']
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    os.path.join(HERE, 'ctr_trainer.py'),
+    '--output',
+    output,
+    '--cluster',
+    _TENSORFX_CLUSTER[section],
+    '--ctr-data',
+    config['data'],
+    '--ctr-rows',
+    str(config['rows']),
+    '--ctr-shards',
+    str(config['shards']),
+    '--ctr-analysis',
+    config['analysis'],
+    '--batch-size',
+    str(config['batch']),
+    '--max-steps',
+    str(warmup + config['steps']),
+    '--log-interval-steps',
+    str(window),
+    '--steps-per-closure',
+    str(config['steps_per_closure']),
+    '--checkpoint-interval-secs',
+    '100000',
+    '--cluster-timeout-secs',
+    '120',
+    '--no-shuffle',
+    '--cache',
+    'none',
+  ]
   if section.startswith('tables-'):
-    command += ['--ctr-tables', section.split('-')[1],
-                '--embedding-optimizer', 'adagrad',
-                '--embedding-learning-rate', str(_TABLES_RATE)]
+    command += [
+      '--ctr-tables',
+      section.split('-')[1],
+      '--embedding-optimizer',
+      'adagrad',
+      '--embedding-learning-rate',
+      str(_TABLES_RATE),
+    ]
   log = output + '.log'
   os.makedirs(os.path.dirname(log), exist_ok=True)
   with open(log, 'w') as out:
-    launcher = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=_env(),
-                                cwd=ROOT)
+    launcher = subprocess.Popen(
+      command,
+      stdout=out,
+      stderr=subprocess.STDOUT,
+      stdin=subprocess.DEVNULL,
+      env=_env(),
+      cwd=ROOT,
+    )
   try:
     code = launcher.wait(timeout=timeout)
   except subprocess.TimeoutExpired:
@@ -165,22 +207,34 @@ def tensorfx_run(section: str, config: dict[str, Any], output: str,
         _kill([launcher.pid])
         launcher.wait()
     with open(log, errors='replace') as f:
-      _kill([int(p) for line in f if line.startswith('[cluster')
-             for p in _PIDS.findall(line)])
+      _kill(
+        [
+          int(p)
+          for line in f
+          if line.startswith('[cluster')
+          for p in _PIDS.findall(line)
+        ]
+      )
   if code != 0:
-    raise RuntimeError(f'tensorfx --cluster {_TENSORFX_CLUSTER[section]} '
-                       f'{"timed out" if code is None else f"exited {code}"}'
-                       f':\n{_tail(log)}')
-  rate, in_loop = _rates(os.path.join(output, 'summaries', 'train'),
-                         warmup, config['batch'])
+    raise RuntimeError(
+      f'tensorfx --cluster {_TENSORFX_CLUSTER[section]} '
+      f'{"timed out" if code is None else f"exited {code}"}'
+      f':\n{_tail(log)}'
+    )
+  rate, in_loop = _rates(
+    os.path.join(output, 'summaries', 'train'), warmup, config['batch']
+  )
   if rate is None:
-    raise RuntimeError(f'no examples_per_sec summaries after step {warmup} '
-                       f'in {output}:\n{_tail(log)}')
+    raise RuntimeError(
+      f'no examples_per_sec summaries after step {warmup} '
+      f'in {output}:\n{_tail(log)}'
+    )
   return rate, in_loop
 
 
-def _rates(directory: str, warmup: int,
-           batch: int) -> tuple[float | None, float | None]:
+def _rates(
+  directory: str, warmup: int, batch: int
+) -> tuple[float | None, float | None]:
   """(wall-clock, in-loop) examples/s from the chief's summaries.
 
   The wall-clock rate runs from the summary written at step `warmup` to
@@ -193,8 +247,9 @@ def _rates(directory: str, warmup: int,
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
         if value.tag == 'examples_per_sec':
-          events.append((event.step, event.wall_time,
-                         float(tf.make_ndarray(value.tensor))))
+          events.append(
+            (event.step, event.wall_time, float(tf.make_ndarray(value.tensor)))
+          )
   events.sort()
   start = [e for e in events if e[0] == warmup]
   measured = [e for e in events if e[0] > warmup]
@@ -203,26 +258,44 @@ def _rates(directory: str, warmup: int,
   (first, began, _), (last, ended, _) = start[0], measured[-1]
   # Equal windows: the rate over all of them is their harmonic mean.
   in_loop = len(measured) / sum(1 / e[2] for e in measured)
-  gaps = [f'{b[0]}: {b[1] - a[1]:.1f}s' for a, b in
-          itertools.pairwise(events)]
-  print(f'  tensorfx windows, wall seconds to each summary: {gaps}',
-        file=sys.stderr, flush=True)
+  gaps = [f'{b[0]}: {b[1] - a[1]:.1f}s' for a, b in itertools.pairwise(events)]
+  print(
+    f'  tensorfx windows, wall seconds to each summary: {gaps}',
+    file=sys.stderr,
+    flush=True,
+  )
   return (last - first) * batch / (ended - began), in_loop
 
 
-def hand_written_run(section: str, config: dict[str, Any], output: str,
-                     timeout: float) -> tuple[float, float | None]:
+def hand_written_run(
+  section: str, config: dict[str, Any], output: str, timeout: float
+) -> tuple[float, float | None]:
   """examples/s of the hand-written cluster (its chief's JSON line)."""
   jobs = _HAND_JOBS[section]
   ports = iter(_free_ports(sum(jobs.values())))
-  cluster = {job: [f'127.0.0.1:{next(ports)}' for _ in range(count)]
-             for job, count in jobs.items()}
+  cluster = {
+    job: [f'127.0.0.1:{next(ports)}' for _ in range(count)]
+    for job, count in jobs.items()
+  }
   script = [sys.executable, os.path.join(HERE, 'ctr_cluster.py')]
-  flags = ['--data', config['data'], '--rows', str(config['rows']),
-           '--shards', str(config['shards']), '--batch', str(config['batch']),
-           '--warmup', str(config['warmup']), '--steps', str(config['steps']),
-           '--window', str(config['window']),
-           '--steps-per-closure', str(config['steps_per_closure'])]
+  flags = [
+    '--data',
+    config['data'],
+    '--rows',
+    str(config['rows']),
+    '--shards',
+    str(config['shards']),
+    '--batch',
+    str(config['batch']),
+    '--warmup',
+    str(config['warmup']),
+    '--steps',
+    str(config['steps']),
+    '--window',
+    str(config['window']),
+    '--steps-per-closure',
+    str(config['steps_per_closure']),
+  ]
   if section.startswith('tables-'):
     flags += ['--adagrad-tables', str(_TABLES_RATE)]
   os.makedirs(output, exist_ok=True)
@@ -236,12 +309,21 @@ def hand_written_run(section: str, config: dict[str, Any], output: str,
           role = ['serve']
         else:
           role = ['ps' if servers else 'mwm', *flags]
-        env = _env({'cluster': cluster,
-                    'task': {'type': job, 'index': index}})
+        env = _env({'cluster': cluster, 'task': {'type': job, 'index': index}})
         with open(os.path.join(output, f'{job}-{index}.log'), 'w') as out:
-          processes.append((job, subprocess.Popen(
-              script + role, stdout=out, stderr=subprocess.STDOUT,
-              stdin=subprocess.DEVNULL, env=env, cwd=ROOT)))
+          processes.append(
+            (
+              job,
+              subprocess.Popen(
+                script + role,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=ROOT,
+              ),
+            )
+          )
     chief = processes[-1][1]
     try:
       code = chief.wait(timeout=timeout)
@@ -253,17 +335,25 @@ def hand_written_run(section: str, config: dict[str, Any], output: str,
       p.wait()
   log = os.path.join(output, 'chief-0.log')
   with open(log, errors='replace') as f:
-    rates = [json.loads(line)['rate'] for line in f
-             if line.startswith('{"rate"')]
+    rates = [
+      json.loads(line)['rate'] for line in f if line.startswith('{"rate"')
+    ]
   if code != 0 or not rates:
-    raise RuntimeError(f'the hand-written {section} cluster '
-                       f'{"timed out" if code is None else f"exited {code}"}'
-                       f':\n{_tail(log)}')
+    raise RuntimeError(
+      f'the hand-written {section} cluster '
+      f'{"timed out" if code is None else f"exited {code}"}'
+      f':\n{_tail(log)}'
+    )
   return rates[0], None
 
 
-def section_result(section: str, config: dict[str, Any], rounds: int,
-                   workdir: str, timeout: float) -> dict[str, Any]:
+def section_result(
+  section: str,
+  config: dict[str, Any],
+  rounds: int,
+  workdir: str,
+  timeout: float,
+) -> dict[str, Any]:
   """Both sides, `rounds` times, each round's pair adjacent."""
   runs = {'tensorfx': tensorfx_run, 'hand-written': hand_written_run}
   rates: dict[str, list[float]] = {name: [] for name in runs}
@@ -276,43 +366,61 @@ def section_result(section: str, config: dict[str, Any], rounds: int,
       rates[name].append(rate)
       if loop_only is not None:
         in_loop.append(loop_only)
-      print(f'{section} round {round_ + 1}: {name} {rate:,.0f} examples/s',
-            file=sys.stderr, flush=True)
+      print(
+        f'{section} round {round_ + 1}: {name} {rate:,.0f} examples/s',
+        file=sys.stderr,
+        flush=True,
+      )
   ratios = [t / h for t, h in zip(rates['tensorfx'], rates['hand-written'])]
-  return {'cluster': _TENSORFX_CLUSTER[section], 'rates': rates,
-          'medians': {n: compare._median(r) for n, r in rates.items()},
-          'ratio': compare.spread(ratios),
-          # What tensorfx logs: its loop calls only, not what runs between.
-          'tensorfx_in_loop': compare._median(in_loop)}
+  return {
+    'cluster': _TENSORFX_CLUSTER[section],
+    'rates': rates,
+    'medians': {n: compare._median(r) for n, r in rates.items()},
+    'ratio': compare.spread(ratios),
+    # What tensorfx logs: its loop calls only, not what runs between.
+    'tensorfx_in_loop': compare._median(in_loop),
+  }
 
 
 def markdown(result: dict[str, Any]) -> str:
   """The table of a result."""
   c = result['config']
   lines = [
-      (f"Local clusters on 127.0.0.1: {c['rows']:,} rows in {c['shards']} "
-      f"TFRecord shards, batch {c['batch']}, {c['steps']} steps measured "
-      f"after {c['warmup']} (windows of {c['window']}, closures of "
-      f"{c['steps_per_closure']}); {result['cpus']} CPU cores, TensorFlow "
-      f"{result['tensorflow']}, Python {result['python']}; "
-      f"{result['rounds']} rounds; load average "
-      f"{result['load'].get('start', '?')} at the start, "
-      f"{result['load'].get('end', '?')} at the end."), '',
-      ('| section | tensorfx `--cluster` | examples/s tensorfx | examples/s '
-       'hand-written | ratio (IQR, pairs) | tensorfx as it logs it |'),
-      '| --- | --- | ---: | ---: | ---: | ---: |']
+    (
+      f'Local clusters on 127.0.0.1: {c["rows"]:,} rows in {c["shards"]} '
+      f'TFRecord shards, batch {c["batch"]}, {c["steps"]} steps measured '
+      f'after {c["warmup"]} (windows of {c["window"]}, closures of '
+      f'{c["steps_per_closure"]}); {result["cpus"]} CPU cores, TensorFlow '
+      f'{result["tensorflow"]}, Python {result["python"]}; '
+      f'{result["rounds"]} rounds; load average '
+      f'{result["load"].get("start", "?")} at the start, '
+      f'{result["load"].get("end", "?")} at the end.'
+    ),
+    '',
+    (
+      '| section | tensorfx `--cluster` | examples/s tensorfx | examples/s '
+      'hand-written | ratio (IQR, pairs) | tensorfx as it logs it |'
+    ),
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+  ]
   for section, s in result['sections'].items():
     r = s['ratio']
     lines.append(
-        f"| {section} | `{s['cluster']}` | {s['medians']['tensorfx']:,.0f} | "
-        f"{s['medians']['hand-written']:,.0f} | **{r['median']:.2f}x** "
-        f"({r['q1']:.2f}-{r['q3']:.2f}, n={r['pairs']})"
-        f"{' *' if r['includes_one'] else ''} | "
-        f"{s['tensorfx_in_loop']:,.0f} |")
-  lines += ['', ('Examples/s are wall-clock from the end of the warm-up to '
-                 'the last step on both sides; the last column is the rate '
-                 'tensorfx logs (its loop calls only). * the interquartile '
-                 'range includes 1.0: no difference shown.')]
+      f'| {section} | `{s["cluster"]}` | {s["medians"]["tensorfx"]:,.0f} | '
+      f'{s["medians"]["hand-written"]:,.0f} | **{r["median"]:.2f}x** '
+      f'({r["q1"]:.2f}-{r["q3"]:.2f}, n={r["pairs"]})'
+      f'{" *" if r["includes_one"] else ""} | '
+      f'{s["tensorfx_in_loop"]:,.0f} |'
+    )
+  lines += [
+    '',
+    (
+      'Examples/s are wall-clock from the end of the warm-up to '
+      'the last step on both sides; the last column is the rate '
+      'tensorfx logs (its loop calls only). * the interquartile '
+      'range includes 1.0: no difference shown.'
+    ),
+  ]
   return '\n'.join(lines) + '\n'
 
 
@@ -328,29 +436,39 @@ def _write(out: str, result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='4,000 rows, batch 128, 10 steps measured, one '
-                      'round')
+  parser.add_argument(
+    '--quick',
+    action='store_true',
+    help='4,000 rows, batch 128, 10 steps measured, one round',
+  )
   parser.add_argument('--rows', type=int)
   parser.add_argument('--shards', type=int)
   parser.add_argument('--batch', type=int)
   parser.add_argument('--steps', type=int, help='steps measured per run')
   parser.add_argument('--rounds', type=int)
   parser.add_argument('--steps-per-closure', type=int, default=10)
-  parser.add_argument('--sections', default=','.join(SECTIONS),
-                      type=lambda t: t.split(','))
-  parser.add_argument('--timeout', type=float,
-                      help='seconds one cluster run may take (default 600, '
-                      '300 with --quick)')
-  parser.add_argument('--data', help='where the generated data goes '
-                      '(default benchmarks/results/data)')
-  parser.add_argument('--output', help='where results go (default '
-                      'benchmarks/results)')
+  parser.add_argument(
+    '--sections', default=','.join(SECTIONS), type=lambda t: t.split(',')
+  )
+  parser.add_argument(
+    '--timeout',
+    type=float,
+    help='seconds one cluster run may take (default 600, 300 with --quick)',
+  )
+  parser.add_argument(
+    '--data',
+    help='where the generated data goes (default benchmarks/results/data)',
+  )
+  parser.add_argument(
+    '--output', help='where results go (default benchmarks/results)'
+  )
   args = parser.parse_args(argv)
   unknown = sorted(set(args.sections) - set(SECTIONS))
   if unknown:
-    parser.error(f'--sections: unknown {", ".join(unknown)}; choose from '
-                 f'{", ".join(SECTIONS)}')
+    parser.error(
+      f'--sections: unknown {", ".join(unknown)}; choose from '
+      f'{", ".join(SECTIONS)}'
+    )
   rows = args.rows or (4000 if args.quick else 200000)
   shards = args.shards or (2 if args.quick else 4)
   batch = args.batch or (128 if args.quick else 1024)
@@ -361,28 +479,41 @@ def main(argv: list[str] | None = None) -> int:
   os.makedirs(out, exist_ok=True)
 
   load_start = compare._load()
-  files = ctr_data.generate(args.data or os.path.join(HERE, 'results', 'data'),
-                            rows, shards)
-  analysis = ctr_model.analyze(files, os.path.join(
-      os.path.dirname(files['schema']), 'analysis'))
-  config = {'data': os.path.dirname(os.path.dirname(files['schema'])),
-            'rows': rows, 'shards': shards, 'analysis': analysis,
-            'batch': batch, 'steps': steps, 'window': window,
-            # Warm-up: tracing, connecting, the first closures (tensorfx's second
-            # window still ran 5 times its later ones in a quick run).
-            'warmup': 2 * window,
-            'steps_per_closure': args.steps_per_closure}
+  files = ctr_data.generate(
+    args.data or os.path.join(HERE, 'results', 'data'), rows, shards
+  )
+  analysis = ctr_model.analyze(
+    files, os.path.join(os.path.dirname(files['schema']), 'analysis')
+  )
+  config = {
+    'data': os.path.dirname(os.path.dirname(files['schema'])),
+    'rows': rows,
+    'shards': shards,
+    'analysis': analysis,
+    'batch': batch,
+    'steps': steps,
+    'window': window,
+    # Warm-up: tracing, connecting, the first closures (tensorfx's second
+    # window still ran 5 times its later ones in a quick run).
+    'warmup': 2 * window,
+    'steps_per_closure': args.steps_per_closure,
+  }
   result: dict[str, Any] = {
-      'config': config, 'rounds': args.rounds or (1 if args.quick else 3),
-      'cpus': os.cpu_count(), 'tensorflow': tf.__version__,
-      'python': platform.python_version(), 'sections': {},
-      'time': time.strftime('%Y-%m-%d %H:%M:%S'),
-      'load': {'start': load_start}}
+    'config': config,
+    'rounds': args.rounds or (1 if args.quick else 3),
+    'cpus': os.cpu_count(),
+    'tensorflow': tf.__version__,
+    'python': platform.python_version(),
+    'sections': {},
+    'time': time.strftime('%Y-%m-%d %H:%M:%S'),
+    'load': {'start': load_start},
+  }
   timeout = args.timeout or (300 if args.quick else 600)
   with tempfile.TemporaryDirectory(prefix='tensorfx-distributed-') as workdir:
     for section in args.sections:
       result['sections'][section] = section_result(
-          section, config, result['rounds'], workdir, timeout)
+        section, config, result['rounds'], workdir, timeout
+      )
       result['load']['end'] = compare._load()
       _write(out, result)
   print(_write(out, result))

@@ -98,9 +98,11 @@ class _Watcher:
 
 def _rates(output, warmup):
   import tensorflow as tf
+
   found = []
-  for path in glob.glob(os.path.join(output, 'summaries', 'train',
-                                     'events.out.tfevents.*')):
+  for path in glob.glob(
+    os.path.join(output, 'summaries', 'train', 'events.out.tfevents.*')
+  ):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
         if value.tag == 'examples_per_sec' and event.step > warmup:
@@ -110,13 +112,16 @@ def _rates(output, warmup):
 
 # variant -> (label, --embedding-optimizer, on a cluster, exact keys).
 VARIANTS = {
-    'lazy-adam': ('single node, lazy Adam', 'lazy-adam', False, False),
-    'dense-adam': ("single node, Keras' Adam (dense)", 'adam', False, False),
-    'cluster': ('2 workers + 2 ps, lazy Adam', 'lazy-adam', True, False),
-    'exact': ('single node, lazy Adam, exact keys', 'lazy-adam', False,
-              True),
-    'cluster-exact': ('2 workers + 2 ps, lazy Adam, exact keys', 'lazy-adam',
-                      True, True),
+  'lazy-adam': ('single node, lazy Adam', 'lazy-adam', False, False),
+  'dense-adam': ("single node, Keras' Adam (dense)", 'adam', False, False),
+  'cluster': ('2 workers + 2 ps, lazy Adam', 'lazy-adam', True, False),
+  'exact': ('single node, lazy Adam, exact keys', 'lazy-adam', False, True),
+  'cluster-exact': (
+    '2 workers + 2 ps, lazy Adam, exact keys',
+    'lazy-adam',
+    True,
+    True,
+  ),
 }
 # Each variant's hashed counterpart, for the "vs hashed" ratios.
 HASHED = {'exact': 'lazy-adam', 'cluster-exact': 'cluster'}
@@ -125,6 +130,7 @@ HASHED = {'exact': 'lazy-adam', 'cluster-exact': 'cluster'}
 def exact_features(directory):
   """Writes the sample's features.yaml with exact keys in every table there."""
   import yaml
+
   with open(os.path.join(SAMPLE, 'features.yaml')) as f:
     features = yaml.safe_load(f)
   for feature in features['features']:
@@ -140,45 +146,87 @@ def train(variant, data, analysis, output, steps, window, batch):
   """Runs one variant; returns examples/s and peak RSS per process."""
   _, optimizer, cluster, exact = VARIANTS[variant]
   # The analysis holds for both: a table's options leave the transform be.
-  features = (exact_features(os.path.dirname(output)) if exact else
-              'features.yaml')
+  features = (
+    exact_features(os.path.dirname(output)) if exact else 'features.yaml'
+  )
   command = [
-      sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-      '--output', output,
-      '--data-train', os.path.join(data, 'train-*.tfrecord.gz'),
-      '--data-eval', os.path.join(data, 'eval.tfrecord.gz'),
-      '--data-schema', 'schema.yaml', '--data-features', features,
-      '--data-metadata', analysis, '--hidden-layers:1', '64',
-      '--hidden-layers:2', '32', '--batch-size', str(batch),
-      '--max-steps', str(steps), '--log-interval-steps', str(window),
-      '--checkpoint-interval-secs', '1000000', '--seed', '1',
-      '--embedding-optimizer', optimizer]
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    'trainer',
+    '--output',
+    output,
+    '--data-train',
+    os.path.join(data, 'train-*.tfrecord.gz'),
+    '--data-eval',
+    os.path.join(data, 'eval.tfrecord.gz'),
+    '--data-schema',
+    'schema.yaml',
+    '--data-features',
+    features,
+    '--data-metadata',
+    analysis,
+    '--hidden-layers:1',
+    '64',
+    '--hidden-layers:2',
+    '32',
+    '--batch-size',
+    str(batch),
+    '--max-steps',
+    str(steps),
+    '--log-interval-steps',
+    str(window),
+    '--checkpoint-interval-secs',
+    '1000000',
+    '--seed',
+    '1',
+    '--embedding-optimizer',
+    optimizer,
+  ]
   if cluster:
     command += ['--cluster', 'ps=2,workers=2']
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   started = time.monotonic()
-  process = subprocess.Popen(command, cwd=SAMPLE, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, bufsize=1, start_new_session=True)
+  process = subprocess.Popen(
+    command,
+    cwd=SAMPLE,
+    env=env,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+    bufsize=1,
+    start_new_session=True,
+  )
   watcher = _Watcher(process, 'process')
   code = watcher.wait(timeout=3600)
   if code != 0:
-    raise RuntimeError(f'{variant} failed ({code}):\n' +
-                       '\n'.join(watcher.lines[-40:]))
+    raise RuntimeError(
+      f'{variant} failed ({code}):\n' + '\n'.join(watcher.lines[-40:])
+    )
   rates = _rates(output, window)
   with open(os.path.join(output, 'job.yaml')) as f:
     import yaml
+
     job = yaml.safe_load(f)
-  peaks = {name: round(peak) for name, peak in watcher.peaks.items()
-           if name != 'process' or not cluster}
-  return {'examples_per_sec': statistics.mean(rates) if rates else None,
-          'windows': len(rates), 'peak_rss_mib': peaks,
-          'auc': job.get('metrics', {}).get('auc'),
-          'wall_seconds': round(time.monotonic() - started, 1)}
+  peaks = {
+    name: round(peak)
+    for name, peak in watcher.peaks.items()
+    if name != 'process' or not cluster
+  }
+  return {
+    'examples_per_sec': statistics.mean(rates) if rates else None,
+    'windows': len(rates),
+    'peak_rss_mib': peaks,
+    'auc': job.get('metrics', {}).get('auc'),
+    'wall_seconds': round(time.monotonic() - started, 1),
+  }
 
 
-def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
-                 batches=100, seed=1):
+def lookup_rates(
+  ids=300_000, capacity=1 << 20, dim=16, batch=4096, batches=100, seed=1
+):
   """Lookups/s of one table, hashed and with exact keys, in this process.
 
   Keys are `ids` random 40-bit ids drawn with Zipf weights (as the sample's
@@ -196,18 +244,29 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
   import tensorflow as tf
 
   from tensorfx import embeddings
+
   rng = np.random.default_rng(seed)
   space = np.unique(rng.integers(1, 1 << 40, size=ids))
   weights = 1.0 / np.arange(1, space.size + 1)
-  keys = tf.constant(space[rng.choice(space.size, size=(batches, batch),
-                                      p=weights / weights.sum())], tf.int64)
+  keys = tf.constant(
+    space[
+      rng.choice(space.size, size=(batches, batch), p=weights / weights.sum())
+    ],
+    tf.int64,
+  )
   spec = [tf.TensorSpec([None, batch], tf.int64)]
   rates = {}
   for mode in ('mod', 'exact'):
     step = tf.Variable(0, dtype=tf.int64)
     table = embeddings.EmbeddingTable(
-        f'lookups_{mode}', dim=dim, capacity=capacity, hashing=mode,
-        admit_after=2, evict_after_steps=20000, step_counter=step)
+      f'lookups_{mode}',
+      dim=dim,
+      capacity=capacity,
+      hashing=mode,
+      admit_after=2,
+      evict_after_steps=20000,
+      step_counter=step,
+    )
     table.build()
 
     def loop(training, table=table, step=step):
@@ -218,8 +277,13 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
           if training:
             step.assign_add(1)
           return i + 1, total + tf.reduce_sum(vectors)
-        return tf.while_loop(lambda i, _: i < tf.shape(keys)[0], body,
-                             [tf.constant(0), tf.constant(0.0)])[1]
+
+        return tf.while_loop(
+          lambda i, _: i < tf.shape(keys)[0],
+          body,
+          [tf.constant(0), tf.constant(0.0)],
+        )[1]
+
       return run  # noqa: B023  (the def above, not a loop variable)
 
     train, serve = loop(True), loop(False)
@@ -227,8 +291,11 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
     train(keys[:1])
     serve(keys[:1])
     timed = {}
-    for name, run in (('train_first', train), ('train', train),
-                      ('serve', serve)):
+    for name, run in (
+      ('train_first', train),
+      ('train', train),
+      ('serve', serve),
+    ):
       started = time.perf_counter()
       float(run(keys))
       timed[name] = round(batches * batch / (time.perf_counter() - started))
@@ -240,48 +307,58 @@ def lookup_rates(ids=300_000, capacity=1 << 20, dim=16, batch=4096,
 def markdown(result):
   """The Markdown tables of a result."""
   lines = [
-      f"Recommendation sample, {result['train']:,} training interactions "
-      f"({result['distinct_users']:,} users, {result['distinct_items']:,} "
-      f"items seen), two tables of {result['capacity']:,} rows x 16 floats "
-      f"(64 MiB each), batch {result['batch']}; {result['cpus']} CPU cores, "
-      f"no GPU, TensorFlow {result['tensorflow']}, Python "
-      f"{result['python']}; medians of {result['rounds']} interleaved "
-      'round(s).', '',
-      '| variant | steps | examples/s | vs dense Adam | vs hashed | '
-      'peak RSS (MiB) | AUC |',
-      '| --- | ---: | ---: | ---: | ---: | --- | ---: |']
+    f'Recommendation sample, {result["train"]:,} training interactions '
+    f'({result["distinct_users"]:,} users, {result["distinct_items"]:,} '
+    f'items seen), two tables of {result["capacity"]:,} rows x 16 floats '
+    f'(64 MiB each), batch {result["batch"]}; {result["cpus"]} CPU cores, '
+    f'no GPU, TensorFlow {result["tensorflow"]}, Python '
+    f'{result["python"]}; medians of {result["rounds"]} interleaved '
+    'round(s).',
+    '',
+    '| variant | steps | examples/s | vs dense Adam | vs hashed | '
+    'peak RSS (MiB) | AUC |',
+    '| --- | ---: | ---: | ---: | ---: | --- | ---: |',
+  ]
   medians = result['medians']
   dense = medians.get('dense-adam', {}).get('examples_per_sec')
   for variant, m in medians.items():
     rss = ', '.join(f'{k} {v:,}' for k, v in m['peak_rss_mib'].items())
-    versus_dense = (f"**{m['examples_per_sec'] / dense:.1f}x**" if dense
-                    else '-')
+    versus_dense = f'**{m["examples_per_sec"] / dense:.1f}x**' if dense else '-'
     hashed = medians.get(HASHED.get(variant), {}).get('examples_per_sec')
-    versus_hashed = (f"**{m['examples_per_sec'] / hashed:.2f}x**" if hashed
-                     else '-')
+    versus_hashed = (
+      f'**{m["examples_per_sec"] / hashed:.2f}x**' if hashed else '-'
+    )
     lines.append(
-        f"| {VARIANTS[variant][0]} | {result['steps'][variant]:,} | "
-        f"{m['examples_per_sec']:,.0f} | {versus_dense} | {versus_hashed} | "
-        f"{rss} | {m['auc']:.3f} |")
+      f'| {VARIANTS[variant][0]} | {result["steps"][variant]:,} | '
+      f'{m["examples_per_sec"]:,.0f} | {versus_dense} | {versus_hashed} | '
+      f'{rss} | {m["auc"]:.3f} |'
+    )
   lookups = result.get('lookups')
   if lookups:
     setup = lookups['setup']
     lines += [
-        '', f"Lookups of one table ({setup['capacity']:,} rows x "
-        f"{setup['dim']} floats), {setup['batches']} batches of "
-        f"{setup['batch']:,} keys drawn from {setup['ids']:,} Zipf-"
-        'distributed 40-bit ids, keys/s:', '',
-        '| keys | training, first pass | training, steady | serving | '
-        'rows held |', '| --- | ---: | ---: | ---: | ---: |']
+      '',
+      f'Lookups of one table ({setup["capacity"]:,} rows x '
+      f'{setup["dim"]} floats), {setup["batches"]} batches of '
+      f'{setup["batch"]:,} keys drawn from {setup["ids"]:,} Zipf-'
+      'distributed 40-bit ids, keys/s:',
+      '',
+      '| keys | training, first pass | training, steady | serving | '
+      'rows held |',
+      '| --- | ---: | ---: | ---: | ---: |',
+    ]
     for mode, label in (('mod', 'hashed (mod)'), ('exact', 'exact')):
       r = lookups[mode]
-      lines.append(f"| {label} | {r['train_first']:,} | {r['train']:,} | "
-                   f"{r['serve']:,} | {r['rows']:,} |")
+      lines.append(
+        f'| {label} | {r["train_first"]:,} | {r["train"]:,} | '
+        f'{r["serve"]:,} | {r["rows"]:,} |'
+      )
     h, e = lookups['mod'], lookups['exact']
     lines.append(
-        f"| exact / hashed | **{e['train_first'] / h['train_first']:.2f}x** "
-        f"| **{e['train'] / h['train']:.2f}x** | "
-        f"**{e['serve'] / h['serve']:.2f}x** | |")
+      f'| exact / hashed | **{e["train_first"] / h["train_first"]:.2f}x** '
+      f'| **{e["train"] / h["train"]:.2f}x** | '
+      f'**{e["serve"] / h["serve"]:.2f}x** | |'
+    )
   return '\n'.join(lines) + '\n'
 
 
@@ -292,88 +369,145 @@ def _median_run(runs):
   for r in runs:
     for k, v in r['peak_rss_mib'].items():
       peaks.setdefault(k, []).append(v)
-  return {'examples_per_sec': statistics.median(rates),
-          'peak_rss_mib': {k: round(statistics.median(v))
-                           for k, v in sorted(peaks.items())},
-          'auc': middle['auc']}
+  return {
+    'examples_per_sec': statistics.median(rates),
+    'peak_rss_mib': {
+      k: round(statistics.median(v)) for k, v in sorted(peaks.items())
+    },
+    'auc': middle['auc'],
+  }
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='40,000 interactions, fewer steps, one round')
+  parser.add_argument(
+    '--quick',
+    action='store_true',
+    help='40,000 interactions, fewer steps, one round',
+  )
   parser.add_argument('--rounds', type=int)
   parser.add_argument('--batch', type=int, default=256)
-  parser.add_argument('--variants', nargs='+', choices=list(VARIANTS),
-                      default=list(VARIANTS),
-                      help='the training variants to run (default: all)')
-  parser.add_argument('--no-lookups', action='store_true',
-                      help='skip the lookups/s measurement')
-  parser.add_argument('--data', help='where the generated data and its '
-                      'analysis go (default benchmarks/results/'
-                      'recommend-data[-quick])')
-  parser.add_argument('--output', help='where results go (default '
-                      'benchmarks/results)')
+  parser.add_argument(
+    '--variants',
+    nargs='+',
+    choices=list(VARIANTS),
+    default=list(VARIANTS),
+    help='the training variants to run (default: all)',
+  )
+  parser.add_argument(
+    '--no-lookups', action='store_true', help='skip the lookups/s measurement'
+  )
+  parser.add_argument(
+    '--data',
+    help='where the generated data and its '
+    'analysis go (default benchmarks/results/'
+    'recommend-data[-quick])',
+  )
+  parser.add_argument(
+    '--output', help='where results go (default benchmarks/results)'
+  )
   args = parser.parse_args(argv)
   quick = args.quick
   rounds = args.rounds or 1
-  size = ({'users': 30000, 'items': 20000, 'train': 40000, 'eval': 5000}
-          if quick else
-          {'users': 300000, 'items': 200000, 'train': 500000, 'eval': 10000})
+  size = (
+    {'users': 30000, 'items': 20000, 'train': 40000, 'eval': 5000}
+    if quick
+    else {'users': 300000, 'items': 200000, 'train': 500000, 'eval': 10000}
+  )
   # Dense Adam sweeps both tables each step: fewer steps measure it.
   window = 50 if quick else 100
   sparse_steps = window * (4 if quick else 10)
-  all_steps = {'lazy-adam': sparse_steps,
-               'dense-adam': 20 * (3 if quick else 5),
-               'cluster': sparse_steps, 'exact': sparse_steps,
-               'cluster-exact': sparse_steps}
+  all_steps = {
+    'lazy-adam': sparse_steps,
+    'dense-adam': 20 * (3 if quick else 5),
+    'cluster': sparse_steps,
+    'exact': sparse_steps,
+    'cluster-exact': sparse_steps,
+  }
   steps = {v: all_steps[v] for v in VARIANTS if v in args.variants}
   windows = {v: 20 if v == 'dense-adam' else window for v in steps}
   data = args.data or os.path.join(
-      HERE, 'results', 'recommend-data' + ('-quick' if quick else ''))
+    HERE, 'results', 'recommend-data' + ('-quick' if quick else '')
+  )
   out = args.output or os.path.join(HERE, 'results')
   os.makedirs(out, exist_ok=True)
   summary_path = os.path.join(data, 'oracle.json')
   if not os.path.exists(summary_path):
-    subprocess.run([sys.executable, 'generate.py', '--output', data] +
-                   [f'--{k}={v}' for k, v in size.items()], cwd=SAMPLE,
-                   check=True)
+    subprocess.run(
+      [sys.executable, 'generate.py', '--output', data]
+      + [f'--{k}={v}' for k, v in size.items()],
+      cwd=SAMPLE,
+      check=True,
+    )
   with open(summary_path) as f:
     summary = json.load(f)
   analysis = os.path.join(data, 'analysis')
   if not os.path.exists(os.path.join(analysis, 'metadata.json')):
-    subprocess.run([sys.executable, '-m', 'tensorfx', 'analyze',
-                    '--data-train', os.path.join(data, 'train-*.tfrecord.gz'),
-                    '--data-schema', 'schema.yaml', '--data-features',
-                    'features.yaml', '--output', analysis], cwd=SAMPLE,
-                   check=True)
+    subprocess.run(
+      [
+        sys.executable,
+        '-m',
+        'tensorfx',
+        'analyze',
+        '--data-train',
+        os.path.join(data, 'train-*.tfrecord.gz'),
+        '--data-schema',
+        'schema.yaml',
+        '--data-features',
+        'features.yaml',
+        '--output',
+        analysis,
+      ],
+      cwd=SAMPLE,
+      check=True,
+    )
   import tensorflow as tf
+
   runs = {v: [] for v in steps}
   with tempfile.TemporaryDirectory(prefix='tensorfx-embeddings-') as work:
     for round_ in range(rounds):
       for variant in steps:  # noqa: PLC0206  (the key names the output too)
         output = os.path.join(work, f'{variant}-{round_}')
-        run = train(variant, data, analysis, output, steps[variant],
-                    windows[variant], args.batch)
+        run = train(
+          variant,
+          data,
+          analysis,
+          output,
+          steps[variant],
+          windows[variant],
+          args.batch,
+        )
         print(variant, json.dumps(run), flush=True)
         runs[variant].append(run)
         shutil.rmtree(output, ignore_errors=True)
   lookups = None
   if not args.no_lookups:
-    setup = {'ids': 300_000, 'capacity': 1 << 20, 'dim': 16,
-             'batch': 4096, 'batches': 30 if quick else 100}
+    setup = {
+      'ids': 300_000,
+      'capacity': 1 << 20,
+      'dim': 16,
+      'batch': 4096,
+      'batches': 30 if quick else 100,
+    }
     lookups = dict(lookup_rates(**setup), setup=setup)
     print('lookups', json.dumps(lookups), flush=True)
   result = {
-      'train': summary['train'], 'distinct_users': summary['distinct_users'],
-      'distinct_items': summary['distinct_items'],
-      'oracle_auc': summary['oracle_auc'], 'capacity': 1 << 20,
-      'batch': args.batch, 'rounds': rounds, 'steps': steps,
-      'cpus': os.cpu_count(), 'tensorflow': tf.__version__,
-      'python': platform.python_version(),
-      'time': time.strftime('%Y-%m-%d %H:%M:%S'), 'runs': runs,
-      'medians': {v: _median_run(r) for v, r in runs.items()},
-      'lookups': lookups}
+    'train': summary['train'],
+    'distinct_users': summary['distinct_users'],
+    'distinct_items': summary['distinct_items'],
+    'oracle_auc': summary['oracle_auc'],
+    'capacity': 1 << 20,
+    'batch': args.batch,
+    'rounds': rounds,
+    'steps': steps,
+    'cpus': os.cpu_count(),
+    'tensorflow': tf.__version__,
+    'python': platform.python_version(),
+    'time': time.strftime('%Y-%m-%d %H:%M:%S'),
+    'runs': runs,
+    'medians': {v: _median_run(r) for v, r in runs.items()},
+    'lookups': lookups,
+  }
   name = 'embeddings-quick' if quick else 'embeddings'
   with open(os.path.join(out, f'{name}.json'), 'w') as f:
     json.dump(result, f, indent=2)

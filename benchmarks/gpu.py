@@ -48,10 +48,13 @@ import tf_keras  # noqa: E402
 
 # The switch settings: tensorfx's flags, and what the hand-written loop does.
 SWITCHES = {
-    'default': {'flags': (), 'policy': 'float32', 'jit': False},
-    'mixed': {'flags': ('--precision', 'mixed_float16'),
-              'policy': 'mixed_float16', 'jit': False},
-    'xla': {'flags': ('--jit-compile',), 'policy': 'float32', 'jit': True},
+  'default': {'flags': (), 'policy': 'float32', 'jit': False},
+  'mixed': {
+    'flags': ('--precision', 'mixed_float16'),
+    'policy': 'mixed_float16',
+    'jit': False,
+  },
+  'xla': {'flags': ('--jit-compile',), 'policy': 'float32', 'jit': True},
 }
 
 
@@ -103,15 +106,16 @@ def hand_rate(dataset, batch, warmup, steps, per_call, policy, jit):
     tf_keras.mixed_precision.set_global_policy('float32')
 
 
-def training(files, analysis, stats, batch, rounds, workdir, records,
-             rows):
+def training(files, analysis, stats, batch, rounds, workdir, records, rows):
   """The three pairs at one batch size: per-round rates and ratios."""
   window = max(5, 50 // max(1, batch // 1024))
   epoch_steps = -(-rows // batch)
   warmup = window * (-(-epoch_steps // window) + 1)
   steps = window * 4
-  pairs = {name: {'tensorfx': [], 'hand-written': [], 'ratios': []}
-           for name in SWITCHES}
+  pairs = {
+    name: {'tensorfx': [], 'hand-written': [], 'ratios': []}
+    for name in SWITCHES
+  }
   for round_ in range(rounds):
     for name, switch in SWITCHES.items():
       order = ['tensorfx', 'hand-written']
@@ -123,85 +127,148 @@ def training(files, analysis, stats, batch, rounds, workdir, records,
         if side == 'tensorfx':
           output = os.path.join(workdir, f'{name}-{batch}-{round_}')
           rates[side], _ = compare.tensorfx_rate(
-              files, analysis, output, batch, window, warmup, steps,
-              extra=('--cache', 'memory', *switch['flags']), train=records)
+            files,
+            analysis,
+            output,
+            batch,
+            window,
+            warmup,
+            steps,
+            extra=('--cache', 'memory', *switch['flags']),
+            train=records,
+          )
         else:
           rates[side] = hand_rate(
-              ctr_model.cached_pipeline(records, batch, stats), batch,
-              warmup, steps, window, switch['policy'], switch['jit'])
+            ctr_model.cached_pipeline(records, batch, stats),
+            batch,
+            warmup,
+            steps,
+            window,
+            switch['policy'],
+            switch['jit'],
+          )
         pairs[name][side].append(rates[side])
       pairs[name]['ratios'].append(rates['tensorfx'] / rates['hand-written'])
-      print(f'batch {batch} round {round_ + 1} {name}: tensorfx '
-            f"{rates['tensorfx']:,.0f}, hand-written "
-            f"{rates['hand-written']:,.0f} examples/s", file=sys.stderr,
-            flush=True)
-  return {'batch': batch, 'window': window, 'warmup': warmup,
-          'steps': steps, 'pairs': pairs}
+      print(
+        f'batch {batch} round {round_ + 1} {name}: tensorfx '
+        f'{rates["tensorfx"]:,.0f}, hand-written '
+        f'{rates["hand-written"]:,.0f} examples/s',
+        file=sys.stderr,
+        flush=True,
+      )
+  return {
+    'batch': batch,
+    'window': window,
+    'warmup': warmup,
+    'steps': steps,
+    'pairs': pairs,
+  }
 
 
 def markdown(result):
   """The result as one Markdown table (and the serving table)."""
-  lines = [f"**{result['device']}**, TensorFlow {result['tensorflow']}, "
-           f"{result['rows']:,} rows, {result['rounds']} paired rounds", '',
-           '| batch | switches | tensorfx ex/s | hand-written ex/s | '
-           'ratio (median of pairs) | IQR | spread includes 1.0 |',
-           '| ---: | --- | ---: | ---: | ---: | --- | --- |']
+  lines = [
+    f'**{result["device"]}**, TensorFlow {result["tensorflow"]}, '
+    f'{result["rows"]:,} rows, {result["rounds"]} paired rounds',
+    '',
+    '| batch | switches | tensorfx ex/s | hand-written ex/s | '
+    'ratio (median of pairs) | IQR | spread includes 1.0 |',
+    '| ---: | --- | ---: | ---: | ---: | --- | --- |',
+  ]
   for section in result['training']:
     for name, pair in section['pairs'].items():
       q1, median, q3 = compare.quartiles(pair['ratios'])
       lines.append(
-          f"| {section['batch']} | {name} | "
-          f"{statistics.median(pair['tensorfx']):,.0f} | "
-          f"{statistics.median(pair['hand-written']):,.0f} | "
-          f'**{median:.2f}x** | {q1:.2f}-{q3:.2f} | '
-          f"{'yes' if q1 <= 1.0 <= q3 else 'no'} |")
+        f'| {section["batch"]} | {name} | '
+        f'{statistics.median(pair["tensorfx"]):,.0f} | '
+        f'{statistics.median(pair["hand-written"]):,.0f} | '
+        f'**{median:.2f}x** | {q1:.2f}-{q3:.2f} | '
+        f'{"yes" if q1 <= 1.0 <= q3 else "no"} |'
+      )
   if 'serving' in result:
-    lines += ['', '| serving batch | prediction.Model / raw signature |',
-              '| ---: | ---: |']
+    lines += [
+      '',
+      '| serving batch | prediction.Model / raw signature |',
+      '| ---: | ---: |',
+    ]
     for batch, entry in result['serving'].items():
-      lines.append(f"| {batch} | {entry['ratio']:.2f}x "
-                   f"({entry['medians']['tensorfx']:,.0f} vs "
-                   f"{entry['medians']['raw-signature']:,.0f} /s) |")
+      lines.append(
+        f'| {batch} | {entry["ratio"]:.2f}x '
+        f'({entry["medians"]["tensorfx"]:,.0f} vs '
+        f'{entry["medians"]["raw-signature"]:,.0f} /s) |'
+      )
   return '\n'.join(lines) + '\n'
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--rows', type=int, default=200000)
-  parser.add_argument('--batches', default=[1024, 8192],
-                      type=lambda t: [int(b) for b in t.split(',')])
+  parser.add_argument(
+    '--batches',
+    default=[1024, 8192],
+    type=lambda t: [int(b) for b in t.split(',')],
+  )
   parser.add_argument('--rounds', type=int, default=3)
-  parser.add_argument('--data', default=os.path.join(HERE, 'results',
-                                                     'data'))
+  parser.add_argument('--data', default=os.path.join(HERE, 'results', 'data'))
   parser.add_argument('--output', default=os.path.join(HERE, 'results'))
-  parser.add_argument('--allow-cpu', action='store_true',
-                      help='run without a GPU (a smoke test of the code)')
+  parser.add_argument(
+    '--allow-cpu',
+    action='store_true',
+    help='run without a GPU (a smoke test of the code)',
+  )
   args = parser.parse_args(argv)
   gpus = tf.config.list_physical_devices('GPU')
   if not gpus and not args.allow_cpu:
-    print('gpu.py: TensorFlow sees no GPU (tf.config.list_physical_devices'
-          "('GPU') is empty); --allow-cpu runs it anyway", file=sys.stderr)
+    print(
+      'gpu.py: TensorFlow sees no GPU (tf.config.list_physical_devices'
+      "('GPU') is empty); --allow-cpu runs it anyway",
+      file=sys.stderr,
+    )
     return 2
-  device = (tf.config.experimental.get_device_details(gpus[0]).get(
-      'device_name', 'GPU') if gpus else f'CPU ({os.cpu_count()} cores)')
+  device = (
+    tf.config.experimental.get_device_details(gpus[0]).get('device_name', 'GPU')
+    if gpus
+    else f'CPU ({os.cpu_count()} cores)'
+  )
   os.makedirs(args.output, exist_ok=True)
   files = ctr_data.generate(args.data, args.rows, 2)
   with open(files['stats']) as f:
     stats = json.load(f)
-  analysis = ctr_model.analyze(files, os.path.join(
-      os.path.dirname(files['schema']), 'analysis'))
-  result = {'device': device, 'rows': args.rows, 'rounds': args.rounds,
-            'tensorflow': tf.__version__,
-            'python': platform.python_version(), 'training': []}
+  analysis = ctr_model.analyze(
+    files, os.path.join(os.path.dirname(files['schema']), 'analysis')
+  )
+  result = {
+    'device': device,
+    'rows': args.rows,
+    'rounds': args.rounds,
+    'tensorflow': tf.__version__,
+    'python': platform.python_version(),
+    'training': [],
+  }
   records = files['tfrecord'][:1]
   with tempfile.TemporaryDirectory(prefix='tensorfx-gpu-') as workdir:
     for batch in args.batches:
-      result['training'].append(training(
-          files, analysis, stats, batch, args.rounds, workdir, records,
-          args.rows // 2))
+      result['training'].append(
+        training(
+          files,
+          analysis,
+          stats,
+          batch,
+          args.rounds,
+          workdir,
+          records,
+          args.rows // 2,
+        )
+      )
     model_dir = ctr_model.tensorfx_train(
-        files, analysis, os.path.join(workdir, 'serving-model'), 1024, 20,
-        10, train=records).path
+      files,
+      analysis,
+      os.path.join(workdir, 'serving-model'),
+      1024,
+      20,
+      10,
+      train=records,
+    ).path
     result['serving'] = compare.serving(model_dir, files, args.rounds)
   table = markdown(result)
   with open(os.path.join(args.output, 'gpu.json'), 'w') as f:

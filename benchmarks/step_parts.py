@@ -53,9 +53,11 @@ import tensorflow as tf
 def _engine_loop(dataset):
   """`run(steps)` of the hand-written step in the engine's loop form."""
   from tensorfx.training._engine import local_loop
+
   step = ctr_model.hand_step()
-  loop = local_loop.make_loop(tf.distribute.get_strategy(),
-                              lambda batch: step(*batch), float('inf'))
+  loop = local_loop.make_loop(
+    tf.distribute.get_strategy(), lambda batch: step(*batch), float('inf')
+  )
   iterator = iter(dataset)
   return lambda steps: loop(iterator, tf.constant(steps, tf.int64))[0].numpy()
 
@@ -63,11 +65,14 @@ def _engine_loop(dataset):
 def _tensorfx_builder(files, analysis, train, batch, output, extra=()):
   """The benchmark's `ModelBuilder`, with `compare.py`'s flags."""
   from tensorfx import training
+
   args, _ = training.ModelArguments.parse(
-      ['--output', output, '--batch-size', str(batch), '--no-shuffle',
-       *extra], parse_job=True)
+    ['--output', output, '--batch-size', str(batch), '--no-shuffle', *extra],
+    parse_job=True,
+  )
   return ctr_model.tensorfx_builder_type()(
-      args, ctr_model.tensorfx_dataset(files, analysis, train=train))
+    args, ctr_model.tensorfx_dataset(files, analysis, train=train)
+  )
 
 
 def _tensorfx_pipeline(files, analysis, train, batch, output):
@@ -84,12 +89,15 @@ def _tensorfx_pipeline(files, analysis, train, batch, output):
 def _tensorfx_engine(files, analysis, train, batch, output, extra=()):
   """`run(steps)` of ModelTrainer's own training loop (its interface)."""
   from tensorfx import training
+
   builder = _tensorfx_builder(files, analysis, train, batch, output, extra)
   interface, _, _ = builder.build_graph_interfaces(
-      training.Configuration.local())
+    training.Configuration.local()
+  )
   iterator = iter(interface.dataset)
-  return lambda steps: interface.loop(
-      iterator, tf.constant(steps, tf.int64))[0].numpy()
+  return lambda steps: interface.loop(iterator, tf.constant(steps, tf.int64))[
+    0
+  ].numpy()
 
 
 def main(argv=None):
@@ -97,40 +105,60 @@ def main(argv=None):
   parser.add_argument('--rows', type=int, default=300000)
   parser.add_argument('--shards', type=int, default=4)
   parser.add_argument('--batch', type=int, default=4096)
-  parser.add_argument('--window', type=int, default=12,
-                      help='steps per call (default: %(default)s)')
+  parser.add_argument(
+    '--window',
+    type=int,
+    default=12,
+    help='steps per call (default: %(default)s)',
+  )
   parser.add_argument('--rounds', type=int, default=12)
-  parser.add_argument('--parts', type=lambda t: t.split(','),
-                      help='comma-separated part names (default: all)')
+  parser.add_argument(
+    '--parts',
+    type=lambda t: t.split(','),
+    help='comma-separated part names (default: all)',
+  )
   parser.add_argument('--data', default=os.path.join(HERE, 'results', 'data'))
-  parser.add_argument('--output', help='also write the figures to this JSON '
-                      'file')
+  parser.add_argument(
+    '--output', help='also write the figures to this JSON file'
+  )
   args = parser.parse_args(argv)
 
   files = ctr_data.generate(args.data, args.rows, args.shards)
   with open(files['stats']) as f:
     stats = json.load(f)
-  analysis = ctr_model.analyze(files, os.path.join(
-      os.path.dirname(files['schema']), 'analysis'))
+  analysis = ctr_model.analyze(
+    files, os.path.join(os.path.dirname(files['schema']), 'analysis')
+  )
   train = files['tfrecord'][:1]
   batch = args.batch
   epoch_steps = -(-args.rows // args.shards // batch)
   with tempfile.TemporaryDirectory(prefix='tensorfx-parts-') as output:
     parts = {
-        'loop cached': lambda: ctr_model.loop_runner(
-            ctr_model.cached_pipeline(train, batch, stats)),
-        'loop XLA cached': lambda: ctr_model.loop_runner(
-            ctr_model.cached_pipeline(train, batch, stats), jit_compile=True),
-        "loop on tensorfx's cached pipeline": lambda: ctr_model.loop_runner(
-            _tensorfx_pipeline(files, analysis, train, batch,
-                               os.path.join(output, 'pipeline'))),
-        "loop in the engine's loop form": lambda: _engine_loop(
-            ctr_model.cached_pipeline(train, batch, stats)),
-        'tensorfx default': lambda: _tensorfx_engine(
-            files, analysis, train, batch, os.path.join(output, 'default')),
-        'tensorfx --jit-compile': lambda: _tensorfx_engine(
-            files, analysis, train, batch, os.path.join(output, 'xla'),
-            ('--jit-compile',)),
+      'loop cached': lambda: ctr_model.loop_runner(
+        ctr_model.cached_pipeline(train, batch, stats)
+      ),
+      'loop XLA cached': lambda: ctr_model.loop_runner(
+        ctr_model.cached_pipeline(train, batch, stats), jit_compile=True
+      ),
+      "loop on tensorfx's cached pipeline": lambda: ctr_model.loop_runner(
+        _tensorfx_pipeline(
+          files, analysis, train, batch, os.path.join(output, 'pipeline')
+        )
+      ),
+      "loop in the engine's loop form": lambda: _engine_loop(
+        ctr_model.cached_pipeline(train, batch, stats)
+      ),
+      'tensorfx default': lambda: _tensorfx_engine(
+        files, analysis, train, batch, os.path.join(output, 'default')
+      ),
+      'tensorfx --jit-compile': lambda: _tensorfx_engine(
+        files,
+        analysis,
+        train,
+        batch,
+        os.path.join(output, 'xla'),
+        ('--jit-compile',),
+      ),
     }
     if args.parts:
       parts = {name: parts[name] for name in args.parts}
@@ -146,25 +174,35 @@ def main(argv=None):
       for name in names[start:] + names[:start]:
         began = time.perf_counter()
         runs[name](args.window)
-        rates[name].append(args.window * batch /
-                           (time.perf_counter() - began))
+        rates[name].append(args.window * batch / (time.perf_counter() - began))
   medians = {name: statistics.median(rates[name]) for name in names}
-  hand = [name for name in names
-          if name in ('loop cached', 'loop XLA cached')]
+  hand = [name for name in names if name in ('loop cached', 'loop XLA cached')]
   best = max(hand, key=lambda name: medians[name]) if hand else names[0]
-  print(f'batch {batch}, {args.window} steps a call, medians of '
-        f'{args.rounds} rotated rounds (examples/s; ratio to {best}):')
+  print(
+    f'batch {batch}, {args.window} steps a call, medians of '
+    f'{args.rounds} rotated rounds (examples/s; ratio to {best}):'
+  )
   for name in names:
-    print(f'  {name:36s} {medians[name]:9,.0f}  '
-          f'{medians[name] / medians[best]:.3f}x  (rounds '
-          f'{min(rates[name]):,.0f} to {max(rates[name]):,.0f})')
+    print(
+      f'  {name:36s} {medians[name]:9,.0f}  '
+      f'{medians[name] / medians[best]:.3f}x  (rounds '
+      f'{min(rates[name]):,.0f} to {max(rates[name]):,.0f})'
+    )
   if args.output:
     with open(args.output, 'w') as f:
-      json.dump({'batch': batch, 'window': args.window,
-                 'rounds': args.rounds, 'rates': rates, 'medians': medians,
-                 'best_hand_written': best,
-                 'ratios': {name: medians[name] / medians[best]
-                            for name in names}}, f, indent=2)
+      json.dump(
+        {
+          'batch': batch,
+          'window': args.window,
+          'rounds': args.rounds,
+          'rates': rates,
+          'medians': medians,
+          'best_hand_written': best,
+          'ratios': {name: medians[name] / medians[best] for name in names},
+        },
+        f,
+        indent=2,
+      )
   return 0
 
 

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 
-_WORKER = r'''
+_WORKER = r"""
 import json, sys, time
 import tensorflow as tf
 import tf_keras
@@ -79,7 +79,7 @@ for _ in range(2):
   results['sparse'].append(rate(*sparse, 50))
   results['dense'].append(rate(*dense, 50))
 print(json.dumps(results))
-'''
+"""
 
 
 def _port():
@@ -98,12 +98,30 @@ def main():
   processes = []
   try:
     for index in range(2):
-      env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', TF_CONFIG=json.dumps(
-          {'cluster': cluster, 'task': {'type': 'worker', 'index': index}}))
-      processes.append(subprocess.Popen(
-          [sys.executable, '-c', _WORKER, str(index), str(args.capacity),
-           str(args.steps), str(args.batch)], env=env,
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+      env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL='3',
+        TF_CONFIG=json.dumps(
+          {'cluster': cluster, 'task': {'type': 'worker', 'index': index}}
+        ),
+      )
+      processes.append(
+        subprocess.Popen(
+          [
+            sys.executable,
+            '-c',
+            _WORKER,
+            str(index),
+            str(args.capacity),
+            str(args.steps),
+            str(args.batch),
+          ],
+          env=env,
+          stdout=subprocess.PIPE,
+          stderr=subprocess.PIPE,
+          text=True,
+        )
+      )
     outputs = [p.communicate(timeout=1800) for p in processes]
   finally:
     for p in processes:

@@ -29,23 +29,30 @@ if typing.TYPE_CHECKING:
   from tensorfx import tools
   from tensorfx import training
 
-_SUBPACKAGES = ('cloud', 'data', 'embeddings', 'models', 'prediction',
-                'tools', 'training')
+_SUBPACKAGES = (
+  'cloud',
+  'data',
+  'embeddings',
+  'models',
+  'prediction',
+  'tools',
+  'training',
+)
 
 __all__ = [
-    'ConfigurationError',
-    'DataError',
-    'HighLossError',
-    'TensorFXError',
-    'TrainingError',
-    '__version__',
-    'cloud',
-    'data',
-    'embeddings',
-    'models',
-    'prediction',
-    'tools',
-    'training',
+  'ConfigurationError',
+  'DataError',
+  'HighLossError',
+  'TensorFXError',
+  'TrainingError',
+  '__version__',
+  'cloud',
+  'data',
+  'embeddings',
+  'models',
+  'prediction',
+  'tools',
+  'training',
 ]
 
 

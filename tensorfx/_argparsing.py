@@ -71,8 +71,7 @@ class SuggestingParser(argparse.ArgumentParser):
 
   def error(self, message):
     self._print_message(usage_line(self) + '\n', sys.stderr)
-    self.exit(2, f'{self.prog}: error: {message}'
-              f'{suggest(self, message)}\n')
+    self.exit(2, f'{self.prog}: error: {message}{suggest(self, message)}\n')
 
 
 def usage_line(parser: argparse.ArgumentParser) -> str:
@@ -87,8 +86,12 @@ def suggest(parser, message):
   """The " (did you mean ...?)" to add to argparse's error `message`."""
   match = _UNRECOGNIZED.match(message)
   if match:
-    options = [o for action in parser._actions
-               for o in action.option_strings if o.startswith('--')]
+    options = [
+      o
+      for action in parser._actions
+      for o in action.option_strings
+      if o.startswith('--')
+    ]
     hints = []
     for token in match.group(1).split():
       name = token.partition('=')[0].partition(':')[0]
@@ -101,11 +104,14 @@ def suggest(parser, message):
   match = _CHOICE.match(message)
   if match:
     for action in parser._actions:
-      if action.choices and match.group(1) in (action.metavar, action.dest,
-                                               *action.option_strings):
-        close = difflib.get_close_matches(match.group(2),
-                                          [str(c) for c in action.choices],
-                                          n=2, cutoff=0.5)
+      if action.choices and match.group(1) in (
+        action.metavar,
+        action.dest,
+        *action.option_strings,
+      ):
+        close = difflib.get_close_matches(
+          match.group(2), [str(c) for c in action.choices], n=2, cutoff=0.5
+        )
         if close:
           return f' (did you mean {" or ".join(close)}?)'
   return ''

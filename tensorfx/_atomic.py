@@ -38,8 +38,14 @@ MARKER = '.tensorfx-incomplete'
 PARTIAL = '.partial'
 _OLD = '.old'
 # What an operating system or TensorFlow says when a disk is full.
-_DISK_FULL = ('no space left on device', 'disk quota exceeded',
-              'file too large', 'enospc', 'edquot', 'not enough space')
+_DISK_FULL = (
+  'no space left on device',
+  'disk quota exceeded',
+  'file too large',
+  'enospc',
+  'edquot',
+  'not enough space',
+)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -57,6 +63,7 @@ def incomplete(directory):
     False
   """
   import tensorflow as tf
+
   return tf.io.gfile.exists(_join(str(directory).rstrip('/'), MARKER))
 
 
@@ -80,6 +87,7 @@ def write_atomically(directory, write_fn, fault=None):
     `directory`.
   """
   import tensorflow as tf
+
   directory = str(directory).rstrip('/')
   if is_local(directory):
     partial = directory + PARTIAL
@@ -96,8 +104,10 @@ def write_atomically(directory, write_fn, fault=None):
   marker = _join(directory, MARKER)
   tf.io.gfile.makedirs(directory)
   with tf.io.gfile.GFile(marker, 'w') as f:
-    f.write(f'Being written by {socket.gethostname()} (pid {os.getpid()}); '
-            'if that process is gone, its write was interrupted.\n')
+    f.write(
+      f'Being written by {socket.gethostname()} (pid {os.getpid()}); '
+      'if that process is gone, its write was interrupted.\n'
+    )
   for root, _, files in list(tf.io.gfile.walk(directory)):
     for name in files:
       path = _join(root, name)
@@ -129,6 +139,7 @@ def write_text(path, text, fault=None):
       and no temporary file is left.
   """
   import tensorflow as tf
+
   path = str(path)
   temporary = f'{path}.tmp-{uuid.uuid4().hex[:12]}'
   try:
@@ -151,15 +162,17 @@ def disk_full(error):
   A full disk or quota, e.g. 'No space left on device'; None for other
   errors.
   """
-  if isinstance(error, OSError) and error.errno in (errno.ENOSPC,
-                                                    errno.EDQUOT,
-                                                    errno.EFBIG):
+  if isinstance(error, OSError) and error.errno in (
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EFBIG,
+  ):
     return os.strerror(error.errno)
   text = str(getattr(error, 'message', None) or error)
   for words in _DISK_FULL:
     at = text.lower().find(words)
     if at >= 0:
-      return text[at:at + len(words)]
+      return text[at : at + len(words)]
   return None
 
 
@@ -169,6 +182,7 @@ def remove_tree(directory):
   Also where there are no real directories, as on ram://.
   """
   import tensorflow as tf
+
   if not tf.io.gfile.exists(directory):
     return
   try:
@@ -203,8 +217,9 @@ def _exchange(a, b):
     renameat2 = libc.renameat2
   except (OSError, AttributeError):
     return False
-  result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b),
-                     _RENAME_EXCHANGE)
+  result = renameat2(
+    _AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE
+  )
   return result == 0
 
 

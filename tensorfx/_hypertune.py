@@ -49,16 +49,17 @@ def trial_id(environ=None):
 
 def _entry(tag, value, step, checkpoint_path, trial):
   return {
-      'timestamp': time.time(),
-      'trial': str(trial),
-      tag: str(value),
-      'global_step': str(int(step) if step else 0),
-      'checkpoint_path': checkpoint_path,
+    'timestamp': time.time(),
+    'trial': str(trial),
+    tag: str(value),
+    'global_step': str(int(step) if step else 0),
+    'checkpoint_path': checkpoint_path,
   }
 
 
-def report_metric(tag, value, step=None, *, checkpoint_path='', force=False,
-                  environ=None):
+def report_metric(
+  tag, value, step=None, *, checkpoint_path='', force=False, environ=None
+):
   """Appends one measurement to the tuning metrics file.
 
   Example:
@@ -85,19 +86,25 @@ def report_metric(tag, value, step=None, *, checkpoint_path='', force=False,
     return None
   value = float(value)
   if not math.isfinite(value):
-    _logger.warning('Not reporting tuning metric %s=%s at step %s: not a '
-                    'finite number.', tag, value, step)
+    _logger.warning(
+      'Not reporting tuning metric %s=%s at step %s: not a finite number.',
+      tag,
+      value,
+      step,
+    )
     return None
   path = environ.get(METRIC_FILE) or DEFAULT_METRIC_FILE
-  line = json.dumps(_entry(tag or DEFAULT_METRIC_TAG, value, step,
-                           checkpoint_path, trial or 0), sort_keys=True)
+  line = json.dumps(
+    _entry(tag or DEFAULT_METRIC_TAG, value, step, checkpoint_path, trial or 0),
+    sort_keys=True,
+  )
   directory = os.path.dirname(path) or '.'
   os.makedirs(directory, exist_ok=True)
   lines = []
   if os.path.exists(path):
     with open(path) as f:
       lines = [line.rstrip('\n') for line in f if line.strip()]
-  lines = lines[-(_MAX_ENTRIES - 1):] + [line]
+  lines = lines[-(_MAX_ENTRIES - 1) :] + [line]
   # Written whole and renamed, so the service never reads half a line.
   handle, temporary = tempfile.mkstemp(dir=directory, prefix='.metrics-')
   try:
@@ -111,8 +118,9 @@ def report_metric(tag, value, step=None, *, checkpoint_path='', force=False,
   return path
 
 
-def report_metrics(metrics, step=None, *, checkpoint_path='', force=False,
-                   environ=None):
+def report_metrics(
+  metrics, step=None, *, checkpoint_path='', force=False, environ=None
+):
   """Reports a trial's evaluation metrics; what the trainer calls.
 
   When the tuning service names its metric (`CLOUD_ML_HP_METRIC_TAG`), only
@@ -138,7 +146,15 @@ def report_metrics(metrics, step=None, *, checkpoint_path='', force=False,
     return []
   wanted = environ.get(METRIC_TAG)
   names = [wanted] if wanted and wanted in metrics else sorted(metrics)
-  return [name for name in names
-          if report_metric(name, metrics[name], step,
-                           checkpoint_path=checkpoint_path, force=force,
-                           environ=environ)]
+  return [
+    name
+    for name in names
+    if report_metric(
+      name,
+      metrics[name],
+      step,
+      checkpoint_path=checkpoint_path,
+      force=force,
+      environ=environ,
+    )
+  ]

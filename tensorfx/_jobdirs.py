@@ -21,9 +21,11 @@ TENSORBOARD_LOG_DIR = 'AIP_TENSORBOARD_LOG_DIR'
 
 # tensorfx's own layout under the output directory, and the variable that
 # overrides each entry.
-_LAYOUT = (('model', 'model', MODEL_DIR),
-           ('checkpoints', 'checkpoints', CHECKPOINT_DIR),
-           ('summaries', 'summaries', TENSORBOARD_LOG_DIR))
+_LAYOUT = (
+  ('model', 'model', MODEL_DIR),
+  ('checkpoints', 'checkpoints', CHECKPOINT_DIR),
+  ('summaries', 'summaries', TENSORBOARD_LOG_DIR),
+)
 
 
 def _join(base, name):

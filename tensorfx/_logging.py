@@ -30,37 +30,57 @@ import tempfile
 
 logger = logging.getLogger('tensorfx')
 
-LEVELS = {'debug': logging.DEBUG, 'info': logging.INFO,
-          'warning': logging.WARNING, 'error': logging.ERROR}
+LEVELS = {
+  'debug': logging.DEBUG,
+  'info': logging.INFO,
+  'warning': logging.WARNING,
+  'error': logging.ERROR,
+}
 
 # The libraries `--log-level-tensorflow` sets the level of.
-LIBRARIES = ('tensorflow', 'absl', 'apache_beam', 'tensorflow_transform',
-             'tfx_bsl')
+LIBRARIES = (
+  'tensorflow',
+  'absl',
+  'apache_beam',
+  'tensorflow_transform',
+  'tfx_bsl',
+)
 
 # --log-level-tensorflow -> TF_CPP_MIN_LOG_LEVEL (0 all, 1 no INFO, 2 no
 # WARNING, 3 no ERROR). C++ warnings of a normal run are noise (end of
 # sequence, rendezvous aborts); errors always show.
 _CPP_LEVELS = {'debug': '0', 'info': '0', 'warning': '2', 'error': '2'}
 
-_FORMAT = logging.Formatter('%(asctime)s %(levelname)s %(message)s',
-                            datefmt='%H:%M:%S')
+_FORMAT = logging.Formatter(
+  '%(asctime)s %(levelname)s %(message)s', datefmt='%H:%M:%S'
+)
 
 # What TensorFlow prints at import that says nothing about the job.
 _STARTUP_NOISE = (
-    re.compile(r'^WARNING: All log messages before absl::InitializeLog\(\) '
-               r'is called are written to STDERR$'),
-    re.compile(r'^I\d{4} [\d:. ]+\d+ port\.cc:\d+\] oneDNN custom operations'),
-    re.compile(r'^I\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find '
-               r'cuda drivers'),
-    re.compile(r'^I\d{4} [\d:. ]+\d+ cpu_feature_guard\.cc:\d+\] This '
-               r'TensorFlow binary is optimized'),
-    re.compile(r'^To enable the following instructions: .*rebuild '
-               r'TensorFlow with the appropriate compiler flags\.$'),
+  re.compile(
+    r'^WARNING: All log messages before absl::InitializeLog\(\) '
+    r'is called are written to STDERR$'
+  ),
+  re.compile(r'^I\d{4} [\d:. ]+\d+ port\.cc:\d+\] oneDNN custom operations'),
+  re.compile(
+    r'^I\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find '
+    r'cuda drivers'
+  ),
+  re.compile(
+    r'^I\d{4} [\d:. ]+\d+ cpu_feature_guard\.cc:\d+\] This '
+    r'TensorFlow binary is optimized'
+  ),
+  re.compile(
+    r'^To enable the following instructions: .*rebuild '
+    r'TensorFlow with the appropriate compiler flags\.$'
+  ),
 )
 # Noise only where there is no GPU to find: with NVIDIA devices present a
 # failing cuInit is a real error, and shows.
-_NO_GPU_NOISE = re.compile(r'^E\d{4} [\d:. ]+\d+ cuda_platform\.cc:\d+\] '
-                           r'failed call to cuInit')
+_NO_GPU_NOISE = re.compile(
+  r'^E\d{4} [\d:. ]+\d+ cuda_platform\.cc:\d+\] '
+  r'failed call to cuInit'
+)
 
 
 class _OwnHandler(logging.StreamHandler):
@@ -111,8 +131,7 @@ def configure(level='info', library_level='warning'):
     logger.addHandler(_FallbackHandler())
   _library_level = library_level
   for name in LIBRARIES:
-    logging.getLogger(name).setLevel(LEVELS.get(library_level,
-                                                logging.WARNING))
+    logging.getLogger(name).setLevel(LEVELS.get(library_level, logging.WARNING))
 
 
 _library_level = None
@@ -129,8 +148,9 @@ class _RootGuard(_OwnHandler):
   def filter(self, record):
     name = record.name
     while name:
-      if any(not isinstance(h, _RootGuard)
-             for h in logging.getLogger(name).handlers):
+      if any(
+        not isinstance(h, _RootGuard) for h in logging.getLogger(name).handlers
+      ):
         return False
       name = name.rpartition('.')[0]
     return super().filter(record)
@@ -323,8 +343,7 @@ def install_import_hook(argv=None, environ=None):
   level = tensorflow_level(argv)
   if 'TF_CPP_MIN_LOG_LEVEL' not in environ or _set_level:
     # Ours to set (again: the command line may ask for more than sys.argv).
-    _set_level = environ['TF_CPP_MIN_LOG_LEVEL'] = _CPP_LEVELS.get(level,
-                                                                   '2')
+    _set_level = environ['TF_CPP_MIN_LOG_LEVEL'] = _CPP_LEVELS.get(level, '2')
   if level in ('debug', 'info') or environ['TF_CPP_MIN_LOG_LEVEL'] == '0':
     uninstall_import_hook()
   elif _hook is None:

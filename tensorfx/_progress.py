@@ -72,11 +72,11 @@ class StatusLine:
     enabled: False draws nothing (a replica that is not the chief).
   """
 
-  def __init__(self, stream: TextIO | None = None,
-               enabled: bool = True) -> None:
+  def __init__(
+    self, stream: TextIO | None = None, enabled: bool = True
+  ) -> None:
     self._stream = stream
-    isatty: Callable[[], bool] = getattr(self._out(), 'isatty',
-                                         lambda: False)
+    isatty: Callable[[], bool] = getattr(self._out(), 'isatty', lambda: False)
     self.live = bool(enabled and isatty())
     self._shown = False
     self._text: str | None = None

@@ -54,13 +54,19 @@ def _construct_mapping(loader, node):
       duplicate = key in result
     except TypeError:
       raise yaml.constructor.ConstructorError(
-          'while constructing a mapping', node.start_mark,
-          'found an unhashable key', key_node.start_mark) from None
+        'while constructing a mapping',
+        node.start_mark,
+        'found an unhashable key',
+        key_node.start_mark,
+      ) from None
     # Plain PyYAML keeps the last of two equal keys; that hides typos.
     if duplicate:
       raise yaml.constructor.ConstructorError(
-          'while constructing a mapping', node.start_mark,
-          f'found duplicate key {key!r}', key_node.start_mark)
+        'while constructing a mapping',
+        node.start_mark,
+        f'found duplicate key {key!r}',
+        key_node.start_mark,
+      )
     result[key] = loader.construct_object(value_node, deep=True)
     result.lines[key] = key_node.start_mark.line + 1
   return result
@@ -130,8 +136,9 @@ def dump_yaml(obj):
     a:
     - 1.5
   """
-  return yaml.safe_dump(_plain(obj), sort_keys=False,
-                        default_flow_style=False, allow_unicode=True)
+  return yaml.safe_dump(
+    _plain(obj), sort_keys=False, default_flow_style=False, allow_unicode=True
+  )
 
 
 def read_text(path):
@@ -145,11 +152,13 @@ def read_text(path):
       cannot be read.
   """
   import tensorflow as tf
+
   path = str(path)
   try:
     if not tf.io.gfile.exists(path):
-      raise DataError(f'{path}: no such file. Check the path; it must exist '
-                      'and be readable.')
+      raise DataError(
+        f'{path}: no such file. Check the path; it must exist and be readable.'
+      )
     if tf.io.gfile.isdir(path):
       raise DataError(f'{path}: is a directory, not a file.')
     with tf.io.gfile.GFile(path, 'r') as f:
@@ -174,6 +183,7 @@ def write_text(path, text):
   import uuid
 
   import tensorflow as tf
+
   path = str(path)
   directory = posixpath.dirname(path)
   temporary = f'{path}.tmp-{uuid.uuid4().hex}'
@@ -195,7 +205,7 @@ def write_text(path, text):
 def _received(name, value):
   text = repr(_plain(value))
   if len(text) > _MAX_RECEIVED:
-    text = text[:_MAX_RECEIVED - 3] + '...'
+    text = text[: _MAX_RECEIVED - 3] + '...'
   return f'{name}={text}' if name else text
 
 
@@ -257,6 +267,7 @@ class Where:
     ...     'not an identifier', 1))
     'schema.yaml:2: fields[0].name: not an identifier. Received: name=1'
   """
+
   source: str
   path: str = ''
   line: int | None = None
@@ -267,8 +278,9 @@ class Where:
     lines = getattr(container, 'lines', None)
     if isinstance(lines, dict) and key in lines:
       line = lines[key]
-    elif isinstance(lines, list) and isinstance(key, int) and \
-        0 <= key < len(lines):
+    elif (
+      isinstance(lines, list) and isinstance(key, int) and 0 <= key < len(lines)
+    ):
       line = lines[key]
     return Where(self.source, _join(self.path, key), line)
 
@@ -301,7 +313,8 @@ class Where:
   def relocate(self, container, invalid):
     """The located DataError for an `Invalid` raised building `container`."""
     return self.locate(container, invalid.path).error(
-        invalid.problem, invalid.value, invalid.label)
+      invalid.problem, invalid.value, invalid.label
+    )
 
 
 def did_you_mean(value, choices):
@@ -313,9 +326,9 @@ def did_you_mean(value, choices):
   """
   if not isinstance(value, str):
     return ''
-  close = difflib.get_close_matches(value.strip().lower(),
-                                    [str(c) for c in choices], n=1,
-                                    cutoff=0.6)
+  close = difflib.get_close_matches(
+    value.strip().lower(), [str(c) for c in choices], n=1, cutoff=0.6
+  )
   return f' (did you mean {close[0]}?)' if close else ''
 
 
@@ -331,5 +344,7 @@ def check_keys(where, mapping, allowed, what):
     names = ', '.join(repr(k) for k in unknown)
     accepted = ', '.join(allowed)
     raise where.at(mapping, unknown[0]).error(
-        f'unknown key{"s" if len(unknown) > 1 else ""} {names} in {what}; '
-        f'accepted keys are {accepted}', mapping[unknown[0]])
+      f'unknown key{"s" if len(unknown) > 1 else ""} {names} in {what}; '
+      f'accepted keys are {accepted}',
+      mapping[unknown[0]],
+    )

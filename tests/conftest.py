@@ -21,22 +21,32 @@ IRIS = os.path.join(ROOT, 'samples', 'iris')
 
 def iris_args(output, *extra):
   """Trainer arguments for the iris sample, writing to `output`."""
-  return ['--output', str(output),
-          '--data-train', os.path.join(IRIS, 'data', 'train.csv'),
-          '--data-eval', os.path.join(IRIS, 'data', 'eval.csv'),
-          '--data-schema', os.path.join(IRIS, 'schema.yaml'),
-          '--data-features', os.path.join(IRIS, 'features.yaml'),
-          *extra]
+  return [
+    '--output',
+    str(output),
+    '--data-train',
+    os.path.join(IRIS, 'data', 'train.csv'),
+    '--data-eval',
+    os.path.join(IRIS, 'data', 'eval.csv'),
+    '--data-schema',
+    os.path.join(IRIS, 'schema.yaml'),
+    '--data-features',
+    os.path.join(IRIS, 'features.yaml'),
+    *extra,
+  ]
 
 
 @pytest.fixture(scope='session')
 def iris_analysis(tmp_path_factory):
   """The iris training data analyzed once (a `tensorfx analyze` output)."""
   from tensorfx import data
+
   output = str(tmp_path_factory.mktemp('iris') / 'analysis')
-  dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                            features=os.path.join(IRIS, 'features.yaml'),
-                            train=os.path.join(IRIS, 'data', 'train.csv'))
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=os.path.join(IRIS, 'data', 'train.csv'),
+  )
   dataset.analyze(output)
   return output
 
@@ -48,12 +58,15 @@ def iris_dataset_factory(iris_analysis):
 
   def make(**sources):
     sources = sources or {
-        'train': os.path.join(IRIS, 'data', 'train.csv'),
-        'eval': os.path.join(IRIS, 'data', 'eval.csv')}
-    return data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                           metadata=iris_analysis,
-                           features=os.path.join(IRIS, 'features.yaml'),
-                           **sources)
+      'train': os.path.join(IRIS, 'data', 'train.csv'),
+      'eval': os.path.join(IRIS, 'data', 'eval.csv'),
+    }
+    return data.CsvDataSet(
+      os.path.join(IRIS, 'schema.yaml'),
+      metadata=iris_analysis,
+      features=os.path.join(IRIS, 'features.yaml'),
+      **sources,
+    )
 
   return make
 
@@ -63,30 +76,62 @@ def iris_model(tmp_path_factory, iris_dataset_factory):
   """An iris model trained in-process for 300 steps: (output dir, Model)."""
   from tensorfx import training
   from tensorfx.models import nn
+
   output = tmp_path_factory.mktemp('iris-model') / 'output'
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--max-steps', '300', '--batch-size', '32',
-                '--hidden-layers:1', '20', '--hidden-layers:2', '10',
-                '--seed', '1'), parse_job=True)
+    iris_args(
+      output,
+      '--max-steps',
+      '300',
+      '--batch-size',
+      '32',
+      '--hidden-layers:1',
+      '20',
+      '--hidden-layers:2',
+      '10',
+      '--seed',
+      '1',
+    ),
+    parse_job=True,
+  )
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   model = training.ModelTrainer().train(builder, job)
   return str(output), model
 
 
 # The README's first command, minus the install: run from samples/iris.
-README_TRAIN = ['train', '--module', 'trainer', '--data-train',
-                'data/train.csv', '--data-eval', 'data/eval.csv',
-                '--data-schema', 'schema.yaml', '--data-features',
-                'features.yaml', '--hidden-layers:1', '20',
-                '--hidden-layers:2', '10']
+README_TRAIN = [
+  'train',
+  '--module',
+  'trainer',
+  '--data-train',
+  'data/train.csv',
+  '--data-eval',
+  'data/eval.csv',
+  '--data-schema',
+  'schema.yaml',
+  '--data-features',
+  'features.yaml',
+  '--hidden-layers:1',
+  '20',
+  '--hidden-layers:2',
+  '10',
+]
 
 
 @pytest.fixture(scope='session')
 def iris_sample_run(tmp_path_factory):
   """The iris sample run as the README says, once, in its own process."""
   output = tmp_path_factory.mktemp('iris-run') / 'output'
-  command = [sys.executable, '-m', 'tensorfx', *README_TRAIN,
-             '--output', str(output)]
-  result = subprocess.run(command, cwd=IRIS, capture_output=True, text=True,
-                          timeout=600, check=False)
+  command = [
+    sys.executable,
+    '-m',
+    'tensorfx',
+    *README_TRAIN,
+    '--output',
+    str(output),
+  ]
+  result = subprocess.run(
+    command, cwd=IRIS, capture_output=True, text=True, timeout=600, check=False
+  )
   return output, result

@@ -20,7 +20,8 @@ def delete(rng, text, longest_span=40):
       text = '\n'.join(lines)
     else:
       at = rng.randrange(len(text))
-      size = rng.randint(1, 3) if kind == 'chars' else rng.randint(
-          4, longest_span)
-      text = text[:at] + text[at + size:]
+      size = (
+        rng.randint(1, 3) if kind == 'chars' else rng.randint(4, longest_span)
+      )
+      text = text[:at] + text[at + size :]
   return text

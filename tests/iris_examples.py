@@ -6,8 +6,13 @@ import tensorflow as tf
 
 from conftest import IRIS
 
-FIELDS = ['species', 'sepal_length', 'sepal_width', 'petal_length',
-          'petal_width']
+FIELDS = [
+  'species',
+  'sepal_length',
+  'sepal_width',
+  'petal_length',
+  'petal_width',
+]
 
 
 def eval_rows():
@@ -18,23 +23,31 @@ def eval_rows():
 
 def example(row, **extra):
   """A serialized tf.Example of an iris row, with extra features."""
-  features = {'species': tf.train.Feature(bytes_list=tf.train.BytesList(
-      value=[row[0].encode()]))}
+  features = {
+    'species': tf.train.Feature(
+      bytes_list=tf.train.BytesList(value=[row[0].encode()])
+    )
+  }
   for name, value in zip(FIELDS[1:], row[1:]):
-    features[name] = tf.train.Feature(float_list=tf.train.FloatList(
-        value=[float(value)]))
+    features[name] = tf.train.Feature(
+      float_list=tf.train.FloatList(value=[float(value)])
+    )
   for name, value in extra.items():
     if isinstance(value, bytes):
-      features[name] = tf.train.Feature(bytes_list=tf.train.BytesList(
-          value=[value]))
+      features[name] = tf.train.Feature(
+        bytes_list=tf.train.BytesList(value=[value])
+      )
     elif isinstance(value, float):
-      features[name] = tf.train.Feature(float_list=tf.train.FloatList(
-          value=[value]))
+      features[name] = tf.train.Feature(
+        float_list=tf.train.FloatList(value=[value])
+      )
     else:
-      features[name] = tf.train.Feature(int64_list=tf.train.Int64List(
-          value=[value]))
-  return tf.train.Example(features=tf.train.Features(
-      feature=features)).SerializeToString()
+      features[name] = tf.train.Feature(
+        int64_list=tf.train.Int64List(value=[value])
+      )
+  return tf.train.Example(
+    features=tf.train.Features(feature=features)
+  ).SerializeToString()
 
 
 def write_records(path, records, compression=None):
@@ -44,8 +57,10 @@ def write_records(path, records, compression=None):
 
 
 def read_examples(path, compression=None):
-  return [tf.train.Example.FromString(r.numpy()) for r in
-          tf.data.TFRecordDataset(str(path), compression)]
+  return [
+    tf.train.Example.FromString(r.numpy())
+    for r in tf.data.TFRecordDataset(str(path), compression)
+  ]
 
 
 def values(feature):

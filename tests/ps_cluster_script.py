@@ -8,7 +8,7 @@ workers and `num_ps` parameter servers on free ports of 127.0.0.1),
 `servers`, `chief` (its `Configuration`) and `strategy`.
 """
 
-_CLUSTER = r'''
+_CLUSTER = r"""
 def port():
   with socket.socket() as s:
     s.bind(('127.0.0.1', 0))
@@ -25,7 +25,7 @@ servers = [tf.distribute.Server(spec, job_name=job, task_index=i,
            for job in ('worker', 'ps') for i in range(len(cluster[job]))]
 chief = training.Configuration(training.TaskSpec('chief', 0), cluster)
 strategy = chief.create_device_setter(training.ModelArguments.default())
-'''
+"""
 
 
 def in_process_cluster(workers):

@@ -24,8 +24,14 @@ pytestmark = pytest.mark.docs
 DOCS = os.path.join(ROOT, 'docs')
 MARKER = '<!-- runnable -->'
 _FENCE = re.compile(r'^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$')
-_LANGUAGES = {'python': 'python', 'py': 'python', 'sh': 'sh', 'bash': 'sh',
-              'console': 'sh', 'shell': 'sh'}
+_LANGUAGES = {
+  'python': 'python',
+  'py': 'python',
+  'sh': 'sh',
+  'bash': 'sh',
+  'console': 'sh',
+  'shell': 'sh',
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,22 +59,27 @@ def snippets(page):
       continue
     fence = _FENCE.match(lines[number]) if number < len(lines) else None
     if not fence:
-      raise AssertionError(f'docs/{page}:{number}: {MARKER} must be followed '
-                           'by a fenced code block on the next line')
+      raise AssertionError(
+        f'docs/{page}:{number}: {MARKER} must be followed '
+        'by a fenced code block on the next line'
+      )
     language = _LANGUAGES.get(fence['info'].strip().split(' ')[0])
     if language is None:
       raise AssertionError(
-          f'docs/{page}:{number + 1}: a runnable block must be python or sh. '
-          f'Received: {fence["info"].strip()!r}')
+        f'docs/{page}:{number + 1}: a runnable block must be python or sh. '
+        f'Received: {fence["info"].strip()!r}'
+      )
     body, end = [], number + 1
     while end < len(lines) and not lines[end].strip().startswith(
-        fence['fence']):
+      fence['fence']
+    ):
       body.append(lines[end])
       end += 1
     if end == len(lines):
       raise AssertionError(f'docs/{page}:{number + 1}: unclosed code block')
-    found.append(Snippet(page, number + 2, language,
-                         textwrap.dedent('\n'.join(body))))
+    found.append(
+      Snippet(page, number + 2, language, textwrap.dedent('\n'.join(body)))
+    )
   return found
 
 
@@ -76,7 +87,7 @@ RUNNABLE = {page: snippets(page) for page in _pages() if snippets(page)}
 
 # Runs a page's snippets in order: Python ones share one namespace, shell
 # ones run in bash -e. A failure names the page and line of the snippet.
-_DRIVER = '''
+_DRIVER = """
 import json, subprocess, sys, traceback
 namespace = {'__name__': '__main__'}
 for page, line, language, code in json.load(sys.stdin):
@@ -93,7 +104,7 @@ for page, line, language, code in json.load(sys.stdin):
     if done.returncode:
       sys.exit(f'snippet failed (exit {done.returncode}): {where}')
   sys.stdout.flush()
-'''
+"""
 
 
 def test_the_guides_have_runnable_snippets():
@@ -113,41 +124,70 @@ def test_a_marker_without_a_code_block_is_an_error(tmp_path, monkeypatch):
 @pytest.mark.parametrize('page', sorted(RUNNABLE))
 def test_runnable_snippets_run(page, tmp_path):
   import json
+
   scratch = tmp_path / 'work'
   scratch.mkdir()
   os.symlink(os.path.join(ROOT, 'samples'), scratch / 'samples')
   temporary = tmp_path / 'tmp'
   temporary.mkdir()
-  payload = [(s.page, s.line, s.language,
-              s.code.replace('/tmp/', f'{temporary}/'))
-             for s in RUNNABLE[page]]
-  env = dict(os.environ, TMPDIR=str(temporary),
-             PYTHONPATH=os.pathsep.join(
-                 [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(
-                     os.pathsep) if p]))
-  result = subprocess.run([sys.executable, '-c', _DRIVER],
-                          input=json.dumps(payload), cwd=scratch, env=env,
-                          capture_output=True, text=True, timeout=600,
-                          check=False)
-  assert result.returncode == 0, (result.stdout[-6000:] +
-                                  result.stderr[-6000:])
+  payload = [
+    (s.page, s.line, s.language, s.code.replace('/tmp/', f'{temporary}/'))
+    for s in RUNNABLE[page]
+  ]
+  env = dict(
+    os.environ,
+    TMPDIR=str(temporary),
+    PYTHONPATH=os.pathsep.join(
+      [ROOT]
+      + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
+    ),
+  )
+  result = subprocess.run(
+    [sys.executable, '-c', _DRIVER],
+    input=json.dumps(payload),
+    cwd=scratch,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
+  assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
 
 
 def test_site_builds_without_warnings(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-m', 'mkdocs', 'build', '--strict', '--site-dir',
-       str(tmp_path / 'site')], cwd=ROOT, capture_output=True, text=True,
-      timeout=600, check=False)
+    [
+      sys.executable,
+      '-m',
+      'mkdocs',
+      'build',
+      '--strict',
+      '--site-dir',
+      str(tmp_path / 'site'),
+    ],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
   output = result.stdout + result.stderr
   assert result.returncode == 0, output
   assert 'WARNING' not in output, output
-  reference = (tmp_path / 'site' / 'reference' / 'training' /
-               'index.html').read_text()
+  reference = (
+    tmp_path / 'site' / 'reference' / 'training' / 'index.html'
+  ).read_text()
   # The API reference is generated from the docstrings, lazy exports too.
   assert 'tensorfx.training.ModelBuilder' in reference
   assert 'build_inference' in reference
-  for page in ('getting-started', 'cli', 'guides/data', 'guides/cloud',
-               'migrating/mxrec'):
+  for page in (
+    'getting-started',
+    'cli',
+    'guides/data',
+    'guides/cloud',
+    'migrating/mxrec',
+  ):
     assert (tmp_path / 'site' / page / 'index.html').is_file(), page
 
 
@@ -155,16 +195,18 @@ def test_readme_starts_with_the_two_commands():
   with open(os.path.join(ROOT, 'README.md')) as f:
     text = f.read()
   assert text.startswith('# tensorfx\n\n```sh\npip install -e . && ')
-  install_and_run, install_and_test = re.findall(r'```sh\n(.*?)\n```', text,
-                                                 re.S)[:2]
+  install_and_run, install_and_test = re.findall(
+    r'```sh\n(.*?)\n```', text, re.S
+  )[:2]
   install, cd, run = install_and_run.split(' && ')
   assert (install, cd) == ('pip install -e .', 'cd samples/iris')
   # The command the iris sample test runs (conftest.README_TRAIN).
   words = shlex.split(run)
   at = words.index('--output')
   assert words[0] == 'tensorfx'
-  assert words[1:at] + words[at + 2:] == README_TRAIN
-  assert install_and_test == ('pip install -e ".[test]" && '
-                              'python -m pytest tests')
+  assert words[1:at] + words[at + 2 :] == README_TRAIN
+  assert install_and_test == (
+    'pip install -e ".[test]" && python -m pytest tests'
+  )
   with open(os.path.join(ROOT, '.ci', 'run')) as f:
     assert install_and_test in f.read().splitlines()

@@ -38,8 +38,11 @@ from conftest import README_TRAIN
 from conftest import ROOT
 
 # One worker builds the wheel and the installs (module fixtures) once.
-pytestmark = [pytest.mark.install, pytest.mark.slow,
-              pytest.mark.xdist_group('test_install')]
+pytestmark = [
+  pytest.mark.install,
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_install'),
+]
 
 DISTRIBUTION = 'tensorfx-sdk'
 # Minor versions that could exist; requires-python picks the supported ones.
@@ -61,10 +64,12 @@ def find_interpreter(version):
   found = shutil.which(f'python{version}')
   if found and not found.endswith('/shims/python' + version):
     return found
-  builds = sorted(glob.glob(os.path.expanduser(
-      f'~/.pyenv/versions/{version}.*/bin/python{version}')),
-                  key=lambda p: [int(x) for x in p.split('/')[-3].split('.')
-                                 if x.isdigit()])
+  builds = sorted(
+    glob.glob(
+      os.path.expanduser(f'~/.pyenv/versions/{version}.*/bin/python{version}')
+    ),
+    key=lambda p: [int(x) for x in p.split('/')[-3].split('.') if x.isdigit()],
+  )
   return builds[-1] if builds else None
 
 
@@ -78,10 +83,12 @@ def _wanted():
 
 def _clean_env(**extra):
   """The environment without this checkout on the path."""
-  env = {k: v for k, v in os.environ.items()
-         if k not in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV')}
-  env.update(CUDA_VISIBLE_DEVICES='', no_proxy='127.0.0.1,localhost',
-             **extra)
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ('PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV')
+  }
+  env.update(CUDA_VISIBLE_DEVICES='', no_proxy='127.0.0.1,localhost', **extra)
   return env
 
 
@@ -94,18 +101,32 @@ def test_a_venv_of_the_running_python_sees_its_packages(tmp_path):
   # Also when the tests run in a virtualenv, whose packages a venv made
   # with --system-site-packages would not see.
   venv = tmp_path / 'venv'
-  subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)],
-                 check=True, timeout=120, env=_clean_env())
+  subprocess.run(
+    [sys.executable, '-m', 'venv', '--without-pip', str(venv)],
+    check=True,
+    timeout=120,
+    env=_clean_env(),
+  )
   _see_running_packages(venv / 'bin' / 'python')
   found = subprocess.run(
-      [str(venv / 'bin' / 'python'), '-c',
-       'import importlib.util as u; print(u.find_spec("tensorflow").origin);'
-       'tensorfx = u.find_spec("tensorfx"); print(tensorfx and '
-       'tensorfx.origin)'], capture_output=True, text=True, timeout=120,
-      check=False, env=_clean_env(), cwd=tmp_path)
+    [
+      str(venv / 'bin' / 'python'),
+      '-c',
+      'import importlib.util as u; print(u.find_spec("tensorflow").origin);'
+      'tensorfx = u.find_spec("tensorfx"); print(tensorfx and '
+      'tensorfx.origin)',
+    ],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+    env=_clean_env(),
+    cwd=tmp_path,
+  )
   assert found.returncode == 0, found.stderr
   tensorflow, tensorfx = found.stdout.split('\n')[:2]
   import tensorflow as tf
+
   assert os.path.dirname(tensorflow) == os.path.dirname(tf.__file__)
   # This checkout's editable install is not: the wheel is what is tested.
   assert not tensorfx.startswith(ROOT), tensorfx
@@ -116,9 +137,13 @@ def wheelhouse(tmp_path_factory):
   """The wheel, built once from this checkout."""
   out = tmp_path_factory.mktemp('wheelhouse')
   result = subprocess.run(
-      [sys.executable, '-m', 'build', '--wheel', '--outdir', str(out), ROOT],
-      capture_output=True, text=True, timeout=600, check=False,
-      env=_clean_env())
+    [sys.executable, '-m', 'build', '--wheel', '--outdir', str(out), ROOT],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+    env=_clean_env(),
+  )
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   shutil.rmtree(os.path.join(ROOT, 'build'), ignore_errors=True)
   wheels = glob.glob(str(out / 'tensorfx_sdk-*-py3-none-any.whl'))
@@ -128,7 +153,8 @@ def wheelhouse(tmp_path_factory):
 
 def test_the_wheel_carries_license_and_type_marker(wheelhouse):
   import zipfile
-  wheel, = glob.glob(str(wheelhouse / '*.whl'))
+
+  (wheel,) = glob.glob(str(wheelhouse / '*.whl'))
   names = zipfile.ZipFile(wheel).namelist()
   assert 'tensorfx/py.typed' in names
   assert any(n.endswith('licenses/LICENSE') for n in names)
@@ -143,16 +169,25 @@ def _running_site_packages():
   sees them, the user's) and any directory their .pth files added.
   """
   paths = sysconfig.get_paths()
-  standard = {os.path.realpath(p) for p in (
-      paths['stdlib'], paths['platstdlib'],
-      os.path.join(paths['platstdlib'], 'lib-dynload'))}
+  standard = {
+    os.path.realpath(p)
+    for p in (
+      paths['stdlib'],
+      paths['platstdlib'],
+      os.path.join(paths['platstdlib'], 'lib-dynload'),
+    )
+  }
   given = os.environ.get('PYTHONPATH', '').split(os.pathsep)
   skipped = standard | {os.path.realpath(p) for p in given if p}
   found = []
   for entry in sys.path:
     real = os.path.realpath(entry or os.curdir)
-    if (os.path.isdir(real) and real not in skipped and real not in found
-        and not (real + os.sep).startswith(os.path.realpath(ROOT) + os.sep)):
+    if (
+      os.path.isdir(real)
+      and real not in skipped
+      and real not in found
+      and not (real + os.sep).startswith(os.path.realpath(ROOT) + os.sep)
+    ):
       found.append(real)
   return found
 
@@ -160,19 +195,29 @@ def _running_site_packages():
 def _see_running_packages(python):
   """Makes `python`'s venv import what the running environment has."""
   purelib = subprocess.run(
-      [str(python), '-c', 'import sysconfig; '
-       'print(sysconfig.get_paths()["purelib"])'], capture_output=True,
-      text=True, timeout=120, check=True, env=_clean_env()).stdout.strip()
+    [
+      str(python),
+      '-c',
+      'import sysconfig; print(sysconfig.get_paths()["purelib"])',
+    ],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=True,
+    env=_clean_env(),
+  ).stdout.strip()
   # Plain directories, after the venv's own: its .pth files (this
   # checkout's editable install among them) are not run.
-  with open(os.path.join(purelib, 'running_environment.pth'), 'w',
-            encoding='utf-8') as f:
+  with open(
+    os.path.join(purelib, 'running_environment.pth'), 'w', encoding='utf-8'
+  ) as f:
     f.write(''.join(f'{d}\n' for d in _running_site_packages()))
 
 
 def _uv():
   """The uv installer (a test dependency) of the running environment."""
   import uv
+
   return uv.find_uv_bin()
 
 
@@ -183,29 +228,53 @@ def _install_and_run(version, wheelhouse, work):
   if python is None:
     return None
   venv = work / 'venv'
-  subprocess.run([python, '-m', 'venv', str(venv)], check=True, timeout=120,
-                 env=_clean_env())
+  subprocess.run(
+    [python, '-m', 'venv', str(venv)], check=True, timeout=120, env=_clean_env()
+  )
   bin_dir = venv / 'bin'
   if running:
     _see_running_packages(bin_dir / 'python')
   if running:
     # Beside the running interpreter's packages (this checkout installed
     # among them), pip installs the wheel over them, without dependencies.
-    command = [str(bin_dir / 'python'), '-m', 'pip', 'install', '--quiet',
-               '--disable-pip-version-check', '--find-links',
-               str(wheelhouse), '--force-reinstall', '--no-deps',
-               DISTRIBUTION]
+    command = [
+      str(bin_dir / 'python'),
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--find-links',
+      str(wheelhouse),
+      '--force-reinstall',
+      '--no-deps',
+      DISTRIBUTION,
+    ]
   else:
     # Everything from the package index, resolved from the wheel's declared
     # requirements. uv, not pip: the same wheels from the same index, in
     # about 30 s where pip took 9 min (downloads in parallel, no bytecode
     # compiled). pip's own resolution of those requirements is what CI's
     # `pip install -e ".[test]"` checks.
-    command = [_uv(), 'pip', 'install', '--quiet', '--python',
-               str(bin_dir / 'python'), '--find-links', str(wheelhouse),
-               DISTRIBUTION]
-  install = subprocess.run(command, capture_output=True, text=True,
-                           timeout=1200, check=False, env=_clean_env())
+    command = [
+      _uv(),
+      'pip',
+      'install',
+      '--quiet',
+      '--python',
+      str(bin_dir / 'python'),
+      '--find-links',
+      str(wheelhouse),
+      DISTRIBUTION,
+    ]
+  install = subprocess.run(
+    command,
+    capture_output=True,
+    text=True,
+    timeout=1200,
+    check=False,
+    env=_clean_env(),
+  )
   if install.returncode:
     return {'venv': venv, 'install': install}
   # The sample from a copy, so nothing of this checkout is importable.
@@ -213,15 +282,36 @@ def _install_and_run(version, wheelhouse, work):
   shutil.copytree(IRIS, sample)
   env = _clean_env(PATH=f'{bin_dir}{os.pathsep}{os.environ["PATH"]}')
   run = subprocess.run(
-      [str(bin_dir / 'tensorfx'), *README_TRAIN, '--output',
-       str(work / 'output'), '--max-steps', '300'], cwd=sample,
-      capture_output=True, text=True, timeout=900, check=False, env=env)
+    [
+      str(bin_dir / 'tensorfx'),
+      *README_TRAIN,
+      '--output',
+      str(work / 'output'),
+      '--max-steps',
+      '300',
+    ],
+    cwd=sample,
+    capture_output=True,
+    text=True,
+    timeout=900,
+    check=False,
+    env=env,
+  )
   where = subprocess.run(
-      [str(bin_dir / 'python'), '-c',
-       'import sys, tensorfx, importlib.metadata as m; '
-       'print(tensorfx.__file__); print(m.version("tensorfx-sdk")); '
-       'print(sys.version_info[:2])'], capture_output=True, text=True,
-      timeout=120, check=False, env=env, cwd=work)
+    [
+      str(bin_dir / 'python'),
+      '-c',
+      'import sys, tensorfx, importlib.metadata as m; '
+      'print(tensorfx.__file__); print(m.version("tensorfx-sdk")); '
+      'print(sys.version_info[:2])',
+    ],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+    env=env,
+    cwd=work,
+  )
   return {'venv': venv, 'install': install, 'run': run, 'where': where}
 
 
@@ -235,12 +325,16 @@ def installs(wheelhouse, tmp_path_factory):
   TENSORFX_INSTALL_WORKERS=N runs N at a time.
   """
   import concurrent.futures
+
   versions = _wanted()
   workers = int(os.environ.get('TENSORFX_INSTALL_WORKERS', '1'))
   with concurrent.futures.ThreadPoolExecutor(max(workers, 1)) as pool:
-    futures = {v: pool.submit(_install_and_run, v, wheelhouse,
-                              tmp_path_factory.mktemp(f'py{v}'))
-               for v in versions}
+    futures = {
+      v: pool.submit(
+        _install_and_run, v, wheelhouse, tmp_path_factory.mktemp(f'py{v}')
+      )
+      for v in versions
+    }
     return {v: f.result() for v, f in futures.items()}
 
 
@@ -254,9 +348,12 @@ def test_fresh_venv_installs_by_name_and_runs_iris(version, installs):
   assert run.returncode == 0, run.stderr[-4000:]
   predictions = ast.literal_eval(run.stdout.strip().splitlines()[-1])
   assert len(predictions) == 3
-  assert {p['label'] for p in predictions} <= {'setosa', 'versicolor',
-                                               'virginica'}
-  assert predictions[1]['label'] == 'setosa'   # the easy one
+  assert {p['label'] for p in predictions} <= {
+    'setosa',
+    'versicolor',
+    'virginica',
+  }
+  assert predictions[1]['label'] == 'setosa'  # the easy one
   assert all(abs(sum(p['scores']) - 1) < 1e-4 for p in predictions)
   assert result['where'].returncode == 0, result['where'].stderr[-3000:]
   path, installed, info = result['where'].stdout.split('\n')[:3]

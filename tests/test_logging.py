@@ -19,9 +19,15 @@ from conftest import ROOT
 from tensorfx import _logging
 
 # TensorFlow's start-up lines on a machine without a GPU.
-STARTUP_NOISE = ('cuda', 'cuInit', 'oneDNN', 'This TensorFlow binary is '
-                 'optimized', 'absl::InitializeLog', 'WARNING:absl:',
-                 'INFO:tensorfx:')
+STARTUP_NOISE = (
+  'cuda',
+  'cuInit',
+  'oneDNN',
+  'This TensorFlow binary is optimized',
+  'absl::InitializeLog',
+  'WARNING:absl:',
+  'INFO:tensorfx:',
+)
 # An info or warning line of TensorFlow's C++ log (errors always show):
 # severity, date, time, thread, file:line.
 CPP_LOG_LINE = re.compile(r'^[IW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ', re.M)
@@ -29,21 +35,31 @@ CPP_LOG_LINE = re.compile(r'^[IW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ', re.M)
 
 def _env():
   """This checkout first; TensorFlow's log level left to tensorfx."""
-  env = {k: v for k, v in os.environ.items()
-         if k not in ('TF_CPP_MIN_LOG_LEVEL', 'CUDA_VISIBLE_DEVICES')}
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ('TF_CPP_MIN_LOG_LEVEL', 'CUDA_VISIBLE_DEVICES')
+  }
   env['PYTHONPATH'] = os.pathsep.join(
-      [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
-                if p])
+    [ROOT]
+    + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
+  )
   return env
 
 
 def _python(code, *args, cwd=ROOT, timeout=300):
-  return subprocess.run([sys.executable, '-c', code, *args], cwd=cwd,
-                        env=_env(), capture_output=True, text=True,
-                        timeout=timeout, check=False)
+  return subprocess.run(
+    [sys.executable, '-c', code, *args],
+    cwd=cwd,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+    check=False,
+  )
 
 
-_TRAIN = '''
+_TRAIN = """
 import logging, sys
 root = logging.getLogger()
 {setup}
@@ -53,17 +69,20 @@ import tensorfx
 assert (root.level, list(root.handlers)) == before, (before, root.handlers)
 logging.getLogger('user').warning('the program still logs')
 print('root unchanged')
-'''
+"""
 
 
 @pytest.mark.slow
 def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
-    tmp_path):
-  run = (f'code = tensorfx.tools.main(["train", "--module", "trainer", '
-         f'"--output", {str(tmp_path / "out")!r}, "--data-train", '
-         '"data/train.csv", "--data-eval", "data/eval.csv", "--data-schema", '
-         '"schema.yaml", "--data-features", "features.yaml", '
-         '"--max-steps", "5"])\nassert code == 0, code')
+  tmp_path,
+):
+  run = (
+    f'code = tensorfx.tools.main(["train", "--module", "trainer", '
+    f'"--output", {str(tmp_path / "out")!r}, "--data-train", '
+    '"data/train.csv", "--data-eval", "data/eval.csv", "--data-schema", '
+    '"schema.yaml", "--data-features", "features.yaml", '
+    '"--max-steps", "5"])\nassert code == 0, code'
+  )
   result = _python(_TRAIN.format(setup='', run=run), cwd=IRIS)
   assert result.returncode == 0, result.stderr[-4000:]
   assert 'root unchanged' in result.stdout
@@ -73,19 +92,22 @@ def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
   # tensorfx's lines, once each, in its format (HH:MM:SS LEVEL message).
   training = [line for line in lines if 'Training from step 0 to 5' in line]
   assert len(training) == 1 and training[0][8:] == (
-      ' INFO Training from step 0 to 5, 64 examples per step'), training
+    ' INFO Training from step 0 to 5, 64 examples per step'
+  ), training
   assert sum('Exported the model' in line for line in lines) == 1
   assert 'the program still logs' in result.stderr
 
 
 @pytest.mark.slow
 def test_the_programs_logging_setup_is_kept_and_used(iris_analysis, tmp_path):
-  setup = ('logging.basicConfig(level=logging.INFO, '
-           'format="USER %(name)s: %(message)s")')
-  run = f'''
+  setup = (
+    'logging.basicConfig(level=logging.INFO, '
+    'format="USER %(name)s: %(message)s")'
+  )
+  run = f"""
 import tensorfx.models.nn as nn
 args, job = nn.FeedForwardClassificationArguments.parse([
-    "--output", {str(tmp_path / "out")!r},
+    "--output", {str(tmp_path / 'out')!r},
     "--data-train", "samples/iris/data/train.csv",
     "--data-eval", "samples/iris/data/eval.csv",
     "--data-schema", "samples/iris/schema.yaml",
@@ -96,26 +118,33 @@ dataset = tensorfx.data.CsvDataSet(args.data_schema, train=args.data_train,
     features=args.data_features)
 tensorfx.training.ModelTrainer().train(nn.FeedForwardClassification(args, dataset), job)
 logging.info("my own info line")
-'''
+"""
   result = _python(_TRAIN.format(setup=setup, run=run))
   assert result.returncode == 0, result.stderr[-4000:]
   assert 'root unchanged' in result.stdout
   lines = result.stderr.splitlines()
   # Through the program's handler, once; tensorfx's own stays silent.
-  assert lines.count('USER tensorfx: Training from step 0 to 3, 64 examples '
-                     'per step') == 1, result.stderr[-3000:]
-  assert not any(line.endswith(' INFO Training from step 0 to 3, 64 examples '
-                            'per step') for line in lines)
+  assert (
+    lines.count(
+      'USER tensorfx: Training from step 0 to 3, 64 examples per step'
+    )
+    == 1
+  ), result.stderr[-3000:]
+  assert not any(
+    line.endswith(' INFO Training from step 0 to 3, 64 examples per step')
+    for line in lines
+  )
   # tensorfx did not lower or raise the root logger's level.
   assert 'USER root: my own info line' in lines
 
 
-@pytest.mark.parametrize('flags,shown', [((), False),
-                                         (('--log-level-tensorflow',
-                                           'debug'), True)])
+@pytest.mark.parametrize(
+  'flags,shown', [((), False), (('--log-level-tensorflow', 'debug'), True)]
+)
 def test_tensorflow_startup_lines_show_only_when_asked_for(flags, shown):
-  result = _python('import tensorfx, tensorflow as tf\n'
-                   'print(tf.constant(2) * 3)', *flags)
+  result = _python(
+    'import tensorfx, tensorflow as tf\nprint(tf.constant(2) * 3)', *flags
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'tf.Tensor(6' in result.stdout
   # Which start-up lines TensorFlow prints depends on the machine (the oneDNN
@@ -130,40 +159,53 @@ def test_tensorflow_startup_lines_show_only_when_asked_for(flags, shown):
 def test_a_users_tf_cpp_min_log_level_is_kept():
   env = dict(_env(), TF_CPP_MIN_LOG_LEVEL='1')
   result = subprocess.run(
-      [sys.executable, '-c', 'import os, tensorfx, tensorflow\n'
-       'print(os.environ["TF_CPP_MIN_LOG_LEVEL"])'], env=env,
-      capture_output=True, text=True, timeout=120, check=False)
+    [
+      sys.executable,
+      '-c',
+      'import os, tensorfx, tensorflow\n'
+      'print(os.environ["TF_CPP_MIN_LOG_LEVEL"])',
+    ],
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.strip() == '1'
 
 
 def test_the_filter_drops_known_startup_lines_and_keeps_errors():
   captured = (
-      'WARNING: All log messages before absl::InitializeLog() is called are '
-      'written to STDERR\n'
-      'I0000 00:00:1795463915.557950   18663 port.cc:153] oneDNN custom '
-      'operations are on. You may see ...\n'
-      'I0000 00:00:1795463915.563854   18663 cudart_stub.cc:31] Could not '
-      'find cuda drivers on your machine, GPU will not be used.\n'
-      'I0000 00:00:1795463915.783658   18663 cpu_feature_guard.cc:227] This '
-      'TensorFlow binary is optimized to use available CPU instructions.\n'
-      'To enable the following instructions: AVX2 FMA, in other operations, '
-      'rebuild TensorFlow with the appropriate compiler flags.\n'
-      'E0000 00:00:1795463922.526031   18663 cuda_platform.cc:52] failed call '
-      'to cuInit: INTERNAL: CUDA error (303)\n'
-      'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
-      'a plain line from a library\n')
+    'WARNING: All log messages before absl::InitializeLog() is called are '
+    'written to STDERR\n'
+    'I0000 00:00:1795463915.557950   18663 port.cc:153] oneDNN custom '
+    'operations are on. You may see ...\n'
+    'I0000 00:00:1795463915.563854   18663 cudart_stub.cc:31] Could not '
+    'find cuda drivers on your machine, GPU will not be used.\n'
+    'I0000 00:00:1795463915.783658   18663 cpu_feature_guard.cc:227] This '
+    'TensorFlow binary is optimized to use available CPU instructions.\n'
+    'To enable the following instructions: AVX2 FMA, in other operations, '
+    'rebuild TensorFlow with the appropriate compiler flags.\n'
+    'E0000 00:00:1795463922.526031   18663 cuda_platform.cc:52] failed call '
+    'to cuInit: INTERNAL: CUDA error (303)\n'
+    'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
+    'a plain line from a library\n'
+  )
   assert _logging.filter_startup_noise(captured, gpu_present=False) == (
-      'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
-      'a plain line from a library\n')
+    'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
+    'a plain line from a library\n'
+  )
   # With NVIDIA devices present a failing cuInit is a real error.
   with_gpu = _logging.filter_startup_noise(captured, gpu_present=True)
   assert 'failed call to cuInit' in with_gpu and 'oneDNN' not in with_gpu
 
 
 def test_the_command_line_level_is_read_from_any_position():
-  assert _logging.tensorflow_level(['x', '--log-level-tensorflow',
-                                    'DEBUG']) == 'debug'
+  assert (
+    _logging.tensorflow_level(['x', '--log-level-tensorflow', 'DEBUG'])
+    == 'debug'
+  )
   assert _logging.tensorflow_level(['--log-level-tensorflow=info']) == 'info'
   assert _logging.tensorflow_level(['--log-level', 'debug']) is None
 
@@ -179,8 +221,13 @@ def test_configure_sets_tensorfx_and_library_levels_not_roots():
     assert (root.level, list(root.handlers)) == before
     assert _logging.logger.level == logging.DEBUG
     assert _logging.logger.propagate
-    assert sum(isinstance(h, _logging._FallbackHandler)
-               for h in _logging.logger.handlers) == 1
+    assert (
+      sum(
+        isinstance(h, _logging._FallbackHandler)
+        for h in _logging.logger.handlers
+      )
+      == 1
+    )
     assert logging.getLogger('apache_beam').level == logging.ERROR
   finally:
     for name, level in saved.items():
@@ -188,19 +235,23 @@ def test_configure_sets_tensorfx_and_library_levels_not_roots():
 
 
 def test_the_python_api_leaves_a_bare_root_logger_bare(
-    iris_dataset_factory, tmp_path, monkeypatch):
+  iris_dataset_factory, tmp_path, monkeypatch
+):
   # No handler on the root logger, as in a program that set up no logging
   # (pytest's own are taken away for the test). absl's logging functions,
   # which tfx-bsl calls while training sizes its cache, would add one.
   from conftest import iris_args
   from tensorfx import training
   from tensorfx.models import nn
+
   root = logging.getLogger()
   monkeypatch.setattr(root, 'handlers', [])
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(tmp_path / 'out', '--max-steps', '3'), parse_job=True)
+    iris_args(tmp_path / 'out', '--max-steps', '3'), parse_job=True
+  )
   model = training.ModelTrainer().train(
-      nn.FeedForwardClassification(args, iris_dataset_factory()), job)
+    nn.FeedForwardClassification(args, iris_dataset_factory()), job
+  )
   assert root.handlers == []
   assert model.predict(['6.3,3.3,6,2.5'])[0]['label']
   assert root.handlers == []

@@ -22,8 +22,13 @@ _LINK = re.compile(r'\[[^\]]+\]\(([^)\s]+)\)')
 
 def _tracked(folder):
   """The files of the checkout under `folder`, as git tracks them."""
-  result = subprocess.run(['git', 'ls-files', folder], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+  result = subprocess.run(
+    ['git', 'ls-files', folder],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    check=False,
+  )
   if result.returncode != 0:  # Not a git checkout (an unpacked sdist).
     pytest.skip('not a git checkout')
   return set(result.stdout.split())
@@ -43,7 +48,7 @@ def test_the_readme_links_absolutely_to_files_that_exist():
   for link in links:
     assert re.match(r'^https?://', link), link  # Relative breaks on PyPI.
     if link.startswith(base + '/'):
-      path = re.sub(r'^/(blob|tree)/main/', '', link[len(base):])
+      path = re.sub(r'^/(blob|tree)/main/', '', link[len(base) :])
       assert os.path.exists(os.path.join(ROOT, path.partition('#')[0])), link
   # The install line of a release, and how to install before one.
   assert '\npip install tensorfx-sdk\n' in text
@@ -53,30 +58,47 @@ def test_the_readme_links_absolutely_to_files_that_exist():
 @pytest.mark.slow
 def test_the_sdist_is_a_source_release(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-m', 'build', '--sdist', '--outdir', str(tmp_path),
-       ROOT], capture_output=True, text=True, timeout=600, check=False)
+    [sys.executable, '-m', 'build', '--sdist', '--outdir', str(tmp_path), ROOT],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-  sdist, = tmp_path.glob('tensorfx_sdk-*.tar.gz')
+  (sdist,) = tmp_path.glob('tensorfx_sdk-*.tar.gz')
   with tarfile.open(sdist) as tar:
     names = tar.getnames()
     top = names[0].split('/')[0]
-    members = {n[len(top) + 1:] for n in names if n.startswith(top + '/')}
-    info = email.message_from_bytes(
-        tar.extractfile(f'{top}/PKG-INFO').read())
-  for needed in ('README.md', 'CHANGELOG.md', 'LICENSE', 'mkdocs.yml',
-                 'pytest.ini', 'docs/index.md', 'docs/getting-started.md',
-                 'samples/iris/trainer.py', 'samples/iris/data/train.csv',
-                 'tensorfx/py.typed'):
+    members = {n[len(top) + 1 :] for n in names if n.startswith(top + '/')}
+    info = email.message_from_bytes(tar.extractfile(f'{top}/PKG-INFO').read())
+  for needed in (
+    'README.md',
+    'CHANGELOG.md',
+    'LICENSE',
+    'mkdocs.yml',
+    'pytest.ini',
+    'docs/index.md',
+    'docs/getting-started.md',
+    'samples/iris/trainer.py',
+    'samples/iris/data/train.csv',
+    'tensorfx/py.typed',
+  ):
     assert needed in members, needed
   # The whole test suite, not setuptools' default tests/test*.py alone.
   assert _tracked('tests') <= members
   assert not any('__pycache__' in m or m.endswith('.pyc') for m in members)
   # Project URLs, and a long description PyPI renders as Markdown.
   urls = info.get_all('Project-URL')
-  assert {u.split(',')[0] for u in urls} >= {'Homepage', 'Documentation',
-                                             'Source', 'Issues', 'Changelog'}
+  assert {u.split(',')[0] for u in urls} >= {
+    'Homepage',
+    'Documentation',
+    'Source',
+    'Issues',
+    'Changelog',
+  }
   assert info['Description-Content-Type'] == 'text/markdown'
   description = info.get_payload()
   assert 'pip install tensorfx-sdk' in description
-  assert all(re.match(r'^https?://', link)
-             for link in _LINK.findall(description))
+  assert all(
+    re.match(r'^https?://', link) for link in _LINK.findall(description)
+  )

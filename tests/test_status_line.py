@@ -14,7 +14,7 @@ from tensorfx import _progress
 
 # Training's bar, a log record while it is up, an evaluation message, then
 # prediction's bar and a bad record logged while it is up.
-_SCRIPT = '''
+_SCRIPT = """
 import time
 from tensorfx import _logging
 from tensorfx.prediction._progress import RecordProgress
@@ -34,7 +34,7 @@ time.sleep(0.15)
 records.update(10, 500)
 records.close()
 _logging.logger.info('Predicted 20 records')
-'''
+"""
 
 
 def _screen(text):
@@ -54,7 +54,7 @@ def _screen(text):
       lines.append(''.join(line))
       line, column = [], 0
     else:
-      line[column:column + 1] = [char]
+      line[column : column + 1] = [char]
       column += 1
   if line:
     lines.append(''.join(line))
@@ -64,10 +64,17 @@ def _screen(text):
 def _on_a_terminal(code):
   """Runs `code` with stderr on a pseudo-terminal; returns what it showed."""
   leader, follower = pty.openpty()
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [ROOT, os.environ.get('PYTHONPATH', '')]))
-  process = subprocess.Popen([sys.executable, '-c', code], stderr=follower,
-                             stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+  env = dict(
+    os.environ,
+    PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH', '')]),
+  )
+  process = subprocess.Popen(
+    [sys.executable, '-c', code],
+    stderr=follower,
+    stdout=subprocess.DEVNULL,
+    env=env,
+    cwd=ROOT,
+  )
   os.close(follower)
   chunks = []
   while True:
@@ -88,15 +95,20 @@ def test_log_records_never_share_the_bars_line():
   logged = [row for row in screen if ' INFO ' in row or ' WARNING ' in row]
   # Every record alone on its line, from its first column.
   assert [row[8:] for row in logged] == [
-      ' INFO Saved checkpoint for step 50',
-      ' INFO Evaluation at step 100: accuracy 1',
-      ' WARNING Skipping a bad record: x.csv line 3: bad',
-      ' INFO Predicted 20 records'], screen
+    ' INFO Saved checkpoint for step 50',
+    ' INFO Evaluation at step 100: accuracy 1',
+    ' WARNING Skipping a bad record: x.csv line 3: bad',
+    ' INFO Predicted 20 records',
+  ], screen
   # Each bar ends shown in its final state, on its own line.
-  assert any(row.startswith('[========================] 100/100  loss 0.125')
-             for row in screen), screen
-  assert any(row.startswith('[========================] 100%  20 records')
-             for row in screen), screen
+  assert any(
+    row.startswith('[========================] 100/100  loss 0.125')
+    for row in screen
+  ), screen
+  assert any(
+    row.startswith('[========================] 100%  20 records')
+    for row in screen
+  ), screen
 
 
 def test_the_status_line_parts():

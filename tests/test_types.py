@@ -19,9 +19,14 @@ pytest.importorskip('mypy', reason='mypy is in the test extra')
 
 
 def _mypy(*args, cwd=ROOT):
-  return subprocess.run([sys.executable, '-m', 'mypy', *args], cwd=cwd,
-                        capture_output=True, text=True, timeout=600,
-                        check=False)
+  return subprocess.run(
+    [sys.executable, '-m', 'mypy', *args],
+    cwd=cwd,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
 
 
 def test_mypy_passes_on_every_module():
@@ -40,19 +45,27 @@ def _mypy_config():
 def test_lazy_exports_are_visible_to_type_checkers(tmp_path):
   user = tmp_path / 'user.py'
   user.write_text(
-      'import tensorfx as tfx\n'
-      'from tensorfx.training import ModelBuilder, ModelTrainer\n'
-      'reveal_type(ModelBuilder)\n'
-      'reveal_type(tfx.training.ModelTrainer)\n'
-      'reveal_type(tfx.embeddings.EmbeddingTable)\n'
-      'model = tfx.prediction.Model.load("/tmp/model")\n'
-      'reveal_type(model.predict(["1,2"]))\n'
-      'tfx.training.NoSuchThing\n')
-  result = _mypy('--config-file', os.path.join(ROOT, 'pyproject.toml'),
-                 '--follow-imports=silent', str(user))
+    'import tensorfx as tfx\n'
+    'from tensorfx.training import ModelBuilder, ModelTrainer\n'
+    'reveal_type(ModelBuilder)\n'
+    'reveal_type(tfx.training.ModelTrainer)\n'
+    'reveal_type(tfx.embeddings.EmbeddingTable)\n'
+    'model = tfx.prediction.Model.load("/tmp/model")\n'
+    'reveal_type(model.predict(["1,2"]))\n'
+    'tfx.training.NoSuchThing\n'
+  )
+  result = _mypy(
+    '--config-file',
+    os.path.join(ROOT, 'pyproject.toml'),
+    '--follow-imports=silent',
+    str(user),
+  )
   out = result.stdout
-  assert 'def (args: Any, dataset: Any) -> tensorfx.training._builder.' \
-      'ModelBuilder' in out or 'tensorfx.training._builder.ModelBuilder' in out
+  assert (
+    'def (args: Any, dataset: Any) -> tensorfx.training._builder.ModelBuilder'
+    in out
+    or 'tensorfx.training._builder.ModelBuilder' in out
+  )
   assert 'tensorfx.training._trainer.ModelTrainer' in out
   assert 'tensorfx.embeddings._table.EmbeddingTable' in out
   assert 'list[dict[str, Any]]' in out

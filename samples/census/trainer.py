@@ -23,10 +23,18 @@ def is_tfrecord(paths):
 
 
 args, job = nn.FeedForwardClassificationArguments.parse(parse_job=True)
-DataSet = tfx.data.ExamplesDataSet if is_tfrecord(args.data_train) \
-    else tfx.data.CsvDataSet
-dataset = DataSet(args.data_schema, train=args.data_train, eval=args.data_eval,
-                  metadata=args.data_metadata, features=args.data_features)
+DataSet = (
+  tfx.data.ExamplesDataSet
+  if is_tfrecord(args.data_train)
+  else tfx.data.CsvDataSet
+)
+dataset = DataSet(
+  args.data_schema,
+  train=args.data_train,
+  eval=args.data_eval,
+  metadata=args.data_metadata,
+  features=args.data_features,
+)
 classification = nn.FeedForwardClassification(args, dataset)
 model = tfx.training.ModelTrainer().train(classification, job)
 

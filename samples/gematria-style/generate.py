@@ -35,27 +35,56 @@ import numpy as np
 
 # mnemonic: (share, kind); kinds decide the cost.
 INSTRUCTIONS = {
-    'MOV': (0.22, 'alu'), 'ADD': (0.12, 'alu'), 'SUB': (0.06, 'alu'),
-    'LEA': (0.07, 'alu'), 'CMP': (0.07, 'alu'), 'XOR': (0.05, 'alu'),
-    'AND': (0.04, 'alu'), 'SHL': (0.03, 'alu'), 'LOAD': (0.13, 'load'),
-    'STORE': (0.08, 'store'), 'JMP': (0.05, 'branch'),
-    'IMUL': (0.05, 'multiply'), 'DIV': (0.03, 'divide'),
+  'MOV': (0.22, 'alu'),
+  'ADD': (0.12, 'alu'),
+  'SUB': (0.06, 'alu'),
+  'LEA': (0.07, 'alu'),
+  'CMP': (0.07, 'alu'),
+  'XOR': (0.05, 'alu'),
+  'AND': (0.04, 'alu'),
+  'SHL': (0.03, 'alu'),
+  'LOAD': (0.13, 'load'),
+  'STORE': (0.08, 'store'),
+  'JMP': (0.05, 'branch'),
+  'IMUL': (0.05, 'multiply'),
+  'DIV': (0.03, 'divide'),
 }
 # Costs (cycles) per micro-architecture: issue width, and per kind.
 MACHINES = {
-    'ARCH_HASWELL': {'width': 4.0, 'load': 0.5, 'store': 1.0, 'branch': 0.5,
-                     'multiply': 1.0, 'divide': 22.0},
-    'ARCH_SKYLAKE': {'width': 4.0, 'load': 0.5, 'store': 1.0, 'branch': 0.5,
-                     'multiply': 1.0, 'divide': 14.0},
+  'ARCH_HASWELL': {
+    'width': 4.0,
+    'load': 0.5,
+    'store': 1.0,
+    'branch': 0.5,
+    'multiply': 1.0,
+    'divide': 22.0,
+  },
+  'ARCH_SKYLAKE': {
+    'width': 4.0,
+    'load': 0.5,
+    'store': 1.0,
+    'branch': 0.5,
+    'multiply': 1.0,
+    'divide': 14.0,
+  },
 }
 SOURCES = {
-    # source: (machine, simulated, share of blocks it measured)
-    'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL': ('ARCH_HASWELL', False,
-                                                        0.85),
-    'ithemal: kind=KIND_MEASURED, uarch=ARCH_SKYLAKE': ('ARCH_SKYLAKE', False,
-                                                        0.85),
-    'llvm-mca: kind=KIND_SIMULATED, uarch=ARCH_HASWELL': ('ARCH_HASWELL',
-                                                          True, 0.9),
+  # source: (machine, simulated, share of blocks it measured)
+  'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL': (
+    'ARCH_HASWELL',
+    False,
+    0.85,
+  ),
+  'ithemal: kind=KIND_MEASURED, uarch=ARCH_SKYLAKE': (
+    'ARCH_SKYLAKE',
+    False,
+    0.85,
+  ),
+  'llvm-mca: kind=KIND_SIMULATED, uarch=ARCH_HASWELL': (
+    'ARCH_HASWELL',
+    True,
+    0.9,
+  ),
 }
 KINDS = ('load', 'store', 'branch', 'multiply', 'divide')
 
@@ -65,8 +94,9 @@ def blocks(count, rng):
   names = list(INSTRUCTIONS)
   shares = np.array([INSTRUCTIONS[n][0] for n in names])
   sizes = np.clip(rng.lognormal(2.2, 0.6, count).astype(int), 2, 60)
-  return [list(rng.choice(names, size, p=shares / shares.sum()))
-          for size in sizes]
+  return [
+    list(rng.choice(names, size, p=shares / shares.sum())) for size in sizes
+  ]
 
 
 def counts(block):
@@ -95,22 +125,25 @@ def example(block_id, block, source=None, throughput=None):
 
   found = counts(block)
   feature = {
-      'block_id': ints(block_id),
-      'opcodes': tf.train.Feature(bytes_list=tf.train.BytesList(
-          value=[op.encode() for op in block])),
-      'num_instructions': ints(len(block)),
-      'num_loads': ints(found['load']),
-      'num_stores': ints(found['store']),
-      'num_branches': ints(found['branch']),
-      'num_multiplies': ints(found['multiply']),
-      'num_divides': ints(found['divide']),
+    'block_id': ints(block_id),
+    'opcodes': tf.train.Feature(
+      bytes_list=tf.train.BytesList(value=[op.encode() for op in block])
+    ),
+    'num_instructions': ints(len(block)),
+    'num_loads': ints(found['load']),
+    'num_stores': ints(found['store']),
+    'num_branches': ints(found['branch']),
+    'num_multiplies': ints(found['multiply']),
+    'num_divides': ints(found['divide']),
   }
   if source is not None:
-    feature['source'] = tf.train.Feature(bytes_list=tf.train.BytesList(
-        value=[source.encode()]))
+    feature['source'] = tf.train.Feature(
+      bytes_list=tf.train.BytesList(value=[source.encode()])
+    )
   if throughput is not None:
-    feature['throughput'] = tf.train.Feature(float_list=tf.train.FloatList(
-        value=[throughput]))
+    feature['throughput'] = tf.train.Feature(
+      float_list=tf.train.FloatList(value=[throughput])
+    )
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
@@ -120,31 +153,40 @@ def measured(count, rng, first_id):
   for index, block in enumerate(blocks(count, rng)):
     for source, (machine, simulated, share) in SOURCES.items():
       if rng.random() < share:
-        records.append(example(first_id + index, block, source,
-                               cycles(block, machine, simulated, rng)))
+        records.append(
+          example(
+            first_id + index,
+            block,
+            source,
+            cycles(block, machine, simulated, rng),
+          )
+        )
   return records
 
 
 def write(path, records):
   import tensorflow as tf
+
   with tf.io.TFRecordWriter(path, 'GZIP') as writer:
     for record in records:
-      writer.write(record if isinstance(record, bytes)
-                   else record.SerializeToString())
+      writer.write(
+        record if isinstance(record, bytes) else record.SerializeToString()
+      )
 
 
 def invalid(records):
   """The records with 5 invalid ones put among them."""
   import tensorflow as tf
+
   text = tf.train.Example()
   text.CopyFrom(records[0])
-  text.features.feature['throughput'].CopyFrom(tf.train.Feature(
-      bytes_list=tf.train.BytesList(value=[b'12.5 cycles'])))
+  text.features.feature['throughput'].CopyFrom(
+    tf.train.Feature(bytes_list=tf.train.BytesList(value=[b'12.5 cycles']))
+  )
   uncounted = tf.train.Example()
   uncounted.CopyFrom(records[1])
   del uncounted.features.feature['num_instructions']
-  bad = [b'\x0a\x03not a tf.Example', text, uncounted,
-         b'garbage', text]
+  bad = [b'\x0a\x03not a tf.Example', text, uncounted, b'garbage', text]
   mixed = list(records)
   for index, record in zip((3, 20, 60, 100, 101), bad):
     mixed.insert(min(index, len(mixed)), record)
@@ -153,10 +195,18 @@ def invalid(records):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--train', type=int, default=1500,
-                      help='training blocks (default: %(default)s)')
-  parser.add_argument('--eval', type=int, default=300,
-                      help='evaluation blocks (default: %(default)s)')
+  parser.add_argument(
+    '--train',
+    type=int,
+    default=1500,
+    help='training blocks (default: %(default)s)',
+  )
+  parser.add_argument(
+    '--eval',
+    type=int,
+    default=300,
+    help='evaluation blocks (default: %(default)s)',
+  )
   parser.add_argument('--seed', type=int, default=7)
   parser.add_argument('--output', default='data')
   args = parser.parse_args()
@@ -165,17 +215,23 @@ def main():
   train = measured(args.train, rng, first_id=1)
   write(os.path.join(args.output, 'train.tfrecord.gz'), train)
   first = args.train + 1
-  write(os.path.join(args.output, 'eval.tfrecord.gz'),
-        measured(args.eval, rng, first_id=first))
+  write(
+    os.path.join(args.output, 'eval.tfrecord.gz'),
+    measured(args.eval, rng, first_id=first),
+  )
   first += args.eval
-  write(os.path.join(args.output, 'more.tfrecord.gz'),
-        invalid(measured(100, rng, first_id=first)))
+  write(
+    os.path.join(args.output, 'more.tfrecord.gz'),
+    invalid(measured(100, rng, first_id=first)),
+  )
   first += 100
-  write(os.path.join(args.output, 'predict.tfrecord.gz'),
-        [example(first + i, block)
-         for i, block in enumerate(blocks(200, rng))])
-  print(f'{len(train)} training records of {args.train} blocks in '
-        f'{args.output}/')
+  write(
+    os.path.join(args.output, 'predict.tfrecord.gz'),
+    [example(first + i, block) for i, block in enumerate(blocks(200, rng))],
+  )
+  print(
+    f'{len(train)} training records of {args.train} blocks in {args.output}/'
+  )
 
 
 if __name__ == '__main__':

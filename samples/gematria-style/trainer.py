@@ -19,7 +19,11 @@ import tensorfx.models.nn as nn
 
 args, job = nn.FeedForwardRegressionArguments.parse(parse_job=True)
 dataset = tfx.data.ExamplesDataSet(
-    args.data_schema, train=args.data_train, eval=args.data_eval,
-    metadata=args.data_metadata, features=args.data_features)
+  args.data_schema,
+  train=args.data_train,
+  eval=args.data_eval,
+  metadata=args.data_metadata,
+  features=args.data_features,
+)
 regression = nn.FeedForwardRegression(args, dataset)
 tfx.training.ModelTrainer().train(regression, job)

@@ -24,13 +24,22 @@ from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'proto')
-_FILES = ('canonicalized_instruction.proto', 'basic_block.proto',
-          'throughput.proto')
+_FILES = (
+  'canonicalized_instruction.proto',
+  'basic_block.proto',
+  'throughput.proto',
+)
 _F = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {
-    'double': _F.TYPE_DOUBLE, 'float': _F.TYPE_FLOAT, 'int64': _F.TYPE_INT64,
-    'uint64': _F.TYPE_UINT64, 'int32': _F.TYPE_INT32, 'uint32': _F.TYPE_UINT32,
-    'bool': _F.TYPE_BOOL, 'string': _F.TYPE_STRING, 'bytes': _F.TYPE_BYTES,
+  'double': _F.TYPE_DOUBLE,
+  'float': _F.TYPE_FLOAT,
+  'int64': _F.TYPE_INT64,
+  'uint64': _F.TYPE_UINT64,
+  'int32': _F.TYPE_INT32,
+  'uint32': _F.TYPE_UINT32,
+  'bool': _F.TYPE_BOOL,
+  'string': _F.TYPE_STRING,
+  'bytes': _F.TYPE_BYTES,
 }
 _TOKEN = re.compile(r'[A-Za-z_][\w.]*|\d+|"[^"]*"|[{}=;]')
 
@@ -42,8 +51,9 @@ def _tokens(text):
 
 def _file(name, text):
   """A FileDescriptorProto of one .proto file (the subset used here)."""
-  proto = descriptor_pb2.FileDescriptorProto(name=f'gematria/proto/{name}',
-                                             syntax='proto3')
+  proto = descriptor_pb2.FileDescriptorProto(
+    name=f'gematria/proto/{name}', syntax='proto3'
+  )
   tokens = _tokens(text)
   stack = []  # (DescriptorProto, its full name, oneof index or None)
   at = 0
@@ -78,8 +88,10 @@ def _file(name, text):
         at += 1
       kind, field_name, number = tokens[at], tokens[at + 1], tokens[at + 3]
       field = message.field.add(
-          name=field_name, number=int(number),
-          label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL)
+        name=field_name,
+        number=int(number),
+        label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL,
+      )
       if kind in _SCALARS:
         field.type = _SCALARS[kind]
       else:
@@ -117,8 +129,7 @@ def _resolve(files):
           field.type_name = '.' + candidate
           break
       else:
-        raise ValueError(f'{full}.{field.name}: unknown type '
-                         f'{field.type_name}')
+        raise ValueError(f'{full}.{field.name}: unknown type {field.type_name}')
     for nested in message.nested_type:
       fix(nested, full)
 
@@ -136,13 +147,20 @@ def _load():
   pool = descriptor_pool.DescriptorPool()
   for proto in files:
     pool.Add(proto)
-  return {name: message_factory.GetMessageClass(
-      pool.FindMessageTypeByName(f'gematria.{name}'))
-          for name in ('CanonicalizedInstructionProto',
-                       'CanonicalizedOperandProto', 'BasicBlockProto',
-                       'MachineInstructionProto', 'ThroughputWithSourceProto',
-                       'BasicBlockWithThroughputProto',
-                       'BasicBlockWithThroughputListProto')}
+  return {
+    name: message_factory.GetMessageClass(
+      pool.FindMessageTypeByName(f'gematria.{name}')
+    )
+    for name in (
+      'CanonicalizedInstructionProto',
+      'CanonicalizedOperandProto',
+      'BasicBlockProto',
+      'MachineInstructionProto',
+      'ThroughputWithSourceProto',
+      'BasicBlockWithThroughputProto',
+      'BasicBlockWithThroughputListProto',
+    )
+  }
 
 
 _CLASSES = _load()
@@ -153,14 +171,15 @@ MachineInstructionProto = _CLASSES['MachineInstructionProto']
 ThroughputWithSourceProto = _CLASSES['ThroughputWithSourceProto']
 BasicBlockWithThroughputProto = _CLASSES['BasicBlockWithThroughputProto']
 BasicBlockWithThroughputListProto = _CLASSES[
-    'BasicBlockWithThroughputListProto']
+  'BasicBlockWithThroughputListProto'
+]
 
 __all__ = [
-    'BasicBlockProto',
-    'BasicBlockWithThroughputListProto',
-    'BasicBlockWithThroughputProto',
-    'CanonicalizedInstructionProto',
-    'CanonicalizedOperandProto',
-    'MachineInstructionProto',
-    'ThroughputWithSourceProto',
+  'BasicBlockProto',
+  'BasicBlockWithThroughputListProto',
+  'BasicBlockWithThroughputProto',
+  'CanonicalizedInstructionProto',
+  'CanonicalizedOperandProto',
+  'MachineInstructionProto',
+  'ThroughputWithSourceProto',
 ]

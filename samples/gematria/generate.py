@@ -31,12 +31,18 @@ REGISTERS = ('RAX', 'RBX', 'RCX', 'RDX', 'RSI', 'RDI', 'R8', 'R9')
 # mnemonic -> (operands (r: register, i: immediate, m: memory address;
 # outputs before '>'), Haswell cycles, Skylake cycles)
 INSTRUCTIONS = {
-    'MOV': ('r>r', 0.25, 0.25), 'ADD': ('r>ri', 0.25, 0.25),
-    'SUB': ('r>rr', 0.25, 0.25), 'XOR': ('r>rr', 0.25, 0.25),
-    'IMUL': ('r>rr', 1.0, 1.0), 'LEA': ('r>m', 0.5, 0.5),
-    'SHL': ('r>ri', 0.5, 0.5), 'DIV': ('r>r', 9.0, 6.0),
-    'LOAD': ('r>m', 0.5, 0.5), 'STORE': ('m>r', 1.0, 1.0),
-    'CMP': ('>ri', 0.25, 0.25), 'NOP': ('>', 0.25, 0.25),
+  'MOV': ('r>r', 0.25, 0.25),
+  'ADD': ('r>ri', 0.25, 0.25),
+  'SUB': ('r>rr', 0.25, 0.25),
+  'XOR': ('r>rr', 0.25, 0.25),
+  'IMUL': ('r>rr', 1.0, 1.0),
+  'LEA': ('r>m', 0.5, 0.5),
+  'SHL': ('r>ri', 0.5, 0.5),
+  'DIV': ('r>r', 9.0, 6.0),
+  'LOAD': ('r>m', 0.5, 0.5),
+  'STORE': ('m>r', 1.0, 1.0),
+  'CMP': ('>ri', 0.25, 0.25),
+  'NOP': ('>', 0.25, 0.25),
 }
 PREFIXES = ('LOCK', 'REP')
 MEMORY_CYCLES = {HASWELL: 1.5, SKYLAKE: 1.0, MCA: 0.0}
@@ -68,7 +74,8 @@ def block(rng, measured=True):
     mnemonic = rng.choice(list(INSTRUCTIONS))
     shape, haswell, skylake = INSTRUCTIONS[mnemonic]
     instruction = proto.basic_block.canonicalized_instructions.add(
-        mnemonic=mnemonic, llvm_mnemonic=mnemonic + '64r')
+      mnemonic=mnemonic, llvm_mnemonic=mnemonic + '64r'
+    )
     outputs, _, inputs = shape.partition('>')
     for kind in outputs:
       _operand(instruction.output_operands, kind, rng)
@@ -79,17 +86,25 @@ def block(rng, measured=True):
       instruction.prefixes.append('LOCK')
     proto.basic_block.machine_instructions.add(assembly=mnemonic.lower())
     memory = shape.count('m')
-    for source, cost in ((HASWELL, haswell), (SKYLAKE, skylake),
-                         (MCA, haswell)):
-      cycles[source] += cost + memory * MEMORY_CYCLES[source] + (
-          4.0 if locked and source != MCA else 0.0)
+    for source, cost in (
+      (HASWELL, haswell),
+      (SKYLAKE, skylake),
+      (MCA, haswell),
+    ):
+      cycles[source] += (
+        cost
+        + memory * MEMORY_CYCLES[source]
+        + (4.0 if locked and source != MCA else 0.0)
+      )
   if measured:
     for source, value in cycles.items():
       if rng.random() < 0.85:
         proto.inverse_throughputs.add(
-            source=source, inverse_throughput_cycles=[
-                value * rng.uniform(0.98, 1.02) for _ in range(
-                    rng.randint(1, 3))])
+          source=source,
+          inverse_throughput_cycles=[
+            value * rng.uniform(0.98, 1.02) for _ in range(rng.randint(1, 3))
+          ],
+        )
   return proto
 
 
@@ -108,14 +123,21 @@ def main():
   args = parser.parse_args()
   rng = random.Random(args.seed)
   os.makedirs(args.output, exist_ok=True)
-  write(os.path.join(args.output, 'blocks.tfrecord'),
-        [block(rng) for _ in range(args.blocks)])
-  write(os.path.join(args.output, 'eval_blocks.tfrecord'),
-        [block(rng) for _ in range(max(1, args.blocks // 5))])
-  write(os.path.join(args.output, 'new_blocks.tfrecord'),
-        [block(rng, measured=False) for _ in range(max(1, args.blocks // 10))])
-  with open(os.path.join(args.output, 'tokens.txt'), 'w',
-            encoding='utf-8') as f:
+  write(
+    os.path.join(args.output, 'blocks.tfrecord'),
+    [block(rng) for _ in range(args.blocks)],
+  )
+  write(
+    os.path.join(args.output, 'eval_blocks.tfrecord'),
+    [block(rng) for _ in range(max(1, args.blocks // 5))],
+  )
+  write(
+    os.path.join(args.output, 'new_blocks.tfrecord'),
+    [block(rng, measured=False) for _ in range(max(1, args.blocks // 10))],
+  )
+  with open(
+    os.path.join(args.output, 'tokens.txt'), 'w', encoding='utf-8'
+  ) as f:
     f.write(''.join(f'{token}\n' for token in tokens()))
 
 

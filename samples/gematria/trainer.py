@@ -36,20 +36,32 @@ import tf_keras  # noqa: E402
 import tensorfx as tfx  # noqa: E402
 
 # A canonicalized operand's tokens, as Gematria's token models read them.
-_OPERAND = ['register_name', 'immediate_value=_IMMEDIATE_',
-            'fp_immediate_value=_IMMEDIATE_', 'address=_ADDRESS_',
-            'address.base_register', 'memory=_MEMORY_']
-_INSTRUCTION = {'each': 'basic_block.canonicalized_instructions',
-                'values': ['mnemonic', 'prefixes',
-                           {'each': 'output_operands', 'values': _OPERAND},
-                           {'each': 'input_operands', 'values': _OPERAND}]}
+_OPERAND = [
+  'register_name',
+  'immediate_value=_IMMEDIATE_',
+  'fp_immediate_value=_IMMEDIATE_',
+  'address=_ADDRESS_',
+  'address.base_register',
+  'memory=_MEMORY_',
+]
+_INSTRUCTION = {
+  'each': 'basic_block.canonicalized_instructions',
+  'values': [
+    'mnemonic',
+    'prefixes',
+    {'each': 'output_operands', 'values': _OPERAND},
+    {'each': 'input_operands', 'values': _OPERAND},
+  ],
+}
 # Schema field -> path in the message (see tensorfx.data.ProtoFormat).
 FIELDS = {
-    'tokens': _INSTRUCTION,
-    'instruction_tokens': dict(_INSTRUCTION, lengths=True),
-    'source': 'inverse_throughputs.source',
-    'throughput': {'path': 'inverse_throughputs.inverse_throughput_cycles',
-                   'reduce': 'mean'},
+  'tokens': _INSTRUCTION,
+  'instruction_tokens': dict(_INSTRUCTION, lengths=True),
+  'source': 'inverse_throughputs.source',
+  'throughput': {
+    'path': 'inverse_throughputs.inverse_throughput_cycles',
+    'reduce': 'mean',
+  },
 }
 
 
@@ -57,13 +69,17 @@ def add_throughput(serialized, outputs, name):
   """Gematria's inference: the prediction as one more inverse throughput."""
   block = protos.BasicBlockWithThroughputProto.FromString(serialized)
   block.inverse_throughputs.add(
-      source=name, inverse_throughput_cycles=[float(outputs['value'])])
+    source=name, inverse_throughput_cycles=[float(outputs['value'])]
+  )
   return block.SerializeToString()
 
 
-BLOCKS = tfx.data.ProtoFormat(protos.BasicBlockWithThroughputProto, FIELDS,
-                              examples='inverse_throughputs',
-                              annotate=add_throughput)
+BLOCKS = tfx.data.ProtoFormat(
+  protos.BasicBlockWithThroughputProto,
+  FIELDS,
+  examples='inverse_throughputs',
+  annotate=add_throughput,
+)
 
 
 def add_task_throughputs(tasks, serialized, outputs, name):
@@ -71,8 +87,9 @@ def add_task_throughputs(tasks, serialized, outputs, name):
   block = protos.BasicBlockWithThroughputProto.FromString(serialized)
   for task in tasks:
     block.inverse_throughputs.add(
-        source=f'{name}, task={task}',
-        inverse_throughput_cycles=[float(outputs[f'value_{task}'])])
+      source=f'{name}, task={task}',
+      inverse_throughput_cycles=[float(outputs[f'value_{task}'])],
+    )
   return block.SerializeToString()
 
 
@@ -88,36 +105,55 @@ def tasks_of(args):
   if not sources:
     return []
   names = list(args.task_names or ()) or (
-      [f'task_{i}' for i in range(1, len(sources) + 1)]
-      if len(sources) > 1 else ['default'])
-  return [(name, f'throughput_{index}', source) for index, (name, source)
-          in enumerate(zip(names, sources), start=1)]
+    [f'task_{i}' for i in range(1, len(sources) + 1)]
+    if len(sources) > 1
+    else ['default']
+  )
+  return [
+    (name, f'throughput_{index}', source)
+    for index, (name, source) in enumerate(zip(names, sources), start=1)
+  ]
 
 
 def _task_data(args, tasks):
   """The format, schema and features of one example per block, per task."""
-  fields = {name: spec for name, spec in FIELDS.items()
-            if name not in ('source', 'throughput')}
+  fields = {
+    name: spec
+    for name, spec in FIELDS.items()
+    if name not in ('source', 'throughput')
+  }
   for _, field, source in tasks:
-    fields[field] = {'path': 'inverse_throughputs.inverse_throughput_cycles',
-                     'where': 'inverse_throughputs.source', 'match': source,
-                     'reduce': 'mean'}
+    fields[field] = {
+      'path': 'inverse_throughputs.inverse_throughput_cycles',
+      'where': 'inverse_throughputs.source',
+      'match': source,
+      'reduce': 'mean',
+    }
   blocks = tfx.data.ProtoFormat(
-      protos.BasicBlockWithThroughputProto, fields,
-      annotate=functools.partial(add_task_throughputs,
-                                 [name for name, _, _ in tasks]))
+    protos.BasicBlockWithThroughputProto,
+    fields,
+    annotate=functools.partial(
+      add_task_throughputs, [name for name, _, _ in tasks]
+    ),
+  )
   schema = tfx.data.Schema.load(args.data_schema)
   schema = tfx.data.Schema(
-      [f for f in schema if f.name not in ('source', 'throughput')] +
-      [tfx.data.SchemaField.real(
-          field, default=float('nan'),
-          description=f'task {name}: the mean inverse throughput of the '
-          f'first source matching {source!r}')
-       for name, field, source in tasks])
+    [f for f in schema if f.name not in ('source', 'throughput')]
+    + [
+      tfx.data.SchemaField.real(
+        field,
+        default=float('nan'),
+        description=f'task {name}: the mean inverse throughput of the '
+        f'first source matching {source!r}',
+      )
+      for name, field, source in tasks
+    ]
+  )
   features = tfx.data.FeatureSet.load(args.data_features)
   features = tfx.data.FeatureSet(
-      [f for f in features if f.name != 'throughput'] +
-      [tfx.data.Feature.target(field, field) for _, field, _ in tasks])
+    [f for f in features if f.name != 'throughput']
+    + [tfx.data.Feature.target(field, field) for _, field, _ in tasks]
+  )
   return blocks, schema, features
 
 
@@ -129,11 +165,13 @@ class SequenceModelArguments(tfx.training.ModelArguments):
     parser = super().build_parser()
     parser.add_argument('--token-lstm-units', type=int, default=32)
     parser.add_argument('--instruction-lstm-units', type=int, default=32)
-    parser.set_defaults(data_schema=os.path.join(HERE, 'schema.yaml'),
-                        data_features=os.path.join(HERE, 'features.yaml'),
-                        predict_source='hierarchical-lstm',
-                        # Gematria's --gematria_collected_percentile_ranks.
-                        percentile_ranks=[50, 90, 95, 99])
+    parser.set_defaults(
+      data_schema=os.path.join(HERE, 'schema.yaml'),
+      data_features=os.path.join(HERE, 'features.yaml'),
+      predict_source='hierarchical-lstm',
+      # Gematria's --gematria_collected_percentile_ranks.
+      percentile_ranks=[50, 90, 95, 99],
+    )
     return parser
 
 
@@ -158,15 +196,19 @@ class SequenceModel(tfx.training.ModelBuilder):
   def _build_layers(self):
     tokens = self.dataset.transformed_features['tokens']
     self._layers = {
-        'embedding': tf_keras.layers.Embedding(
-            tokens.cardinality, tokens.embedding_dim, mask_zero=False,
-            name='token_embedding'),
-        'tokens': tf_keras.layers.LSTM(self.args.token_lstm_units,
-                                       name='token_lstm'),
-        'instructions': tf_keras.layers.LSTM(self.args.instruction_lstm_units,
-                                             name='instruction_lstm'),
-        'output': tf_keras.layers.Dense(len(self.tasks) or 1,
-                                        name='output'),
+      'embedding': tf_keras.layers.Embedding(
+        tokens.cardinality,
+        tokens.embedding_dim,
+        mask_zero=False,
+        name='token_embedding',
+      ),
+      'tokens': tf_keras.layers.LSTM(
+        self.args.token_lstm_units, name='token_lstm'
+      ),
+      'instructions': tf_keras.layers.LSTM(
+        self.args.instruction_lstm_units, name='instruction_lstm'
+      ),
+      'output': tf_keras.layers.Dense(len(self.tasks) or 1, name='output'),
     }
 
   def build_inference(self, inputs, training):
@@ -184,56 +226,68 @@ class SequenceModel(tfx.training.ModelBuilder):
       lengths = tf.RaggedTensor.from_tensor(tf.ones_like(tokens))
     # [instructions, (tokens)]: the block's tokens split per instruction.
     per_instruction = tf.RaggedTensor.from_row_lengths(
-        ids.flat_values, lengths.flat_values)
+      ids.flat_values, lengths.flat_values
+    )
     padded = per_instruction.to_tensor()
-    mask = tf.sequence_mask(per_instruction.row_lengths(),
-                            tf.shape(padded)[1])
-    encoded = layers['tokens'](layers['embedding'](padded), mask=mask,
-                               training=training)
+    mask = tf.sequence_mask(per_instruction.row_lengths(), tf.shape(padded)[1])
+    encoded = layers['tokens'](
+      layers['embedding'](padded), mask=mask, training=training
+    )
     # [blocks, (instructions), units]
     blocks = tf.RaggedTensor.from_row_lengths(encoded, lengths.row_lengths())
     padded_blocks = blocks.to_tensor()
-    block_mask = tf.sequence_mask(blocks.row_lengths(),
-                                  tf.shape(padded_blocks)[1])
-    state = layers['instructions'](padded_blocks, mask=block_mask,
-                                   training=training)
+    block_mask = tf.sequence_mask(
+      blocks.row_lengths(), tf.shape(padded_blocks)[1]
+    )
+    state = layers['instructions'](
+      padded_blocks, mask=block_mask, training=training
+    )
     outputs = layers['output'](state)
     return outputs if self.tasks else outputs[:, 0]
 
   def _targets(self, inputs):
-    return tf.stack([tf.cast(inputs[field], tf.float32)
-                     for _, field in self.tasks], axis=1)
+    return tf.stack(
+      [tf.cast(inputs[field], tf.float32) for _, field in self.tasks], axis=1
+    )
 
   def build_training(self, global_steps, inputs, inferences):
     del global_steps
     if self.tasks:
-      return (tfx.training.task_loss(inferences, self._targets(inputs),
-                                     self.settings.loss), self.optimizer)
+      return (
+        tfx.training.task_loss(
+          inferences, self._targets(inputs), self.settings.loss
+        ),
+        self.optimizer,
+      )
     loss = tfx.training.regression_loss(
-        inferences, tf.cast(inputs['throughput'], tf.float32),
-        self.settings.loss)
+      inferences, tf.cast(inputs['throughput'], tf.float32), self.settings.loss
+    )
     return loss, self.optimizer
 
   def build_output(self, inferences):
     if self.tasks:
-      return {f'value_{name}': inferences[:, index]
-              for index, (name, _) in enumerate(self.tasks)}
+      return {
+        f'value_{name}': inferences[:, index]
+        for index, (name, _) in enumerate(self.tasks)
+      }
     return {'value': inferences}
 
   def build_evaluation(self, inputs, outputs):
     if self.tasks:
       if not hasattr(self, '_task_metrics'):
         self._task_metrics = tfx.training.TaskMetrics(
-            [name for name, _ in self.tasks], self.args.percentile_ranks)
+          [name for name, _ in self.tasks], self.args.percentile_ranks
+        )
       return self._task_metrics.update(
-          self._targets(inputs),
-          tf.stack([outputs[f'value_{name}'] for name, _ in self.tasks],
-                   axis=1))
+        self._targets(inputs),
+        tf.stack([outputs[f'value_{name}'] for name, _ in self.tasks], axis=1),
+      )
     if not hasattr(self, '_metrics'):
       self._metrics = [
-          tf_keras.metrics.MeanAbsolutePercentageError(name='mape'),
-          tf_keras.metrics.MeanAbsoluteError(name='mae'),
-          *tfx.training.error_percentiles(self.args.percentile_ranks)]
+        tf_keras.metrics.MeanAbsolutePercentageError(name='mape'),
+        tf_keras.metrics.MeanAbsoluteError(name='mae'),
+        *tfx.training.error_percentiles(self.args.percentile_ranks),
+      ]
     target = tf.cast(inputs['throughput'], tf.float32)[:, tf.newaxis]
     value = outputs['value'][:, tf.newaxis]
     for metric in self._metrics:
@@ -246,26 +300,34 @@ def dataset_of(args):
   # Gematria's eval and predict actions name only the files they read;
   # tensorfx builds every action's graphs from the training source, so
   # those files stand in for it (the analysis is the training job's).
-  train = args.data_train or args.data_eval or [
-      p for p in args.predict_input or () if p != '-']
+  train = (
+    args.data_train
+    or args.data_eval
+    or [p for p in args.predict_input or () if p != '-']
+  )
   blocks, schema, features = BLOCKS, args.data_schema, args.data_features
   tasks = tasks_of(args)
   if tasks:
     blocks, schema, features = _task_data(args, tasks)
   dataset = tfx.data.ProtoDataSet(
-      schema, blocks, metadata=args.data_metadata, features=features,
-      train=train or None, eval=args.data_eval)
+    schema,
+    blocks,
+    metadata=args.data_metadata,
+    features=features,
+    train=train or None,
+    eval=args.data_eval,
+  )
   # The default vocabulary lies beside this file; --gematria_tokens_file
   # (--data-vocabulary tokens=PATH) replaces it.
-  dataset.use_vocabulary_files({'tokens': os.path.join(HERE, 'data',
-                                                       'tokens.txt')})
+  dataset.use_vocabulary_files(
+    {'tokens': os.path.join(HERE, 'data', 'tokens.txt')}
+  )
   return dataset
 
 
 def main():
   args, job = SequenceModelArguments.parse(parse_job=True)
-  tfx.training.ModelTrainer().train(SequenceModel(args, dataset_of(args)),
-                                    job)
+  tfx.training.ModelTrainer().train(SequenceModel(args, dataset_of(args)), job)
 
 
 if __name__ == '__main__':

@@ -12,8 +12,13 @@ import tensorfx as tfx
 import tensorfx.models.nn as nn
 
 args, job = nn.FeedForwardClassificationArguments.parse(parse_job=True)
-dataset = tfx.data.CsvDataSet(args.data_schema, train=args.data_train, eval=args.data_eval,
-                              metadata=args.data_metadata, features=args.data_features)
+dataset = tfx.data.CsvDataSet(
+  args.data_schema,
+  train=args.data_train,
+  eval=args.data_eval,
+  metadata=args.data_metadata,
+  features=args.data_features,
+)
 classification = nn.FeedForwardClassification(args, dataset)
 model = tfx.training.ModelTrainer().train(classification, job)
 print(model.predict(['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']))

@@ -16,10 +16,20 @@ import statistics
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(os.path.dirname(HERE), 'iris', 'data')
 # The original's order; tensorfx's iris sample has sepal first.
-COLUMNS = ['species', 'petal_length', 'petal_width', 'sepal_length',
-           'sepal_width']
-_SOURCE_COLUMNS = ['species', 'sepal_length', 'sepal_width', 'petal_length',
-                   'petal_width']
+COLUMNS = [
+  'species',
+  'petal_length',
+  'petal_width',
+  'sepal_length',
+  'sepal_width',
+]
+_SOURCE_COLUMNS = [
+  'species',
+  'sepal_length',
+  'sepal_width',
+  'petal_length',
+  'petal_width',
+]
 
 
 def read(name):
@@ -35,15 +45,23 @@ def write_csv(rows, path):
 
 def write_tfrecord(rows, path):
   import tensorflow as tf  # Only the TFRecord files need it.
+
   with tf.io.TFRecordWriter(path) as writer:
     for row in rows:
-      feature = {'species': tf.train.Feature(
-          bytes_list=tf.train.BytesList(value=[row[0].encode()]))}
+      feature = {
+        'species': tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[row[0].encode()])
+        )
+      }
       for name, value in zip(COLUMNS[1:], row[1:]):
         feature[name] = tf.train.Feature(
-            float_list=tf.train.FloatList(value=[float(value)]))
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
+          float_list=tf.train.FloatList(value=[float(value)])
+        )
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(feature=feature)
+        ).SerializeToString()
+      )
 
 
 def metadata(rows):
@@ -51,9 +69,12 @@ def metadata(rows):
   result = {'species': {'entries': sorted({r[0] for r in rows})}}
   for index, name in enumerate(COLUMNS[1:], start=1):
     values = [float(r[index]) for r in rows]
-    result[name] = {'min': min(values), 'max': max(values),
-                    'mean': round(statistics.fmean(values), 6),
-                    'std': round(statistics.pstdev(values), 6)}
+    result[name] = {
+      'min': min(values),
+      'max': max(values),
+      'mean': round(statistics.fmean(values), 6),
+      'std': round(statistics.pstdev(values), 6),
+    }
   return result
 
 
@@ -68,9 +89,13 @@ def main():
     json.dump(metadata(train), f, indent=2)
     f.write('\n')
   with open(os.path.join(data, 'schema.yaml'), 'w') as f:
-    f.write('fields:\n' + ''.join(
+    f.write(
+      'fields:\n'
+      + ''.join(
         f'- name: {c}\n  type: {"discrete" if c == "species" else "real"}\n'
-        for c in COLUMNS))
+        for c in COLUMNS
+      )
+    )
 
 
 if __name__ == '__main__':

@@ -64,25 +64,31 @@ def interactions(rows, users, items, history, rng, world):
   for start in range(0, rows, chunk):
     stop = min(rows, start + chunk)
     # Candidates among popular items; the user keeps the ones they like.
-    candidates = rng.choice(items, size=(stop - start, 4 * max(history, 1)),
-                            p=world['item_p'])
-    scores = np.einsum('nd,nkd->nk', u[start:stop],
-                       world['item_taste'][candidates])
+    candidates = rng.choice(
+      items, size=(stop - start, 4 * max(history, 1)), p=world['item_p']
+    )
+    scores = np.einsum(
+      'nd,nkd->nk', u[start:stop], world['item_taste'][candidates]
+    )
     order = np.argsort(-scores, axis=1)
     for i in range(stop - start):
-      chosen = candidates[i, order[i, :lengths[start + i]]]
+      chosen = candidates[i, order[i, : lengths[start + i]]]
       histories.append(world['item_ids'][chosen])
       if len(chosen):
         liked[start + i] = world['item_taste'][chosen].mean(axis=0)
-  logit = (2.5 * np.sum(u * v, axis=1) + 1.5 * np.sum(liked * v, axis=1) +
-           world['item_bias'][item_rank] - 0.5)
+  logit = (
+    2.5 * np.sum(u * v, axis=1)
+    + 1.5 * np.sum(liked * v, axis=1)
+    + world['item_bias'][item_rank]
+    - 0.5
+  )
   probability = 1.0 / (1.0 + np.exp(-logit))
   clicked = rng.random(rows) < probability
   return {
-      'user': world['user_ids'][user_rank],
-      'item': world['item_ids'][item_rank],
-      'history': histories,
-      'clicked': clicked,
+    'user': world['user_ids'][user_rank],
+    'item': world['item_ids'][item_rank],
+    'history': histories,
+    'clicked': clicked,
   }, probability
 
 
@@ -93,35 +99,52 @@ def auc(labels, scores):
   ranks = np.empty(len(scores))
   sorted_scores = np.asarray(scores)[order]
   # Average ranks over ties.
-  _, first, counts = np.unique(sorted_scores, return_index=True,
-                               return_counts=True)
+  _, first, counts = np.unique(
+    sorted_scores, return_index=True, return_counts=True
+  )
   for start, count in zip(first, counts):
-    ranks[order[start:start + count]] = start + (count + 1) / 2.0
+    ranks[order[start : start + count]] = start + (count + 1) / 2.0
   positives = labels.sum()
   negatives = len(labels) - positives
   if not positives or not negatives:
     return float('nan')
-  return float((ranks[labels].sum() - positives * (positives + 1) / 2) /
-               (positives * negatives))
+  return float(
+    (ranks[labels].sum() - positives * (positives + 1) / 2)
+    / (positives * negatives)
+  )
 
 
 def to_example(columns, i):
   import tensorflow as tf
+
   feature = tf.train.Feature
-  return tf.train.Example(features=tf.train.Features(feature={
-      'user': feature(int64_list=tf.train.Int64List(
-          value=[int(columns['user'][i])])),
-      'item': feature(int64_list=tf.train.Int64List(
-          value=[int(columns['item'][i])])),
-      'history': feature(int64_list=tf.train.Int64List(
-          value=[int(h) for h in columns['history'][i]])),
-      'clicked': feature(bytes_list=tf.train.BytesList(
-          value=[b'yes' if columns['clicked'][i] else b'no'])),
-  }))
+  return tf.train.Example(
+    features=tf.train.Features(
+      feature={
+        'user': feature(
+          int64_list=tf.train.Int64List(value=[int(columns['user'][i])])
+        ),
+        'item': feature(
+          int64_list=tf.train.Int64List(value=[int(columns['item'][i])])
+        ),
+        'history': feature(
+          int64_list=tf.train.Int64List(
+            value=[int(h) for h in columns['history'][i]]
+          )
+        ),
+        'clicked': feature(
+          bytes_list=tf.train.BytesList(
+            value=[b'yes' if columns['clicked'][i] else b'no']
+          )
+        ),
+      }
+    )
+  )
 
 
 def write_tfrecords(path, columns, indices):
   import tensorflow as tf
+
   with tf.io.TFRecordWriter(path, 'GZIP') as writer:
     for i in indices:
       writer.write(to_example(columns, i).SerializeToString())
@@ -129,56 +152,85 @@ def write_tfrecords(path, columns, indices):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--users', type=int, default=300000,
-                      help='distinct users (default %(default)s)')
-  parser.add_argument('--items', type=int, default=200000,
-                      help='distinct items (default %(default)s)')
-  parser.add_argument('--train', type=int, default=500000,
-                      help='training interactions (default %(default)s)')
-  parser.add_argument('--eval', type=int, default=10000,
-                      help='evaluation interactions (default %(default)s)')
-  parser.add_argument('--history', type=int, default=10,
-                      help='the longest history (default %(default)s)')
-  parser.add_argument('--zipf', type=float, default=1.05,
-                      help="the Zipf exponent of users' and items' "
-                      'frequencies (default %(default)s)')
-  parser.add_argument('--shards', type=int, default=4,
-                      help='training files (default %(default)s)')
+  parser.add_argument(
+    '--users',
+    type=int,
+    default=300000,
+    help='distinct users (default %(default)s)',
+  )
+  parser.add_argument(
+    '--items',
+    type=int,
+    default=200000,
+    help='distinct items (default %(default)s)',
+  )
+  parser.add_argument(
+    '--train',
+    type=int,
+    default=500000,
+    help='training interactions (default %(default)s)',
+  )
+  parser.add_argument(
+    '--eval',
+    type=int,
+    default=10000,
+    help='evaluation interactions (default %(default)s)',
+  )
+  parser.add_argument(
+    '--history',
+    type=int,
+    default=10,
+    help='the longest history (default %(default)s)',
+  )
+  parser.add_argument(
+    '--zipf',
+    type=float,
+    default=1.05,
+    help="the Zipf exponent of users' and items' "
+    'frequencies (default %(default)s)',
+  )
+  parser.add_argument(
+    '--shards', type=int, default=4, help='training files (default %(default)s)'
+  )
   parser.add_argument('--seed', type=int, default=1)
   parser.add_argument('--output', default='data')
   args = parser.parse_args(argv)
   rng = np.random.default_rng(args.seed)
   scale = 1.0 / np.sqrt(TASTE_DIM)
   world = {
-      'user_ids': _ids(rng, args.users),
-      'item_ids': _ids(rng, args.items),
-      'user_taste': rng.normal(0, scale, (args.users, TASTE_DIM)),
-      'item_taste': rng.normal(0, scale, (args.items, TASTE_DIM)),
-      'item_bias': rng.normal(0, 1.0, args.items),
-      'user_p': _zipf(args.users, args.zipf),
-      'item_p': _zipf(args.items, args.zipf),
+    'user_ids': _ids(rng, args.users),
+    'item_ids': _ids(rng, args.items),
+    'user_taste': rng.normal(0, scale, (args.users, TASTE_DIM)),
+    'item_taste': rng.normal(0, scale, (args.items, TASTE_DIM)),
+    'item_bias': rng.normal(0, 1.0, args.items),
+    'user_p': _zipf(args.users, args.zipf),
+    'item_p': _zipf(args.items, args.zipf),
   }
   columns, probability = interactions(
-      args.train + args.eval, args.users, args.items, args.history, rng,
-      world)
+    args.train + args.eval, args.users, args.items, args.history, rng, world
+  )
   os.makedirs(args.output, exist_ok=True)
   train = np.arange(args.train)
   for shard in range(args.shards):
-    write_tfrecords(os.path.join(
-        args.output, f'train-{shard:05d}-of-{args.shards:05d}.tfrecord.gz'),
-        columns, train[shard::args.shards])
+    write_tfrecords(
+      os.path.join(
+        args.output, f'train-{shard:05d}-of-{args.shards:05d}.tfrecord.gz'
+      ),
+      columns,
+      train[shard :: args.shards],
+    )
   evaluation = np.arange(args.train, args.train + args.eval)
-  write_tfrecords(os.path.join(args.output, 'eval.tfrecord.gz'), columns,
-                  evaluation)
+  write_tfrecords(
+    os.path.join(args.output, 'eval.tfrecord.gz'), columns, evaluation
+  )
   clicked = columns['clicked']
   summary = {
-      'train': args.train,
-      'eval': args.eval,
-      'distinct_users': int(len(np.unique(columns['user'][train]))),
-      'distinct_items': int(len(np.unique(columns['item'][train]))),
-      'click_rate': round(float(clicked.mean()), 4),
-      'oracle_auc': round(auc(clicked[evaluation], probability[evaluation]),
-                          4),
+    'train': args.train,
+    'eval': args.eval,
+    'distinct_users': int(len(np.unique(columns['user'][train]))),
+    'distinct_items': int(len(np.unique(columns['item'][train]))),
+    'click_rate': round(float(clicked.mean()), 4),
+    'oracle_auc': round(auc(clicked[evaluation], probability[evaluation]), 4),
   }
   with open(os.path.join(args.output, 'oracle.json'), 'w') as f:
     json.dump(summary, f, indent=2)

@@ -21,8 +21,9 @@ import tensorfx as tfx
 import tensorfx.models.nn as nn
 
 
-class RecommenderArguments(nn.FeedForwardClassificationArguments,
-                           tfx.embeddings.EmbeddingArguments):
+class RecommenderArguments(
+  nn.FeedForwardClassificationArguments, tfx.embeddings.EmbeddingArguments
+):
   """Feed-forward flags plus `--embedding-optimizer`/`-learning-rate`."""
 
 
@@ -39,8 +40,10 @@ class Recommender(nn.FeedForwardClassification):
     positive = self.labels.index(self.positive)
     labels = inputs[self.target.name]
     self._auc.update_state(
-        tf.equal(labels, positive), outputs['scores'][:, positive],
-        sample_weight=tf.cast(labels >= 0, tf.float32))
+      tf.equal(labels, positive),
+      outputs['scores'][:, positive],
+      sample_weight=tf.cast(labels >= 0, tf.float32),
+    )
     metrics['auc'] = self._auc
     return metrics
 
@@ -48,8 +51,12 @@ class Recommender(nn.FeedForwardClassification):
 def main():
   args, job = RecommenderArguments.parse(parse_job=True)
   dataset = tfx.data.ExamplesDataSet(
-      args.data_schema, train=args.data_train, eval=args.data_eval,
-      metadata=args.data_metadata, features=args.data_features)
+    args.data_schema,
+    train=args.data_train,
+    eval=args.data_eval,
+    metadata=args.data_metadata,
+    features=args.data_features,
+  )
   tfx.training.ModelTrainer().train(Recommender(args, dataset), job)
 
 

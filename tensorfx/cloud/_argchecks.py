@@ -14,8 +14,9 @@ def received(name, value):
 
 def require(condition, name, expected, value):
   if not condition:
-    raise ConfigurationError(f'{name}: expected {expected}. '
-                             f'{received(name.lstrip("-"), value)}')
+    raise ConfigurationError(
+      f'{name}: expected {expected}. {received(name.lstrip("-"), value)}'
+    )
 
 
 def is_count(value):

@@ -50,8 +50,12 @@ def count(where, value, positive=False):
   # "2"); accept both.
   if isinstance(value, str) and re.fullmatch(r'-?\d+', value.strip()):
     value = int(value)
-  if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (
-      positive and value == 0):
+  if (
+    isinstance(value, bool)
+    or not isinstance(value, int)
+    or value < 0
+    or (positive and value == 0)
+  ):
     kind = 'a positive' if positive else 'a non-negative'
     raise fail(where, f'expected {kind} integer', value)
   return value
@@ -92,14 +96,16 @@ def parse_duration(text, name='--timeout'):
     match = _DURATION.match(str(text).strip().lower())
     if not match or not str(text).strip():
       raise ConfigurationError(
-          f'{name}: expected a duration such as 7200s, 2h or 1h30m. '
-          f'Received: {name.lstrip("-")}={text!r}')
+        f'{name}: expected a duration such as 7200s, 2h or 1h30m. '
+        f'Received: {name.lstrip("-")}={text!r}'
+      )
     days, hours, minutes, rest = (int(g or 0) for g in match.groups())
     seconds = ((days * 24 + hours) * 60 + minutes) * 60 + rest
   if seconds <= 0:
     raise ConfigurationError(
-        f'{name}: expected a positive duration. '
-        f'Received: {name.lstrip("-")}={text!r}')
+      f'{name}: expected a positive duration. '
+      f'Received: {name.lstrip("-")}={text!r}'
+    )
   return seconds
 
 
@@ -107,8 +113,9 @@ def duration(where, value):
   try:
     return parse_duration(value, where.path)
   except ConfigurationError:
-    raise fail(where, 'expected a duration such as 7200s or 2h',
-               value) from None
+    raise fail(
+      where, 'expected a duration such as 7200s or 2h', value
+    ) from None
 
 
 def labels(where, value):

@@ -72,8 +72,9 @@ def load_config(path):
   """
   path = os.fspath(path)
   if not os.path.isfile(path):
-    raise ConfigurationError(f'--config: no such file. Received: '
-                             f'config={path!r}')
+    raise ConfigurationError(
+      f'--config: no such file. Received: config={path!r}'
+    )
   with open(path) as f:
     text = f.read()
   try:
@@ -82,12 +83,16 @@ def load_config(path):
     raise ConfigurationError(str(e)) from None
   where = _yaml.root(doc, path)
   if not isinstance(doc, dict) or not doc:
-    raise _checks.fail(where, 'expected a mapping with trainingInput (legacy '
-                       'AI Platform) or workerPoolSpecs/studySpec (Vertex AI)',
-                       doc if doc is not None else {})
+    raise _checks.fail(
+      where,
+      'expected a mapping with trainingInput (legacy '
+      'AI Platform) or workerPoolSpecs/studySpec (Vertex AI)',
+      doc if doc is not None else {},
+    )
   if 'trainingInput' in doc:
     fields, pools = _legacyconfig.read(where, doc)
   else:
     fields, pools = _vertexconfig.read(where, doc)
-  return ConfigFile(path, types.MappingProxyType(fields),
-                    types.MappingProxyType(pools))
+  return ConfigFile(
+    path, types.MappingProxyType(fields), types.MappingProxyType(pools)
+  )

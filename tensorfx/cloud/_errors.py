@@ -18,8 +18,9 @@ class JobFailedError(CloudError):
     state: the job's final state, e.g. 'JOB_STATE_FAILED'.
   """
 
-  def __init__(self, message: str, job: dict | None = None,
-               state: str | None = None) -> None:
+  def __init__(
+    self, message: str, job: dict | None = None, state: str | None = None
+  ) -> None:
     super().__init__(message)
     self.job = job
     self.state = state

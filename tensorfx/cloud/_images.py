@@ -17,17 +17,23 @@ pool with `executor_image_uri` runs on that prebuilt executor instead
 # trainers run on the trainer image (`trainer_image()`).
 EXECUTOR_TENSORFLOW = '2-17'
 EXECUTOR_PYTHON = 'py310'
-EXECUTOR_IMAGE_CPU = (f'us-docker.pkg.dev/vertex-ai/training/'
-                      f'tf-cpu.{EXECUTOR_TENSORFLOW}.{EXECUTOR_PYTHON}:latest')
-EXECUTOR_IMAGE_GPU = (f'us-docker.pkg.dev/vertex-ai/training/'
-                      f'tf-gpu.{EXECUTOR_TENSORFLOW}.{EXECUTOR_PYTHON}:latest')
+EXECUTOR_IMAGE_CPU = (
+  f'us-docker.pkg.dev/vertex-ai/training/'
+  f'tf-cpu.{EXECUTOR_TENSORFLOW}.{EXECUTOR_PYTHON}:latest'
+)
+EXECUTOR_IMAGE_GPU = (
+  f'us-docker.pkg.dev/vertex-ai/training/'
+  f'tf-gpu.{EXECUTOR_TENSORFLOW}.{EXECUTOR_PYTHON}:latest'
+)
 
 # The prebuilt images are mirrored per continent; pulling from the nearest
 # mirror starts a job faster.
-_MIRRORS = (('europe-', 'europe-docker.pkg.dev'),
-            ('asia-', 'asia-docker.pkg.dev'),
-            ('australia-', 'asia-docker.pkg.dev'),
-            ('me-', 'asia-docker.pkg.dev'))
+_MIRRORS = (
+  ('europe-', 'europe-docker.pkg.dev'),
+  ('asia-', 'asia-docker.pkg.dev'),
+  ('australia-', 'asia-docker.pkg.dev'),
+  ('me-', 'asia-docker.pkg.dev'),
+)
 
 # Where cloudbuild.yaml pushes the trainer image: an Artifact Registry
 # Docker repository of this name in the job's project and region.
@@ -52,16 +58,28 @@ def trainer_image(project, region, gpu=False, version=None):
   """
   if version is None:
     from tensorfx._version import __version__
+
     version = __version__
   name = 'trainer-gpu' if gpu else 'trainer'
-  return (f'{region}-docker.pkg.dev/{project}/{TRAINER_IMAGE_REPOSITORY}/'
-          f'{name}:{version}')
+  return (
+    f'{region}-docker.pkg.dev/{project}/{TRAINER_IMAGE_REPOSITORY}/'
+    f'{name}:{version}'
+  )
 
 
 def run_package_command(package_uris, python_module):
   """The trainer image's command that installs the packages and runs."""
-  return ('python', '-m', 'tensorfx', 'run-package', '--package-uris',
-          ','.join(package_uris), '--module', python_module, '--')
+  return (
+    'python',
+    '-m',
+    'tensorfx',
+    'run-package',
+    '--package-uris',
+    ','.join(package_uris),
+    '--module',
+    python_module,
+    '--',
+  )
 
 
 def executor_image(region, gpu):

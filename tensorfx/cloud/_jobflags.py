@@ -17,9 +17,14 @@ from tensorfx.cloud import _machines
 from tensorfx.cloud import _workerpool
 
 # Role -> flag prefix.
-FLAG_PREFIX = types.MappingProxyType({
-    'chief': 'master', 'workers': 'worker',
-    'parameter_servers': 'parameter_server', 'evaluator': 'evaluator'})
+FLAG_PREFIX = types.MappingProxyType(
+  {
+    'chief': 'master',
+    'workers': 'worker',
+    'parameter_servers': 'parameter_server',
+    'evaluator': 'evaluator',
+  }
+)
 
 
 def parse_accelerator(text, flag):
@@ -34,18 +39,26 @@ def parse_accelerator(text, flag):
     key, sep, value = part.partition('=')
     if not sep or key.strip() not in ('type', 'count'):
       raise ConfigurationError(
-          f'{flag}: expected type=TYPE[,count=N], e.g. '
-          f'type=nvidia-tesla-t4,count=1. Received: {text!r}')
+        f'{flag}: expected type=TYPE[,count=N], e.g. '
+        f'type=nvidia-tesla-t4,count=1. Received: {text!r}'
+      )
     values[key.strip()] = value.strip()
   if 'type' not in values:
-    raise ConfigurationError(f'{flag}: expected type=TYPE[,count=N]. '
-                             f'Received: {text!r}')
-  kind = _machines.accelerator(values['type'], lambda p: ConfigurationError(
-      f'{flag}: {p}. Received: type={values["type"]!r}'))
+    raise ConfigurationError(
+      f'{flag}: expected type=TYPE[,count=N]. Received: {text!r}'
+    )
+  kind = _machines.accelerator(
+    values['type'],
+    lambda p: ConfigurationError(
+      f'{flag}: {p}. Received: type={values["type"]!r}'
+    ),
+  )
   count = values.get('count', '1')
   if not count.isdigit() or int(count) < 1:
-    raise ConfigurationError(f'{flag}: expected count to be a positive '
-                             f'integer. Received: count={count!r}')
+    raise ConfigurationError(
+      f'{flag}: expected count to be a positive '
+      f'integer. Received: count={count!r}'
+    )
   return kind, int(count)
 
 
@@ -57,8 +70,9 @@ def parse_labels(text):
       continue
     key, sep, value = part.partition('=')
     if not sep:
-      raise ConfigurationError(f'--labels: expected KEY=VALUE[,...]. '
-                               f'Received: {part!r}')
+      raise ConfigurationError(
+        f'--labels: expected KEY=VALUE[,...]. Received: {part!r}'
+      )
     labels[key.strip()] = value.strip()
   return labels
 
@@ -75,8 +89,9 @@ def _flag_pools(pools, flags):
     if count is not None:
       if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ConfigurationError(
-            f'{flag}-count: expected a non-negative integer. '
-            f'Received: {prefix}_count={count!r}')
+          f'{flag}-count: expected a non-negative integer. '
+          f'Received: {prefix}_count={count!r}'
+        )
       if count == 0:
         pools.pop(role, None)
         continue
@@ -86,14 +101,18 @@ def _flag_pools(pools, flags):
         pools[role] = {'replica_count': 1}
       else:
         raise ConfigurationError(
-            f'{flag}-machine-type/-accelerator/-image-uri: the job has no '
-            f'{role.replace("_", " ")}; set {flag}-count. '
-            f'Received: {prefix}_count=0')
+          f'{flag}-machine-type/-accelerator/-image-uri: the job has no '
+          f'{role.replace("_", " ")}; set {flag}-count. '
+          f'Received: {prefix}_count=0'
+        )
     if machine_type:
       _machines.set_machine(
-          pools[role], machine_type, lambda p, f=flag, m=machine_type:
-          ConfigurationError(f'{f}-machine-type: {p}. '
-                             f'Received: {m!r}'))
+        pools[role],
+        machine_type,
+        lambda p, f=flag, m=machine_type: ConfigurationError(
+          f'{f}-machine-type: {p}. Received: {m!r}'
+        ),
+      )
     if accel:
       kind, number = parse_accelerator(accel, f'{flag}-accelerator')
       pools[role]['accelerator_type'] = kind
@@ -108,12 +127,27 @@ def _flag_pools(pools, flags):
         pools[role].setdefault('image_uri', chief_image)
 
 
-def job_spec(*, config=None, project=None, region=None, job_name=None,
-             staging_bucket=None, module_name=None, package_uris=(),
-             args=(), job_dir=None, scale_tier=None, labels=None,
-             service_account=None, network=None, timeout=None,
-             executor_image_uri=None, trainer_image=None, environ=None,
-             **pool_flags):
+def job_spec(
+  *,
+  config=None,
+  project=None,
+  region=None,
+  job_name=None,
+  staging_bucket=None,
+  module_name=None,
+  package_uris=(),
+  args=(),
+  job_dir=None,
+  scale_tier=None,
+  labels=None,
+  service_account=None,
+  network=None,
+  timeout=None,
+  executor_image_uri=None,
+  trainer_image=None,
+  environ=None,
+  **pool_flags,
+):
   """A `JobSpec` from gcloud-style flags and an optional config file.
 
   Flags win over the file. Pool flags are `master_machine_type`,
@@ -162,29 +196,37 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
       bad flag value, or a bad config file (naming file, line and key).
   """
   import datetime
+
   environ = os.environ if environ is None else environ
-  known = {f'{FLAG_PREFIX[r]}_{s}' for r in _workerpool.ROLES
-           for s in ('machine_type', 'accelerator', 'image_uri', 'count')}
+  known = {
+    f'{FLAG_PREFIX[r]}_{s}'
+    for r in _workerpool.ROLES
+    for s in ('machine_type', 'accelerator', 'image_uri', 'count')
+  }
   unknown = sorted(set(pool_flags) - known)
   if unknown:
-    raise TypeError(f'job_spec() got unexpected keyword arguments: '
-                    f'{", ".join(unknown)}')
+    raise TypeError(
+      f'job_spec() got unexpected keyword arguments: {", ".join(unknown)}'
+    )
   loaded = _configfile.load_config(config) if config else None
   fields = dict(loaded.fields) if loaded else {}
-  pools = {role: dict(pool) for role, pool in
-           (loaded.pools.items() if loaded else ())}
+  pools = {
+    role: dict(pool) for role, pool in (loaded.pools.items() if loaded else ())
+  }
   if scale_tier:
     tier = str(scale_tier).upper().replace('-', '_')
     if tier not in _machines.SCALE_TIERS:
       raise ConfigurationError(
-          f'--scale-tier: expected one of '
-          f'{", ".join(_machines.SCALE_TIERS)}. '
-          f'Received: scale_tier={scale_tier!r}')
+        f'--scale-tier: expected one of '
+        f'{", ".join(_machines.SCALE_TIERS)}. '
+        f'Received: scale_tier={scale_tier!r}'
+      )
     pools = _machines.tier_pools(tier)
     if tier == 'CUSTOM' and not pool_flags.get('master_machine_type'):
       raise ConfigurationError(
-          '--scale-tier CUSTOM needs --master-machine-type. '
-          'Received: master_machine_type=None')
+        '--scale-tier CUSTOM needs --master-machine-type. '
+        'Received: master_machine_type=None'
+      )
   if not pools:
     pools = _machines.tier_pools('BASIC')
   _flag_pools(pools, dict(pool_flags))
@@ -192,41 +234,56 @@ def job_spec(*, config=None, project=None, region=None, job_name=None,
     for pool in pools.values():
       pool['executor_image_uri'] = executor_image_uri
   module = module_name or fields.get('python_module')
-  name = job_name or fields.get('display_name') or '{}_{}'.format(
+  name = (
+    job_name
+    or fields.get('display_name')
+    or '{}_{}'.format(
       (module or 'tensorfx').replace('.', '_'),
-      datetime.datetime.now().strftime('%Y%m%d_%H%M%S'))
+      datetime.datetime.now().strftime('%Y%m%d_%H%M%S'),
+    )
+  )
   job_dir = job_dir or fields.get('job_dir')
-  staging = staging_bucket or (f'{str(job_dir).rstrip("/")}/packages'
-                               if job_dir and str(job_dir).startswith('gs://')
-                               else None)
+  staging = staging_bucket or (
+    f'{str(job_dir).rstrip("/")}/packages'
+    if job_dir and str(job_dir).startswith('gs://')
+    else None
+  )
   merged_labels = dict(fields.get('labels', {}))
   if labels:
-    merged_labels.update(parse_labels(labels) if isinstance(labels, str)
-                         else labels)
-  timeout_seconds = _checks.parse_duration(timeout) if timeout is not None \
-      else fields.get('timeout_seconds')
+    merged_labels.update(
+      parse_labels(labels) if isinstance(labels, str) else labels
+    )
+  timeout_seconds = (
+    _checks.parse_duration(timeout)
+    if timeout is not None
+    else fields.get('timeout_seconds')
+  )
   all_args = tuple(fields.get('args', ())) + tuple(args)
-  roles: dict[str, Any] = {role: (_workerpool.WorkerPool(**pools[role]) if role in pools
-                  else None)
-           for role in _workerpool.ROLES}
+  roles: dict[str, Any] = {
+    role: (_workerpool.WorkerPool(**pools[role]) if role in pools else None)
+    for role in _workerpool.ROLES
+  }
   return _jobspec.JobSpec(
-      project=project or environ.get('GOOGLE_CLOUD_PROJECT') or
-      environ.get('CLOUDSDK_CORE_PROJECT') or '',
-      region=region or fields.get('region') or '',
-      display_name=name,
-      staging_location=staging or '',
-      python_module=module,
-      package_uris=tuple(package_uris) + tuple(
-          fields.get('package_uris', ())),
-      args=all_args,
-      job_dir=job_dir,
-      labels=types.MappingProxyType(merged_labels),
-      service_account=service_account or fields.get('service_account'),
-      network=network or fields.get('network'),
-      timeout_seconds=timeout_seconds,
-      study=fields.get('study'),
-      trainer_image=trainer_image,
-      extra=types.MappingProxyType(dict(fields.get('extra', {}))),
-      job_spec_extra=types.MappingProxyType(
-          dict(fields.get('job_spec_extra', {}))),
-      **roles)
+    project=project
+    or environ.get('GOOGLE_CLOUD_PROJECT')
+    or environ.get('CLOUDSDK_CORE_PROJECT')
+    or '',
+    region=region or fields.get('region') or '',
+    display_name=name,
+    staging_location=staging or '',
+    python_module=module,
+    package_uris=tuple(package_uris) + tuple(fields.get('package_uris', ())),
+    args=all_args,
+    job_dir=job_dir,
+    labels=types.MappingProxyType(merged_labels),
+    service_account=service_account or fields.get('service_account'),
+    network=network or fields.get('network'),
+    timeout_seconds=timeout_seconds,
+    study=fields.get('study'),
+    trainer_image=trainer_image,
+    extra=types.MappingProxyType(dict(fields.get('extra', {}))),
+    job_spec_extra=types.MappingProxyType(
+      dict(fields.get('job_spec_extra', {}))
+    ),
+    **roles,
+  )

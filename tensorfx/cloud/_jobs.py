@@ -34,17 +34,27 @@ from tensorfx.cloud._errors import JobFailedError
 
 SUCCEEDED = 'JOB_STATE_SUCCEEDED'
 # States a job never leaves. Only SUCCEEDED is a success.
-TERMINAL_STATES = frozenset({
-    SUCCEEDED, 'JOB_STATE_FAILED', 'JOB_STATE_CANCELLED', 'JOB_STATE_EXPIRED',
-    'JOB_STATE_PARTIALLY_SUCCEEDED'})
+TERMINAL_STATES = frozenset(
+  {
+    SUCCEEDED,
+    'JOB_STATE_FAILED',
+    'JOB_STATE_CANCELLED',
+    'JOB_STATE_EXPIRED',
+    'JOB_STATE_PARTIALLY_SUCCEEDED',
+  }
+)
 
 DEFAULT_POLL_SECONDS = 30.0
 
-_NAME = re.compile(r'^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/'
-                   r'(?P<kind>customJobs|hyperparameterTuningJobs)/'
-                   r'(?P<id>[^/]+)$')
-_KINDS = {'customJob': 'customJobs',
-          'hyperparameterTuningJob': 'hyperparameterTuningJobs'}
+_NAME = re.compile(
+  r'^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/'
+  r'(?P<kind>customJobs|hyperparameterTuningJobs)/'
+  r'(?P<id>[^/]+)$'
+)
+_KINDS = {
+  'customJob': 'customJobs',
+  'hyperparameterTuningJob': 'hyperparameterTuningJobs',
+}
 
 
 def job_client(region, api_endpoint=None):
@@ -59,19 +69,24 @@ def job_client(region, api_endpoint=None):
   """
   from google.api_core.client_options import ClientOptions
   from google.cloud import aiplatform_v1
+
   endpoint = api_endpoint or f'{region}-aiplatform.googleapis.com'
   credentials = None
   if endpoint.startswith('http://'):
     from google.auth.credentials import AnonymousCredentials
+
     credentials = AnonymousCredentials()
   return aiplatform_v1.JobServiceClient(
-      transport='rest', credentials=credentials,
-      client_options=ClientOptions(api_endpoint=endpoint))
+    transport='rest',
+    credentials=credentials,
+    client_options=ClientOptions(api_endpoint=endpoint),
+  )
 
 
 def _proto_request(request):
   """The create request (JSON) as the client's request message."""
   from google.cloud import aiplatform_v1
+
   if 'customJob' in request:
     cls = aiplatform_v1.CreateCustomJobRequest
   else:
@@ -87,11 +102,13 @@ def request_json(message):
   omitted, exactly as the client omits them on the wire.
   """
   from google.protobuf import json_format
+
   return json_format.MessageToJson(type(message).pb(message), indent=2)
 
 
 def _as_dict(message):
   from google.protobuf import json_format
+
   return json_format.MessageToDict(type(message).pb(message))
 
 
@@ -112,11 +129,14 @@ def _console_url(name):
   match = _NAME.match(name)
   if not match:
     return None
-  kind = ('training' if match['kind'] == 'customJobs'
-          else 'hyperparameter-tuning')
-  return (f'https://console.cloud.google.com/agent-platform/locations/'
-          f'{match["region"]}/{kind}/{match["id"]}?project='
-          f'{match["project"]}')
+  kind = (
+    'training' if match['kind'] == 'customJobs' else 'hyperparameter-tuning'
+  )
+  return (
+    f'https://console.cloud.google.com/agent-platform/locations/'
+    f'{match["region"]}/{kind}/{match["id"]}?project='
+    f'{match["project"]}'
+  )
 
 
 def _local_packages(packages):
@@ -131,8 +151,9 @@ def _local_packages(packages):
       files.append(package)
     else:
       raise ConfigurationError(
-          f'--packages: no such file (give a local file or a gs:// URI). '
-          f'Received: package={package!r}')
+        f'--packages: no such file (give a local file or a gs:// URI). '
+        f'Received: package={package!r}'
+      )
   return uris, files
 
 
@@ -140,9 +161,18 @@ def _say(out, text):
   print(text, file=out, flush=True)
 
 
-def submit(spec, *, package_path=None, packages=(), dry_run=False,
-           api_endpoint=None, follow=False,
-           poll_interval=DEFAULT_POLL_SECONDS, out=None, storage_client=None):
+def submit(
+  spec,
+  *,
+  package_path=None,
+  packages=(),
+  dry_run=False,
+  api_endpoint=None,
+  follow=False,
+  poll_interval=DEFAULT_POLL_SECONDS,
+  out=None,
+  storage_client=None,
+):
   """Stages the trainer and creates the Vertex AI job.
 
   In order: the module is checked in the package and every local package is
@@ -190,26 +220,34 @@ def submit(spec, *, package_path=None, packages=(), dry_run=False,
   if package_path is not None:
     if all(p is None or p.image_uri for p in spec.pools()):
       raise ConfigurationError(
-          '--package-path: every pool runs a custom container image, so '
-          'the package would not be used; drop it or the image. Received: '
-          f'package_path={os.fspath(package_path)!r}')
+        '--package-path: every pool runs a custom container image, so '
+        'the package would not be used; drop it or the image. Received: '
+        f'package_path={os.fspath(package_path)!r}'
+      )
     if not spec.python_module:
       raise ConfigurationError(
-          '--module-name: a --package-path trainer needs the module to run. '
-          'Received: module_name=None')
+        '--module-name: a --package-path trainer needs the module to run. '
+        'Received: module_name=None'
+      )
     _package.check_module(package_path, spec.python_module)
   # Vertex lays packages out per job; gcloud did the same.
-  destination = _storage.join(spec.staging_location, spec.display_name,
-                              'packages')
+  destination = _storage.join(
+    spec.staging_location, spec.display_name, 'packages'
+  )
   with tempfile.TemporaryDirectory(prefix='tensorfx-submit-') as workdir:
     if package_path is not None:
-      files.insert(0, _package.build_sdist(package_path, spec.python_module,
-                                           workdir))
-    uploads = [(f, _storage.join(destination, os.path.basename(f)))
-               for f in files]
+      files.insert(
+        0, _package.build_sdist(package_path, spec.python_module, workdir)
+      )
+    uploads = [
+      (f, _storage.join(destination, os.path.basename(f))) for f in files
+    ]
     staged = dataclasses.replace(
-        spec, package_uris=tuple(u for _, u in uploads) + spec.package_uris +
-        tuple(uris))
+      spec,
+      package_uris=tuple(u for _, u in uploads)
+      + spec.package_uris
+      + tuple(uris),
+    )
     request = _proto_request(staged.request())
     if dry_run:
       _say(out, request_json(request))
@@ -231,21 +269,27 @@ def submit(spec, *, package_path=None, packages=(), dry_run=False,
   if staged.job_dir:
     _say(out, f'Outputs: {staged.job_dir}')
   if follow:
-    return wait(name, api_endpoint=api_endpoint, poll_interval=poll_interval,
-                out=out)
+    return wait(
+      name, api_endpoint=api_endpoint, poll_interval=poll_interval, out=out
+    )
   return job
 
 
 def _create(request, region, api_endpoint):
   from google.api_core import exceptions
+
   client = job_client(region, api_endpoint)
   try:
-    create = client.create_custom_job if 'custom_job' in \
-        type(request).meta.fields else client.create_hyperparameter_tuning_job
+    create = (
+      client.create_custom_job
+      if 'custom_job' in type(request).meta.fields
+      else client.create_hyperparameter_tuning_job
+    )
     job = _retry.call('Vertex AI: creating the job', create, request=request)
   except exceptions.GoogleAPICallError as e:
-    raise CloudError(f'Vertex AI: creating the job failed: {e.code} '
-                     f'{_api_message(e)}') from None
+    raise CloudError(
+      f'Vertex AI: creating the job failed: {e.code} {_api_message(e)}'
+    ) from None
   return _as_dict(job)
 
 
@@ -268,12 +312,14 @@ def resolve_name(job, project=None, region=None):
     return job
   if '/' in job or not job:
     raise ConfigurationError(
-        'JOB: expected a job id or projects/P/locations/R/customJobs/ID. '
-        f'Received: job={job!r}')
+      'JOB: expected a job id or projects/P/locations/R/customJobs/ID. '
+      f'Received: job={job!r}'
+    )
   if not project or not region:
     raise ConfigurationError(
-        f'JOB: a job id needs --project and --region. Received: '
-        f'project={project!r}, region={region!r}')
+      f'JOB: a job id needs --project and --region. Received: '
+      f'project={project!r}, region={region!r}'
+    )
   return f'projects/{project}/locations/{region}/customJobs/{job}'
 
 
@@ -299,14 +345,22 @@ def open_job(job, project=None, region=None, api_endpoint=None):
 
 def _get(client, name, deadline=None):
   from google.api_core import exceptions
-  read = client.get_custom_job if '/customJobs/' in name else \
-      client.get_hyperparameter_tuning_job
+
+  read = (
+    client.get_custom_job
+    if '/customJobs/' in name
+    else client.get_hyperparameter_tuning_job
+  )
   try:
-    return _as_dict(_retry.call(f'Vertex AI: reading {name}', read,
-                                name=name, deadline=deadline))
+    return _as_dict(
+      _retry.call(
+        f'Vertex AI: reading {name}', read, name=name, deadline=deadline
+      )
+    )
   except exceptions.GoogleAPICallError as e:
-    raise CloudError(f'Vertex AI: reading {name} failed: {e.code} '
-                     f'{_api_message(e)}') from None
+    raise CloudError(
+      f'Vertex AI: reading {name} failed: {e.code} {_api_message(e)}'
+    ) from None
 
 
 def _short(state):
@@ -330,12 +384,20 @@ def _failure(name, job, state):
   message = error.get('message') or 'no error message'
   code = error.get('code')
   detail = f'{message} (code {code})' if code else message
-  return JobFailedError(f'job {name} ended {_short(state)}: {detail}',
-                        job=job, state=state)
+  return JobFailedError(
+    f'job {name} ended {_short(state)}: {detail}', job=job, state=state
+  )
 
 
-def wait(job_name, *, api_endpoint=None, poll_interval=DEFAULT_POLL_SECONDS,
-         out=None, timeout=None, client=None):
+def wait(
+  job_name,
+  *,
+  api_endpoint=None,
+  poll_interval=DEFAULT_POLL_SECONDS,
+  out=None,
+  timeout=None,
+  client=None,
+):
   """Polls a job until it ends, printing each change of state.
 
   Example:
@@ -373,26 +435,41 @@ def wait(job_name, *, api_endpoint=None, poll_interval=DEFAULT_POLL_SECONDS,
     trials = _trial_summary(job)
     if state != last_state or trials != last_trials:
       now = datetime.datetime.now().strftime('%H:%M:%S')
-      _say(out, f'{now} {short_name}: {_short(state)}' +
-           (f'; {trials}' if trials else ''))
+      _say(
+        out,
+        f'{now} {short_name}: {_short(state)}'
+        + (f'; {trials}' if trials else ''),
+      )
       last_state, last_trials = state, trials
     if state in TERMINAL_STATES:
       break
     if deadline is not None and time.monotonic() > deadline:
-      raise CloudError(f'gave up waiting for {name} after {timeout} s; it is '
-                       f'{_short(state)}.')
+      raise CloudError(
+        f'gave up waiting for {name} after {timeout} s; it is {_short(state)}.'
+      )
     time.sleep(poll_interval)
   if state != SUCCEEDED:
     raise _failure(name, job, state)
-  output = (job.get('jobSpec') or job.get('trialJobSpec') or {}).get(
-      'baseOutputDirectory', {}).get('outputUriPrefix')
+  output = (
+    (job.get('jobSpec') or job.get('trialJobSpec') or {})
+    .get('baseOutputDirectory', {})
+    .get('outputUriPrefix')
+  )
   if output:
     _say(out, f'Outputs: {output}')
   return job
 
 
-def status(job, project=None, region=None, *, follow=True, api_endpoint=None,
-           poll_interval=DEFAULT_POLL_SECONDS, out=None):
+def status(
+  job,
+  project=None,
+  region=None,
+  *,
+  follow=True,
+  api_endpoint=None,
+  poll_interval=DEFAULT_POLL_SECONDS,
+  out=None,
+):
   """A job's state; by default, follows it until it ends.
 
   Example:

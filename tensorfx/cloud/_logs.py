@@ -22,9 +22,16 @@ from tensorfx.cloud._errors import CloudError
 from tensorfx.cloud._errors import JobFailedError
 
 # Vertex's states in which a job may still write logs.
-_RUNNING = frozenset({'JOB_STATE_QUEUED', 'JOB_STATE_PENDING',
-                      'JOB_STATE_RUNNING', 'JOB_STATE_CANCELLING',
-                      'JOB_STATE_UPDATING', 'JOB_STATE_PAUSED'})
+_RUNNING = frozenset(
+  {
+    'JOB_STATE_QUEUED',
+    'JOB_STATE_PENDING',
+    'JOB_STATE_RUNNING',
+    'JOB_STATE_CANCELLING',
+    'JOB_STATE_UPDATING',
+    'JOB_STATE_PAUSED',
+  }
+)
 # Entries of the last seconds may still arrive out of order.
 _SETTLE = datetime.timedelta(seconds=10)
 _TASK_LABEL = 'ml.googleapis.com/task_name'
@@ -43,21 +50,29 @@ def logging_client(project: str, api_endpoint: str | None = None) -> Any:
       credentials, since real ones must never travel unencrypted.
   """
   from google.cloud import logging as cloud_logging
+
   credentials = None
   options = None
   if api_endpoint:
     options = {'api_endpoint': api_endpoint}
     if api_endpoint.startswith('http://'):
       from google.auth.credentials import AnonymousCredentials
+
       credentials = AnonymousCredentials()
-  return cloud_logging.Client(project=project, credentials=credentials,
-                              client_options=options, _use_grpc=False)
+  return cloud_logging.Client(
+    project=project,
+    credentials=credentials,
+    client_options=options,
+    _use_grpc=False,
+  )
 
 
 def _job_filter(job_id: str, since: str) -> str:
   # Custom and tuning jobs alike log under `ml_job`, by their own id.
-  return (f'resource.type="ml_job" AND resource.labels.job_id="{job_id}"'
-          f' AND timestamp>="{since}"')
+  return (
+    f'resource.type="ml_job" AND resource.labels.job_id="{job_id}"'
+    f' AND timestamp>="{since}"'
+  )
 
 
 def format_entry(entry: Any) -> str:
@@ -65,7 +80,8 @@ def format_entry(entry: Any) -> str:
   stamp = entry.timestamp
   when = stamp.strftime('%H:%M:%S') if stamp else '--:--:--'
   task = (entry.labels or {}).get(_TASK_LABEL) or (
-      entry.resource.labels.get('task_name') if entry.resource else None)
+    entry.resource.labels.get('task_name') if entry.resource else None
+  )
   payload = entry.payload
   if isinstance(payload, dict):
     payload = payload.get('message') or payload
@@ -74,12 +90,18 @@ def format_entry(entry: Any) -> str:
   return f'{when} [{task or "job"}] {severity} {text}'
 
 
-def logs(job: str, project: str | None = None, region: str | None = None, *,
-         follow: bool = False, api_endpoint: str | None = None,
-         logging_endpoint: str | None = None,
-         poll_interval: float = _jobs.DEFAULT_POLL_SECONDS,
-         out: TextIO | None = None,
-         sleep: Callable[[float], None] = time.sleep) -> int:
+def logs(
+  job: str,
+  project: str | None = None,
+  region: str | None = None,
+  *,
+  follow: bool = False,
+  api_endpoint: str | None = None,
+  logging_endpoint: str | None = None,
+  poll_interval: float = _jobs.DEFAULT_POLL_SECONDS,
+  out: TextIO | None = None,
+  sleep: Callable[[float], None] = time.sleep,
+) -> int:
   """Prints a Vertex AI job's log lines, oldest first.
 
   Example:
@@ -109,15 +131,16 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
   name, match, client = _jobs.open_job(job, project, region, api_endpoint)
   found = _jobs.read_job(client, name)
   since = found.get('createTime') or (
-      datetime.datetime.now(datetime.timezone.utc) -
-      datetime.timedelta(days=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
+    datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1)
+  ).strftime('%Y-%m-%dT%H:%M:%SZ')
   reader = logging_client(match['project'], logging_endpoint)
   seen = collections.OrderedDict()
   printed = 0
   while True:
     state = found.get('state', 'JOB_STATE_UNSPECIFIED')
-    for entry in _entries(reader, match, since,
-                          _retry.POLL_DEADLINE if follow else None):
+    for entry in _entries(
+      reader, match, since, _retry.POLL_DEADLINE if follow else None
+    ):
       key = entry.insert_id or (entry.timestamp, str(entry.payload))
       if key in seen:
         continue
@@ -128,8 +151,7 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
       printed += 1
       if entry.timestamp:
         # Read again from a little before the newest line: late entries.
-        start = (entry.timestamp - _SETTLE).strftime(
-            '%Y-%m-%dT%H:%M:%S.%fZ')
+        start = (entry.timestamp - _SETTLE).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
         since = max(since, start)
     if not follow or state not in _RUNNING:
       return printed
@@ -137,28 +159,43 @@ def logs(job: str, project: str | None = None, region: str | None = None, *,
     found = _jobs.read_job(client, name, _retry.POLL_DEADLINE)
 
 
-def _entries(reader: Any, match: Any, since: str,
-             deadline: float | None = None) -> Any:
+def _entries(
+  reader: Any, match: Any, since: str, deadline: float | None = None
+) -> Any:
   from google.api_core import exceptions
   from google.cloud import logging as cloud_logging
+
   try:
     # A read starts over on a failure: pages already read are read again.
     return _retry.call(
-        f'Cloud Logging: reading the logs of job {match["id"]}',
-        lambda: list(reader.list_entries(
-            resource_names=[f'projects/{match["project"]}'],
-            filter_=_job_filter(match['id'], since),
-            order_by=cloud_logging.ASCENDING, page_size=1000)),
-        deadline=deadline)
+      f'Cloud Logging: reading the logs of job {match["id"]}',
+      lambda: list(
+        reader.list_entries(
+          resource_names=[f'projects/{match["project"]}'],
+          filter_=_job_filter(match['id'], since),
+          order_by=cloud_logging.ASCENDING,
+          page_size=1000,
+        )
+      ),
+      deadline=deadline,
+    )
   except exceptions.GoogleAPICallError as e:
-    raise CloudError(f'Cloud Logging: reading the logs of job {match["id"]} '
-                     f'failed: {e.code} {_jobs.api_message(e)}') from None
+    raise CloudError(
+      f'Cloud Logging: reading the logs of job {match["id"]} '
+      f'failed: {e.code} {_jobs.api_message(e)}'
+    ) from None
 
 
-def cancel(job: str, project: str | None = None, region: str | None = None,
-           *, api_endpoint: str | None = None, wait: bool = False,
-           poll_interval: float = _jobs.DEFAULT_POLL_SECONDS,
-           out: TextIO | None = None) -> dict[str, Any]:
+def cancel(
+  job: str,
+  project: str | None = None,
+  region: str | None = None,
+  *,
+  api_endpoint: str | None = None,
+  wait: bool = False,
+  poll_interval: float = _jobs.DEFAULT_POLL_SECONDS,
+  out: TextIO | None = None,
+) -> dict[str, Any]:
   """Asks Vertex AI to cancel a custom or tuning job.
 
   Cancelling is asynchronous: the job moves to JOB_STATE_CANCELLING, then
@@ -186,30 +223,35 @@ def cancel(job: str, project: str | None = None, region: str | None = None,
     CloudError: the job has already ended, or the call failed.
   """
   from google.api_core import exceptions
+
   out = out or sys.stdout
   name, _, client = _jobs.open_job(job, project, region, api_endpoint)
   found = _jobs.read_job(client, name)
   state = found.get('state', 'JOB_STATE_UNSPECIFIED')
   if state in _jobs.TERMINAL_STATES:
-    raise CloudError(f'job {name} has already ended '
-                     f'({_jobs.short_state(state)}); there is nothing to '
-                     'cancel.')
-  request = client.cancel_custom_job if '/customJobs/' in name else \
-      client.cancel_hyperparameter_tuning_job
+    raise CloudError(
+      f'job {name} has already ended '
+      f'({_jobs.short_state(state)}); there is nothing to '
+      'cancel.'
+    )
+  request = (
+    client.cancel_custom_job
+    if '/customJobs/' in name
+    else client.cancel_hyperparameter_tuning_job
+  )
   try:
     # Asking again to cancel a job being cancelled is harmless.
     _retry.call(f'Vertex AI: cancelling {name}', request, name=name)
   except exceptions.GoogleAPICallError as e:
-    raise CloudError(f'Vertex AI: cancelling {name} failed: {e.code} '
-                     f'{_jobs.api_message(e)}') from None
+    raise CloudError(
+      f'Vertex AI: cancelling {name} failed: {e.code} {_jobs.api_message(e)}'
+    ) from None
   print(f'Cancelling {name}', file=out, flush=True)
   if not wait:
     return _jobs.read_job(client, name)
   try:
-    return _jobs.wait(name, poll_interval=poll_interval, out=out,
-                      client=client)
+    return _jobs.wait(name, poll_interval=poll_interval, out=out, client=client)
   except JobFailedError as e:
     if e.state == 'JOB_STATE_CANCELLED':
       return e.job or {}
     raise
-

@@ -14,7 +14,8 @@ from tensorfx.cloud import _checks
 
 # Legacy AI Platform machine names -> (machine type, accelerator, count).
 # The K80 GPUs of the *_gpu types are no longer offered; T4 replaces them.
-LEGACY_MACHINE_TYPES = types.MappingProxyType({
+LEGACY_MACHINE_TYPES = types.MappingProxyType(
+  {
     'standard': ('n1-standard-4', None, 0),
     'large_model': ('n1-highmem-8', None, 0),
     'complex_model_s': ('n1-highcpu-8', None, 0),
@@ -29,21 +30,28 @@ LEGACY_MACHINE_TYPES = types.MappingProxyType({
     'large_model_v100': ('n1-highmem-8', 'NVIDIA_TESLA_V100', 1),
     'complex_model_m_v100': ('n1-standard-16', 'NVIDIA_TESLA_V100', 4),
     'complex_model_l_v100': ('n1-standard-32', 'NVIDIA_TESLA_V100', 8),
-})
+  }
+)
 
 # Legacy scale tiers -> role: (legacy machine name, replicas). The legacy
 # service never fixed their exact shapes; these are tensorfx's translation.
-SCALE_TIERS = types.MappingProxyType({
+SCALE_TIERS = types.MappingProxyType(
+  {
     'BASIC': {'chief': ('standard', 1)},
     'BASIC_GPU': {'chief': ('standard_gpu', 1)},
-    'STANDARD_1': {'chief': ('complex_model_m', 1),
-                   'workers': ('complex_model_m', 4),
-                   'parameter_servers': ('standard', 3)},
-    'PREMIUM_1': {'chief': ('complex_model_l', 1),
-                  'workers': ('complex_model_l', 19),
-                  'parameter_servers': ('large_model', 11)},
+    'STANDARD_1': {
+      'chief': ('complex_model_m', 1),
+      'workers': ('complex_model_m', 4),
+      'parameter_servers': ('standard', 3),
+    },
+    'PREMIUM_1': {
+      'chief': ('complex_model_l', 1),
+      'workers': ('complex_model_l', 19),
+      'parameter_servers': ('large_model', 11),
+    },
     'CUSTOM': {},
-})
+  }
+)
 
 _MODERN_MACHINE = re.compile(r'^[a-z][a-z0-9]*-[a-z0-9-]+$')
 
@@ -51,8 +59,12 @@ _MODERN_MACHINE = re.compile(r'^[a-z][a-z0-9]*-[a-z0-9-]+$')
 def accelerator_types():
   """The accelerator type names Vertex AI accepts (from its API)."""
   from google.cloud import aiplatform_v1
-  return tuple(n for n in aiplatform_v1.AcceleratorType.__members__
-               if n != 'ACCELERATOR_TYPE_UNSPECIFIED')
+
+  return tuple(
+    n
+    for n in aiplatform_v1.AcceleratorType.__members__
+    if n != 'ACCELERATOR_TYPE_UNSPECIFIED'
+  )
 
 
 def normalize_accelerator(name):
@@ -77,9 +89,10 @@ def machine(name, fail):
     return LEGACY_MACHINE_TYPES[name]
   if isinstance(name, str) and _MODERN_MACHINE.match(name):
     return name, None, 0
-  raise fail('expected a Compute Engine machine type (e.g. n1-standard-4) '
-             'or a legacy AI Platform one (' +
-             ', '.join(LEGACY_MACHINE_TYPES) + ')')
+  raise fail(
+    'expected a Compute Engine machine type (e.g. n1-standard-4) '
+    'or a legacy AI Platform one (' + ', '.join(LEGACY_MACHINE_TYPES) + ')'
+  )
 
 
 def accelerator(name, fail):
@@ -95,8 +108,12 @@ def tier_pools(tier):
   pools = {}
   for role, (legacy, replicas) in SCALE_TIERS[tier].items():
     machine_type, accel, count = LEGACY_MACHINE_TYPES[legacy]
-    pools[role] = {'machine_type': machine_type, 'replica_count': replicas,
-                   'accelerator_type': accel, 'accelerator_count': count}
+    pools[role] = {
+      'machine_type': machine_type,
+      'replica_count': replicas,
+      'accelerator_type': accel,
+      'accelerator_count': count,
+    }
   return pools
 
 
@@ -108,8 +125,11 @@ def new_pool(pools, role):
   get the chief's machine type without accelerators.
   """
   if role not in pools:
-    pool = {key: value for key, value in pools['chief'].items()
-            if key != 'replica_count'}
+    pool = {
+      key: value
+      for key, value in pools['chief'].items()
+      if key != 'replica_count'
+    }
     if role == 'parameter_servers':
       pool['accelerator_type'], pool['accelerator_count'] = None, 0
     pools[role] = pool
@@ -126,9 +146,10 @@ def set_machine(pool, name, fail):
 
 def set_disk(where, disk, pool):
   if 'bootDiskType' in disk:
-    pool['boot_disk_type'] = _checks.string(where.at(disk, 'bootDiskType'),
-                                            disk['bootDiskType'])
+    pool['boot_disk_type'] = _checks.string(
+      where.at(disk, 'bootDiskType'), disk['bootDiskType']
+    )
   if 'bootDiskSizeGb' in disk:
     pool['boot_disk_size_gb'] = _checks.count(
-        where.at(disk, 'bootDiskSizeGb'), disk['bootDiskSizeGb'],
-        positive=True)
+      where.at(disk, 'bootDiskSizeGb'), disk['bootDiskSizeGb'], positive=True
+    )

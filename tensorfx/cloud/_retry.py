@@ -51,16 +51,32 @@ def transient(error: BaseException) -> bool:
   from google.api_core import exceptions
   from google.auth import exceptions as auth_exceptions
   import requests
-  return isinstance(error, (
-      exceptions.TooManyRequests, exceptions.InternalServerError,
-      exceptions.BadGateway, exceptions.ServiceUnavailable,
-      exceptions.GatewayTimeout, requests.exceptions.ConnectionError,
-      requests.exceptions.Timeout, requests.exceptions.ChunkedEncodingError,
-      auth_exceptions.TransportError, ConnectionError, TimeoutError))
+
+  return isinstance(
+    error,
+    (
+      exceptions.TooManyRequests,
+      exceptions.InternalServerError,
+      exceptions.BadGateway,
+      exceptions.ServiceUnavailable,
+      exceptions.GatewayTimeout,
+      requests.exceptions.ConnectionError,
+      requests.exceptions.Timeout,
+      requests.exceptions.ChunkedEncodingError,
+      auth_exceptions.TransportError,
+      ConnectionError,
+      TimeoutError,
+    ),
+  )
 
 
-def call(what: str, function: Callable[..., _T], *args: Any,
-         deadline: float | None = None, **kwargs: Any) -> _T:
+def call(
+  what: str,
+  function: Callable[..., _T],
+  *args: Any,
+  deadline: float | None = None,
+  **kwargs: Any,
+) -> _T:
   """`function(*args, **kwargs)`, retried while it fails transiently.
 
   Example:
@@ -84,23 +100,32 @@ def call(what: str, function: Callable[..., _T], *args: Any,
   """
   from google.api_core import exceptions
   from google.api_core import retry
+
   deadline = CALL_DEADLINE if deadline is None else deadline
 
   def note(error: BaseException) -> None:
     logger.warning('%s failed (%s); retrying', what, _describe(error))
 
-  policy = retry.Retry(predicate=transient, initial=INITIAL,
-                       maximum=MAXIMUM, multiplier=MULTIPLIER,
-                       timeout=deadline, on_error=note)
+  policy = retry.Retry(
+    predicate=transient,
+    initial=INITIAL,
+    maximum=MAXIMUM,
+    multiplier=MULTIPLIER,
+    timeout=deadline,
+    on_error=note,
+  )
   try:
     return policy(function)(*args, **kwargs)
   except exceptions.RetryError as e:
-    raise CloudError(f'{what} failed, still after retrying for '
-                     f'{deadline:.0f} s: {_describe(e.cause or e)}') from None
+    raise CloudError(
+      f'{what} failed, still after retrying for '
+      f'{deadline:.0f} s: {_describe(e.cause or e)}'
+    ) from None
 
 
 def _describe(error: BaseException) -> str:
   code = getattr(error, 'code', None)
-  message = getattr(error, 'message', None) or str(error) or \
-      type(error).__name__
+  message = (
+    getattr(error, 'message', None) or str(error) or type(error).__name__
+  )
   return f'{code} {message}' if isinstance(code, int) else message

@@ -53,18 +53,27 @@ def install_packages(package_uris, target=None, client=None):
       files.append(local)
     # Build isolation would fetch setuptools from PyPI for every sdist; the
     # image has it, so a job starts without that round trip.
-    command = [sys.executable, '-m', 'pip', 'install', '--quiet',
-               '--no-build-isolation', '--disable-pip-version-check',
-               '--no-warn-script-location']
+    command = [
+      sys.executable,
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--no-build-isolation',
+      '--disable-pip-version-check',
+      '--no-warn-script-location',
+    ]
     if target:
       command += ['--target', target]
     command += files
     logger.info('Installing %s', ', '.join(package_uris))
-    result = subprocess.run(command, capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+      command, capture_output=True, text=True, check=False
+    )
   if result.returncode != 0:
     raise CloudError(
-        f'pip could not install {", ".join(package_uris)} (exit '
-        f'{result.returncode}):\n{(result.stderr or result.stdout)[-2000:]}')
+      f'pip could not install {", ".join(package_uris)} (exit '
+      f'{result.returncode}):\n{(result.stderr or result.stdout)[-2000:]}'
+    )
   if target and target not in sys.path:
     sys.path.insert(0, target)

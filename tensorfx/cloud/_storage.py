@@ -57,14 +57,15 @@ def parse_gcs_uri(uri):
   text = str(uri)
   if not text.startswith('gs://'):
     raise ConfigurationError(
-        f'Expected a Cloud Storage URI gs://BUCKET[/PATH]. Received: '
-        f'uri={text!r}')
-  bucket, _, path = text[len('gs://'):].partition('/')
+      f'Expected a Cloud Storage URI gs://BUCKET[/PATH]. Received: uri={text!r}'
+    )
+  bucket, _, path = text[len('gs://') :].partition('/')
   if not _BUCKET.match(bucket):
     raise ConfigurationError(
-        'Expected a Cloud Storage URI gs://BUCKET[/PATH] whose bucket name '
-        'has 3-63 lower-case letters, digits, "-", "_" or ".". Received: '
-        f'uri={text!r}')
+      'Expected a Cloud Storage URI gs://BUCKET[/PATH] whose bucket name '
+      'has 3-63 lower-case letters, digits, "-", "_" or ".". Received: '
+      f'uri={text!r}'
+    )
   return bucket, path.lstrip('/')
 
 
@@ -96,10 +97,13 @@ def storage_client(project=None):
     is set, with anonymous credentials talking to that emulator.
   """
   from google.cloud import storage
+
   if os.environ.get('STORAGE_EMULATOR_HOST'):
     from google.auth.credentials import AnonymousCredentials
-    return storage.Client(project=project or _EMULATOR_PROJECT,
-                          credentials=AnonymousCredentials())
+
+    return storage.Client(
+      project=project or _EMULATOR_PROJECT, credentials=AnonymousCredentials()
+    )
   return storage.Client(project=project)
 
 
@@ -128,21 +132,30 @@ def check_bucket(bucket, client=None, what='staging bucket'):
     CloudError: the check itself failed (e.g. no network).
   """
   from google.api_core import exceptions
-  name = parse_gcs_uri(bucket)[0] if str(bucket).startswith('gs://') else \
-      parse_gcs_uri(f'gs://{bucket}')[0]
+
+  name = (
+    parse_gcs_uri(bucket)[0]
+    if str(bucket).startswith('gs://')
+    else parse_gcs_uri(f'gs://{bucket}')[0]
+  )
   storage = client or storage_client()
   try:
-    _retry.call(f'Cloud Storage: checking bucket gs://{name}',
-                storage.get_bucket, name, retry=None)
+    _retry.call(
+      f'Cloud Storage: checking bucket gs://{name}',
+      storage.get_bucket,
+      name,
+      retry=None,
+    )
   except exceptions.NotFound:
     raise ConfigurationError(
-        f'{what} gs://{name} does not exist. Create it (gcloud storage '
-        f'buckets create gs://{name} --location REGION) or name another '
-        'one.') from None
+      f'{what} gs://{name} does not exist. Create it (gcloud storage '
+      f'buckets create gs://{name} --location REGION) or name another '
+      'one.'
+    ) from None
   except exceptions.Forbidden as e:
     raise ConfigurationError(
-        f'{what} gs://{name} cannot be read with these credentials: '
-        f'{e.message}') from None
+      f'{what} gs://{name} cannot be read with these credentials: {e.message}'
+    ) from None
   except exceptions.GoogleAPIError as e:
     raise _failed(f'checking bucket gs://{name}', e) from None
 
@@ -169,24 +182,28 @@ def upload(local_path, gcs_uri, client=None):
     CloudError: the upload failed.
   """
   from google.api_core import exceptions
+
   local_path = os.fspath(local_path)
   if not os.path.isfile(local_path):
-    raise ConfigurationError(
-        f'{local_path}: no such file to upload.')
+    raise ConfigurationError(f'{local_path}: no such file to upload.')
   gcs_uri = str(gcs_uri)
   if gcs_uri.endswith('/'):
     gcs_uri += os.path.basename(local_path)
   bucket, path = parse_gcs_uri(gcs_uri)
   if not path:
     raise ConfigurationError(
-        f'Expected an object URI gs://BUCKET/PATH to upload {local_path} to. '
-        f'Received: gcs_uri={gcs_uri!r}')
+      f'Expected an object URI gs://BUCKET/PATH to upload {local_path} to. '
+      f'Received: gcs_uri={gcs_uri!r}'
+    )
   storage = client or storage_client()
   try:
     # A whole upload again: it replaces the object, so it may repeat.
-    _retry.call(f'Cloud Storage: uploading {local_path} to {gcs_uri}',
-                storage.bucket(bucket).blob(path).upload_from_filename,
-                local_path, retry=None)
+    _retry.call(
+      f'Cloud Storage: uploading {local_path} to {gcs_uri}',
+      storage.bucket(bucket).blob(path).upload_from_filename,
+      local_path,
+      retry=None,
+    )
   except exceptions.GoogleAPIError as e:
     raise _failed(f'uploading {local_path} to {gcs_uri}', e) from None
   return gcs_uri
@@ -213,13 +230,17 @@ def download(gcs_uri, local_path, client=None):
     CloudError: the download failed.
   """
   from google.api_core import exceptions
+
   bucket, path = parse_gcs_uri(str(gcs_uri))
   storage = client or storage_client()
   local_path = os.fspath(local_path)
   try:
-    _retry.call(f'Cloud Storage: downloading {gcs_uri}',
-                storage.bucket(bucket).blob(path).download_to_filename,
-                local_path, retry=None)
+    _retry.call(
+      f'Cloud Storage: downloading {gcs_uri}',
+      storage.bucket(bucket).blob(path).download_to_filename,
+      local_path,
+      retry=None,
+    )
   except exceptions.NotFound:
     if os.path.exists(local_path):
       os.remove(local_path)  # The client leaves an empty file behind.
@@ -283,14 +304,17 @@ def list_uris(prefix, client=None):
     CloudError: the listing failed (e.g. the bucket does not exist).
   """
   from google.api_core import exceptions
+
   bucket, path = parse_gcs_uri(prefix)
   storage = client or storage_client()
   try:
     return _retry.call(
-        f'Cloud Storage: listing {prefix}',
-        lambda: sorted(f'gs://{bucket}/{blob.name}' for blob in
-                       storage.list_blobs(bucket, prefix=path or None,
-                                          retry=None)))
+      f'Cloud Storage: listing {prefix}',
+      lambda: sorted(
+        f'gs://{bucket}/{blob.name}'
+        for blob in storage.list_blobs(bucket, prefix=path or None, retry=None)
+      ),
+    )
   except exceptions.GoogleAPIError as e:
     raise _failed(f'listing {prefix}', e) from None
 
@@ -307,12 +331,15 @@ def exists(gcs_uri, client=None):
     CloudError: the check failed (e.g. access denied).
   """
   from google.api_core import exceptions
+
   bucket, path = parse_gcs_uri(gcs_uri)
   storage = client or storage_client()
   try:
-    found = storage.bucket(bucket) if not path else \
-        storage.bucket(bucket).blob(path)
-    return _retry.call(f'Cloud Storage: checking {gcs_uri}', found.exists,
-                       retry=None)
+    found = (
+      storage.bucket(bucket) if not path else storage.bucket(bucket).blob(path)
+    )
+    return _retry.call(
+      f'Cloud Storage: checking {gcs_uri}', found.exists, retry=None
+    )
   except exceptions.GoogleAPIError as e:
     raise _failed(f'checking {gcs_uri}', e) from None

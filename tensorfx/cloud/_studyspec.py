@@ -43,45 +43,72 @@ class ParameterSpec:
 
   def __post_init__(self):
     what = f'hyperparameter {self.name!r}'
-    _argchecks.require(isinstance(self.name, str) and self.name, 'name',
-                       'a parameter name', self.name)
-    _argchecks.require(self.type in PARAMETER_TYPES, f'{what}: type',
-                       f'one of {", ".join(PARAMETER_TYPES)}', self.type)
     _argchecks.require(
-        self.scale_type is None or self.scale_type in SCALE_TYPES,
-        f'{what}: scale_type', f'one of {", ".join(SCALE_TYPES)}',
-        self.scale_type)
+      isinstance(self.name, str) and self.name,
+      'name',
+      'a parameter name',
+      self.name,
+    )
+    _argchecks.require(
+      self.type in PARAMETER_TYPES,
+      f'{what}: type',
+      f'one of {", ".join(PARAMETER_TYPES)}',
+      self.type,
+    )
+    _argchecks.require(
+      self.scale_type is None or self.scale_type in SCALE_TYPES,
+      f'{what}: scale_type',
+      f'one of {", ".join(SCALE_TYPES)}',
+      self.scale_type,
+    )
     object.__setattr__(self, 'values', tuple(self.values))
     if self.type in ('DOUBLE', 'INTEGER'):
       kind = int if self.type == 'INTEGER' else (int, float)
       for bound in ('min_value', 'max_value'):
         value = getattr(self, bound)
         _argchecks.require(
-            isinstance(value, kind) and not isinstance(value, bool),
-            f'{what}: {bound}',
-            'an integer' if self.type == 'INTEGER' else 'a number',
-            value)
+          isinstance(value, kind) and not isinstance(value, bool),
+          f'{what}: {bound}',
+          'an integer' if self.type == 'INTEGER' else 'a number',
+          value,
+        )
       low: Any = self.min_value  # Numbers: checked above.
       high: Any = self.max_value
-      _argchecks.require(low <= high,
-                         f'{what}: max_value',
-                         f'at least min_value {self.min_value}',
-                         self.max_value)
+      _argchecks.require(
+        low <= high,
+        f'{what}: max_value',
+        f'at least min_value {self.min_value}',
+        self.max_value,
+      )
       if self.scale_type in ('UNIT_LOG_SCALE', 'UNIT_REVERSE_LOG_SCALE'):
-        _argchecks.require(low > 0, f'{what}: min_value',
-                           'a positive number on a log scale', self.min_value)
+        _argchecks.require(
+          low > 0,
+          f'{what}: min_value',
+          'a positive number on a log scale',
+          self.min_value,
+        )
     elif self.type == 'DISCRETE':
       _argchecks.require(
-          self.values and all(_argchecks.is_number(v) for v in self.values),
-          f'{what}: values', 'a non-empty list of numbers', self.values)
+        self.values and all(_argchecks.is_number(v) for v in self.values),
+        f'{what}: values',
+        'a non-empty list of numbers',
+        self.values,
+      )
       # Vertex wants increasing values; the order means nothing here.
       object.__setattr__(self, 'values', tuple(sorted(set(self.values))))
     else:
       _argchecks.require(
-          self.values and all(isinstance(v, str) for v in self.values),
-          f'{what}: values', 'a non-empty list of strings', self.values)
-      _argchecks.require(self.scale_type is None, f'{what}: scale_type',
-                         'none for a CATEGORICAL parameter', self.scale_type)
+        self.values and all(isinstance(v, str) for v in self.values),
+        f'{what}: values',
+        'a non-empty list of strings',
+        self.values,
+      )
+      _argchecks.require(
+        self.scale_type is None,
+        f'{what}: scale_type',
+        'none for a CATEGORICAL parameter',
+        self.scale_type,
+      )
 
   def to_json(self):
     """This parameter's `StudySpec.ParameterSpec` as Vertex AI's JSON."""
@@ -89,11 +116,15 @@ class ParameterSpec:
     if self.type == 'DOUBLE':
       low: Any = self.min_value  # Numbers: checked when made.
       high: Any = self.max_value
-      spec['doubleValueSpec'] = {'minValue': float(low),
-                                 'maxValue': float(high)}
+      spec['doubleValueSpec'] = {
+        'minValue': float(low),
+        'maxValue': float(high),
+      }
     elif self.type == 'INTEGER':
-      spec['integerValueSpec'] = {'minValue': str(self.min_value),
-                                  'maxValue': str(self.max_value)}
+      spec['integerValueSpec'] = {
+        'minValue': str(self.min_value),
+        'maxValue': str(self.max_value),
+      }
     elif self.type == 'DISCRETE':
       spec['discreteValueSpec'] = {'values': [float(v) for v in self.values]}
     else:
@@ -136,36 +167,56 @@ class StudySpec:
   algorithm: str | None = None
   early_stopping: bool = False
   extra: Mapping[str, Any] = dataclasses.field(
-      default_factory=lambda: types.MappingProxyType({}))
+    default_factory=lambda: types.MappingProxyType({})
+  )
 
   def __post_init__(self):
-    _argchecks.require(isinstance(self.metric, str) and self.metric,
-                       'metric', 'the name of the metric to optimize',
-                       self.metric)
-    _argchecks.require(self.goal in GOALS, 'goal', 'MAXIMIZE or MINIMIZE',
-                       self.goal)
+    _argchecks.require(
+      isinstance(self.metric, str) and self.metric,
+      'metric',
+      'the name of the metric to optimize',
+      self.metric,
+    )
+    _argchecks.require(
+      self.goal in GOALS, 'goal', 'MAXIMIZE or MINIMIZE', self.goal
+    )
     object.__setattr__(self, 'parameters', tuple(self.parameters))
-    _argchecks.require(bool(self.parameters), 'parameters',
-                       'at least one hyperparameter', self.parameters)
+    _argchecks.require(
+      bool(self.parameters),
+      'parameters',
+      'at least one hyperparameter',
+      self.parameters,
+    )
     names = [p.name for p in self.parameters]
-    _argchecks.require(len(set(names)) == len(names), 'parameters',
-                       'distinct names', names)
+    _argchecks.require(
+      len(set(names)) == len(names), 'parameters', 'distinct names', names
+    )
     for name in ('max_trial_count', 'parallel_trial_count'):
       value = getattr(self, name)
-      _argchecks.require(_argchecks.is_count(value) and value >= 1, name,
-                         'a positive integer', value)
-    _argchecks.require(_argchecks.is_count(self.max_failed_trial_count),
-                       'max_failed_trial_count', 'a non-negative integer',
-                       self.max_failed_trial_count)
-    _argchecks.require(self.algorithm is None or self.algorithm in ALGORITHMS,
-                       'algorithm', f'one of {", ".join(ALGORITHMS)} or none',
-                       self.algorithm)
+      _argchecks.require(
+        _argchecks.is_count(value) and value >= 1,
+        name,
+        'a positive integer',
+        value,
+      )
+    _argchecks.require(
+      _argchecks.is_count(self.max_failed_trial_count),
+      'max_failed_trial_count',
+      'a non-negative integer',
+      self.max_failed_trial_count,
+    )
+    _argchecks.require(
+      self.algorithm is None or self.algorithm in ALGORITHMS,
+      'algorithm',
+      f'one of {", ".join(ALGORITHMS)} or none',
+      self.algorithm,
+    )
 
   def to_json(self):
     """The `StudySpec` as Vertex AI's JSON."""
     study: dict[str, Any] = {
-        'metrics': [{'metricId': self.metric, 'goal': self.goal}],
-        'parameters': [p.to_json() for p in self.parameters],
+      'metrics': [{'metricId': self.metric, 'goal': self.goal}],
+      'parameters': [p.to_json() for p in self.parameters],
     }
     if self.algorithm:
       study['algorithm'] = self.algorithm

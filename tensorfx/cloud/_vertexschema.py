@@ -26,19 +26,31 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._yaml import NOTHING
 
 # Messages whose JSON form is not a plain object of their fields.
-_OPAQUE = frozenset({
-    'google.protobuf.Duration', 'google.protobuf.Timestamp',
-    'google.protobuf.Struct', 'google.protobuf.Value',
-    'google.protobuf.ListValue', 'google.protobuf.Any',
-    'google.protobuf.FieldMask', 'google.protobuf.BoolValue',
-    'google.protobuf.Int32Value', 'google.protobuf.Int64Value',
-    'google.protobuf.UInt32Value', 'google.protobuf.UInt64Value',
-    'google.protobuf.FloatValue', 'google.protobuf.DoubleValue',
-    'google.protobuf.StringValue', 'google.protobuf.BytesValue'})
+_OPAQUE = frozenset(
+  {
+    'google.protobuf.Duration',
+    'google.protobuf.Timestamp',
+    'google.protobuf.Struct',
+    'google.protobuf.Value',
+    'google.protobuf.ListValue',
+    'google.protobuf.Any',
+    'google.protobuf.FieldMask',
+    'google.protobuf.BoolValue',
+    'google.protobuf.Int32Value',
+    'google.protobuf.Int64Value',
+    'google.protobuf.UInt32Value',
+    'google.protobuf.UInt64Value',
+    'google.protobuf.FloatValue',
+    'google.protobuf.DoubleValue',
+    'google.protobuf.StringValue',
+    'google.protobuf.BytesValue',
+  }
+)
 
 
 def _descriptor(name: str) -> Any:
   from google.cloud import aiplatform_v1
+
   return getattr(aiplatform_v1, name).pb().DESCRIPTOR
 
 
@@ -67,23 +79,45 @@ def top_level_fields() -> dict[str, Any]:
   for name in ('HyperparameterTuningJob', 'CustomJob', 'CustomJobSpec'):
     fields.update(_fields(_descriptor(name)))
   # The output-only fields of a job are not settable.
-  for name in ('name', 'state', 'createTime', 'startTime', 'endTime',
-               'updateTime', 'error', 'trials', 'webAccessUris',
-               'satisfiesPzs', 'satisfiesPzi', 'jobSpec', 'create_time',
-               'start_time', 'end_time', 'update_time', 'web_access_uris',
-               'satisfies_pzs', 'satisfies_pzi', 'job_spec'):
+  for name in (
+    'name',
+    'state',
+    'createTime',
+    'startTime',
+    'endTime',
+    'updateTime',
+    'error',
+    'trials',
+    'webAccessUris',
+    'satisfiesPzs',
+    'satisfiesPzi',
+    'jobSpec',
+    'create_time',
+    'start_time',
+    'end_time',
+    'update_time',
+    'web_access_uris',
+    'satisfies_pzs',
+    'satisfies_pzi',
+    'job_spec',
+  ):
     fields.pop(name, None)
   return fields
 
 
-def _unknown(where: Any, mapping: dict, key: Any, fields: dict[str, Any],
-             what: str) -> ConfigurationError:
+def _unknown(
+  where: Any, mapping: dict, key: Any, fields: dict[str, Any], what: str
+) -> ConfigurationError:
   names = sorted({f.json_name for f in fields.values()})
   near = difflib.get_close_matches(str(key), names, n=3, cutoff=0.6)
-  hint = (f'did you mean {" or ".join(near)}' if near else
-          f'Vertex AI accepts {", ".join(names)}')
+  hint = (
+    f'did you mean {" or ".join(near)}'
+    if near
+    else f'Vertex AI accepts {", ".join(names)}'
+  )
   error = where.at(mapping, key).error(
-      f'unknown key {key!r} in {what}; {hint}', mapping[key])
+    f'unknown key {key!r} in {what}; {hint}', mapping[key]
+  )
   return ConfigurationError(str(error))
 
 
@@ -115,6 +149,7 @@ def check(where: Any, value: Any, fields: dict[str, Any], what: str) -> None:
 
 def _check_value(where: Any, value: Any, field: Any) -> None:
   from google.protobuf import descriptor as pb
+
   message = field.message_type
   if message is not None and message.GetOptions().map_entry:
     if not isinstance(value, dict):
@@ -144,7 +179,8 @@ def _check_single(where: Any, value: Any, field: Any) -> None:
   elif field.enum_type is not None:
     names = [v.name for v in field.enum_type.values]
     if not (isinstance(value, str) and value in names) and not (
-        isinstance(value, int) and not isinstance(value, bool)):
+      isinstance(value, int) and not isinstance(value, bool)
+    ):
       near = difflib.get_close_matches(str(value), names, n=1)
       hint = f' (did you mean {near[0]})' if near else ''
       raise _fail(where, f'expected one of {", ".join(names)}{hint}', value)

@@ -56,42 +56,59 @@ class WorkerPool:
   boot_disk_type: str | None = None
   boot_disk_size_gb: int | None = None
   extra: Mapping[str, Any] = dataclasses.field(
-      default_factory=lambda: types.MappingProxyType({}))
+    default_factory=lambda: types.MappingProxyType({})
+  )
 
   def __post_init__(self):
-    object.__setattr__(self, 'extra', types.MappingProxyType(
-        dict(self.extra or {})))
+    object.__setattr__(
+      self, 'extra', types.MappingProxyType(dict(self.extra or {}))
+    )
     _argchecks.require(
-        isinstance(self.machine_type, str) and self.machine_type,
-        'machine_type', 'a machine type such as n1-standard-4',
-        self.machine_type)
-    _argchecks.require(_argchecks.is_count(self.replica_count),
-                       'replica_count', 'a non-negative integer',
-                       self.replica_count)
-    _argchecks.require(_argchecks.is_count(self.accelerator_count),
-                       'accelerator_count', 'a non-negative integer',
-                       self.accelerator_count)
+      isinstance(self.machine_type, str) and self.machine_type,
+      'machine_type',
+      'a machine type such as n1-standard-4',
+      self.machine_type,
+    )
+    _argchecks.require(
+      _argchecks.is_count(self.replica_count),
+      'replica_count',
+      'a non-negative integer',
+      self.replica_count,
+    )
+    _argchecks.require(
+      _argchecks.is_count(self.accelerator_count),
+      'accelerator_count',
+      'a non-negative integer',
+      self.accelerator_count,
+    )
     if self.accelerator_type and self.accelerator_count == 0:
       raise ConfigurationError(
-          f'accelerator_count: expected at least 1 with accelerator_type '
-          f'{self.accelerator_type}. '
-          f'{_argchecks.received("accelerator_count", 0)}')
+        f'accelerator_count: expected at least 1 with accelerator_type '
+        f'{self.accelerator_type}. '
+        f'{_argchecks.received("accelerator_count", 0)}'
+      )
     if self.accelerator_count and not self.accelerator_type:
       raise ConfigurationError(
-          'accelerator_type: expected a type with accelerator_count '
-          f'{self.accelerator_count}. '
-          f'{_argchecks.received("accelerator_type", None)}')
+        'accelerator_type: expected a type with accelerator_count '
+        f'{self.accelerator_count}. '
+        f'{_argchecks.received("accelerator_type", None)}'
+      )
     if self.boot_disk_size_gb is not None:
-      _argchecks.require(_argchecks.is_count(self.boot_disk_size_gb) and
-                         self.boot_disk_size_gb > 0, 'boot_disk_size_gb',
-                         'a positive integer', self.boot_disk_size_gb)
+      _argchecks.require(
+        _argchecks.is_count(self.boot_disk_size_gb)
+        and self.boot_disk_size_gb > 0,
+        'boot_disk_size_gb',
+        'a positive integer',
+        self.boot_disk_size_gb,
+      )
     object.__setattr__(self, 'command', tuple(self.command))
 
   @property
   def gpu(self):
     """Whether the machines have GPUs (which need the GPU image)."""
-    return bool(self.accelerator_type and
-                not self.accelerator_type.startswith('TPU'))
+    return bool(
+      self.accelerator_type and not self.accelerator_type.startswith('TPU')
+    )
 
   def to_json(self, trainer_image, package_uris, python_module, args):
     """This pool's `WorkerPoolSpec` as Vertex AI's JSON."""
@@ -99,8 +116,10 @@ class WorkerPool:
     if self.accelerator_type:
       machine['acceleratorType'] = self.accelerator_type
       machine['acceleratorCount'] = self.accelerator_count
-    pool: dict[str, Any] = {'machineSpec': machine,
-                            'replicaCount': str(self.replica_count)}
+    pool: dict[str, Any] = {
+      'machineSpec': machine,
+      'replicaCount': str(self.replica_count),
+    }
     if self.boot_disk_type or self.boot_disk_size_gb:
       disk: dict[str, Any] = {}
       if self.boot_disk_type:
@@ -113,8 +132,9 @@ class WorkerPool:
         image = self.image_uri
         # With a module, one image can hold several trainers: run the
         # module as Vertex runs a package's. Without, the entrypoint runs.
-        command = self.command or (('python', '-m', python_module)
-                                   if python_module else ())
+        command = self.command or (
+          ('python', '-m', python_module) if python_module else ()
+        )
       else:
         image = trainer_image
         command = _images.run_package_command(package_uris, python_module)
@@ -126,9 +146,9 @@ class WorkerPool:
       pool['containerSpec'] = container
     else:
       package = {
-          'executorImageUri': self.executor_image_uri,
-          'packageUris': list(package_uris),
-          'pythonModule': python_module,
+        'executorImageUri': self.executor_image_uri,
+        'packageUris': list(package_uris),
+        'pythonModule': python_module,
       }
       if args:
         package['args'] = list(args)
@@ -138,6 +158,5 @@ class WorkerPool:
     task = 'containerSpec' if 'containerSpec' in pool else 'pythonPackageSpec'
     for other in ('containerSpec', 'pythonPackageSpec'):
       if other != task and other in extra:
-        extra[task] = _vertexschema.merge(extra.get(task, {}),
-                                          extra.pop(other))
+        extra[task] = _vertexschema.merge(extra.get(task, {}), extra.pop(other))
     return _vertexschema.merge(pool, extra)

@@ -45,27 +45,32 @@ _DIRECT = ('directrunner', 'direct')
 
 # Beam's logging set-up and advisory warnings stay out of the job's output.
 @_logging.quiet_beam()
-def analyze(dataset, output_dir, source='train', pipeline_args=None,
-            reuse=True):
+def analyze(
+  dataset, output_dir, source='train', pipeline_args=None, reuse=True
+):
   """Runs the analysis (or reuses an equal one); see `DataSet.analyze`."""
   import tensorflow as tf
+
   data_source = dataset[source]
   files = data_source.files()  # Fail fast, before Beam starts.
   fingerprint = _fingerprint.fingerprint(dataset, source)
   complete = tf.io.gfile.exists(os.path.join(output_dir, _METADATA_FILE))
   if reuse and complete:
-    change = _fingerprint.difference(_fingerprint.load(output_dir),
-                                     fingerprint)
+    change = _fingerprint.difference(_fingerprint.load(output_dir), fingerprint)
     if change is None:
-      logger.info('Reusing the analysis in %s: the data, schema and '
-                  'features are those it analyzed', output_dir)
+      logger.info(
+        'Reusing the analysis in %s: the data, schema and '
+        'features are those it analyzed',
+        output_dir,
+      )
       return Metadata.load(os.path.join(output_dir, _METADATA_FILE))
     logger.info('Analyzing %s again into %s: %s', source, output_dir, change)
   if complete:
     # Not complete any more: no task may take it while it is rewritten.
     tf.io.gfile.remove(os.path.join(output_dir, _METADATA_FILE))
-  metadata, skipped = _run(dataset, data_source, output_dir,
-                           pipeline_options(pipeline_args, files))
+  metadata, skipped = _run(
+    dataset, data_source, output_dir, pipeline_options(pipeline_args, files)
+  )
   _fingerprint.save(output_dir, fingerprint)
   _faults.point('analysis.metadata')
   # metadata.json last: its presence marks a complete analysis.
@@ -85,6 +90,7 @@ def _run(dataset, data_source, output_dir, options):
   from tensorflow_transform.tf_metadata import schema_utils
 
   from tensorfx.data import _transforms
+
   schema = data_source.schema
   preprocessing_fn = dataset.preprocessing_fn
   tf.io.gfile.makedirs(output_dir)
@@ -92,23 +98,33 @@ def _run(dataset, data_source, output_dir, options):
   # Written by a Beam worker, so on a path every runner's workers can reach.
   stats_path = os.path.join(work_dir, 'statistics.json')
   files = data_source.files()
-  logger.info('Analyzing %s into %s (%s; %s)', ', '.join(files[:3]) + (
-      f' and {len(files) - 3} more' if len(files) > 3 else '') if files
-              else 'in-memory data', output_dir, _describe(options),
-              'every core' if _workers(options) > 1 else 'one process')
+  logger.info(
+    'Analyzing %s into %s (%s; %s)',
+    ', '.join(files[:3])
+    + (f' and {len(files) - 3} more' if len(files) > 3 else '')
+    if files
+    else 'in-memory data',
+    output_dir,
+    _describe(options),
+    'every core' if _workers(options) > 1 else 'one process',
+  )
   try:
     with _quiet_beam():
       pipeline = beam.Pipeline(options=options)
       with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
         batches = data_source.record_batches(pipeline)
-        transform_fn = ((batches, _arrow.tensor_adapter_config(schema))
-                        | 'Analyze' >> tft_beam.AnalyzeDataset(
-                            preprocessing_fn))
+        transform_fn = (
+          batches,
+          _arrow.tensor_adapter_config(schema),
+        ) | 'Analyze' >> tft_beam.AnalyzeDataset(preprocessing_fn)
         _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(
-            output_dir)
-        _ = (batches
-             | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
-             | 'WriteStatistics' >> beam.Map(_write_json, stats_path))
+          output_dir
+        )
+        _ = (
+          batches
+          | 'Statistics' >> beam.CombineGlobally(_StatisticsFn(schema))
+          | 'WriteStatistics' >> beam.Map(_write_json, stats_path)
+        )
       # As `with beam.Pipeline()` would, keeping the result: its metrics
       # count the bad records skipped.
       result = pipeline.run()
@@ -125,9 +141,13 @@ def _run(dataset, data_source, output_dir, options):
     raise
   # The raw schema, which `raw_feature_spec()` of the output reads.
   metadata_io.write_metadata(
-      dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(
-          _transforms.raw_feature_spec(schema))),
-      os.path.join(output_dir, 'metadata'))
+    dataset_metadata.DatasetMetadata(
+      schema_utils.schema_from_feature_spec(
+        _transforms.raw_feature_spec(schema)
+      )
+    ),
+    os.path.join(output_dir, 'metadata'),
+  )
   with tf.io.gfile.GFile(stats_path) as f:
     metadata = Metadata.from_dict(json.load(f))
   if tf.io.gfile.exists(work_dir):
@@ -151,6 +171,7 @@ def pipeline_options(pipeline_args, files=()):
   """
   from apache_beam.options.pipeline_options import PipelineOptions
   import tensorflow as tf
+
   args = list(pipeline_args or [])
   given = {a.split('=')[0].lstrip('-') for a in args if a.startswith('--')}
   if 'runner' not in given:
@@ -158,14 +179,18 @@ def pipeline_options(pipeline_args, files=()):
     args.append('--runner=DirectRunner')
   options = PipelineOptions(args)
   runner = str(options.get_all_options()['runner'] or '').lower()
-  if runner not in _DIRECT or given & {'direct_num_workers',
-                                       'direct_running_mode'}:
+  if runner not in _DIRECT or given & {
+    'direct_num_workers',
+    'direct_running_mode',
+  }:
     return options
   cores = os.cpu_count() or 1
   size = sum(int(tf.io.gfile.stat(f).length) for f in files)
   if cores >= MULTI_PROCESSING_CORES and size >= MULTI_PROCESSING_BYTES:
-    args += ['--direct_running_mode=multi_processing',
-             f'--direct_num_workers={cores}']
+    args += [
+      '--direct_running_mode=multi_processing',
+      f'--direct_num_workers={cores}',
+    ]
   return PipelineOptions(args)
 
 
@@ -180,8 +205,10 @@ def _describe(options):
   values = options.get_all_options()
   text = str(values.get('runner'))
   if values.get('direct_running_mode'):
-    text += (f", {values['direct_running_mode']} x"
-             f"{values.get('direct_num_workers') or 1}")
+    text += (
+      f', {values["direct_running_mode"]} x'
+      f'{values.get("direct_num_workers") or 1}'
+    )
   return text
 
 
@@ -205,10 +232,13 @@ def _quiet_beam():
 def bad_records(result):
   """How many bad records the sources of a finished pipeline skipped."""
   from apache_beam.metrics.metric import MetricsFilter
+
   try:
-    counters = result.metrics().query(MetricsFilter().with_namespace(
-        _arrow.COUNTER_NAMESPACE).with_name(
-            _arrow.BAD_RECORDS_COUNTER))['counters']
+    counters = result.metrics().query(
+      MetricsFilter()
+      .with_namespace(_arrow.COUNTER_NAMESPACE)
+      .with_name(_arrow.BAD_RECORDS_COUNTER)
+    )['counters']
   except (AttributeError, NotImplementedError, KeyError):
     return 0
   total = 0
@@ -223,6 +253,7 @@ def bad_records(result):
 
 def _write_json(value, path):
   import tensorflow as tf
+
   with tf.io.gfile.GFile(path, 'w') as f:
     json.dump(value, f)
 

@@ -16,15 +16,21 @@ COUNTER_NAMESPACE = 'tensorfx'
 
 def _value_type(field):
   import pyarrow as pa
-  return {'integer': pa.int64(), 'real': pa.float32(),
-          'discrete': pa.large_binary()}[field.type.value]
+
+  return {
+    'integer': pa.int64(),
+    'real': pa.float32(),
+    'discrete': pa.large_binary(),
+  }[field.type.value]
 
 
 def arrow_schema(schema):
   """The Arrow schema of the record batches of a `Schema`."""
   import pyarrow as pa
-  return pa.schema([pa.field(f.name, pa.large_list(_value_type(f)))
-                    for f in schema])
+
+  return pa.schema(
+    [pa.field(f.name, pa.large_list(_value_type(f))) for f in schema]
+  )
 
 
 def tensor_adapter_config(schema):
@@ -38,11 +44,14 @@ def tensor_adapter_config(schema):
   from tfx_bsl.tfxio import tensor_representation_util
 
   from tensorfx.data import _transforms
+
   proto = schema_utils.schema_from_feature_spec(
-      _transforms.raw_feature_spec(schema))
+    _transforms.raw_feature_spec(schema)
+  )
   return tensor_adapter.TensorAdapterConfig(
-      arrow_schema(schema),
-      tensor_representation_util.InferTensorRepresentationsFromSchema(proto))
+    arrow_schema(schema),
+    tensor_representation_util.InferTensorRepresentationsFromSchema(proto),
+  )
 
 
 def record_batch(columns, schema):
@@ -64,6 +73,7 @@ def record_batch(columns, schema):
   """
   import numpy as np
   import pyarrow as pa
+
   arrays = []
   for field in schema:
     value_type = _value_type(field)
@@ -81,34 +91,45 @@ def record_batch(columns, schema):
     else:
       offsets = np.zeros(len(lengths) + 1, np.int64)
       np.cumsum(lengths, out=offsets[1:])
-    arrays.append(pa.LargeListArray.from_arrays(
-        pa.array(offsets), _values(values, value_type)))
+    arrays.append(
+      pa.LargeListArray.from_arrays(
+        pa.array(offsets), _values(values, value_type)
+      )
+    )
   return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
 
 
 def _numpy(value):
   import numpy as np
+
   return value.numpy() if hasattr(value, 'numpy') else np.asarray(value)
 
 
 def _values(values, value_type):
   import pyarrow as pa
+
   if pa.types.is_large_binary(value_type):
     # Text from pandas or Python is str; from TensorFlow, bytes.
-    return pa.array([v.encode('utf-8') if isinstance(v, str) else v
-                     for v in values] if len(values) and
-                    isinstance(values[0], str) else values, value_type)
+    return pa.array(
+      [v.encode('utf-8') if isinstance(v, str) else v for v in values]
+      if len(values) and isinstance(values[0], str)
+      else values,
+      value_type,
+    )
   return pa.array(values, value_type)
 
 
 def _ragged(column):
   """(flat values, row lengths) of a variable-length column."""
   import numpy as np
+
   if hasattr(column, 'indices') and hasattr(column, 'dense_shape'):
     rows = int(column.dense_shape[0])
     lengths = np.bincount(_numpy(column.indices)[:, 0], minlength=rows)
     return _numpy(column.values), lengths
   lengths = np.array([len(row) for row in column], np.int64)
   values = [v for row in column for v in row]
-  return np.array(values, dtype=object if values and isinstance(
-      values[0], (str, bytes)) else None), lengths
+  return np.array(
+    values,
+    dtype=object if values and isinstance(values[0], (str, bytes)) else None,
+  ), lengths

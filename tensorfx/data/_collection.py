@@ -49,8 +49,12 @@ class NamedCollection:
     if len(items) == 1 and isinstance(items[0], (list, tuple)):
       items = tuple(items[0])
     if not items:
-      raise _yaml.Invalid(cls._KIND, (cls._KEY,), f'{cls._KIND}.create needs '
-                          f'one or more {cls._ITEM_CLASS}s', list(items))
+      raise _yaml.Invalid(
+        cls._KIND,
+        (cls._KEY,),
+        f'{cls._KIND}.create needs one or more {cls._ITEM_CLASS}s',
+        list(items),
+      )
     return cls(items)  # type: ignore[call-arg]
 
   @classmethod
@@ -75,23 +79,29 @@ class NamedCollection:
     doc = _yaml.load_yaml(text, source)
     where = _yaml.root(doc, source)
     if not isinstance(doc, dict):
-      raise where.error(f'{cls._NOUN} must be a mapping with a {cls._KEY!r} '
-                        'list', doc)
+      raise where.error(
+        f'{cls._NOUN} must be a mapping with a {cls._KEY!r} list', doc
+      )
     _yaml.check_keys(where, doc, (cls._KEY,), cls._NOUN)
     if cls._KEY not in doc:
       raise where.error(f'{cls._NOUN} needs a {cls._KEY!r} list', doc)
     items = doc[cls._KEY]
     items_where = where.at(doc, cls._KEY)
     if not isinstance(items, list) or not items:
-      raise items_where.error(f'{cls._KEY} must be a non-empty list of '
-                              f'{cls._KEY}', items)
+      raise items_where.error(
+        f'{cls._KEY} must be a non-empty list of {cls._KEY}', items
+      )
     return doc, where, items, items_where
 
   def _check_name(self, name: Any) -> None:
     if name not in self._positions:
       raise _yaml.Invalid(
-          self._KIND, (), f'no {self._ITEM} named {name!r}; the {self._KEY} '
-          f'are {", ".join(self._positions) or "(none)"}', name)
+        self._KIND,
+        (),
+        f'no {self._ITEM} named {name!r}; the {self._KEY} '
+        f'are {", ".join(self._positions) or "(none)"}',
+        name,
+      )
 
   def __getitem__(self, key: Any) -> Any:
     """The item named `key` (a str), or at position `key` (an int)."""

@@ -69,18 +69,36 @@ class CsvDataSource(_skipping.SkippingSource):
   Missing-value tokens (`NA`, `?`) are the schema fields' `na_values`.
   """
 
-  def __init__(self, paths, schema=None, delimiter=',', skip_header=False,
-               skip_bad_records=False, header=False, strip_cells=False):
+  def __init__(
+    self,
+    paths,
+    schema=None,
+    delimiter=',',
+    skip_header=False,
+    skip_bad_records=False,
+    header=False,
+    strip_cells=False,
+  ):
     super().__init__(paths, schema, skip_bad_records)
-    for name, flag in (('header', header), ('skip_header', skip_header),
-                       ('strip_cells', strip_cells)):
+    for name, flag in (
+      ('header', header),
+      ('skip_header', skip_header),
+      ('strip_cells', strip_cells),
+    ):
       if not isinstance(flag, bool):
-        raise DataError(f'{name} must be True or False. Received: '
-                        f'{name}={flag!r}')
-    if not isinstance(delimiter, str) or len(delimiter) != 1 or \
-        delimiter in '"\n\r' or not delimiter.isascii():
-      raise DataError('delimiter must be a single ASCII character other than '
-                      f'a quote or newline. Received: delimiter={delimiter!r}')
+        raise DataError(
+          f'{name} must be True or False. Received: {name}={flag!r}'
+        )
+    if (
+      not isinstance(delimiter, str)
+      or len(delimiter) != 1
+      or delimiter in '"\n\r'
+      or not delimiter.isascii()
+    ):
+      raise DataError(
+        'delimiter must be a single ASCII character other than '
+        f'a quote or newline. Received: delimiter={delimiter!r}'
+      )
     if schema is not None:
       _check_scalar(schema)
     self.delimiter = delimiter
@@ -97,10 +115,12 @@ class CsvDataSource(_skipping.SkippingSource):
     """Counts and logs rows that `_check_batch` dropped (from tf.data)."""
     reasons, lines = reasons.numpy(), lines.numpy()
     for index in range(self._count_bad(len(reasons))):
-      logger.warning('Skipping a bad record: %s%s: %r',
-                     self._where(lines[index]),
-                     reasons[index].decode('utf-8', 'replace'),
-                     lines[index].decode('utf-8', 'replace')[:80])
+      logger.warning(
+        'Skipping a bad record: %s%s: %r',
+        self._where(lines[index]),
+        reasons[index].decode('utf-8', 'replace'),
+        lines[index].decode('utf-8', 'replace')[:80],
+      )
     return len(reasons)
 
   def _where(self, line):
@@ -111,6 +131,7 @@ class CsvDataSource(_skipping.SkippingSource):
     does.
     """
     import tensorflow as tf
+
     for path in self.files():
       try:
         with tf.io.gfile.GFile(path, 'rb') as f:
@@ -121,9 +142,11 @@ class CsvDataSource(_skipping.SkippingSource):
         continue
     return ''
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
+  def read(
+    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
+  ):
     import tensorflow as tf
+
     files = self.files()
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
@@ -134,9 +157,12 @@ class CsvDataSource(_skipping.SkippingSource):
       ds = tf.data.Dataset.from_tensor_slices((files, index))
 
       def lines_of(path: Any, layout: Any) -> Any:
-        return tf.data.Dataset.zip((
+        return tf.data.Dataset.zip(
+          (
             tf.data.TextLineDataset(path).skip(1),
-            tf.data.Dataset.from_tensors(layout).repeat()))
+            tf.data.Dataset.from_tensors(layout).repeat(),
+          )
+        )
     else:
       ds = tf.data.Dataset.from_tensor_slices(files)
       if self.skip_header:
@@ -145,9 +171,12 @@ class CsvDataSource(_skipping.SkippingSource):
         lines_of = tf.data.TextLineDataset
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
-    ds = ds.interleave(lines_of, cycle_length=min(len(files), _CYCLE_LENGTH),
-                       num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=deterministic)
+    ds = ds.interleave(
+      lines_of,
+      cycle_length=min(len(files), _CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=deterministic,
+    )
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
@@ -161,8 +190,9 @@ class CsvDataSource(_skipping.SkippingSource):
       parse = lambda lines, index: check((lines, index), layouts)  # noqa: E731
     else:
       parse = lambda lines: check(lines, layouts)  # noqa: E731
-    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                deterministic=deterministic)
+    ds = ds.map(
+      parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
+    )
     # Empty lines and skipped rows can leave a batch empty.
     name = self.schema[0].name
     ds = ds.filter(lambda batch: tf.size(batch[name]) > 0)
@@ -185,16 +215,20 @@ class CsvDataSource(_skipping.SkippingSource):
       ignored: dict[str, Any] = {}
       for file in self.files():
         self._layouts[file], names = _csvheader.columns(
-            file, self.schema, self.delimiter)
+          file, self.schema, self.delimiter
+        )
         for name in names:
           ignored.setdefault(name, file)
       if ignored:
-        logger.info('Ignoring the columns %s (not in the schema) of %s',
-                    ', '.join(map(repr, ignored)),
-                    ', '.join(sorted(set(ignored.values()))[:3]))
+        logger.info(
+          'Ignoring the columns %s (not in the schema) of %s',
+          ', '.join(map(repr, ignored)),
+          ', '.join(sorted(set(ignored.values()))[:3]),
+        )
     if path not in self._layouts:
-      self._layouts[path] = _csvheader.columns(path, self.schema,
-                                               self.delimiter)[0]
+      self._layouts[path] = _csvheader.columns(
+        path, self.schema, self.delimiter
+      )[0]
     return self._layouts[path]
 
   def _layout_list(self):
@@ -214,19 +248,25 @@ class CsvDataSource(_skipping.SkippingSource):
     rows come back grouped by layout.
     """
     import tensorflow as tf
+
     if len(layouts) == 1:
       return parse(lines, layouts[0])
     lines, index = lines
-    parts = [parse(tf.boolean_mask(lines, tf.equal(index, i)), columns)
-             for i, columns in enumerate(layouts)]
+    parts = [
+      parse(tf.boolean_mask(lines, tf.equal(index, i)), columns)
+      for i, columns in enumerate(layouts)
+    ]
     return tf.nest.map_structure(lambda *t: tf.concat(t, axis=0), *parts)
 
   def _decode_batch(self, lines, layouts=(None,)):
     """Decodes a batch as a hand-written pipeline would; fails on a bad row."""
     return self._by_layout(
-        lambda batch, columns: _csvrules.decode_lines(
-            batch, self.schema, self.delimiter, columns, self.strip_cells),
-        lines, layouts)
+      lambda batch, columns: _csvrules.decode_lines(
+        batch, self.schema, self.delimiter, columns, self.strip_cells
+      ),
+      lines,
+      layouts,
+    )
 
   def _check_batch(self, lines, layouts=(None,)):
     """Parses and checks each line; drops empty and bad ones, counting these."""
@@ -234,8 +274,13 @@ class CsvDataSource(_skipping.SkippingSource):
 
     def parse(batch, columns):
       batch = tf.boolean_mask(batch, tf.strings.length(batch) > 0)
-      features, reasons = parse_lines(batch, self.schema, self.delimiter,
-                                      columns=columns, strip=self.strip_cells)
+      features, reasons = parse_lines(
+        batch,
+        self.schema,
+        self.delimiter,
+        columns=columns,
+        strip=self.strip_cells,
+      )
       return features, reasons, batch
 
     features, reasons, lines = self._by_layout(parse, lines, layouts)
@@ -245,13 +290,13 @@ class CsvDataSource(_skipping.SkippingSource):
 
     def note():
       return tf.py_function(
-          self._note_bad_rows,
-          [tf.boolean_mask(reasons, ~good), tf.boolean_mask(lines, ~good)],
-          tf.int64)
+        self._note_bad_rows,
+        [tf.boolean_mask(reasons, ~good), tf.boolean_mask(lines, ~good)],
+        tf.int64,
+      )
 
     # Python is called only for batches that have bad rows.
-    noted = tf.cond(tf.reduce_all(good), lambda: tf.constant(0, tf.int64),
-                    note)
+    noted = tf.cond(tf.reduce_all(good), lambda: tf.constant(0, tf.int64), note)
     with tf.control_dependencies([noted]):
       return {k: tf.boolean_mask(v, good) for k, v in features.items()}
 
@@ -270,19 +315,27 @@ class CsvDataSource(_skipping.SkippingSource):
     if unlocated is not None:
       return self._find_line(unlocated[0])
     # TensorFlow could not put a row that is not UTF-8 in its message.
-    if not isinstance(error, UnicodeDecodeError) and \
-        not _csvrules.DECODE_ERROR.search(str(getattr(error, 'message',
-                                                      error))):
+    if not isinstance(
+      error, UnicodeDecodeError
+    ) and not _csvrules.DECODE_ERROR.search(
+      str(getattr(error, 'message', error))
+    ):
       return None
     for path in self.files():
       try:
-        for _ in read_rows(path, self.schema, self.delimiter,
-                           self.skip_header, columns=self.columns_of(path),
-                           strip=self.strip_cells):
+        for _ in read_rows(
+          path,
+          self.schema,
+          self.delimiter,
+          self.skip_header,
+          columns=self.columns_of(path),
+          strip=self.strip_cells,
+        ):
           pass
       except DataError as e:
-        if isinstance(error, UnicodeDecodeError) and \
-            'not UTF-8 text' not in str(e):
+        if isinstance(
+          error, UnicodeDecodeError
+        ) and 'not UTF-8 text' not in str(e):
           # Only a row that is not UTF-8 explains this error.
           return None
         return str(e)
@@ -291,6 +344,7 @@ class CsvDataSource(_skipping.SkippingSource):
   def _find_line(self, record):
     """The message of the first line whose text is `record`, by the rules."""
     import tensorflow as tf
+
     for path in self.files():
       with tf.io.gfile.GFile(path, 'rb') as f:
         for number, line in enumerate(f, start=1):
@@ -302,17 +356,26 @@ class CsvDataSource(_skipping.SkippingSource):
           text = text[:-1] if text.endswith('\r') else text
           if text == record:
             try:
-              _csvrules.parse_row(path, number, text, self.schema,
-                                  self.delimiter, self.columns_of(path),
-                                  self.strip_cells)
+              _csvrules.parse_row(
+                path,
+                number,
+                text,
+                self.schema,
+                self.delimiter,
+                self.columns_of(path),
+                self.strip_cells,
+              )
             except DataError as e:
               return str(e)
     return None
 
   def reading_options(self):
-    options = dict(super().reading_options(), delimiter=self.delimiter,
-                   skip_header=self.skip_header,
-                   skip_bad_records=self.skip_bad_records)
+    options = dict(
+      super().reading_options(),
+      delimiter=self.delimiter,
+      skip_header=self.skip_header,
+      skip_bad_records=self.skip_bad_records,
+    )
     # Only when set: analyses of earlier versions stay reusable.
     if self.header:
       options['header'] = True
@@ -322,6 +385,7 @@ class CsvDataSource(_skipping.SkippingSource):
 
   def record_batches(self, pipeline, label='ReadCsv'):
     from tensorfx.data import _csvsplits
+
     return _csvsplits.record_batches(self, pipeline, label)
 
 
@@ -329,8 +393,9 @@ def _check_scalar(schema):
   for field in schema:
     if field.length != 1:
       raise DataError(
-          f'CSV data holds one value per column; field {field.name!r} has '
-          f'length {field.length}. Use ExamplesDataSet for list fields.')
+        f'CSV data holds one value per column; field {field.name!r} has '
+        f'length {field.length}. Use ExamplesDataSet for list fields.'
+      )
 
 
 class CsvDataSet(DataSet):
@@ -374,13 +439,26 @@ class CsvDataSet(DataSet):
     DataError: a keyword is neither an option nor a source (`heade=True`).
   """
 
-  def __init__(self, schema, metadata=None, features=None, delimiter=',',
-               skip_header=False, skip_bad_records=False, header=False,
-               na_values=(), strip_cells=False, **sources):
-    _sourceargs.check_sources('CsvDataSet', sources, _OPTIONS,
-                              _sourceargs.paths_or(CsvDataSource),
-                              'a path, pattern, list of them or a '
-                              'CsvDataSource')
+  def __init__(
+    self,
+    schema,
+    metadata=None,
+    features=None,
+    delimiter=',',
+    skip_header=False,
+    skip_bad_records=False,
+    header=False,
+    na_values=(),
+    strip_cells=False,
+    **sources,
+  ):
+    _sourceargs.check_sources(
+      'CsvDataSet',
+      sources,
+      _OPTIONS,
+      _sourceargs.paths_or(CsvDataSource),
+      'a path, pattern, list of them or a CsvDataSource',
+    )
     if isinstance(na_values, str):
       na_values = [t for t in na_values.split(',') if t]
     if isinstance(schema, str):
@@ -397,11 +475,25 @@ class CsvDataSet(DataSet):
         continue
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = CsvDataSource(paths, self._reading_schema,
-                                          delimiter, skip_header,
-                                          skip_bad_records, header=header,
-                                          strip_cells=strip_cells)
+      self._sources[name] = CsvDataSource(
+        paths,
+        self._reading_schema,
+        delimiter,
+        skip_header,
+        skip_bad_records,
+        header=header,
+        strip_cells=strip_cells,
+      )
 
 
-_OPTIONS = ('schema', 'metadata', 'features', 'delimiter', 'skip_header',
-            'skip_bad_records', 'header', 'na_values', 'strip_cells')
+_OPTIONS = (
+  'schema',
+  'metadata',
+  'features',
+  'delimiter',
+  'skip_header',
+  'skip_bad_records',
+  'header',
+  'na_values',
+  'strip_cells',
+)

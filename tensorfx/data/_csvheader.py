@@ -34,24 +34,31 @@ def field_name(header: str) -> str:
 def header_names(path: str, delimiter: str = ',') -> list[str]:
   """The column names in the first line of a file (empty for an empty file)."""
   import tensorflow as tf
+
   with tf.io.gfile.GFile(path, 'rb') as f:
     line = f.readline()
   try:
     text = line.decode('utf-8-sig').rstrip('\r\n')
   except UnicodeDecodeError:
-    raise DataError(f'{path}:1: the header is not UTF-8 text; save the file '
-                    'as UTF-8') from None
+    raise DataError(
+      f'{path}:1: the header is not UTF-8 text; save the file as UTF-8'
+    ) from None
   if not text.strip():
     return []
   try:
-    return [name.strip() for name in next(csv.reader(
-        io.StringIO(text), delimiter=delimiter, strict=True))]
+    return [
+      name.strip()
+      for name in next(
+        csv.reader(io.StringIO(text), delimiter=delimiter, strict=True)
+      )
+    ]
   except csv.Error as e:
     raise DataError(f'{path}:1: the header is not a CSV line: {e}') from None
 
 
-def columns(path: str, schema: Schema, delimiter: str = ','
-            ) -> tuple[tuple[str | None, ...], list[str]]:
+def columns(
+  path: str, schema: Schema, delimiter: str = ','
+) -> tuple[tuple[str | None, ...], list[str]]:
   """The field name (or None: ignored) of each column of a file, by its header.
 
   Example:
@@ -77,15 +84,18 @@ def columns(path: str, schema: Schema, delimiter: str = ','
       ignored.append(name)
       continue
     if match in seen:
-      raise DataError(f'{path}:1: the header names field {match!r} twice '
-                      f'(columns {seen[match] + 1} and {index + 1})')
+      raise DataError(
+        f'{path}:1: the header names field {match!r} twice '
+        f'(columns {seen[match] + 1} and {index + 1})'
+      )
     seen[match] = index
     layout.append(match)
   absent = [f.name for f in schema if f.name not in seen]
   if absent:
     raise DataError(
-        f'{path}:1: the header has no column for field {absent[0]!r}'
-        f'{" (nor " + ", ".join(map(repr, absent[1:])) + ")" if absent[1:] else ""}'
-        f'; its columns are {", ".join(names) or "(none)"}. Rename the '
-        'column or the field, or drop the field from the schema.')
+      f'{path}:1: the header has no column for field {absent[0]!r}'
+      f'{" (nor " + ", ".join(map(repr, absent[1:])) + ")" if absent[1:] else ""}'
+      f'; its columns are {", ".join(names) or "(none)"}. Rename the '
+      'column or the field, or drop the field from the schema.'
+    )
   return tuple(layout), ignored

@@ -26,8 +26,8 @@ from tensorfx._errors import DataError
 from tensorfx.data import _missing
 
 _NUMBER = {
-    'real': r'\s*[+-]?((\d+\.?\d*)|(\.\d+))([eE][+-]?\d+)?\s*',
-    'integer': r'\s*[+-]?\d+\s*',
+  'real': r'\s*[+-]?((\d+\.?\d*)|(\.\d+))([eE][+-]?\d+)?\s*',
+  'integer': r'\s*[+-]?\d+\s*',
 }
 _TYPE_NAMES = {'real': 'a real number', 'integer': 'an integer'}
 # Integers must fit int64: both readers take those whose magnitude, read as a
@@ -38,9 +38,10 @@ _INTEGER_LIMIT = 2.0**63
 _REAL_LIMIT = 3.4028235677973366e38
 # A failure of tf.io.decode_csv: its node, or what it says about a bad row.
 DECODE_ERROR = re.compile(
-    r'\bDecodeCSV\b|Expect \d+ fields but have|is not a valid (float|int64)|'
-    r'is required but missing in record|Unquoted fields cannot have quotes|'
-    r'Quote inside a string has to be escaped|Quoted field has to end')
+  r'\bDecodeCSV\b|Expect \d+ fields but have|is not a valid (float|int64)|'
+  r'is required but missing in record|Unquoted fields cannot have quotes|'
+  r'Quote inside a string has to be escaped|Quoted field has to end'
+)
 
 
 def line_pattern(delimiter):
@@ -66,8 +67,19 @@ def empty_problem(field):
 
 
 # Texts that often stand for a missing value (R, pandas, UCI, SQL dumps).
-_COMMON_TOKENS = ('NA', 'N/A', 'NaN', 'nan', '?', 'NULL', 'null', '\\N',
-                  'None', '-', '.')
+_COMMON_TOKENS = (
+  'NA',
+  'N/A',
+  'NaN',
+  'nan',
+  '?',
+  'NULL',
+  'null',
+  '\\N',
+  'None',
+  '-',
+  '.',
+)
 
 
 def token_hint(value):
@@ -75,8 +87,10 @@ def token_hint(value):
   token = value.strip()
   if token not in _COMMON_TOKENS:
     return ''
-  return (f' (if {token} means a missing value, say so: na_values: '
-          f"['{token}'] in the schema, or --na-values {token})")
+  return (
+    f' (if {token} means a missing value, say so: na_values: '
+    f"['{token}'] in the schema, or --na-values {token})"
+  )
 
 
 def text_parsed(field, strip=False):
@@ -96,14 +110,17 @@ def _names(schema, columns):
 def nan_is_missing(field):
   """Whether a `nan` cell of `field` is a missing value (not an error)."""
   # A NaN default (a task's absent target) is the missing value too.
-  return field.type.value == 'real' and (_missing.imputed(field) or
-                                         _missing.is_nan(field.default))
+  return field.type.value == 'real' and (
+    _missing.imputed(field) or _missing.is_nan(field.default)
+  )
 
 
 def dtype(field):
   import tensorflow as tf
-  return {'integer': tf.int64, 'real': tf.float32,
-          'discrete': tf.string}[field.type.value]
+
+  return {'integer': tf.int64, 'real': tf.float32, 'discrete': tf.string}[
+    field.type.value
+  ]
 
 
 def decode_lines(lines, schema, delimiter=',', columns=None, strip=False):
@@ -128,6 +145,7 @@ def decode_lines(lines, schema, delimiter=',', columns=None, strip=False):
   import tensorflow as tf
 
   from tensorfx.data import _validation
+
   lines = tf.boolean_mask(lines, tf.strings.length(lines) > 0)
   names = _names(schema, columns)
   defaults = []
@@ -139,16 +157,21 @@ def decode_lines(lines, schema, delimiter=',', columns=None, strip=False):
     # An empty default tensor makes the field required.
     fill = _missing.fill_value(field)
     defaults.append(tf.constant([] if fill is None else [fill], dtype(field)))
-  decoded = tf.io.decode_csv(lines, defaults, field_delim=delimiter,
-                             use_quote_delim=True)
+  decoded = tf.io.decode_csv(
+    lines, defaults, field_delim=delimiter, use_quote_delim=True
+  )
   features = {n: c for n, c in zip(names, decoded) if n is not None}
   reasons = None
   for field in schema:
     if text_parsed(field, strip):
       features[field.name], problem = _parse_column(
-          field, features[field.name], strip)
-      reasons = problem if reasons is None else tf.where(
-          reasons == '', problem, reasons)
+        field, features[field.name], strip
+      )
+      reasons = (
+        problem
+        if reasons is None
+        else tf.where(reasons == '', problem, reasons)
+      )
   if reasons is not None:
     # Stateful: it runs without a dependency, as the check below.
     _validation.assert_valid_records(reasons, lines)
@@ -167,13 +190,21 @@ def decode_lines(lines, schema, delimiter=',', columns=None, strip=False):
   finite = tf.reduce_all(tf.math.is_finite(tf.stack(reals, axis=1)), axis=1)
   # Stateful, so it runs in a tf.data or tf.function graph without a
   # dependency.
-  _validation.assert_records(finite, lines,
-                             'a real is not a finite 32-bit number')
+  _validation.assert_records(
+    finite, lines, 'a real is not a finite 32-bit number'
+  )
   return features
 
 
-def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
-                columns=None, strip=False):
+def parse_lines(
+  lines,
+  schema,
+  delimiter=',',
+  fields=None,
+  optional=(),
+  columns=None,
+  strip=False,
+):
   """Parses a batch of CSV lines into raw features, in the graph.
 
   Args:
@@ -195,6 +226,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
     empty for good lines and say what is wrong with bad ones.
   """
   import tensorflow as tf
+
   names = _names(schema, columns)
   size = len(names)
   optional = set(optional)
@@ -204,33 +236,61 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
   # and never reaches decode_csv, which would fail the whole batch.
   well_formed = tf.strings.regex_full_match(lines, line_pattern(delimiter))
   quotes = tf.strings.length(lines) - tf.strings.length(
-      tf.strings.regex_replace(lines, '"', ''))
+    tf.strings.regex_replace(lines, '"', '')
+  )
   # Quoted sections may hold the delimiter: take them out before counting.
   unquoted = tf.strings.regex_replace(lines, r'"([^"]|"")*"', 'q')
-  counts = tf.strings.length(unquoted) - tf.strings.length(
-      tf.strings.regex_replace(unquoted, re.escape(delimiter), '')) + 1
+  counts = (
+    tf.strings.length(unquoted)
+    - tf.strings.length(
+      tf.strings.regex_replace(unquoted, re.escape(delimiter), '')
+    )
+    + 1
+  )
   full = counts == size
   partial = (counts == short) if optional else tf.zeros_like(full)
   expected = f'{size}' if not optional else f'{size} (or {short})'
   reasons = tf.where(
-      ~well_formed,
-      # The pattern fails on quoting, or on bytes that are not UTF-8.
-      tf.where(quotes % 2 == 1, quote_problem(1),
-               tf.where(quotes > 0, quote_problem(0), 'not UTF-8 text')),
-      tf.where(~full & ~partial,
-               tf.strings.join([f'expected {expected} columns, found ',
-                                tf.strings.as_string(counts)]), ''))
+    ~well_formed,
+    # The pattern fails on quoting, or on bytes that are not UTF-8.
+    tf.where(
+      quotes % 2 == 1,
+      quote_problem(1),
+      tf.where(quotes > 0, quote_problem(0), 'not UTF-8 text'),
+    ),
+    tf.where(
+      ~full & ~partial,
+      tf.strings.join(
+        [f'expected {expected} columns, found ', tf.strings.as_string(counts)]
+      ),
+      '',
+    ),
+  )
   good = reasons == ''
   # decode_csv fails a whole batch on one bad line: give it harmless ones.
-  columns = dict(zip(names, tf.io.decode_csv(
-      tf.where(good & full, lines, delimiter * (size - 1)),
-      record_defaults=[['']] * size, field_delim=delimiter,
-      use_quote_delim=True)))
+  columns = dict(
+    zip(
+      names,
+      tf.io.decode_csv(
+        tf.where(good & full, lines, delimiter * (size - 1)),
+        record_defaults=[['']] * size,
+        field_delim=delimiter,
+        use_quote_delim=True,
+      ),
+    )
+  )
   if optional:
-    short_columns = dict(zip([f.name for f in short_fields], tf.io.decode_csv(
-        tf.where(good & partial, lines, delimiter * (short - 1)),
-        record_defaults=[['']] * short, field_delim=delimiter,
-        use_quote_delim=True)))
+    short_columns = dict(
+      zip(
+        [f.name for f in short_fields],
+        tf.io.decode_csv(
+          tf.where(good & partial, lines, delimiter * (short - 1)),
+          record_defaults=[['']] * short,
+          field_delim=delimiter,
+          use_quote_delim=True,
+        ),
+      )
+    )
     for name, column in short_columns.items():
       columns[name] = tf.where(full, columns[name], column)
   features = {}
@@ -250,6 +310,7 @@ def parse_lines(lines, schema, delimiter=',', fields=None, optional=(),
 def _token_hints(column):
   """`token_hint` of each cell of a [B] string tensor, in the graph."""
   import tensorflow as tf
+
   token = tf.strings.strip(column)
   hints = tf.zeros_like(column)
   for common in _COMMON_TOKENS:
@@ -259,6 +320,7 @@ def _token_hints(column):
 
 def _parse_column(field, column, strip=False):
   import tensorflow as tf
+
   type_name = field.type.value
   if strip:
     column = tf.strings.strip(column)
@@ -276,39 +338,65 @@ def _parse_column(field, column, strip=False):
     return (column if fill is None else tf.where(empty, fill, column)), problem
   valid = tf.strings.regex_full_match(column, _NUMBER[type_name])
   problem = tf.where(
-      ~empty & ~valid,
-      tf.strings.join([f'column {field.name!r} is not {_TYPE_NAMES[type_name]}'
-                       ': ', tf.strings.substr(column, 0, 40),
-                       _token_hints(column)]),
-      problem)
+    ~empty & ~valid,
+    tf.strings.join(
+      [
+        f'column {field.name!r} is not {_TYPE_NAMES[type_name]}: ',
+        tf.strings.substr(column, 0, 40),
+        _token_hints(column),
+      ]
+    ),
+    problem,
+  )
   if type_name == 'integer':
     # to_number fails the whole batch on an integer that overflows int64.
-    magnitude = tf.abs(tf.strings.to_number(
-        tf.where(valid, tf.strings.strip(column), '0'), out_type=tf.float64))
+    magnitude = tf.abs(
+      tf.strings.to_number(
+        tf.where(valid, tf.strings.strip(column), '0'), out_type=tf.float64
+      )
+    )
     in_range = magnitude < _INTEGER_LIMIT
     problem = tf.where(
-        ~empty & valid & ~in_range,
-        tf.strings.join([f'column {field.name!r} is out of the 64-bit integer '
-                         'range: ', tf.strings.substr(column, 0, 40)]),
-        problem)
+      ~empty & valid & ~in_range,
+      tf.strings.join(
+        [
+          f'column {field.name!r} is out of the 64-bit integer range: ',
+          tf.strings.substr(column, 0, 40),
+        ]
+      ),
+      problem,
+    )
     valid &= in_range
   number_type = dtype(field)
-  value = tf.strings.to_number(tf.where(valid, tf.strings.strip(column), '0'),
-                               out_type=number_type)
+  value = tf.strings.to_number(
+    tf.where(valid, tf.strings.strip(column), '0'), out_type=number_type
+  )
   if type_name == 'real':
     problem = tf.where(
-        ~empty & valid & ~tf.math.is_finite(value),
-        tf.strings.join([f'column {field.name!r} is out of the 32-bit real '
-                         'range: ', tf.strings.substr(column, 0, 40)]),
-        problem)
+      ~empty & valid & ~tf.math.is_finite(value),
+      tf.strings.join(
+        [
+          f'column {field.name!r} is out of the 32-bit real range: ',
+          tf.strings.substr(column, 0, 40),
+        ]
+      ),
+      problem,
+    )
   if fill is not None:
     value = tf.where(empty, tf.constant(fill, number_type), value)
   return value, problem
 
 
-def read_rows(path, schema, delimiter=',', skip_header=False,
-              skip_bad_records=False, on_bad_record=None, columns=None,
-              strip=False):
+def read_rows(
+  path,
+  schema,
+  delimiter=',',
+  skip_header=False,
+  skip_bad_records=False,
+  on_bad_record=None,
+  columns=None,
+  strip=False,
+):
   """Yields the rows of one CSV file as dicts of Python values.
 
   Streams the file (bounded memory); what finds the file and line of a bad
@@ -340,6 +428,7 @@ def read_rows(path, schema, delimiter=',', skip_header=False,
 
 def _lines(path, skip_header):
   import tensorflow as tf
+
   # Bytes, decoded line by line: a line that is not UTF-8 is a bad row.
   with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):
@@ -350,43 +439,50 @@ def _lines(path, skip_header):
       yield number, line
 
 
-def parse_row(path, number, line, schema, delimiter, columns=None,
-              strip=False):
+def parse_row(path, number, line, schema, delimiter, columns=None, strip=False):
   """The values of one non-blank CSV line; DataError naming file and line."""
   if isinstance(line, bytes):
     try:
       line = line.decode('utf-8')
     except UnicodeDecodeError as e:
-      raise DataError(f'{path}:{number}: not UTF-8 text (byte '
-                      f'{line[e.start]:#04x} at column {e.start + 1}); save '
-                      'the file as UTF-8') from None
+      raise DataError(
+        f'{path}:{number}: not UTF-8 text (byte '
+        f'{line[e.start]:#04x} at column {e.start + 1}); save '
+        'the file as UTF-8'
+      ) from None
   # Python's csv module accepts quoting that decode_csv rejects.
   text = line.rstrip('\r\n')
   if not re.fullmatch(line_pattern(delimiter), text):
     quotes = text.count('"')
     raise DataError(f'{path}:{number}: {quote_problem(quotes)}')
   try:
-    values = next(csv.reader(io.StringIO(line), delimiter=delimiter,
-                             strict=True))
+    values = next(
+      csv.reader(io.StringIO(line), delimiter=delimiter, strict=True)
+    )
   except csv.Error as e:
     raise DataError(f'{path}:{number}: {e}') from None
   names = _names(schema, columns)
   size = len(names)
   if len(values) != size:
-    raise DataError(f'{path}:{number}: expected {size} columns, found '
-                    f'{len(values)}')
+    raise DataError(
+      f'{path}:{number}: expected {size} columns, found {len(values)}'
+    )
   cells = dict(zip(names, values))
-  return {field.name: _parse_value(field, cells[field.name], path, number,
-                                   strip)
-          for field in schema}
+  return {
+    field.name: _parse_value(field, cells[field.name], path, number, strip)
+    for field in schema
+  }
 
 
 def _parse_value(field, value, path, line, strip=False):
   type_name = field.type.value
   if strip:
     value = value.strip()
-  if not value or value in field.na_values or (nan_is_missing(field) and
-                   re.fullmatch(_missing.NAN_TEXT, value)):
+  if (
+    not value
+    or value in field.na_values
+    or (nan_is_missing(field) and re.fullmatch(_missing.NAN_TEXT, value))
+  ):
     fill = _missing.fill_value(field)
     if fill is None:
       raise DataError(f'{path}:{line}: {empty_problem(field)}')
@@ -394,17 +490,23 @@ def _parse_value(field, value, path, line, strip=False):
   if type_name == 'discrete':
     return value
   if not re.fullmatch(_NUMBER[type_name], value, re.ASCII):
-    raise DataError(f'{path}:{line}: column {field.name!r} is not '
-                    f'{_TYPE_NAMES[type_name]}: {value[:40]}'
-                    f'{token_hint(value)}')
+    raise DataError(
+      f'{path}:{line}: column {field.name!r} is not '
+      f'{_TYPE_NAMES[type_name]}: {value[:40]}'
+      f'{token_hint(value)}'
+    )
   if type_name == 'real':
     number = float(value)
     # TensorFlow reads reals as float32, where larger ones round to inf.
     if not abs(number) < _REAL_LIMIT:
-      raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
-                      f'32-bit real range: {value[:40]}')
+      raise DataError(
+        f'{path}:{line}: column {field.name!r} is out of the '
+        f'32-bit real range: {value[:40]}'
+      )
     return number
   if abs(float(value)) >= _INTEGER_LIMIT:
-    raise DataError(f'{path}:{line}: column {field.name!r} is out of the '
-                    f'64-bit integer range: {value[:40]}')
+    raise DataError(
+      f'{path}:{line}: column {field.name!r} is out of the '
+      f'64-bit integer range: {value[:40]}'
+    )
   return int(value)

@@ -36,6 +36,7 @@ _THREADS = min(os.cpu_count() or 1, 4)
 def splits(files, split_bytes=None):
   """`(path, start, end)` byte ranges covering the files."""
   import tensorflow as tf
+
   split_bytes = split_bytes or SPLIT_BYTES
   ranges = []
   for path in files:
@@ -54,9 +55,16 @@ def record_batches(source, pipeline, label='ReadCsv'):
     elements |= f'{label}Spread' >> beam.Reshuffle()
   # Headers are read here, once: each range decodes by its file's columns.
   columns = {path: source.columns_of(path) for path in source.files()}
-  return elements | f'{label}Decode' >> beam.ParDo(_DecodeRanges(
-      source.schema, source.delimiter, source.skip_header,
-      source.skip_bad_records, columns, source.strip_cells))
+  return elements | f'{label}Decode' >> beam.ParDo(
+    _DecodeRanges(
+      source.schema,
+      source.delimiter,
+      source.skip_header,
+      source.skip_bad_records,
+      columns,
+      source.strip_cells,
+    )
+  )
 
 
 def blocks(path, start, end, block_bytes=None):
@@ -66,6 +74,7 @@ def blocks(path, start, end, block_bytes=None):
   end of the file); `offset` is its position in the file.
   """
   import tensorflow as tf
+
   block_bytes = block_bytes or BLOCK_BYTES
   with tf.io.gfile.GFile(path, 'rb') as f:
     offset = start
@@ -81,7 +90,7 @@ def blocks(path, start, end, block_bytes=None):
         newline = pending.find(b'\n')
         if newline >= 0:
           offset = start - 1 + newline + 1
-          pending = pending[newline + 1:]
+          pending = pending[newline + 1 :]
           break
     else:
       pending = b''
@@ -96,21 +105,22 @@ def blocks(path, start, end, block_bytes=None):
         last = pending.rfind(b'\n')
         if last < 0:
           continue
-        data = pending[:last + 1]
+        data = pending[: last + 1]
       if offset + len(data) > end:
         # The last line taken is the one holding byte end - 1.
         newline = data.find(b'\n', max(end - 1 - offset, 0))
-        data = data[:newline + 1] if newline >= 0 else data
+        data = data[: newline + 1] if newline >= 0 else data
         done = True
       if offset < end and data:
         yield offset, data
       offset += len(data)
-      pending = pending[len(data):]
+      pending = pending[len(data) :]
 
 
 def count_lines(path, end):
   """How many lines start before byte `end` of a file (all but the last)."""
   import tensorflow as tf
+
   count = 0
   with tf.io.gfile.GFile(path, 'rb') as f:
     remaining = end
@@ -126,8 +136,15 @@ def count_lines(path, end):
 class _DecodeRanges(beam.DoFn):
   """Byte ranges of CSV files -> RecordBatches, by the training reader."""
 
-  def __init__(self, schema, delimiter, skip_header, skip_bad_records,
-               columns=None, strip=False):
+  def __init__(
+    self,
+    schema,
+    delimiter,
+    skip_header,
+    skip_bad_records,
+    columns=None,
+    strip=False,
+  ):
     super().__init__()
     self._schema = schema
     self._columns = columns or {}
@@ -136,19 +153,25 @@ class _DecodeRanges(beam.DoFn):
     self._skip_header = skip_header
     self._skip_bad_records = skip_bad_records
     self._bad_records = beam.metrics.Metrics.counter(
-        _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER)
+      _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
+    )
 
   def setup(self):
     self._parsers = {}
 
   def process(self, split):
     import tensorflow as tf
+
     path, start, end = split
     columns = self._columns.get(path)
     if columns not in self._parsers:
-      self._parsers[columns] = _parser(self._schema, self._delimiter,
-                                       self._skip_bad_records, columns,
-                                       self._strip)
+      self._parsers[columns] = _parser(
+        self._schema,
+        self._delimiter,
+        self._skip_bad_records,
+        columns,
+        self._strip,
+      )
     self._parse = self._parsers[columns]
     first = _FirstLine(path)
     # Blocks decode in threads (TensorFlow releases the GIL), in order, a
@@ -170,7 +193,7 @@ class _DecodeRanges(beam.DoFn):
       header = 0
       if self._skip_header and offset == 0:
         newline = data.find(b'\n')
-        data = data[newline + 1:] if newline >= 0 else b''
+        data = data[newline + 1 :] if newline >= 0 else b''
         header = 1
       if data:
         yield data, header
@@ -180,6 +203,7 @@ class _DecodeRanges(beam.DoFn):
   def _batches(self, path, first, item):
     """The RecordBatch of one decoded block (checked, or bad rows dropped)."""
     import tensorflow as tf
+
     future, data, header = item
     first.skip(header)
     if not self._skip_bad_records:
@@ -198,14 +222,18 @@ class _DecodeRanges(beam.DoFn):
       self._bad_records.inc(len(bad))
       logged = max(0, _skipping.LOGGED_BAD_RECORDS - first.logged)
       for index in bad[:logged]:
-        logger.warning('Skipping a bad record: %s:%d: %s', path,
-                       first.number() + index,
-                       reasons[index].decode('utf-8', 'replace'))
+        logger.warning(
+          'Skipping a bad record: %s:%d: %s',
+          path,
+          first.number() + index,
+          reasons[index].decode('utf-8', 'replace'),
+        )
       first.logged += len(bad)
     first.skip(len(lines))
     yield _arrow.record_batch(
-        {name: value.numpy()[kept] for name, value in features.items()},
-        self._schema)
+      {name: value.numpy()[kept] for name, value in features.items()},
+      self._schema,
+    )
 
   def _locate(self, path, first, data, error):
     """The `FILE:LINE: reason` of the first bad line of a block."""
@@ -215,9 +243,15 @@ class _DecodeRanges(beam.DoFn):
       if not line:
         continue
       try:
-        _csvrules.parse_row(path, first.number() + index, line, self._schema,
-                            self._delimiter, self._columns.get(path),
-                            self._strip)
+        _csvrules.parse_row(
+          path,
+          first.number() + index,
+          line,
+          self._schema,
+          self._delimiter,
+          self._columns.get(path),
+          self._strip,
+        )
       except DataError as e:
         return str(e)
     message = str(getattr(error, 'message', error)).split('\n')[0]
@@ -242,17 +276,23 @@ def _parser(schema, delimiter, skip_bad_records, columns=None, strip=False):
     return tf.strings.regex_replace(lines, '\r$', '')
 
   if skip_bad_records:
+
     def parse(data):
       lines = lines_of(data)
       features, reasons = _csvrules.parse_lines(
-          lines, schema, delimiter, columns=columns, strip=strip)
+        lines, schema, delimiter, columns=columns, strip=strip
+      )
       return features, reasons, lines
   else:
+
     def parse(data):
-      return _csvrules.decode_lines(lines_of(data), schema, delimiter,
-                                    columns, strip)
+      return _csvrules.decode_lines(
+        lines_of(data), schema, delimiter, columns, strip
+      )
+
   _PARSERS[key] = tf.function(
-      parse, input_signature=[tf.TensorSpec([], tf.string)], autograph=False)
+    parse, input_signature=[tf.TensorSpec([], tf.string)], autograph=False
+  )
   return _PARSERS[key]
 
 

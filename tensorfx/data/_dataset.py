@@ -77,8 +77,10 @@ class DataSource:
       DataError: no paths, or this source does not read files (a DataFrame).
     """
     if not self.paths:
-      raise DataError(f'A {type(self).__name__} does not read files; add '
-                      'the source to the DataSet itself.')
+      raise DataError(
+        f'A {type(self).__name__} does not read files; add '
+        'the source to the DataSet itself.'
+      )
     if not _paths.as_list(paths):
       raise DataError(f'A source needs paths. Received: {paths!r}')
     source = copy.copy(self)
@@ -86,8 +88,9 @@ class DataSource:
     source._files = None
     return source
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
+  def read(
+    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
+  ):
     """A `tf.data.Dataset` of dicts of raw [batch] tensors, by field name.
 
     Args:
@@ -153,18 +156,24 @@ class DataSet:
       schema = Schema.load(schema)
     if schema is None:
       # Most often a trainer's --data-schema left out: name the flag too.
-      raise DataError('The data needs its schema: give --data-schema PATH '
-                      '(a schema YAML file) on the command line, or schema= '
-                      'in Python. Received: schema=None')
+      raise DataError(
+        'The data needs its schema: give --data-schema PATH '
+        '(a schema YAML file) on the command line, or schema= '
+        'in Python. Received: schema=None'
+      )
     if not isinstance(schema, Schema):
-      raise DataError('schema must be a Schema or the path of a schema YAML '
-                      f'file. Received: schema={schema!r}')
+      raise DataError(
+        'schema must be a Schema or the path of a schema YAML '
+        f'file. Received: schema={schema!r}'
+      )
     if isinstance(features, str):
       features = FeatureSet.load(features)
     if features is not None:
       if not isinstance(features, FeatureSet):
-        raise DataError('features must be a FeatureSet or the path of a '
-                        f'features YAML file. Received: features={features!r}')
+        raise DataError(
+          'features must be a FeatureSet or the path of a '
+          f'features YAML file. Received: features={features!r}'
+        )
       features.validate(schema)
     self._schema = schema
     self._features = features
@@ -173,9 +182,14 @@ class DataSet:
     # several targets (tasks), one whose default is NaN may be: that task
     # has no target in the record (left out of its loss and metrics).
     self._reading_schema = _missing.required(
-        schema, [name for t in targets for name in t.fields
-                 if len(targets) < 2 or not _missing.is_nan(
-                     schema[name].default)])
+      schema,
+      [
+        name
+        for t in targets
+        for name in t.fields
+        if len(targets) < 2 or not _missing.is_nan(schema[name].default)
+      ],
+    )
     self._metadata = None
     self._analysis_dir = None
     self._legacy_metadata = None
@@ -200,8 +214,10 @@ class DataSet:
   def _bind(self, name, source):
     """The source a DataSet given `source` reads: bound to its schema."""
     if not isinstance(source, DataSource):
-      raise DataError(f'Source {name!r} must be a DataSource. Received: '
-                      f'{type(source).__name__}')
+      raise DataError(
+        f'Source {name!r} must be a DataSource. Received: '
+        f'{type(source).__name__}'
+      )
     return source.bind(self._reading_schema)
 
   @property
@@ -232,20 +248,24 @@ class DataSet:
     import dataclasses
 
     from tensorfx.data._featuretypes import FeatureType
+
     features = self._require_features('A vocabulary file')
     replaced = list(features)
     for name, path in dict(files).items():
-      index = next((i for i, f in enumerate(replaced) if f.name == name),
-                   None)
+      index = next((i for i, f in enumerate(replaced) if f.name == name), None)
       if index is None or replaced[index].type not in (
-          FeatureType.ONEHOT, FeatureType.EMBEDDING):
+        FeatureType.ONEHOT,
+        FeatureType.EMBEDDING,
+      ):
         raise DataError(
-            f'--data-vocabulary {name}={path}: the feature set has no onehot '
-            f'or embedding feature {name!r} (it has '
-            f'{", ".join(f.name for f in features)}).')
+          f'--data-vocabulary {name}={path}: the feature set has no onehot '
+          f'or embedding feature {name!r} (it has '
+          f'{", ".join(f.name for f in features)}).'
+        )
       feature = replaced[index]
       replaced[index] = dataclasses.replace(
-          feature, params=dict(feature.params, vocabulary_file=path))
+        feature, params=dict(feature.params, vocabulary_file=path)
+      )
     self._features = FeatureSet(replaced)
     self._features.validate(self._schema)
 
@@ -274,14 +294,14 @@ class DataSet:
     for name, source in self._sources.items():
       if not source.supports_skipping:
         raise DataError(
-            f'Source {name!r} ({type(source).__name__}) cannot skip bad '
-            'records; CSV and TFRecord sources can.')
+          f'Source {name!r} ({type(source).__name__}) cannot skip bad '
+          'records; CSV and TFRecord sources can.'
+        )
       source.enable_skipping(count)
 
   def bad_records(self):
     """The bad records each source skipped so far, by source name."""
-    return {name: source.bad_records
-            for name, source in self._sources.items()}
+    return {name: source.bad_records for name, source in self._sources.items()}
 
   def add_source(self, name, paths, like=None):
     """Adds a named source of other files in the format of an existing one.
@@ -305,19 +325,23 @@ class DataSet:
         read files.
     """
     if like is None:
-      like = 'eval' if 'eval' in self._sources else next(iter(self._sources),
-                                                         None)
+      like = (
+        'eval' if 'eval' in self._sources else next(iter(self._sources), None)
+      )
     if like is None:
-      raise DataError(f'Cannot add source {name!r}: the dataset has no '
-                      'source whose format to copy.')
+      raise DataError(
+        f'Cannot add source {name!r}: the dataset has no '
+        'source whose format to copy.'
+      )
     self._sources[name] = self[like].with_paths(paths)
 
   def __getitem__(self, name):
     try:
       return self._sources[name]
     except KeyError:
-      raise DataError(f'The dataset has no source {name!r}; it has '
-                      f'{sorted(self._sources)}.') from None
+      raise DataError(
+        f'The dataset has no source {name!r}; it has {sorted(self._sources)}.'
+      ) from None
 
   def __contains__(self, name):
     return name in self._sources
@@ -338,12 +362,14 @@ class DataSet:
   def analyzed(self):
     """Whether a complete analysis output is available."""
     import tensorflow as tf
+
     if not self._analysis_dir:
       return False
-    return (tf.io.gfile.exists(os.path.join(self._analysis_dir,
-                                            _METADATA_FILE)) and
-            tf.io.gfile.exists(os.path.join(self._analysis_dir,
-                                            _TRANSFORM_FN_DIR)))
+    return tf.io.gfile.exists(
+      os.path.join(self._analysis_dir, _METADATA_FILE)
+    ) and tf.io.gfile.exists(
+      os.path.join(self._analysis_dir, _TRANSFORM_FN_DIR)
+    )
 
   def use_analysis(self, directory):
     """Uses the analysis in `directory` if it is complete.
@@ -365,24 +391,28 @@ class DataSet:
     """The `Metadata` (statistics, vocabularies) of the analysis, or None."""
     if self._metadata is None and self.analyzed:
       self._metadata = Metadata.load(
-          os.path.join(str(self._analysis_dir), _METADATA_FILE))
+        os.path.join(str(self._analysis_dir), _METADATA_FILE)
+      )
     return self._metadata
 
   def _require_features(self, what):
     if self._features is None:
-      raise DataError(f'{what} needs a feature set: pass features= (or '
-                      '--data-features) with the path of a features YAML.')
+      raise DataError(
+        f'{what} needs a feature set: pass features= (or '
+        '--data-features) with the path of a features YAML.'
+      )
     return self._features
 
   @property
   def preprocessing_fn(self):
     """The tf.Transform `preprocessing_fn` compiled from the feature set."""
     from tensorfx.data import _transforms
-    return _transforms.build_preprocessing_fn(
-        self._require_features('Preprocessing'), self._schema)
 
-  def analyze(self, output_dir, source='train', pipeline_args=None,
-              reuse=True):
+    return _transforms.build_preprocessing_fn(
+      self._require_features('Preprocessing'), self._schema
+    )
+
+  def analyze(self, output_dir, source='train', pipeline_args=None, reuse=True):
     """Analyzes a source on Apache Beam and uses the result from then on.
 
     Writes the transform graph (`transform_fn/`), the transformed and raw
@@ -409,13 +439,15 @@ class DataSet:
       The `Metadata` computed (or reused).
     """
     from tensorfx.data import _analysis
+
     self._require_features('Analysis')
     if self._legacy_metadata:
-      logger.info('%s holds the original tensorfx\'s statistics, not an '
-                  'analysis (no transform graph): analyzing the data instead',
-                  self._legacy_metadata)
-    metadata = _analysis.analyze(self, output_dir, source, pipeline_args,
-                                 reuse)
+      logger.info(
+        "%s holds the original tensorfx's statistics, not an "
+        'analysis (no transform graph): analyzing the data instead',
+        self._legacy_metadata,
+      )
+    metadata = _analysis.analyze(self, output_dir, source, pipeline_args, reuse)
     self._analysis_dir = output_dir
     self._metadata = metadata
     self._transform_output = None
@@ -427,11 +459,13 @@ class DataSet:
     if self._transform_output is None:
       if not self.analyzed:
         raise DataError(
-            'The dataset has not been analyzed: pass metadata= (or '
-            '--data-metadata) with a `tensorfx analyze` output directory, or '
-            'call analyze(). Received: metadata='
-            f'{self._analysis_dir!r}')
+          'The dataset has not been analyzed: pass metadata= (or '
+          '--data-metadata) with a `tensorfx analyze` output directory, or '
+          'call analyze(). Received: metadata='
+          f'{self._analysis_dir!r}'
+        )
       import tensorflow_transform as tft
+
       self._transform_output = tft.TFTransformOutput(str(self._analysis_dir))
     return self._transform_output
 
@@ -439,8 +473,10 @@ class DataSet:
   def transformed_features(self):
     """A dict of feature name to `TransformedFeature`, after analysis."""
     from tensorfx.data import _transforms
-    return _transforms.describe(self._require_features('Describing features'),
-                                self.transform_output)
+
+    return _transforms.describe(
+      self._require_features('Describing features'), self.transform_output
+    )
 
   def raw_feature_spec(self):
     """The tf.io feature spec that parses raw tf.Examples.
@@ -450,6 +486,7 @@ class DataSet:
     missing value, as an empty CSV cell is; targets are required.
     """
     from tensorfx.data import _transforms
+
     return _transforms.parsing_spec(self._reading_schema)
 
   def transform(self, dataset, layer=None):
@@ -462,9 +499,11 @@ class DataSet:
     import tensorflow as tf
 
     from tensorfx.data import _transforms
+
     apply = _transforms.applier(
-        layer or self.transform_output.transform_features_layer())
+      layer or self.transform_output.transform_features_layer()
+    )
     # Prefetched again: the transform is the pipeline's last stage.
     return dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE)
-
+      tf.data.AUTOTUNE
+    )

@@ -21,20 +21,29 @@ def dataset_arguments(args: tuple, kwargs: dict[str, Any]) -> tuple:
   which.
   """
   original = 'sources' in kwargs or (
-      bool(args) and isinstance(args[0], collections.abc.Mapping))
+    bool(args) and isinstance(args[0], collections.abc.Mapping)
+  )
   names = _ORIGINAL_NAMES if original else _NAMES
   if len(args) > len(names):
-    raise TypeError(f'DataSet takes at most {len(names)} positional '
-                    f'arguments ({", ".join(names)}); {len(args)} were given')
+    raise TypeError(
+      f'DataSet takes at most {len(names)} positional '
+      f'arguments ({", ".join(names)}); {len(args)} were given'
+    )
   values = dict(zip(names, args))
   for key, value in kwargs.items():
     if key not in names:
-      raise TypeError(f'DataSet got an unexpected keyword argument {key!r}; '
-                      f'it takes {", ".join(names)}')
+      raise TypeError(
+        f'DataSet got an unexpected keyword argument {key!r}; '
+        f'it takes {", ".join(names)}'
+      )
     if key in values:
       raise TypeError(f'DataSet got multiple values for argument {key!r}')
     values[key] = value
   if 'schema' not in values:
     raise TypeError("DataSet missing required argument: 'schema'")
-  return (values.get('sources'), values['schema'], values.get('metadata'),
-          values.get('features'))
+  return (
+    values.get('sources'),
+    values['schema'],
+    values.get('metadata'),
+    values.get('features'),
+  )

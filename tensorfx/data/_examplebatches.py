@@ -19,8 +19,9 @@ from tensorfx.data import _examplescan
 _ANALYSIS_BATCH = 16384
 
 
-def record_batches(path, schema, compression='', skip_bad_records=False,
-                   on_bad_record=None):
+def record_batches(
+  path, schema, compression='', skip_bad_records=False, on_bad_record=None
+):
   """Yields the records of one TFRecord file as Arrow RecordBatches.
 
   Parsed as training parses them (`tf.io.parse_example` of a batch, missing
@@ -42,10 +43,12 @@ def record_batches(path, schema, compression='', skip_bad_records=False,
   import tensorflow as tf
 
   from tensorfx.data import _arrow
+
   parse = _parser(schema)
   count = 0
-  for records in _examplescan.record_batches(path, compression,
-                                             _ANALYSIS_BATCH):
+  for records in _examplescan.record_batches(
+    path, compression, _ANALYSIS_BATCH
+  ):
     try:
       features = parse(records)
     except (tf.errors.InvalidArgumentError, UnicodeDecodeError) as e:
@@ -56,9 +59,12 @@ def record_batches(path, schema, compression='', skip_bad_records=False,
           yield _arrow.record_batch(features, schema)
         continue
       found = _examplescan.scan(path, compression, schema, parse=True)
-      raise DataError(found[0] if found else
-                      f'{path}: a record after record {count} does not '
-                      f'parse: {_examplescan.clean(e)}') from None
+      raise DataError(
+        found[0]
+        if found
+        else f'{path}: a record after record {count} does not '
+        f'parse: {_examplescan.clean(e)}'
+      ) from None
     count += int(records.shape[0])
     yield _arrow.record_batch(features, schema)
 
@@ -68,6 +74,7 @@ def _good_features(path, records, count, schema, on_bad_record):
   import numpy as np
 
   from tensorfx.data import _transforms
+
   spec = _transforms.parsing_spec(schema)
   values = records.numpy()
   good = []
@@ -93,8 +100,11 @@ def _parser(schema):
     import tensorflow as tf
 
     from tensorfx.data import _transforms
+
     spec = _transforms.parsing_spec(schema)
     _PARSERS[schema] = tf.function(
-        lambda records: tf.io.parse_example(records, spec),
-        input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+      lambda records: tf.io.parse_example(records, spec),
+      input_signature=[tf.TensorSpec([None], tf.string)],
+      autograph=False,
+    )
   return _PARSERS[schema]

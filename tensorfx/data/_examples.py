@@ -17,7 +17,6 @@ throughput. A truncated or corrupt
 file still fails: that is the storage's fault, not a record's.
 """
 
-
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _examplebatches
@@ -29,8 +28,12 @@ from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 
 _COMPRESSIONS = {None: '', '': '', 'none': '', 'gzip': 'GZIP', 'zlib': 'ZLIB'}
-_SUFFIXES = (('.gz', 'GZIP'), ('.gzip', 'GZIP'), ('.zz', 'ZLIB'),
-             ('.zlib', 'ZLIB'))
+_SUFFIXES = (
+  ('.gz', 'GZIP'),
+  ('.gzip', 'GZIP'),
+  ('.zz', 'ZLIB'),
+  ('.zlib', 'ZLIB'),
+)
 # Files read at once; more only adds buffers once reading is parallel.
 _CYCLE_LENGTH = 16
 
@@ -56,8 +59,10 @@ def compression_of(path, compression='auto'):
 def _check_compression(compression):
   key = compression.lower() if isinstance(compression, str) else compression
   if key != 'auto' and key not in _COMPRESSIONS:
-    raise DataError("compression must be None, 'GZIP', 'ZLIB' or 'auto'. "
-                    f'Received: compression={compression!r}')
+    raise DataError(
+      "compression must be None, 'GZIP', 'ZLIB' or 'auto'. "
+      f'Received: compression={compression!r}'
+    )
 
 
 class ExamplesDataSource(_skipping.SkippingSource):
@@ -88,8 +93,9 @@ class ExamplesDataSource(_skipping.SkippingSource):
       records are smaller than the batch size.
   """
 
-  def __init__(self, paths, schema=None, compression='auto',
-               skip_bad_records=False):
+  def __init__(
+    self, paths, schema=None, compression='auto', skip_bad_records=False
+  ):
     super().__init__(paths, schema, skip_bad_records)
     _check_compression(compression)
     self.compression = compression
@@ -98,11 +104,13 @@ class ExamplesDataSource(_skipping.SkippingSource):
     """The compression type of each of `files()`, in order."""
     return [compression_of(f, self.compression) for f in self.files()]
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
+  def read(
+    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
+  ):
     import tensorflow as tf
 
     from tensorfx.data import _transforms
+
     files = self.files()
     compressions = self.compressions()
     spec = _transforms.parsing_spec(self.schema)
@@ -114,38 +122,58 @@ class ExamplesDataSource(_skipping.SkippingSource):
     # Plain TensorFlow calls: not converted by autograph (start-up time).
     no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
-        no_autograph(lambda path, compression: tf.data.TFRecordDataset(  # noqa: PLW0108  (do_not_convert takes a function)
-            path, compression)),
-        cycle_length=min(len(files), _CYCLE_LENGTH),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+      no_autograph(
+        lambda path, compression: tf.data.TFRecordDataset(  # noqa: PLW0108  (do_not_convert takes a function)
+          path, compression
+        )
+      ),
+      cycle_length=min(len(files), _CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=deterministic,
+    )
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
     if self.skip_bad_records and not self._counting:
       # Elsewhere than this process: each record parsed alone, bad ones
       # dropped by tf.data (uncounted), then batched.
-      ds = ds.map(no_autograph(lambda record: tf.io.parse_example(
-          record[tf.newaxis], spec)), num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic).ignore_errors().unbatch()
+      ds = (
+        ds.map(
+          no_autograph(
+            lambda record: tf.io.parse_example(record[tf.newaxis], spec)
+          ),
+          num_parallel_calls=tf.data.AUTOTUNE,
+          deterministic=deterministic,
+        )
+        .ignore_errors()
+        .unbatch()
+      )
       return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
     # Batch first: one vectorized parse per batch, not one call per record.
     ds = ds.batch(batch_size)
     if self.skip_bad_records:
-      ds = ds.map(no_autograph(lambda records: tf.io.parse_example(
-          tf.boolean_mask(records, self._good_records(records)), spec)),
-                  num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic)
+      ds = ds.map(
+        no_autograph(
+          lambda records: tf.io.parse_example(
+            tf.boolean_mask(records, self._good_records(records)), spec
+          )
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+      )
       # A batch of bad records only is empty.
       return ds.filter(_not_empty).prefetch(tf.data.AUTOTUNE)
-    ds = ds.map(no_autograph(lambda records: tf.io.parse_example(records,
-                                                                 spec)),
-                num_parallel_calls=tf.data.AUTOTUNE,
-                deterministic=deterministic)
+    ds = ds.map(
+      no_autograph(lambda records: tf.io.parse_example(records, spec)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=deterministic,
+    )
     return ds.prefetch(tf.data.AUTOTUNE)
 
   def _good_records(self, records):
     """[B] bool: which records of a batch parse (from Python, counting)."""
     import tensorflow as tf
+
     good = tf.py_function(self._check_records, [records], tf.bool)
     good.set_shape(records.shape)
     return good
@@ -155,17 +183,17 @@ class ExamplesDataSource(_skipping.SkippingSource):
     import numpy as np
 
     from tensorfx.data import _transforms
+
     spec = _transforms.parsing_spec(self.schema)
     values = records.numpy()
     if _examplescan.records_problem(values, spec) is None:
       return np.ones(len(values), dtype=bool)
-    problems = [_examplescan.records_problem([value], spec)
-                for value in values]
+    problems = [_examplescan.records_problem([value], spec) for value in values]
     logged = self._count_bad(sum(p is not None for p in problems))
-    for value, problem in [(v, p) for v, p in zip(values, problems)
-                           if p is not None][:logged]:
-      logger.warning('Skipping a bad record: %s%s', self._where(value),
-                     problem)
+    for value, problem in [
+      (v, p) for v, p in zip(values, problems) if p is not None
+    ][:logged]:
+      logger.warning('Skipping a bad record: %s%s', self._where(value), problem)
     return np.array([p is None for p in problems], dtype=bool)
 
   def _where(self, value):
@@ -175,6 +203,7 @@ class ExamplesDataSource(_skipping.SkippingSource):
     record logged (the first few skipped) is looked up by its bytes.
     """
     import tensorflow as tf
+
     for path, compression in zip(self.files(), self.compressions()):
       try:
         records = tf.data.TFRecordDataset(path, compression)
@@ -205,11 +234,13 @@ class ExamplesDataSource(_skipping.SkippingSource):
     import apache_beam as beam
 
     from tensorfx.data import _arrow
+
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
     skip_bad = self.skip_bad_records
-    counter = beam.metrics.Metrics.counter(_arrow.COUNTER_NAMESPACE,
-                                           _arrow.BAD_RECORDS_COUNTER)
+    counter = beam.metrics.Metrics.counter(
+      _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
+    )
 
     def batches(pair):
       logged = 0
@@ -221,8 +252,9 @@ class ExamplesDataSource(_skipping.SkippingSource):
           logger.warning('Skipping a bad record: %s', message)
           logged += 1
 
-      return _examplebatches.record_batches(pair[0], schema, pair[1],
-                                            skip_bad, on_bad_record)
+      return _examplebatches.record_batches(
+        pair[0], schema, pair[1], skip_bad, on_bad_record
+      )
 
     files = pipeline | f'{label}Files' >> beam.Create(pairs)
     if len(pairs) > 1:
@@ -234,9 +266,13 @@ class ExamplesDataSource(_skipping.SkippingSource):
 def _not_empty(features):
   """Whether a batch of parsed features holds any record."""
   import tensorflow as tf
+
   value = next(iter(features.values()))
-  size = value.dense_shape[0] if isinstance(value, tf.SparseTensor) else \
-      tf.shape(value, out_type=tf.int64)[0]
+  size = (
+    value.dense_shape[0]
+    if isinstance(value, tf.SparseTensor)
+    else tf.shape(value, out_type=tf.int64)[0]
+  )
   return size > 0
 
 
@@ -266,13 +302,22 @@ class ExamplesDataSet(DataSet):
       read by this dataset's schema).
   """
 
-  def __init__(self, schema, metadata=None, features=None, compression='auto',
-               skip_bad_records=False, **sources):
+  def __init__(
+    self,
+    schema,
+    metadata=None,
+    features=None,
+    compression='auto',
+    skip_bad_records=False,
+    **sources,
+  ):
     _sourceargs.check_sources(
-        'ExamplesDataSet', sources, ('schema', 'metadata', 'features',
-                                     'compression', 'skip_bad_records'),
-        _sourceargs.paths_or(ExamplesDataSource),
-        'a path, pattern, list of them or an ExamplesDataSource')
+      'ExamplesDataSet',
+      sources,
+      ('schema', 'metadata', 'features', 'compression', 'skip_bad_records'),
+      _sourceargs.paths_or(ExamplesDataSource),
+      'a path, pattern, list of them or an ExamplesDataSource',
+    )
     super().__init__(schema, metadata=metadata, features=features)
     _check_compression(compression)
     for name, paths in sources.items():
@@ -283,5 +328,6 @@ class ExamplesDataSet(DataSet):
         continue
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = ExamplesDataSource(paths, self._reading_schema,
-                                               compression, skip_bad_records)
+      self._sources[name] = ExamplesDataSource(
+        paths, self._reading_schema, compression, skip_bad_records
+      )

@@ -18,10 +18,16 @@ from tensorfx.data import _validation
 _SCAN_BATCH = 1024
 # DataLossErrors that reading a TFRecord file raises (others, e.g. from a
 # checkpoint, are not this source's business).
-_RECORD_LOSS = re.compile(r'(truncated|corrupted) record at (\d+)|inflate|'
-                          r'deflate|zlib|gzip|Read less bytes', re.IGNORECASE)
-_TF_NOISE = re.compile(r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:[^\]]*\].*$|'
-                       r'\s*\[\[\{\{node [^}]*\}\}\]\]', re.DOTALL)
+_RECORD_LOSS = re.compile(
+  r'(truncated|corrupted) record at (\d+)|inflate|'
+  r'deflate|zlib|gzip|Read less bytes',
+  re.IGNORECASE,
+)
+_TF_NOISE = re.compile(
+  r'\{\{function_node [^}]*\}\}\s*|\s*\[Op:[^\]]*\].*$|'
+  r'\s*\[\[\{\{node [^}]*\}\}\]\]',
+  re.DOTALL,
+)
 _NOT_AN_EXAMPLE = 'Could not parse example input'
 _MISSING_FEATURE = re.compile(r"missing required feature '(\w+)'")
 
@@ -39,6 +45,7 @@ def diagnose(source, error):
   about the source's files.
   """
   import tensorflow as tf
+
   if isinstance(error, tf.errors.DataLossError):
     match = _RECORD_LOSS.search(clean(error))
     if not match:
@@ -46,8 +53,9 @@ def diagnose(source, error):
     offset = int(match.group(2)) if match.group(2) else None
     parse = False
   elif isinstance(error, tf.errors.InvalidArgumentError):
-    if _validation.example_error(error) is None and \
-        _NOT_AN_EXAMPLE not in clean(error):
+    if _validation.example_error(
+      error
+    ) is None and _NOT_AN_EXAMPLE not in clean(error):
       return None
     offset, parse = None, True
   elif isinstance(error, UnicodeDecodeError) and _from_tensorflow(error):
@@ -56,8 +64,11 @@ def diagnose(source, error):
   else:
     return None
   for path, compression in zip(source.files(), source.compressions()):
-    if offset is not None and not compression and \
-        tf.io.gfile.stat(path).length <= offset:
+    if (
+      offset is not None
+      and not compression
+      and tf.io.gfile.stat(path).length <= offset
+    ):
       continue  # That record offset is past the end of this file.
     found = scan(path, compression, source.schema, parse)
     if found and _same_failure(error, found[1]):
@@ -68,6 +79,7 @@ def diagnose(source, error):
 def records_problem(records, spec):
   """What is wrong with a batch of records (from Python), or None."""
   import tensorflow as tf
+
   try:
     tf.io.parse_example(records, spec)
     return None
@@ -87,8 +99,10 @@ def _from_tensorflow(error):
   traceback = error.__traceback__
   while traceback is not None and traceback.tb_next is not None:
     traceback = traceback.tb_next
-  return traceback is not None and \
-      f'{os.sep}tensorflow{os.sep}' in traceback.tb_frame.f_code.co_filename
+  return (
+    traceback is not None
+    and f'{os.sep}tensorflow{os.sep}' in traceback.tb_frame.f_code.co_filename
+  )
 
 
 def _same_failure(error, found):
@@ -109,6 +123,7 @@ def scan(path, compression, schema, parse):
     TensorFlow's message, or the record when it is not a tf.Example.
   """
   from tensorfx.data import _transforms
+
   spec = _transforms.parsing_spec(schema)
   count = 0
   try:
@@ -150,6 +165,7 @@ def record_batches(path, compression, batch_size, prefetch=0):
       file and the record reading stopped at).
   """
   import tensorflow as tf
+
   dataset = tf.data.TFRecordDataset(path, compression).batch(batch_size)
   batches = iter(dataset.prefetch(prefetch) if prefetch else dataset)
   count = 0
@@ -171,6 +187,7 @@ def data_loss(path, compression, count, error):
     `(message, TensorFlow's message)`.
   """
   import tensorflow as tf
+
   number = count + 1
   try:
     for _ in tf.data.TFRecordDataset(path, compression).skip(count):
@@ -178,21 +195,26 @@ def data_loss(path, compression, count, error):
   except tf.errors.DataLossError as e:
     error = e
   text = clean(error)
-  return (f'{path}: record {number}: truncated or corrupt TFRecord file '
-          f'({text})', text)
+  return (
+    f'{path}: record {number}: truncated or corrupt TFRecord file ({text})',
+    text,
+  )
 
 
 def _parse_problem(path, records, count, spec):
   """The first record of a batch that does not parse, as `scan` returns."""
   import tensorflow as tf
-  names = tf.strings.as_string(tf.range(count + 1, count + 1 +
-                                        tf.shape(records, tf.int64)[0]))
+
+  names = tf.strings.as_string(
+    tf.range(count + 1, count + 1 + tf.shape(records, tf.int64)[0])
+  )
   try:
     tf.io.parse_example(records, spec, example_names=names)
     return None
   except tf.errors.InvalidArgumentError as e:
     message = _validation.example_error(
-        e, name=lambda name: f'{path}: record {name}')
+      e, name=lambda name: f'{path}: record {name}'
+    )
     if message:
       return message, clean(e)
   except UnicodeDecodeError:
@@ -202,8 +224,7 @@ def _parse_problem(path, records, count, spec):
     try:
       tf.io.parse_example([record], spec)
     except tf.errors.InvalidArgumentError as e:
-      return (f'{path}: record {index}: not a serialized tf.Example',
-              clean(e))
+      return (f'{path}: record {index}: not a serialized tf.Example', clean(e))
     except UnicodeDecodeError:
       return f'{path}: record {index}: not a serialized tf.Example', record
   return None

@@ -78,6 +78,7 @@ class Feature:
   Raises:
     DataError: a value is invalid; the message names the feature and key.
   """
+
   name: str
   type: FeatureType
   fields: tuple[str, ...] = ()
@@ -87,16 +88,24 @@ class Feature:
   def __post_init__(self):
     if not is_identifier(self.name):
       raise _yaml.Invalid(
-          'Feature', ('name',), 'a feature name must be letters, digits and '
-          'underscores, not starting with a digit', self.name)
+        'Feature',
+        ('name',),
+        'a feature name must be letters, digits and '
+        'underscores, not starting with a digit',
+        self.name,
+      )
     subject = f'Feature {self.name!r}'
     try:
       kind = FeatureType(self.type)
     except ValueError:
       raise _yaml.Invalid(
-          subject, ('type',), 'unknown feature type'
-          f'{_yaml.did_you_mean(self.type, list(FeatureType))}; accepted '
-          f'types are {_accepted_types()}', self.type) from None
+        subject,
+        ('type',),
+        'unknown feature type'
+        f'{_yaml.did_you_mean(self.type, list(FeatureType))}; accepted '
+        f'types are {_accepted_types()}',
+        self.type,
+      ) from None
     object.__setattr__(self, 'type', kind)
     self._init_features(subject, kind)
     self._init_fields(subject, kind)
@@ -105,56 +114,87 @@ class Feature:
   def _init_features(self, subject, kind):
     features = self.features
     if not isinstance(features, (list, tuple)):
-      raise _yaml.Invalid(subject, ('features',),
-                          'features must be a list of features', features)
+      raise _yaml.Invalid(
+        subject, ('features',), 'features must be a list of features', features
+      )
     features = tuple(features)
     object.__setattr__(self, 'features', features)
     if kind is not FeatureType.CONCAT:
       if features:
-        raise _yaml.Invalid(subject, ('features',), 'only concat features '
-                            f'have child features, not {kind.value} ones',
-                            features)
+        raise _yaml.Invalid(
+          subject,
+          ('features',),
+          f'only concat features have child features, not {kind.value} ones',
+          features,
+        )
       return
     if not features:
-      raise _yaml.Invalid(subject, ('features',), 'a concat feature needs a '
-                          'non-empty list of features', features)
+      raise _yaml.Invalid(
+        subject,
+        ('features',),
+        'a concat feature needs a non-empty list of features',
+        features,
+      )
     for i, child in enumerate(features):
       if not isinstance(child, Feature):
-        raise _yaml.Invalid(subject, ('features', i), 'expected a Feature',
-                            child)
+        raise _yaml.Invalid(
+          subject, ('features', i), 'expected a Feature', child
+        )
       if child.type in NOT_IN_CONCAT:
-        raise _yaml.Invalid(subject, ('features', i, 'type'), 'a concat '
-                            f'feature cannot contain {child.type.value} '
-                            f'features (child {child.name!r})',
-                            child.type.value)
+        raise _yaml.Invalid(
+          subject,
+          ('features', i, 'type'),
+          'a concat '
+          f'feature cannot contain {child.type.value} '
+          f'features (child {child.name!r})',
+          child.type.value,
+        )
 
   def _init_fields(self, subject, kind):
     fields = _as_fields(self.fields)
     if not isinstance(fields, tuple) or not all(
-        isinstance(f, str) and f for f in fields):
-      raise _yaml.Invalid(subject, ('fields',), 'fields must be a field name '
-                          'or a list of field names', self.fields)
+      isinstance(f, str) and f for f in fields
+    ):
+      raise _yaml.Invalid(
+        subject,
+        ('fields',),
+        'fields must be a field name or a list of field names',
+        self.fields,
+      )
     if kind is FeatureType.CONCAT:
       union: list[Any] = []
       for child in self.features:
         union.extend(f for f in child.fields if f not in union)
       if fields and fields != tuple(union):
-        raise _yaml.Invalid(subject, ('fields',), 'a concat feature reads the '
-                            'fields of its features; it takes no fields of '
-                            'its own', self.fields)
+        raise _yaml.Invalid(
+          subject,
+          ('fields',),
+          'a concat feature reads the '
+          'fields of its features; it takes no fields of '
+          'its own',
+          self.fields,
+        )
       fields = tuple(union)
     elif not fields:
       fields = (self.name,)
     if len(set(fields)) != len(fields):
-      raise _yaml.Invalid(subject, ('fields',), 'fields must not repeat',
-                          self.fields)
+      raise _yaml.Invalid(
+        subject, ('fields',), 'fields must not repeat', self.fields
+      )
     if kind is FeatureType.CROSS and len(fields) < 2:
-      raise _yaml.Invalid(subject, ('fields',), 'a cross feature needs at '
-                          'least 2 fields', self.fields or fields)
-    if kind not in (FeatureType.CROSS, FeatureType.CONCAT) and \
-        len(fields) != 1:
-      raise _yaml.Invalid(subject, ('fields',), f'{an(kind.value)} feature '
-                          'reads exactly one field', self.fields)
+      raise _yaml.Invalid(
+        subject,
+        ('fields',),
+        'a cross feature needs at least 2 fields',
+        self.fields or fields,
+      )
+    if kind not in (FeatureType.CROSS, FeatureType.CONCAT) and len(fields) != 1:
+      raise _yaml.Invalid(
+        subject,
+        ('fields',),
+        f'{an(kind.value)} feature reads exactly one field',
+        self.fields,
+      )
     object.__setattr__(self, 'fields', Names(fields))
 
   def _init_params(self, subject, kind):
@@ -162,93 +202,145 @@ class Feature:
     if given is None:
       given = {}
     if not isinstance(given, collections.abc.Mapping):
-      raise _yaml.Invalid(subject, ('params',),
-                          'params must be a mapping', given)
+      raise _yaml.Invalid(
+        subject, ('params',), 'params must be a mapping', given
+      )
     specs = PARAMS.get(kind, {})
     unknown = [k for k in given if k not in specs]
     if unknown:
       names = ', '.join(repr(k) for k in unknown)
-      accepts = (f'it accepts {", ".join(specs)}' if specs
-                 else 'it takes none')
-      raise _yaml.Invalid(subject, (unknown[0],), f'unknown parameter'
-                          f'{"s" if len(unknown) > 1 else ""} {names} for '
-                          f'{an(kind.value)} feature; {accepts}',
-                          given[unknown[0]])
-    if kind is FeatureType.BUCKETIZE and \
-        ('boundaries' in given) == ('buckets' in given):
-      raise _yaml.Invalid(subject, (), 'a bucketize feature needs exactly '
-                          "one of 'boundaries' (a list) or 'buckets' (a "
-                          'count, quantiles from analysis)', dict(given),
-                          label='params')
+      accepts = f'it accepts {", ".join(specs)}' if specs else 'it takes none'
+      raise _yaml.Invalid(
+        subject,
+        (unknown[0],),
+        f'unknown parameter'
+        f'{"s" if len(unknown) > 1 else ""} {names} for '
+        f'{an(kind.value)} feature; {accepts}',
+        given[unknown[0]],
+      )
+    if kind is FeatureType.BUCKETIZE and ('boundaries' in given) == (
+      'buckets' in given
+    ):
+      raise _yaml.Invalid(
+        subject,
+        (),
+        'a bucketize feature needs exactly '
+        "one of 'boundaries' (a list) or 'buckets' (a "
+        'count, quantiles from analysis)',
+        dict(given),
+        label='params',
+      )
     hashed = kind is FeatureType.EMBEDDING and 'hash_buckets' in given
     if hashed:
       for key in ('top_k', 'oov_buckets'):
         if key in given:
-          raise _yaml.Invalid(subject, (key,), f"{key!r} needs a vocabulary; "
-                              "a feature with 'hash_buckets' has none",
-                              given[key])
+          raise _yaml.Invalid(
+            subject,
+            (key,),
+            f'{key!r} needs a vocabulary; '
+            "a feature with 'hash_buckets' has none",
+            given[key],
+          )
     keyed = kind is FeatureType.EMBEDDING and (
-        'capacity' in given or 'table' in given)
+      'capacity' in given or 'table' in given
+    )
     if kind is FeatureType.EMBEDDING:
       self._check_table_params(subject, given)
     for key in REQUIRED.get(kind, ()):
       if key == 'dim' and kind is FeatureType.EMBEDDING and 'table' in given:
         continue  # The shared table's.
       if key not in given:
-        raise _yaml.Invalid(subject, (), f'{an(kind.value)} feature needs '
-                            f'{key!r}', dict(given), label='params')
+        raise _yaml.Invalid(
+          subject,
+          (),
+          f'{an(kind.value)} feature needs {key!r}',
+          dict(given),
+          label='params',
+        )
     params = {}
     for key, (check, default) in specs.items():
       if key in given:
         try:
           params[key] = check(given[key])
         except ValueError as e:
-          raise _yaml.Invalid(subject, (key,), f'{key} {e}',
-                              given[key]) from None
+          raise _yaml.Invalid(
+            subject, (key,), f'{key} {e}', given[key]
+          ) from None
       elif default is not _NOTHING and not (
-          (hashed or keyed) and key == 'oov_buckets'):
+        (hashed or keyed) and key == 'oov_buckets'
+      ):
         params[key] = default
     if kind is FeatureType.SCALE and not params['min'] < params['max']:
-      raise _yaml.Invalid(subject, ('max',), 'max must be greater than min '
-                          f'({params["min"]})', params['max'])
+      raise _yaml.Invalid(
+        subject,
+        ('max',),
+        f'max must be greater than min ({params["min"]})',
+        params['max'],
+      )
     object.__setattr__(self, 'params', Params(params))
 
   @staticmethod
   def _check_table_params(subject, given):
     """An embedding table over raw keys takes no vocabulary parameters."""
     if 'capacity' in given and 'table' in given:
-      raise _yaml.Invalid(subject, ('table',), "'table' shares another "
-                          "feature's table; a feature with 'capacity' has "
-                          'its own', given['table'])
-    owner = 'capacity' if 'capacity' in given else (
-        'table' if 'table' in given else None)
+      raise _yaml.Invalid(
+        subject,
+        ('table',),
+        "'table' shares another "
+        "feature's table; a feature with 'capacity' has "
+        'its own',
+        given['table'],
+      )
+    owner = (
+      'capacity'
+      if 'capacity' in given
+      else ('table' if 'table' in given else None)
+    )
     if owner is not None:
       refused = VOCABULARY_PARAMS + (
-          ('dim',) + TABLE_ONLY if owner == 'table' else ())
+        ('dim',) + TABLE_ONLY if owner == 'table' else ()
+      )
       for key in refused:
         if key in given:
-          reason = (f"{key!r} belongs to the table's own feature" if
-                    owner == 'table' else
-                    f"{key!r} needs a vocabulary; a table hashes raw keys "
-                    'itself')
-          raise _yaml.Invalid(subject, (key,), f'{reason} (this feature has '
-                              f'{owner!r})', given[key])
+          reason = (
+            f"{key!r} belongs to the table's own feature"
+            if owner == 'table'
+            else f'{key!r} needs a vocabulary; a table hashes raw keys itself'
+          )
+          raise _yaml.Invalid(
+            subject,
+            (key,),
+            f'{reason} (this feature has {owner!r})',
+            given[key],
+          )
       for unit in ('steps', 'secs'):
-        if f'evict_every_{unit}' in given and \
-            f'evict_after_{unit}' not in given:
-          raise _yaml.Invalid(subject, (f'evict_every_{unit}',),
-                              f"'evict_every_{unit}' needs "
-                              f"'evict_after_{unit}'",
-                              given[f'evict_every_{unit}'])
+        if (
+          f'evict_every_{unit}' in given and f'evict_after_{unit}' not in given
+        ):
+          raise _yaml.Invalid(
+            subject,
+            (f'evict_every_{unit}',),
+            f"'evict_every_{unit}' needs 'evict_after_{unit}'",
+            given[f'evict_every_{unit}'],
+          )
       if 'evict_after_steps' in given and 'evict_after_secs' in given:
-        raise _yaml.Invalid(subject, ('evict_after_secs',), "a table evicts "
-                            "by 'evict_after_steps' or 'evict_after_secs', "
-                            'not both', given['evict_after_secs'])
+        raise _yaml.Invalid(
+          subject,
+          ('evict_after_secs',),
+          'a table evicts '
+          "by 'evict_after_steps' or 'evict_after_secs', "
+          'not both',
+          given['evict_after_secs'],
+        )
       return
     for key in TABLE_ONLY:
       if key in given:
-        raise _yaml.Invalid(subject, (key,), f"{key!r} needs an embedding "
-                            "table: give the feature 'capacity'", given[key])
+        raise _yaml.Invalid(
+          subject,
+          (key,),
+          f"{key!r} needs an embedding table: give the feature 'capacity'",
+          given[key],
+        )
 
   # The original tensorfx's factories: Feature.target('Y', 'species').
 
@@ -298,12 +390,21 @@ class Feature:
       DataError: `log=True`, which tensorfx spells as its own feature.
     """
     if log:
-      raise _yaml.Invalid(f'Feature {name!r}', ('log',), 'scaling the log of '
-                          'a value is not supported; use Feature.log (log(x '
-                          '+ 1)) or a zscore feature', log)
+      raise _yaml.Invalid(
+        f'Feature {name!r}',
+        ('log',),
+        'scaling the log of '
+        'a value is not supported; use Feature.log (log(x '
+        '+ 1)) or a zscore feature',
+        log,
+      )
     low, high = range
-    return cls(name, FeatureType.SCALE, fields=(field,),
-               params=Params({'min': low, 'max': high}))
+    return cls(
+      name,
+      FeatureType.SCALE,
+      fields=(field,),
+      params=Params({'min': low, 'max': high}),
+    )
 
   @classmethod
   def log(cls, name, field, offset=1.0):
@@ -313,8 +414,9 @@ class Feature:
       >>> Feature.log('sw', 'sepal_width').params['offset']
       1.0
     """
-    return cls(name, FeatureType.LOG, fields=(field,),
-               params=Params({'offset': offset}))
+    return cls(
+      name, FeatureType.LOG, fields=(field,), params=Params({'offset': offset})
+    )
 
   @classmethod
   def one_hot(cls, name, field, top_k=None, oov_buckets=1):
@@ -342,7 +444,9 @@ class Feature:
       params['boundaries'] = boundaries
     if buckets is not None:
       params['buckets'] = buckets
-    return cls(name, FeatureType.BUCKETIZE, fields=(field,), params=Params(params))
+    return cls(
+      name, FeatureType.BUCKETIZE, fields=(field,), params=Params(params)
+    )
 
   @property
   def table(self):
@@ -369,8 +473,9 @@ class Feature:
     if self.type is FeatureType.CONCAT:
       data['features'] = [f.to_dict() for f in self.features]
     elif self.fields != (self.name,):
-      data['fields'] = (self.fields[0] if len(self.fields) == 1
-                        else list(self.fields))
+      data['fields'] = (
+        self.fields[0] if len(self.fields) == 1 else list(self.fields)
+      )
     specs = PARAMS.get(self.type, {})
     for key, value in self.params.items():
       if value != specs[key][1]:

@@ -81,6 +81,7 @@ def _int_at_least(minimum):
     if not _is_int(value) or value < minimum:
       raise ValueError(f'must be an integer >= {minimum}')
     return value
+
   return check
 
 
@@ -89,6 +90,7 @@ def _one_of(choices):
     if value not in choices:
       raise ValueError(f'must be one of {", ".join(choices)}')
     return value
+
   return check
 
 
@@ -118,6 +120,7 @@ def _boolean(value):
     raise ValueError('must be true or false')
   return value
 
+
 # How an embedding table reduces an instance's keys (tensorfx.embeddings).
 _COMBINERS = ('sum', 'mean', 'sqrtn')
 _combiner = _one_of(_COMBINERS)
@@ -138,12 +141,16 @@ def _initializer(value):
   # A tf_keras initializer's name, or its config; the table checks which.
   if isinstance(value, str) and value:
     return value
-  if isinstance(value, collections.abc.Mapping) and isinstance(
-      value.get('class_name'), str) and set(value) <= {'class_name',
-                                                       'config'}:
+  if (
+    isinstance(value, collections.abc.Mapping)
+    and isinstance(value.get('class_name'), str)
+    and set(value) <= {'class_name', 'config'}
+  ):
     return value
-  raise ValueError("must be a tf_keras initializer's name (e.g. "
-                   'truncated_normal) or {class_name: ..., config: {...}}')
+  raise ValueError(
+    "must be a tf_keras initializer's name (e.g. "
+    'truncated_normal) or {class_name: ..., config: {...}}'
+  )
 
 
 def _vocabulary_file(value):
@@ -155,41 +162,54 @@ def _vocabulary_file(value):
 
 # Embedding parameters of a table over raw keys (`capacity`), and the ones a
 # feature sharing another's table (`table`) takes from it.
-TABLE_ONLY = ('admit_after', 'evict_after_steps', 'evict_every_steps',
-              'evict_after_secs', 'evict_every_secs', 'dynamic_expansion',
-              'hashing', 'initializer')
+TABLE_ONLY = (
+  'admit_after',
+  'evict_after_steps',
+  'evict_every_steps',
+  'evict_after_secs',
+  'evict_every_secs',
+  'dynamic_expansion',
+  'hashing',
+  'initializer',
+)
 VOCABULARY_PARAMS = ('top_k', 'oov_buckets', 'hash_buckets')
 
 # Per type: parameter name -> (check, default or _NOTHING when optional).
 PARAMS: dict[Any, dict[str, Any]] = {
-    FeatureType.SCALE: {'min': (_number, 0.0), 'max': (_number, 1.0)},
-    FeatureType.LOG: {'offset': (_number, 1.0)},
-    FeatureType.BUCKETIZE: {'boundaries': (_boundaries, _NOTHING),
-                            'buckets': (_int_at_least(2), _NOTHING)},
-    FeatureType.ONEHOT: {'top_k': (_POSITIVE, _NOTHING),
-                         'oov_buckets': (_int_at_least(0), 1),
-                         'vocabulary_file': (_vocabulary_file, _NOTHING)},
-    FeatureType.EMBEDDING: {'dim': (_POSITIVE, _NOTHING),
-                            'top_k': (_POSITIVE, _NOTHING),
-                            'oov_buckets': (_int_at_least(0), 1),
-                            'hash_buckets': (_POSITIVE, _NOTHING),
-                            'vocabulary_file': (_vocabulary_file, _NOTHING),
-                            'combiner': (_combiner, _NOTHING),
-                            'capacity': (_POSITIVE, _NOTHING),
-                            'table': (_feature_name, _NOTHING),
-                            'admit_after': (_POSITIVE, _NOTHING),
-                            'evict_after_steps': (_POSITIVE, _NOTHING),
-                            'evict_every_steps': (_POSITIVE, _NOTHING),
-                            'evict_after_secs': (_POSITIVE, _NOTHING),
-                            'evict_every_secs': (_POSITIVE, _NOTHING),
-                            'dynamic_expansion': (_boolean, _NOTHING),
-                            'hashing': (_hashing, _NOTHING),
-                            'initializer': (_initializer, _NOTHING)},
-    FeatureType.HASH: {'buckets': (_POSITIVE, _NOTHING)},
-    FeatureType.CROSS: {'buckets': (_POSITIVE, _NOTHING)},
+  FeatureType.SCALE: {'min': (_number, 0.0), 'max': (_number, 1.0)},
+  FeatureType.LOG: {'offset': (_number, 1.0)},
+  FeatureType.BUCKETIZE: {
+    'boundaries': (_boundaries, _NOTHING),
+    'buckets': (_int_at_least(2), _NOTHING),
+  },
+  FeatureType.ONEHOT: {
+    'top_k': (_POSITIVE, _NOTHING),
+    'oov_buckets': (_int_at_least(0), 1),
+    'vocabulary_file': (_vocabulary_file, _NOTHING),
+  },
+  FeatureType.EMBEDDING: {
+    'dim': (_POSITIVE, _NOTHING),
+    'top_k': (_POSITIVE, _NOTHING),
+    'oov_buckets': (_int_at_least(0), 1),
+    'hash_buckets': (_POSITIVE, _NOTHING),
+    'vocabulary_file': (_vocabulary_file, _NOTHING),
+    'combiner': (_combiner, _NOTHING),
+    'capacity': (_POSITIVE, _NOTHING),
+    'table': (_feature_name, _NOTHING),
+    'admit_after': (_POSITIVE, _NOTHING),
+    'evict_after_steps': (_POSITIVE, _NOTHING),
+    'evict_every_steps': (_POSITIVE, _NOTHING),
+    'evict_after_secs': (_POSITIVE, _NOTHING),
+    'evict_every_secs': (_POSITIVE, _NOTHING),
+    'dynamic_expansion': (_boolean, _NOTHING),
+    'hashing': (_hashing, _NOTHING),
+    'initializer': (_initializer, _NOTHING),
+  },
+  FeatureType.HASH: {'buckets': (_POSITIVE, _NOTHING)},
+  FeatureType.CROSS: {'buckets': (_POSITIVE, _NOTHING)},
 }
 REQUIRED = {
-    FeatureType.EMBEDDING: ('dim',),
-    FeatureType.HASH: ('buckets',),
-    FeatureType.CROSS: ('buckets',),
+  FeatureType.EMBEDDING: ('dim',),
+  FeatureType.HASH: ('buckets',),
+  FeatureType.CROSS: ('buckets',),
 }

@@ -28,8 +28,9 @@ _VOCABULARY_TYPES = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING})
 def _parse_feature(item, where, locations):
   """Builds a Feature from its YAML mapping; records where it was."""
   if not isinstance(item, dict):
-    raise where.error('a feature must be a mapping with a name and a type',
-                      item)
+    raise where.error(
+      'a feature must be a mapping with a name and a type', item
+    )
   for key in ('name', 'type'):
     if key not in item:
       raise where.error(f'a feature needs a {key!r}', item)
@@ -40,30 +41,43 @@ def _parse_feature(item, where, locations):
   if transform is not None:
     if not isinstance(transform, dict):
       raise where.at(item, 'transform').error(
-          'transform must be a mapping of parameters', transform)
+        'transform must be a mapping of parameters', transform
+      )
     for key, value in transform.items():
       if key in params:
-        raise where.at(item, 'transform').at(transform, key).error(
-            f'parameter {key!r} is given twice, here and beside the name',
-            value)
+        raise (
+          where.at(item, 'transform')
+          .at(transform, key)
+          .error(
+            f'parameter {key!r} is given twice, here and beside the name', value
+          )
+        )
       params[key] = value
   children = item.get('features', ())
   if isinstance(children, list):
     children_where = where.at(item, 'features')
     children = tuple(
-        _parse_feature(child, children_where.at(children, i), locations)
-        for i, child in enumerate(children))
+      _parse_feature(child, children_where.at(children, i), locations)
+      for i, child in enumerate(children)
+    )
   try:
-    feature = Feature(item['name'], item['type'],
-                      fields=item.get('fields', ()), features=children,
-                      params=params)
+    feature = Feature(
+      item['name'],
+      item['type'],
+      fields=item.get('fields', ()),
+      features=children,
+      params=params,
+    )
   except _yaml.Invalid as e:
     path = e.path
-    if transform is not None and path and path[0] in transform and \
-        path[0] not in item:
+    if (
+      transform is not None
+      and path
+      and path[0] in transform
+      and path[0] not in item
+    ):
       path = ('transform',) + path
-    raise where.locate(item, path).error(e.problem, e.value,
-                                         e.label) from None
+    raise where.locate(item, path).error(e.problem, e.value, e.label) from None
   if feature.name not in locations:
     fields_where = where.at(item, 'fields')
     locations[feature.name] = (where, fields_where)
@@ -111,15 +125,19 @@ class FeatureSet(NamedCollection):
     seen: dict[str, Any] = {}
     for i, feature in enumerate(features):
       if not isinstance(feature, Feature):
-        raise _yaml.Invalid('FeatureSet', ('features', i),
-                            'expected a Feature', feature)
+        raise _yaml.Invalid(
+          'FeatureSet', ('features', i), 'expected a Feature', feature
+        )
       for path, each in _named(feature, ('features', i)):
-        if each.name in seen and not _may_repeat(seen[each.name], path,
-                                                 each):
-          raise _yaml.Invalid('FeatureSet', path + ('name',),
-                              'duplicate feature name; '
-                              f'{_dotted(seen[each.name][0])} has the same '
-                              'name', each.name)
+        if each.name in seen and not _may_repeat(seen[each.name], path, each):
+          raise _yaml.Invalid(
+            'FeatureSet',
+            path + ('name',),
+            'duplicate feature name; '
+            f'{_dotted(seen[each.name][0])} has the same '
+            'name',
+            each.name,
+          )
         seen.setdefault(each.name, (path, each))
     self._keep(features)
     # Where each feature was parsed from (name -> (Where, fields Where)),
@@ -145,9 +163,12 @@ class FeatureSet(NamedCollection):
     """
     targets = self.targets
     if len(targets) > 1:
-      raise _yaml.Invalid('FeatureSet', (), 'there are several target '
-                          'features; use `targets`',
-                          [t.name for t in targets])
+      raise _yaml.Invalid(
+        'FeatureSet',
+        (),
+        'there are several target features; use `targets`',
+        [t.name for t in targets],
+      )
     return targets[0] if targets else None
 
   @property
@@ -164,9 +185,12 @@ class FeatureSet(NamedCollection):
     """
     weights = tuple(f for f in self._items if f.type is FeatureType.WEIGHT)
     if len(weights) > 1:
-      raise _yaml.Invalid('FeatureSet', (), 'there are several weight '
-                          'features; an example has one weight',
-                          [w.name for w in weights])
+      raise _yaml.Invalid(
+        'FeatureSet',
+        (),
+        'there are several weight features; an example has one weight',
+        [w.name for w in weights],
+      )
     return weights[0] if weights else None
 
   @property
@@ -201,8 +225,11 @@ class FeatureSet(NamedCollection):
 
   def _validate_table(self, feature, schema):
     """`table: NAME` names a feature with its own table, of the same keys."""
-    shared = feature.params.get('table') if \
-        feature.type is FeatureType.EMBEDDING else None
+    shared = (
+      feature.params.get('table')
+      if feature.type is FeatureType.EMBEDDING
+      else None
+    )
     if shared is None:
       return
     where, _ = self._locations.get(feature.name, (None, None))
@@ -210,20 +237,24 @@ class FeatureSet(NamedCollection):
 
     def fail(problem):
       if where is None:
-        return _yaml.Invalid(f'Feature {feature.name!r}', ('table',),
-                             problem, shared)
-      return where.error(f'feature {feature.name!r}: table: {problem}',
-                         shared)
+        return _yaml.Invalid(
+          f'Feature {feature.name!r}', ('table',), problem, shared
+        )
+      return where.error(f'feature {feature.name!r}: table: {problem}', shared)
 
     if owner is None or owner.table != owner.name:
-      raise fail(f'{shared!r} must be an embedding feature with its own '
-                 "table ('capacity') in this feature set")
+      raise fail(
+        f'{shared!r} must be an embedding feature with its own '
+        "table ('capacity') in this feature set"
+      )
     mine = schema[feature.fields[0]].numeric
     theirs = schema[owner.fields[0]].numeric
     if mine != theirs:
-      raise fail(f'the keys of {feature.name!r} ({feature.fields[0]}) and of '
-                 f'table {shared!r} ({owner.fields[0]}) must both be '
-                 'integers or both be strings')
+      raise fail(
+        f'the keys of {feature.name!r} ({feature.fields[0]}) and of '
+        f'table {shared!r} ({owner.fields[0]}) must both be '
+        'integers or both be strings'
+      )
 
   def _validate_one(self, feature, schema, in_concat):
     where, fields_where = self._locations.get(feature.name, (None, None))
@@ -239,44 +270,76 @@ class FeatureSet(NamedCollection):
     if feature.type is FeatureType.TARGET and len(feature.fields) != 1:
       raise fail('a target feature reads exactly one field', feature.fields)
     if in_concat and feature.type in NOT_IN_CONCAT:
-      raise fail(f'a concat feature cannot contain {feature.type.value} '
-                 'features', feature.type.value, at_fields=False)
+      raise fail(
+        f'a concat feature cannot contain {feature.type.value} features',
+        feature.type.value,
+        at_fields=False,
+      )
     if in_concat and feature.table is not None:
-      raise fail('an embedding table over raw keys cannot be part of a '
-                 'concat', feature.type.value, at_fields=False)
+      raise fail(
+        'an embedding table over raw keys cannot be part of a concat',
+        feature.type.value,
+        at_fields=False,
+      )
     if feature.type is FeatureType.CONCAT:
       return
     for name in feature.fields:
       if name not in schema:
-        raise fail(f'field {name!r} is not in the schema; the schema fields '
-                   f'are {", ".join(schema.field_names)}', name)
+        raise fail(
+          f'field {name!r} is not in the schema; the schema fields '
+          f'are {", ".join(schema.field_names)}',
+          name,
+        )
       field = schema[name]
       if field.length != 1 and feature.type in SINGLE_VALUED:
-        raise fail(f'{an(feature.type.value)} feature needs a single-valued '
-                   f'field (length 1); {name!r} has length {field.length}',
-                   name)
-      if field.length == 0 and feature.type not in BAGS and (
-          feature.type in NUMERIC_TYPES or in_concat):
-        raise fail(f'{an(feature.type.value)} feature needs a fixed-length '
-                   f'field; {name!r} has variable length (0): read it with '
-                   'onehot, embedding, hash or bucketize (a bag of values)',
-                   name)
+        raise fail(
+          f'{an(feature.type.value)} feature needs a single-valued '
+          f'field (length 1); {name!r} has length {field.length}',
+          name,
+        )
+      if (
+        field.length == 0
+        and feature.type not in BAGS
+        and (feature.type in NUMERIC_TYPES or in_concat)
+      ):
+        raise fail(
+          f'{an(feature.type.value)} feature needs a fixed-length '
+          f'field; {name!r} has variable length (0): read it with '
+          'onehot, embedding, hash or bucketize (a bag of values)',
+          name,
+        )
       if feature.type in NUMERIC_TYPES and not field.numeric:
-        raise fail(f'{an(feature.type.value)} feature needs a numeric field; '
-                   f'{name!r} is {field.type.value}', name)
-      if feature.type is FeatureType.INDICATOR and field.length == 1 and \
-          not _missing.imputed(field) and _missing.fill_value(field) != '':
-        raise fail(f'an indicator feature needs a field whose missing values '
-                   f'reach the transform; {name!r} '
-                   + ('fills them with its default: use missing: zero (or '
-                      'mean, median, mode) instead' if field.default is not None
-                      else 'allows none: give it missing: mean, median, mode '
-                      'or zero'), name)
-      if in_concat and feature.type is FeatureType.IDENTITY and \
-          not field.numeric:
-        raise fail(f'an identity feature inside a concat needs a numeric '
-                   f'field; {name!r} is {field.type.value} (use onehot or '
-                   'embedding)', name)
+        raise fail(
+          f'{an(feature.type.value)} feature needs a numeric field; '
+          f'{name!r} is {field.type.value}',
+          name,
+        )
+      if (
+        feature.type is FeatureType.INDICATOR
+        and field.length == 1
+        and not _missing.imputed(field)
+        and _missing.fill_value(field) != ''
+      ):
+        raise fail(
+          f'an indicator feature needs a field whose missing values '
+          f'reach the transform; {name!r} '
+          + (
+            'fills them with its default: use missing: zero (or '
+            'mean, median, mode) instead'
+            if field.default is not None
+            else 'allows none: give it missing: mean, median, mode or zero'
+          ),
+          name,
+        )
+      if (
+        in_concat and feature.type is FeatureType.IDENTITY and not field.numeric
+      ):
+        raise fail(
+          f'an identity feature inside a concat needs a numeric '
+          f'field; {name!r} is {field.type.value} (use onehot or '
+          'embedding)',
+          name,
+        )
 
   @classmethod
   def parse(cls, text, source='<string>'):
@@ -300,15 +363,16 @@ class FeatureSet(NamedCollection):
       return text  # The original accepted a parsed set too.
     doc, where, items, items_where = cls._read_list(text, source)
     locations: dict[str, Any] = {}
-    features = [_parse_feature(item, items_where.at(items, i), locations)
-                for i, item in enumerate(items)]
+    features = [
+      _parse_feature(item, items_where.at(items, i), locations)
+      for i, item in enumerate(items)
+    ]
     try:
       feature_set = cls(features)
     except _yaml.Invalid as e:
       raise where.relocate(doc, e) from None
     feature_set._locations = locations
     return feature_set
-
 
 
 def _named(feature, path):
@@ -332,6 +396,9 @@ def _may_repeat(first, path, feature):
 def _dotted(path):
   text = ''
   for key in path:
-    text = f'{text}[{key}]' if isinstance(key, int) else (
-        f'{text}.{key}' if text else key)
+    text = (
+      f'{text}[{key}]'
+      if isinstance(key, int)
+      else (f'{text}.{key}' if text else key)
+    )
   return text

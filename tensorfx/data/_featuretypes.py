@@ -19,6 +19,7 @@ class FeatureType(enum.StrEnum):
     >>> FeatureType('one-hot')
     <FeatureType.ONEHOT: 'onehot'>
   """
+
   IDENTITY = 'identity'
   TARGET = 'target'
   KEY = 'key'
@@ -61,26 +62,47 @@ class FeatureType(enum.StrEnum):
 
 
 _ALIASES = {
-    'z-score': 'zscore', 'z_score': 'zscore',
-    'one-hot': 'onehot', 'one_hot': 'onehot',
-    'bucket': 'bucketize',
-    'hash_bucket': 'hash',
+  'z-score': 'zscore',
+  'z_score': 'zscore',
+  'one-hot': 'onehot',
+  'one_hot': 'onehot',
+  'bucket': 'bucketize',
+  'hash_bucket': 'hash',
 }
 
 # Types that need a numeric field: they do arithmetic on the value.
-NUMERIC_TYPES = frozenset({FeatureType.SCALE, FeatureType.ZSCORE,
-                           FeatureType.LOG, FeatureType.BUCKETIZE,
-                           FeatureType.WEIGHT})
+NUMERIC_TYPES = frozenset(
+  {
+    FeatureType.SCALE,
+    FeatureType.ZSCORE,
+    FeatureType.LOG,
+    FeatureType.BUCKETIZE,
+    FeatureType.WEIGHT,
+  }
+)
 # Types that read only single-valued (length 1) fields.
-SINGLE_VALUED = frozenset({FeatureType.TARGET, FeatureType.KEY,
-                           FeatureType.CROSS, FeatureType.INDICATOR,
-                           FeatureType.WEIGHT})
+SINGLE_VALUED = frozenset(
+  {
+    FeatureType.TARGET,
+    FeatureType.KEY,
+    FeatureType.CROSS,
+    FeatureType.INDICATOR,
+    FeatureType.WEIGHT,
+  }
+)
 # Types that read a variable-length field as a bag of values.
-BAGS = frozenset({FeatureType.ONEHOT, FeatureType.EMBEDDING, FeatureType.HASH,
-                  FeatureType.BUCKETIZE})
+BAGS = frozenset(
+  {
+    FeatureType.ONEHOT,
+    FeatureType.EMBEDDING,
+    FeatureType.HASH,
+    FeatureType.BUCKETIZE,
+  }
+)
 # Types that may not sit inside a concat (the concat would hide them).
-NOT_IN_CONCAT = frozenset({FeatureType.TARGET, FeatureType.KEY,
-                           FeatureType.CONCAT, FeatureType.WEIGHT})
+NOT_IN_CONCAT = frozenset(
+  {FeatureType.TARGET, FeatureType.KEY, FeatureType.CONCAT, FeatureType.WEIGHT}
+)
 
 
 def an(word):

@@ -36,21 +36,24 @@ def parse_filters(items, schema=None):
     field = field.strip()
     if not sep or not field or not pattern:
       raise ConfigurationError(
-          '--data-filter expects FIELD=REGEX (e.g. source=^measured). '
-          f'Received: --data-filter={item}')
+        '--data-filter expects FIELD=REGEX (e.g. source=^measured). '
+        f'Received: --data-filter={item}'
+      )
     try:
       re.compile(pattern)
     except re.error as e:
       raise ConfigurationError(
-          f'--data-filter {field}: {pattern!r} is not a regular expression '
-          f'({e}). Received: --data-filter={item}') from None
+        f'--data-filter {field}: {pattern!r} is not a regular expression '
+        f'({e}). Received: --data-filter={item}'
+      ) from None
     if schema is not None:
       names = [f.name for f in schema]
       if field not in names:
         raise ConfigurationError(
-            f'--data-filter names the field {field!r}, which the schema does '
-            f'not have (it has {", ".join(names)}). Received: '
-            f'--data-filter={item}')
+          f'--data-filter names the field {field!r}, which the schema does '
+          f'not have (it has {", ".join(names)}). Received: '
+          f'--data-filter={item}'
+        )
     filters.append((field, pattern))
   return filters
 
@@ -71,6 +74,7 @@ def filter_records(dataset, filters, batch_size):
     The filtered `tf.data.Dataset`.
   """
   import tensorflow as tf
+
   if not filters:
     return dataset
   # RE2 matches whole strings: `.*(?:REGEX).*` is a search.
@@ -80,13 +84,18 @@ def filter_records(dataset, filters, batch_size):
     matched = tf.constant(True)
     for field, pattern in compiled:
       value = record[field]
-      values = value.values if isinstance(value, tf.SparseTensor) else \
-          tf.reshape(value, [-1])
+      values = (
+        value.values
+        if isinstance(value, tf.SparseTensor)
+        else tf.reshape(value, [-1])
+      )
       if values.dtype != tf.string:
         values = tf.strings.as_string(values)
-      matched = tf.logical_and(matched, tf.reduce_any(
-          tf.strings.regex_full_match(values, pattern)))
+      matched = tf.logical_and(
+        matched, tf.reduce_any(tf.strings.regex_full_match(values, pattern))
+      )
     return matched
 
-  return (dataset.unbatch().filter(keep).batch(batch_size)
-          .prefetch(tf.data.AUTOTUNE))
+  return (
+    dataset.unbatch().filter(keep).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+  )

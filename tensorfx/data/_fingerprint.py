@@ -26,6 +26,7 @@ def _digest(text):
 def fingerprint(dataset, source):
   """The fingerprint (a JSON-able dict) of analyzing `dataset[source]`."""
   import tensorflow as tf
+
   data_source = dataset[source]
   files = []
   for path in data_source.files():
@@ -38,12 +39,13 @@ def fingerprint(dataset, source):
       size, mtime = stat.st_size, stat.st_mtime_ns
     files.append({'path': path, 'size': int(size), 'mtime_nsec': int(mtime)})
   result = {
-      'version': _VERSION,
-      'schema': _digest(dataset.schema.format()),
-      'features': _digest(dataset.features.format()),
-      'reader': _digest(json.dumps(data_source.reading_options(),
-                                   sort_keys=True, default=str)),
-      'files': files,
+    'version': _VERSION,
+    'schema': _digest(dataset.schema.format()),
+    'features': _digest(dataset.features.format()),
+    'reader': _digest(
+      json.dumps(data_source.reading_options(), sort_keys=True, default=str)
+    ),
+    'files': files,
   }
   content = data_source.content_digest()
   if content is not None:
@@ -57,9 +59,12 @@ def difference(old, new):
     return 'no fingerprint of a previous analysis'
   if old.get('version') != new.get('version'):
     return 'the analysis format changed'
-  for key, what in (('schema', 'the schema'), ('features', 'the features'),
-                    ('reader', 'how the data is read'),
-                    ('content', 'the data')):
+  for key, what in (
+    ('schema', 'the schema'),
+    ('features', 'the features'),
+    ('reader', 'how the data is read'),
+    ('content', 'the data'),
+  ):
     if old.get(key) != new.get(key):
       return f'{what} changed'
   before = {f['path']: f for f in old.get('files', ())}
@@ -77,6 +82,7 @@ def difference(old, new):
 def load(directory):
   """The fingerprint stored in an analysis directory, or None."""
   import tensorflow as tf
+
   path = posixpath.join(directory, FILE)
   try:
     with tf.io.gfile.GFile(path) as f:
@@ -87,5 +93,6 @@ def load(directory):
 
 def save(directory, value):
   import tensorflow as tf
+
   with tf.io.gfile.GFile(posixpath.join(directory, FILE), 'w') as f:
     json.dump(value, f, indent=2)

@@ -49,6 +49,7 @@ class Column:
     >>> column.field().to_dict()
     {'name': 'age', 'type': 'integer', 'missing': 'mean'}
   """
+
   name: str
   values: int = 0
   missing: int = 0
@@ -70,8 +71,9 @@ class Column:
     if len(self.distinct) <= DISTINCT_LIMIT:
       self.distinct.add(value)
 
-  def add_texts(self, cells: Iterable[str],
-                na_values: Sequence[str] = ()) -> None:
+  def add_texts(
+    self, cells: Iterable[str], na_values: Sequence[str] = ()
+  ) -> None:
     """Observes CSV cells (text): empty cells and `na_values` are missing."""
     tokens = set(na_values)
     for cell in cells:
@@ -80,8 +82,9 @@ class Column:
         self.missing += 1
         continue
       self._distinct(cell)
-      if self.integers and not (_INTEGER.match(cell) and
-                                abs(float(cell)) < _INTEGER_LIMIT):
+      if self.integers and not (
+        _INTEGER.match(cell) and abs(float(cell)) < _INTEGER_LIMIT
+      ):
         self.integers = False
       if self.reals and not _REAL.match(cell):
         self.reals = False
@@ -94,6 +97,7 @@ class Column:
     column whose values are all whole stays real: its type says so.
     """
     import math
+
     if kind != 'integer':
       self.integers = False
     if kind == 'discrete':
@@ -101,8 +105,11 @@ class Column:
     self.values += 1
     if values:
       self.lengths.add(len(values))
-    values = [v for v in values if v is not None and not (
-        isinstance(v, float) and math.isnan(v))]
+    values = [
+      v
+      for v in values
+      if v is not None and not (isinstance(v, float) and math.isnan(v))
+    ]
     if not values:
       self.missing += 1
     for value in values:
@@ -127,11 +134,18 @@ class Column:
   def field(self) -> SchemaField:
     """The inferred `SchemaField`."""
     kind = self.kind
-    missing = 'mean' if self.missing and kind != 'discrete' and \
-        self.length == 1 else None
-    return SchemaField(self.name, SchemaFieldType(kind), length=self.length,
-                       missing=missing,
-                       na_values=self.na_values if self.length == 1 else ())
+    missing = (
+      'mean'
+      if self.missing and kind != 'discrete' and self.length == 1
+      else None
+    )
+    return SchemaField(
+      self.name,
+      SchemaFieldType(kind),
+      length=self.length,
+      missing=missing,
+      na_values=self.na_values if self.length == 1 else (),
+    )
 
   def comment(self) -> str:
     """A note on what was seen, for the schema file."""
@@ -165,8 +179,9 @@ def format_schema(columns: Sequence[Column], source: str = '') -> str:
   return '\n'.join(lines) + '\n'
 
 
-def starter_features(columns: Sequence[Column],
-                     target: str | None = None) -> str:
+def starter_features(
+  columns: Sequence[Column], target: str | None = None
+) -> str:
   """A feature set for observed columns, as YAML text.
 
   Every field but the target goes into one concat feature `X`: numbers as
@@ -178,27 +193,42 @@ def starter_features(columns: Sequence[Column],
   """
   names = [c.name for c in columns]
   if target is not None and target not in names:
-    raise DataError(f'The target {target!r} is not a column; the columns '
-                    f'are {", ".join(names)}.')
+    raise DataError(
+      f'The target {target!r} is not a column; the columns '
+      f'are {", ".join(names)}.'
+    )
   inputs: list[dict[str, Any]] = []
   for column in columns:
     if column.name == target or column.length != 1:
       continue
     if column.kind != 'discrete':
-      inputs.append({'name': f'{column.name}_z', 'type': 'zscore',
-                     'fields': column.name})
+      inputs.append(
+        {'name': f'{column.name}_z', 'type': 'zscore', 'fields': column.name}
+      )
     elif len(column.distinct) <= ONEHOT_LIMIT:
-      inputs.append({'name': f'{column.name}_onehot', 'type': 'onehot',
-                     'fields': column.name})
+      inputs.append(
+        {
+          'name': f'{column.name}_onehot',
+          'type': 'onehot',
+          'fields': column.name,
+        }
+      )
     else:
       size = min(len(column.distinct), DISTINCT_LIMIT)
-      inputs.append({'name': f'{column.name}_embedding',
-                     'type': 'embedding', 'fields': column.name,
-                     'dim': max(2, min(32, round(size ** 0.25 * 2)))})
+      inputs.append(
+        {
+          'name': f'{column.name}_embedding',
+          'type': 'embedding',
+          'fields': column.name,
+          'dim': max(2, min(32, round(size**0.25 * 2))),
+        }
+      )
   if not inputs:
-    raise DataError('No column is left for the model\'s inputs.')
+    raise DataError("No column is left for the model's inputs.")
   features = [{'name': 'X', 'type': 'concat', 'features': inputs}]
   if target is not None:
     features.append({'name': 'Y', 'type': 'target', 'fields': target})
-  return ('# A starter feature set by tensorfx schema infer: edit to taste.\n'
-          + _yaml.dump_yaml({'features': features}))
+  return (
+    '# A starter feature set by tensorfx schema infer: edit to taste.\n'
+    + _yaml.dump_yaml({'features': features})
+  )

@@ -34,10 +34,15 @@ def format_of(path: str, requested: str = 'auto') -> str:
   return 'csv'
 
 
-def observe(paths: Sequence[str], header: bool = False,
-            na_values: Sequence[str] = (), delimiter: str = ',',
-            sample: int | None = None, data_format: str = 'auto',
-            strip_cells: bool = False) -> list[Column]:
+def observe(
+  paths: Sequence[str],
+  header: bool = False,
+  na_values: Sequence[str] = (),
+  delimiter: str = ',',
+  sample: int | None = None,
+  data_format: str = 'auto',
+  strip_cells: bool = False,
+) -> list[Column]:
   """The `Column`s of the files' data, in the order first seen.
 
   Example:
@@ -67,8 +72,9 @@ def observe(paths: Sequence[str], header: bool = False,
       for name, value in row.items():
         if name not in columns:
           # Absent from the rows before: missing there.
-          columns[name] = Column(name, values=rows, missing=rows,
-                                 na_values=tuple(na_values))
+          columns[name] = Column(
+            name, values=rows, missing=rows, na_values=tuple(na_values)
+          )
         column = columns[name]
         if kind_or_text == 'text':
           column.add_texts([value], na_values)
@@ -85,17 +91,20 @@ def observe(paths: Sequence[str], header: bool = False,
   return list(columns.values())
 
 
-def _csv_rows(path: str, header: bool, delimiter: str, strip: bool
-              ) -> Iterator[tuple[str, dict[str, Any]]]:
+def _csv_rows(
+  path: str, header: bool, delimiter: str, strip: bool
+) -> Iterator[tuple[str, dict[str, Any]]]:
   import tensorflow as tf
+
   names: list[str] | None = None
   with tf.io.gfile.GFile(path, 'rb') as f:
     for number, line in enumerate(f, start=1):
       try:
         text = line.decode('utf-8-sig' if number == 1 else 'utf-8')
       except UnicodeDecodeError:
-        raise DataError(f'{path}:{number}: not UTF-8 text; save the file as '
-                        'UTF-8') from None
+        raise DataError(
+          f'{path}:{number}: not UTF-8 text; save the file as UTF-8'
+        ) from None
       if not text.strip():
         continue
       try:
@@ -110,13 +119,15 @@ def _csv_rows(path: str, header: bool, delimiter: str, strip: bool
           continue
         names = [f'column_{i}' for i in range(1, len(cells) + 1)]
       if len(cells) != len(names):
-        raise DataError(f'{path}:{number}: expected {len(names)} columns, '
-                        f'found {len(cells)}')
+        raise DataError(
+          f'{path}:{number}: expected {len(names)} columns, found {len(cells)}'
+        )
       yield 'text', dict(zip(names, cells))
 
 
 def _arrow_kind(data_type: Any) -> str:
   import pyarrow as pa
+
   if pa.types.is_dictionary(data_type):
     data_type = data_type.value_type
   if pa.types.is_integer(data_type):
@@ -130,29 +141,39 @@ def _parquet_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
   import pyarrow as pa
   import pyarrow.parquet as pq
   import tensorflow as tf
+
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
   try:
     reader = pq.ParquetFile(pa.BufferReader(data))
   except (OSError, pa.ArrowException) as e:
     raise DataError(f'{path}: not a Parquet file: {e}') from None
-  kinds = {field.name: _arrow_kind(field.type)
-           for field in reader.schema_arrow}
+  kinds = {field.name: _arrow_kind(field.type) for field in reader.schema_arrow}
   for batch in reader.iter_batches():
     for row in batch.to_pylist():
-      yield 'typed', {_csvheader.field_name(name): ([value], kinds[name])
-                      for name, value in row.items()}
+      yield (
+        'typed',
+        {
+          _csvheader.field_name(name): ([value], kinds[name])
+          for name, value in row.items()
+        },
+      )
 
 
 def _example_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
   import tensorflow as tf
+
   compression = 'GZIP' if path.lower().endswith('.gz') else None
-  kinds = {'int64_list': 'integer', 'float_list': 'real',
-           'bytes_list': 'discrete'}
+  kinds = {
+    'int64_list': 'integer',
+    'float_list': 'real',
+    'bytes_list': 'discrete',
+  }
   number = 0
   try:
     for number, record in enumerate(  # noqa: B007  (read by the error)
-        tf.data.TFRecordDataset(path, compression), start=1):
+      tf.data.TFRecordDataset(path, compression), start=1
+    ):
       example = tf.train.Example.FromString(record.numpy())
       row: dict[str, Any] = {}
       for name, feature in example.features.feature.items():
@@ -162,5 +183,7 @@ def _example_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
         row[name] = (list(getattr(feature, kind).value), kinds[kind])
       yield 'typed', row
   except tf.errors.OpError as e:
-    raise DataError(f'{path}: after record {number}: not a TFRecord file '
-                    f'of tf.Example: {e.message.splitlines()[0]}') from None
+    raise DataError(
+      f'{path}: after record {number}: not a TFRecord file '
+      f'of tf.Example: {e.message.splitlines()[0]}'
+    ) from None

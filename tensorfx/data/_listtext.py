@@ -18,9 +18,14 @@ def text_schema(schema):
     >>> text_schema(schema)['history'].type.value
     'discrete'
   """
-  return Schema([
+  return Schema(
+    [
       dataclasses.replace(field, type='discrete', length=1, default='')
-      if field.multivalent else field for field in schema])
+      if field.multivalent
+      else field
+      for field in schema
+    ]
+  )
 
 
 def parse_lists(raw, schema):
@@ -41,6 +46,7 @@ def parse_lists(raw, schema):
   import tensorflow as tf
 
   from tensorfx.data import _transforms
+
   dtypes = _transforms.raw_feature_spec(schema)
   parsed = dict(raw)
   for field in schema:
@@ -49,15 +55,18 @@ def parse_lists(raw, schema):
     values = tf.strings.split(tf.strings.strip(raw[field.name]))
     dtype = dtypes[field.name].dtype
     if dtype != tf.string:
-      values = tf.ragged.map_flat_values(tf.strings.to_number, values,
-                                         out_type=dtype)
+      values = tf.ragged.map_flat_values(
+        tf.strings.to_number, values, out_type=dtype
+      )
     if field.length == 0:
       parsed[field.name] = values.to_sparse()
       continue
     check = tf.debugging.assert_equal(
-        values.row_lengths(), tf.constant(field.length, tf.int64),
-        message=f'field {field.name!r} needs {field.length} values, '
-        'separated by spaces')
+      values.row_lengths(),
+      tf.constant(field.length, tf.int64),
+      message=f'field {field.name!r} needs {field.length} values, '
+      'separated by spaces',
+    )
     with tf.control_dependencies([check]):
       parsed[field.name] = values.to_tensor(shape=[None, field.length])
   return parsed

@@ -78,8 +78,12 @@ class Metadata:
     """
     if name not in self._fields:
       raise _yaml.Invalid(
-          'Metadata', (), f'no statistics for field {name!r}; the fields are '
-          f'{", ".join(self._fields) or "(none)"}', name)
+        'Metadata',
+        (),
+        f'no statistics for field {name!r}; the fields are '
+        f'{", ".join(self._fields) or "(none)"}',
+        name,
+      )
     return self._fields[name]
 
   def vocabulary(self, name):
@@ -96,12 +100,20 @@ class Metadata:
     vocabulary = stats.get('vocabulary')
     if vocabulary is None:
       raise _yaml.Invalid(
-          'Metadata', ('fields', name), 'the field has no vocabulary; only '
-          'discrete fields do', stats.get('type'), label='type')
+        'Metadata',
+        ('fields', name),
+        'the field has no vocabulary; only discrete fields do',
+        stats.get('type'),
+        label='type',
+      )
     if isinstance(vocabulary, tuple):
       return list(vocabulary)  # Already in order.
-    return [v for v, _ in sorted(vocabulary.items(),
-                                 key=lambda item: (-item[1], item[0]))]
+    return [
+      v
+      for v, _ in sorted(
+        vocabulary.items(), key=lambda item: (-item[1], item[0])
+      )
+    ]
 
   def __eq__(self, other):
     if not isinstance(other, Metadata):
@@ -113,8 +125,10 @@ class Metadata:
   __hash__ = None  # type: ignore[assignment]
 
   def __repr__(self):
-    return (f'Metadata(instances={self._instances!r}, '
-            f'fields={_thawed(self._fields)!r})')
+    return (
+      f'Metadata(instances={self._instances!r}, '
+      f'fields={_thawed(self._fields)!r})'
+    )
 
   @classmethod
   def from_dict(cls, data, source='<dict>'):
@@ -128,8 +142,12 @@ class Metadata:
       DataError: the mapping is invalid; names the source and key path.
     """
     where = _yaml.Where(source)
-    _check(data, lambda path, problem, value=_yaml.NOTHING: where.locate(
-        data, path).error(problem, value))
+    _check(
+      data,
+      lambda path, problem, value=_yaml.NOTHING: where.locate(data, path).error(
+        problem, value
+      ),
+    )
     return cls(data['instances'], data['fields'])
 
   def to_dict(self):
@@ -152,11 +170,14 @@ class Metadata:
     try:
       data = json.loads(text)
     except json.JSONDecodeError as e:
-      raise DataError(f'{source}:{e.lineno}:{e.colno}: invalid JSON: '
-                            f'{e.msg}.') from None
+      raise DataError(
+        f'{source}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}.'
+      ) from None
     if _legacy(data):
-      data = {'instances': 0, 'fields': {
-          name: _from_legacy(stats) for name, stats in data.items()}}
+      data = {
+        'instances': 0,
+        'fields': {name: _from_legacy(stats) for name, stats in data.items()},
+      }
     return cls.from_dict(data, source)
 
   @classmethod
@@ -170,6 +191,7 @@ class Metadata:
       DataError: the file is missing or invalid; names the path.
     """
     import tensorflow as tf
+
     path = str(path)
     if tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)
@@ -193,6 +215,7 @@ class Metadata:
       The path of the file written.
     """
     import tensorflow as tf
+
     path = str(path)
     if path.endswith('/') or tf.io.gfile.isdir(path):
       path = posixpath.join(path, _FILE)
@@ -213,8 +236,9 @@ def _legacy(data):
     if not isinstance(stats, dict) or not stats:
       return False
     keys = set(stats)
-    if not (keys <= set(_LEGACY_NUMERIC) and {'min', 'max'} <= keys) and \
-        keys != set(_LEGACY_DISCRETE):
+    if not (
+      keys <= set(_LEGACY_NUMERIC) and {'min', 'max'} <= keys
+    ) and keys != set(_LEGACY_DISCRETE):
       return False
   return True
 
@@ -222,11 +246,14 @@ def _legacy(data):
 def _from_legacy(stats):
   if 'entries' in stats:
     entries = stats['entries']
-    return {'type': 'discrete', 'count': 0,
-            'vocabulary': [str(e) for e in entries]
-                          if isinstance(entries, list) else entries,
-            'vocabulary_size': len(entries) if isinstance(entries, list)
-                               else 0}
+    return {
+      'type': 'discrete',
+      'count': 0,
+      'vocabulary': [str(e) for e in entries]
+      if isinstance(entries, list)
+      else entries,
+      'vocabulary_size': len(entries) if isinstance(entries, list) else 0,
+    }
   return dict({'type': 'real', 'count': 0}, **stats)
 
 
@@ -252,12 +279,16 @@ def _invalid(path, problem, value=_yaml.NOTHING):
 def _check(data, fail=_invalid):
   """Validates a metadata mapping; `fail(path, problem, value)` makes errors."""
   if not isinstance(data, dict):
-    raise fail((), "metadata must be a mapping with 'instances' and "
-               "'fields'", data)
+    raise fail(
+      (), "metadata must be a mapping with 'instances' and 'fields'", data
+    )
   unknown = [k for k in data if k not in _KEYS]
   if unknown:
-    raise fail((unknown[0],), f'unknown key {unknown[0]!r}; accepted keys '
-               f'are {", ".join(_KEYS)}', data[unknown[0]])
+    raise fail(
+      (unknown[0],),
+      f'unknown key {unknown[0]!r}; accepted keys are {", ".join(_KEYS)}',
+      data[unknown[0]],
+    )
   for key in _KEYS:
     if key not in data:
       raise fail((), f'metadata needs {key!r}', _yaml.NOTHING)
@@ -266,8 +297,11 @@ def _check(data, fail=_invalid):
     raise fail(('instances',), 'instances must be an integer >= 0', instances)
   fields = data['fields']
   if not isinstance(fields, (dict, types.MappingProxyType)):
-    raise fail(('fields',), 'fields must be a mapping of field name to '
-               'statistics', fields)
+    raise fail(
+      ('fields',),
+      'fields must be a mapping of field name to statistics',
+      fields,
+    )
   for name, stats in fields.items():
     if not isinstance(name, str):
       raise fail(('fields',), 'field names must be strings', name)
@@ -275,13 +309,18 @@ def _check(data, fail=_invalid):
       raise fail(('fields', name), 'statistics must be a mapping', stats)
     count = stats.get('count', 0)
     if not _is_int(count) or count < 0:
-      raise fail(('fields', name, 'count'), 'count must be an integer >= 0',
-                 count)
+      raise fail(
+        ('fields', name, 'count'), 'count must be an integer >= 0', count
+      )
     vocabulary = stats.get('vocabulary', {})
     if isinstance(vocabulary, (list, tuple)):
       continue
     if not isinstance(vocabulary, (dict, types.MappingProxyType)) or any(
-        not _is_int(c) or c < 0 for c in vocabulary.values()):
-      raise fail(('fields', name, 'vocabulary'), 'vocabulary must map values '
-                 'to counts (integers >= 0), or list values in order',
-                 vocabulary)
+      not _is_int(c) or c < 0 for c in vocabulary.values()
+    ):
+      raise fail(
+        ('fields', name, 'vocabulary'),
+        'vocabulary must map values '
+        'to counts (integers >= 0), or list values in order',
+        vocabulary,
+      )

@@ -29,7 +29,7 @@ from tensorfx.data._schema import Schema
 
 # The marker of a missing integer: no CSV cell or number parses to it (both
 # readers take integers of magnitude below 2**63 only).
-INTEGER_MARKER = -2**63
+INTEGER_MARKER = -(2**63)
 # Policies the transform graph applies (the readers put the marker in).
 _IMPUTED = ('mean', 'median', 'mode', 'zero')
 # A real written as `nan` is missing where the field takes missing values.
@@ -68,8 +68,11 @@ def fill_value(field):
     return field.default
   if imputed(field):
     return marker(field)
-  if field.missing is None and field.length == 1 and \
-      field.type.value == 'discrete':
+  if (
+    field.missing is None
+    and field.length == 1
+    and field.type.value == 'discrete'
+  ):
     return ''
   return None
 
@@ -77,10 +80,14 @@ def fill_value(field):
 def hint(field):
   """How to fix a record whose value of the (required) `field` is missing."""
   if field.missing == 'error':
-    return ('every record needs it: fix the data, or skip such records '
-            '(--skip-bad-records)')
-  return (f'say what a missing {field.name} means in the schema (missing: '
-          'mean, median, mode or zero; or default: VALUE), or fix the data')
+    return (
+      'every record needs it: fix the data, or skip such records '
+      '(--skip-bad-records)'
+    )
+  return (
+    f'say what a missing {field.name} means in the schema (missing: '
+    'mean, median, mode or zero; or default: VALUE), or fix the data'
+  )
 
 
 def is_nan(value):
@@ -95,10 +102,14 @@ def required(schema, names):
   says: a record without its label cannot be trained on.
   """
   names = set(names)
-  return Schema([
+  return Schema(
+    [
       dataclasses.replace(field, missing='error', default=None)
-      if field.name in names and field.length == 1 else field
-      for field in schema])
+      if field.name in names and field.length == 1
+      else field
+      for field in schema
+    ]
+  )
 
 
 # In the transform graph.
@@ -107,6 +118,7 @@ def required(schema, names):
 def is_missing(value, field):
   """[B] bool: where a raw tensor of `field` holds its marker."""
   import tensorflow as tf
+
   if field.type.value == 'real':
     return tf.math.is_nan(value)
   return tf.equal(value, tf.constant(marker(field), value.dtype))
@@ -127,6 +139,7 @@ def impute(inputs, schema):
     A new dict: the imputed fields replaced, the others as they were.
   """
   import tensorflow as tf
+
   outputs = dict(inputs)
   for field in schema:
     if not imputed(field) or field.name not in inputs:
@@ -145,6 +158,7 @@ def _statistic(field, present):
   """The field's statistic over its present values, as a scalar of its type."""
   import tensorflow as tf
   import tensorflow_transform as tft
+
   dtype = present.dtype
   if field.missing == 'mode':
     return _mode(field, present)
@@ -152,9 +166,15 @@ def _statistic(field, present):
   if field.missing == 'mean':
     statistic = tft.mean(values, name=f'missing_mean_{field.name}')
   else:
-    statistic = tf.reshape(tft.quantiles(
-        values, num_buckets=2, epsilon=0.001,
-        name=f'missing_median_{field.name}'), [-1])[0]
+    statistic = tf.reshape(
+      tft.quantiles(
+        values,
+        num_buckets=2,
+        epsilon=0.001,
+        name=f'missing_median_{field.name}',
+      ),
+      [-1],
+    )[0]
   # No value present at all: impute zero.
   statistic = tf.where(tf.math.is_finite(statistic), statistic, 0.0)
   if dtype.is_integer:
@@ -166,34 +186,53 @@ def _mode(field, present):
   """The most frequent present value, read back from a 1-entry vocabulary."""
   import tensorflow as tf
   import tensorflow_transform as tft
+
   dtype = present.dtype
-  text = present if dtype == tf.string else tf.strings.as_string(
-      present, precision=9, scientific=True) if dtype.is_floating else \
-      tf.strings.as_string(present)
+  text = (
+    present
+    if dtype == tf.string
+    else tf.strings.as_string(present, precision=9, scientific=True)
+    if dtype.is_floating
+    else tf.strings.as_string(present)
+  )
   from tensorflow_transform import tf_utils
+
   vocabulary = tft.vocabulary(
-      text, top_k=1, weights=tf.ones_like(text, tf.float32),
-      vocab_filename=f'missing_mode_{field.name}')
+    text,
+    top_k=1,
+    weights=tf.ones_like(text, tf.float32),
+    vocab_filename=f'missing_mode_{field.name}',
+  )
 
   def line_table(path):
-    return tf.lookup.StaticHashTable(tf.lookup.TextFileInitializer(
-        path, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
-        tf.lookup.TextFileIndex.WHOLE_LINE), default_value='')
+    return tf.lookup.StaticHashTable(
+      tf.lookup.TextFileInitializer(
+        path,
+        tf.int64,
+        tf.lookup.TextFileIndex.LINE_NUMBER,
+        tf.string,
+        tf.lookup.TextFileIndex.WHOLE_LINE,
+      ),
+      default_value='',
+    )
 
   # As tf.Transform builds its own tables: initialized once, not per call.
   mode, _ = tf_utils.construct_and_lookup_table(
-      line_table, vocabulary, tf.constant([0], tf.int64))
+    line_table, vocabulary, tf.constant([0], tf.int64)
+  )
   mode = mode[0]
   if dtype == tf.string:
     return mode
   # An empty vocabulary holds a placeholder, not a number: impute zero.
   number = tf.strings.regex_full_match(mode, r'[+-]?[0-9.eE+-]+')
-  value = tf.strings.to_number(tf.where(number, mode, '0'),
-                               tf.float64 if dtype.is_floating else tf.int64)
+  value = tf.strings.to_number(
+    tf.where(number, mode, '0'), tf.float64 if dtype.is_floating else tf.int64
+  )
   return tf.cast(value, dtype)
 
 
 def indicator(value, field):
   """[B] float32: 1.0 where the raw value of `field` is missing."""
   import tensorflow as tf
+
   return tf.cast(is_missing(value, field), tf.float32)

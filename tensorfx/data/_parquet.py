@@ -28,12 +28,15 @@ _BATCH_ROWS = 8192
 
 def _dtype(field: SchemaField) -> Any:
   import tensorflow as tf
-  return {'integer': tf.int64, 'real': tf.float32,
-          'discrete': tf.string}[field.type.value]
+
+  return {'integer': tf.int64, 'real': tf.float32, 'discrete': tf.string}[
+    field.type.value
+  ]
 
 
-def convert(batch: Any, schema: Schema, where: str,
-            first_row: int = 1) -> dict[str, Any]:
+def convert(
+  batch: Any, schema: Schema, where: str, first_row: int = 1
+) -> dict[str, Any]:
   """The columns of a pyarrow RecordBatch (or Table) as the schema's arrays.
 
   Example:
@@ -57,18 +60,21 @@ def convert(batch: Any, schema: Schema, where: str,
   columns: dict[str, Any] = {}
   for field in schema:
     if field.name not in names:
-      raise DataError(f'{where}: no column {field.name!r}; its columns are '
-                      f'{", ".join(names)}.')
-    columns[field.name] = _column(batch.column(names.index(field.name)),
-                                  field, where, first_row)
+      raise DataError(
+        f'{where}: no column {field.name!r}; its columns are '
+        f'{", ".join(names)}.'
+      )
+    columns[field.name] = _column(
+      batch.column(names.index(field.name)), field, where, first_row
+    )
   return columns
 
 
-def _column(array: Any, field: SchemaField, where: str,
-            first_row: int) -> Any:
+def _column(array: Any, field: SchemaField, where: str, first_row: int) -> Any:
   import numpy as np
   import pyarrow as pa
   import pyarrow.compute as pc
+
   if isinstance(array, pa.ChunkedArray):
     array = array.combine_chunks()
   if pa.types.is_dictionary(array.type):
@@ -76,19 +82,30 @@ def _column(array: Any, field: SchemaField, where: str,
   kind = field.type.value
   missing = array.is_null().to_numpy(zero_copy_only=False)
   if kind == 'discrete':
-    text = array if pa.types.is_string(array.type) or \
-        pa.types.is_large_string(array.type) else pc.cast(array, pa.string())
+    text = (
+      array
+      if pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+      else pc.cast(array, pa.string())
+    )
     values = text.fill_null('').to_numpy(zero_copy_only=False)
     if field.na_values:
       missing |= np.isin(values, list(field.na_values))
   else:
-    if not (pa.types.is_integer(array.type) or
-            pa.types.is_floating(array.type) or
-            pa.types.is_decimal(array.type)):
-      raise DataError(f'{where}: column {field.name!r} holds {array.type}, '
-                      f'not numbers; the schema says {kind}.')
-    values = pc.cast(array, pa.float64() if kind == 'real' or
-                     not pa.types.is_integer(array.type) else pa.int64())
+    if not (
+      pa.types.is_integer(array.type)
+      or pa.types.is_floating(array.type)
+      or pa.types.is_decimal(array.type)
+    ):
+      raise DataError(
+        f'{where}: column {field.name!r} holds {array.type}, '
+        f'not numbers; the schema says {kind}.'
+      )
+    values = pc.cast(
+      array,
+      pa.float64()
+      if kind == 'real' or not pa.types.is_integer(array.type)
+      else pa.int64(),
+    )
     values = values.fill_null(0).to_numpy(zero_copy_only=False)
     if values.dtype.kind == 'f':
       missing |= np.isnan(values)
@@ -96,14 +113,18 @@ def _column(array: Any, field: SchemaField, where: str,
         fractional = ~missing & (values != np.round(values))
         if fractional.any():
           row = int(np.argmax(fractional))
-          raise DataError(f'{where}: row {first_row + row}: column '
-                          f'{field.name!r} is not an integer: {values[row]}')
+          raise DataError(
+            f'{where}: row {first_row + row}: column '
+            f'{field.name!r} is not an integer: {values[row]}'
+          )
   if missing.any():
     fill = _missing.fill_value(field)
     if fill is None:
       row = int(np.argmax(missing))
-      raise DataError(f'{where}: row {first_row + row}: column '
-                      f'{field.name!r} is null; {_missing.hint(field)}')
+      raise DataError(
+        f'{where}: row {first_row + row}: column '
+        f'{field.name!r} is null; {_missing.hint(field)}'
+      )
     values = values.copy()
     values[missing] = fill
   if kind == 'integer':
@@ -113,12 +134,14 @@ def _column(array: Any, field: SchemaField, where: str,
   return values.astype(object)
 
 
-def batches(path: str, schema: Schema,
-            rows: int = _BATCH_ROWS) -> Iterator[dict[str, Any]]:
+def batches(
+  path: str, schema: Schema, rows: int = _BATCH_ROWS
+) -> Iterator[dict[str, Any]]:
   """Yields the converted columns of one Parquet file, a batch at a time."""
   import pyarrow as pa
   import pyarrow.parquet as pq
   import tensorflow as tf
+
   source = path
   if '://' in path:
     # pyarrow cannot read a tf.io.gfile file: the file is read whole.
@@ -154,17 +177,24 @@ class ParquetDataSource(DataSource):
     for field in schema:
       if field.length != 1:
         raise DataError(
-            f'Parquet sources read one value per column; field '
-            f'{field.name!r} has length {field.length}. Use ExamplesDataSet '
-            'for list fields.')
+          f'Parquet sources read one value per column; field '
+          f'{field.name!r} has length {field.length}. Use ExamplesDataSet '
+          'for list fields.'
+        )
     self._error: str | None = None
 
-  def read(self, batch_size: int, epochs: int | None = 1,
-           shuffle: bool = False, seed: int | None = None,
-           shuffle_buffer: int = 10000) -> Any:
+  def read(
+    self,
+    batch_size: int,
+    epochs: int | None = 1,
+    shuffle: bool = False,
+    seed: int | None = None,
+    shuffle_buffer: int = 10000,
+  ) -> Any:
     import random
 
     import tensorflow as tf
+
     files = self.files()
     _validation.watch(self)
     names = [f.name for f in self.schema]
@@ -183,8 +213,12 @@ class ParquetDataSource(DataSource):
         self._error = str(e)
         raise
 
-    ds = tf.data.Dataset.from_generator(generate, output_signature={
-        f.name: tf.TensorSpec([None], _dtype(f)) for f in self.schema})
+    ds = tf.data.Dataset.from_generator(
+      generate,
+      output_signature={
+        f.name: tf.TensorSpec([None], _dtype(f)) for f in self.schema
+      },
+    )
     ds = ds.unbatch()
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -200,6 +234,7 @@ class ParquetDataSource(DataSource):
     import apache_beam as beam
 
     from tensorfx.data import _arrow
+
     schema = self.schema
 
     def read_file(path: str) -> Iterator[Any]:
@@ -232,12 +267,20 @@ class ParquetDataSet(DataSet):
     DataError: a keyword is neither an option nor a source.
   """
 
-  def __init__(self, schema: Any, metadata: Any = None, features: Any = None,
-               **sources: Any) -> None:
-    _sourceargs.check_sources('ParquetDataSet', sources,
-                           ('schema', 'metadata', 'features'),
-                           _sourceargs.is_paths,
-                           'a path, pattern or list of them')
+  def __init__(
+    self,
+    schema: Any,
+    metadata: Any = None,
+    features: Any = None,
+    **sources: Any,
+  ) -> None:
+    _sourceargs.check_sources(
+      'ParquetDataSet',
+      sources,
+      ('schema', 'metadata', 'features'),
+      _sourceargs.is_paths,
+      'a path, pattern or list of them',
+    )
     super().__init__(schema, metadata=metadata, features=features)
     for name, paths in sources.items():
       if paths is None:

@@ -26,17 +26,21 @@ def expand(paths, what='data'):
     DataError: when a path or pattern matches no file.
   """
   import tensorflow as tf
+
   files: list[str] = []
   for pattern in as_list(paths):
     try:
       matches = sorted(tf.io.gfile.glob(pattern))
     except tf.errors.OpError as e:
-      raise DataError(f'Cannot list {what} files {pattern!r}: {e.message}') \
-          from None
+      raise DataError(
+        f'Cannot list {what} files {pattern!r}: {e.message}'
+      ) from None
     matches = [m for m in matches if not tf.io.gfile.isdir(m)]
     if not matches:
-      raise DataError(f'No {what} file matches {pattern!r}. Check the path; '
-                      'it must exist and be readable.')
+      raise DataError(
+        f'No {what} file matches {pattern!r}. Check the path; '
+        'it must exist and be readable.'
+      )
     files.extend(m for m in matches if m not in files)
   if not files:
     raise DataError(f'No {what} files were given.')

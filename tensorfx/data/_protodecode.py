@@ -24,6 +24,7 @@ from tensorfx.data import _protopaths
 def descriptor_set(descriptor: Any) -> bytes:
   """The serialized `FileDescriptorSet` of a message and its imports."""
   from google.protobuf import descriptor_pb2
+
   files = descriptor_pb2.FileDescriptorSet()
   seen = set()
 
@@ -42,17 +43,25 @@ def descriptor_set(descriptor: Any) -> bytes:
 
 def _output_type(field):
   import tensorflow as tf
+
   f = field
   if _protopaths.is_message(f) or f.type in (f.TYPE_STRING, f.TYPE_BYTES):
     return tf.string
   return {
-      f.TYPE_DOUBLE: tf.float64, f.TYPE_FLOAT: tf.float32,
-      f.TYPE_INT64: tf.int64, f.TYPE_SINT64: tf.int64,
-      f.TYPE_SFIXED64: tf.int64, f.TYPE_UINT64: tf.uint64,
-      f.TYPE_FIXED64: tf.uint64, f.TYPE_INT32: tf.int32,
-      f.TYPE_SINT32: tf.int32, f.TYPE_SFIXED32: tf.int32,
-      f.TYPE_ENUM: tf.int32, f.TYPE_UINT32: tf.uint32,
-      f.TYPE_FIXED32: tf.uint32, f.TYPE_BOOL: tf.bool,
+    f.TYPE_DOUBLE: tf.float64,
+    f.TYPE_FLOAT: tf.float32,
+    f.TYPE_INT64: tf.int64,
+    f.TYPE_SINT64: tf.int64,
+    f.TYPE_SFIXED64: tf.int64,
+    f.TYPE_UINT64: tf.uint64,
+    f.TYPE_FIXED64: tf.uint64,
+    f.TYPE_INT32: tf.int32,
+    f.TYPE_SINT32: tf.int32,
+    f.TYPE_SFIXED32: tf.int32,
+    f.TYPE_ENUM: tf.int32,
+    f.TYPE_UINT32: tf.uint32,
+    f.TYPE_FIXED32: tf.uint32,
+    f.TYPE_BOOL: tf.bool,
   }[f.type]
 
 
@@ -78,20 +87,30 @@ class Decoder:
   def _decode(self, serialized, descriptor, field):
     """[N, (k)] ragged values of one field of N serialized messages."""
     import tensorflow as tf
+
     # decode_proto refuses an empty batch (no element of a record matched,
     # a record without elements): one empty message more, dropped after.
     sizes, (values,) = tf.io.decode_proto(
-        tf.concat([serialized, tf.constant([b''])], 0), descriptor.full_name,
-        [field.name], [_output_type(field)], descriptor_source=self._source)
+      tf.concat([serialized, tf.constant([b''])], 0),
+      descriptor.full_name,
+      [field.name],
+      [_output_type(field)],
+      descriptor_source=self._source,
+    )
     sizes, values = sizes[:-1], values[:-1]
     lengths = sizes[:, 0]
-    if not _protopaths.is_repeated(field) and not _protopaths.is_message(
-        field) and not getattr(field, 'has_presence', False):
+    if (
+      not _protopaths.is_repeated(field)
+      and not _protopaths.is_message(field)
+      and not getattr(field, 'has_presence', False)
+    ):
       # proto3: an unset scalar reads its default, as protobuf reads it.
       dense = tf.reshape(values, [-1, tf.shape(values)[1]])
-      default = tf.zeros([tf.shape(serialized)[0], 1], values.dtype) if (
-          values.dtype != tf.string) else tf.fill(
-              [tf.shape(serialized)[0], 1], '')
+      default = (
+        tf.zeros([tf.shape(serialized)[0], 1], values.dtype)
+        if (values.dtype != tf.string)
+        else tf.fill([tf.shape(serialized)[0], 1], '')
+      )
       dense = tf.concat([dense, default], axis=1)[:, :1]
       return tf.RaggedTensor.from_tensor(dense)
     return tf.RaggedTensor.from_tensor(values, lengths=lengths)
@@ -99,98 +118,120 @@ class Decoder:
   def _walk(self, serialized, descriptor, parts, token=None):
     """[N, (k)] ragged values at `parts`, every level flattened."""
     import tensorflow as tf
+
     field = descriptor.fields_by_name[parts[0]]
     level = self._decode(serialized, descriptor, field)
     if len(parts) == 1:
       if token is not None:
         return tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.shape(level.flat_values)[0]], token),
-            level.row_lengths())
+          tf.fill([tf.shape(level.flat_values)[0]], token), level.row_lengths()
+        )
       return level
-    inner = self._walk(level.flat_values, field.message_type, parts[1:],
-                       token)
+    inner = self._walk(level.flat_values, field.message_type, parts[1:], token)
     return tf.RaggedTensor.from_row_lengths(
-        inner, level.row_lengths()).merge_dims(1, 2)
+      inner, level.row_lengths()
+    ).merge_dims(1, 2)
 
   def _select(self, serialized, descriptor, selection, lengths=False):
     import tensorflow as tf
+
     if isinstance(selection, _protopaths.Path):
-      return self._walk(serialized, descriptor, selection.parts,
-                        selection.token)
+      return self._walk(
+        serialized, descriptor, selection.parts, selection.token
+      )
     elements = self._walk(serialized, descriptor, selection.parts)
-    element_type = _protopaths.resolve(descriptor, selection.parts,
-                                       '')[-1].message_type
-    parts = [self._as_text(self._select(elements.flat_values, element_type,
-                                        item))
-             for item in selection.items]
+    element_type = _protopaths.resolve(descriptor, selection.parts, '')[
+      -1
+    ].message_type
+    parts = [
+      self._as_text(self._select(elements.flat_values, element_type, item))
+      for item in selection.items
+    ]
     joined = parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
     if lengths:
-      return tf.RaggedTensor.from_row_lengths(joined.row_lengths(),
-                                              elements.row_lengths())
+      return tf.RaggedTensor.from_row_lengths(
+        joined.row_lengths(), elements.row_lengths()
+      )
     return tf.RaggedTensor.from_row_lengths(
-        joined, elements.row_lengths()).merge_dims(1, 2)
+      joined, elements.row_lengths()
+    ).merge_dims(1, 2)
 
   @staticmethod
   def _as_text(ragged):
     import tensorflow as tf
+
     if ragged.dtype == tf.string:
       return ragged
     if ragged.dtype.is_floating:
       # As protobuf's text: 1.5, 2 (not 2.000000).
       return tf.ragged.map_flat_values(
-          lambda v: tf.strings.as_string(v, shortest=True), ragged)
+        lambda v: tf.strings.as_string(v, shortest=True), ragged
+      )
     if ragged.dtype == tf.bool:
       return tf.ragged.map_flat_values(
-          lambda v: tf.where(v, 'true', 'false'), ragged)
+        lambda v: tf.where(v, 'true', 'false'), ragged
+      )
     return tf.ragged.map_flat_values(tf.strings.as_string, ragged)
 
   def _matched(self, spec, serialized, descriptor):
     """[N, (k)] values of the first element whose `where` matches."""
     import tensorflow as tf
+
     owner = spec.where[:-1]
     elements = self._walk(serialized, descriptor, owner)
-    element_type = _protopaths.resolve(descriptor, owner,
-                                       '')[-1].message_type
-    keys = self._as_text(self._walk(elements.flat_values, element_type,
-                                    spec.where[-1:]))
+    element_type = _protopaths.resolve(descriptor, owner, '')[-1].message_type
+    keys = self._as_text(
+      self._walk(elements.flat_values, element_type, spec.where[-1:])
+    )
     keys = keys.to_tensor(default_value='', shape=[None, 1])[:, 0]
     # RE2 matches whole strings: `(?:REGEX).*` is Python's re.match.
-    hits = tf.cast(tf.strings.regex_full_match(
-        keys, f'(?s)(?:{spec.match}).*'), tf.int64)
+    hits = tf.cast(
+      tf.strings.regex_full_match(keys, f'(?s)(?:{spec.match}).*'), tf.int64
+    )
     rows = elements.value_rowids()
     # How many hits up to each element, within its row: 1 at the first.
     running = tf.cumsum(hits)
     before = tf.gather(tf.concat([[0], running], 0), elements.row_starts())
-    first = tf.logical_and(hits > 0,
-                           running - tf.gather(before, rows) == 1)
+    first = tf.logical_and(hits > 0, running - tf.gather(before, rows) == 1)
     counts = tf.math.unsorted_segment_sum(
-        tf.cast(first, tf.int64), rows, elements.nrows())
+      tf.cast(first, tf.int64), rows, elements.nrows()
+    )
     inner = _relative(spec.selection, len(owner))
-    values = self._select(tf.boolean_mask(elements.flat_values, first),
-                          element_type, inner, spec.lengths)
+    values = self._select(
+      tf.boolean_mask(elements.flat_values, first),
+      element_type,
+      inner,
+      spec.lengths,
+    )
     return tf.RaggedTensor.from_row_lengths(values, counts).merge_dims(1, 2)
 
   def _field(self, spec, serialized, descriptor):
     import tensorflow as tf
+
     if spec.match is not None:
       values = self._matched(spec, serialized, descriptor)
     else:
-      values = self._select(serialized, descriptor, spec.selection,
-                            spec.lengths)
+      values = self._select(
+        serialized, descriptor, spec.selection, spec.lengths
+      )
     if spec.reduce == 'count':
-      return tf.RaggedTensor.from_tensor(
-          values.row_lengths()[:, tf.newaxis])
+      return tf.RaggedTensor.from_tensor(values.row_lengths()[:, tf.newaxis])
     if spec.reduce is not None:
       if values.dtype == tf.string or spec.reduce == 'first':
         return values[:, :1]
       values = tf.cast(values, tf.float64)
-      reduce = {'mean': tf.reduce_mean, 'sum': tf.reduce_sum,
-                'min': tf.reduce_min, 'max': tf.reduce_max}[spec.reduce]
+      reduce = {
+        'mean': tf.reduce_mean,
+        'sum': tf.reduce_sum,
+        'min': tf.reduce_min,
+        'max': tf.reduce_max,
+      }[spec.reduce]
       present = values.row_lengths() > 0
       # No values: nothing to reduce (a missing value, not NaN).
       return tf.RaggedTensor.from_row_lengths(
-          tf.boolean_mask(reduce(values, axis=1), present),
-          tf.cast(present, tf.int64))
+        tf.boolean_mask(reduce(values, axis=1), present),
+        tf.cast(present, tf.int64),
+      )
     return values
 
   def decode(self, serialized, for_prediction=False):
@@ -202,6 +243,7 @@ class Decoder:
         the fields under `examples` (measurements, targets) are left out.
     """
     import tensorflow as tf
+
     records = serialized
     rows: Any | None = None
     element_type = None
@@ -210,8 +252,9 @@ class Decoder:
       found = self._walk(serialized, self._descriptor, self._examples)
       rows = found.value_rowids()
       elements = found.flat_values
-      element_type = _protopaths.resolve(self._descriptor, self._examples,
-                                         '')[-1].message_type
+      element_type = _protopaths.resolve(self._descriptor, self._examples, '')[
+        -1
+      ].message_type
     outputs: dict[str, Any] = {}
     for name, spec in self._specs.items():
       if for_prediction and spec.match is not None:
@@ -222,8 +265,9 @@ class Decoder:
         if for_prediction:
           continue
         depth = len(spec.parts) - len(under)
-        local = _protopaths.FieldSpec(_relative(spec.selection, depth),
-                                      spec.lengths, spec.reduce)
+        local = _protopaths.FieldSpec(
+          _relative(spec.selection, depth), spec.lengths, spec.reduce
+        )
         values = self._field(local, elements, element_type)
       else:
         values = self._field(spec, records, self._descriptor)
@@ -233,24 +277,31 @@ class Decoder:
     return outputs
 
   def _under_examples(self, parts: tuple[str, ...]):
-    if self._examples is not None and \
-        parts[:len(self._examples)] == self._examples:
-      return parts[len(self._examples):]
+    if (
+      self._examples is not None
+      and parts[: len(self._examples)] == self._examples
+    ):
+      return parts[len(self._examples) :]
     return None
 
   def _shaped(self, name, values):
     """The schema's dtype and shape (dense, [B, N] or sparse) of a field."""
     import tensorflow as tf
+
     field = self._schema[name]
-    dtype = {'integer': tf.int64, 'real': tf.float32,
-             'discrete': tf.string}[field.type.value]
+    dtype = {'integer': tf.int64, 'real': tf.float32, 'discrete': tf.string}[
+      field.type.value
+    ]
     if dtype == tf.string:
       values = self._as_text(values)
     else:
       if values.dtype == tf.string:
         raise tf.errors.InvalidArgumentError(
-            None, None, f'field {name!r}: the proto field is text, the '
-            f'schema says {field.type.value}')
+          None,
+          None,
+          f'field {name!r}: the proto field is text, the '
+          f'schema says {field.type.value}',
+        )
       values = tf.cast(values, dtype)
     lengths = values.row_lengths()
     if field.length == 0:
@@ -258,15 +309,20 @@ class Decoder:
     fill = _missing.fill_value(field)
     if field.length == 1 and fill is not None:
       check = tf.debugging.assert_less_equal(
-          lengths, tf.constant(1, lengths.dtype),
-          message=f'field {name!r}: more than one value in the message')
+        lengths,
+        tf.constant(1, lengths.dtype),
+        message=f'field {name!r}: more than one value in the message',
+      )
       with tf.control_dependencies([check]):
-        return values.to_tensor(default_value=tf.constant(fill, dtype),
-                                shape=[None, 1])[:, 0]
+        return values.to_tensor(
+          default_value=tf.constant(fill, dtype), shape=[None, 1]
+        )[:, 0]
     check = tf.debugging.assert_equal(
-        lengths, tf.constant(field.length, lengths.dtype),
-        message=f'field {name!r}: expected {field.length} value(s) in each '
-        'message')
+      lengths,
+      tf.constant(field.length, lengths.dtype),
+      message=f'field {name!r}: expected {field.length} value(s) in each '
+      'message',
+    )
     with tf.control_dependencies([check]):
       dense = tf.reshape(values.flat_values, [-1, field.length])
     return dense[:, 0] if field.length == 1 else dense

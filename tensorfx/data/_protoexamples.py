@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def to_examples(source: Any, values: Sequence[bytes]
-                ) -> list[tuple[bytes | None, str | None]]:
+def to_examples(
+  source: Any, values: Sequence[bytes]
+) -> list[tuple[bytes | None, str | None]]:
   """`(serialized tf.Example, None)` or `(None, problem)` per record.
 
   Args:
@@ -21,6 +22,7 @@ def to_examples(source: Any, values: Sequence[bytes]
     values: serialized messages.
   """
   import tensorflow as tf
+
   if not values:
     return []
   try:
@@ -30,13 +32,15 @@ def to_examples(source: Any, values: Sequence[bytes]
     for value in values:
       problem = source.proto_format.problem(value)
       if problem is None:
-        results.extend(to_examples(source, [value]) if len(values) > 1 else
-                       [(None, 'does not decode as the schema says')])
+        results.extend(
+          to_examples(source, [value])
+          if len(values) > 1
+          else [(None, 'does not decode as the schema says')]
+        )
       else:
         results.append((None, problem))
     return results
-  columns = {name: _rows(value, len(values)) for name, value in
-             decoded.items()}
+  columns = {name: _rows(value, len(values)) for name, value in decoded.items()}
   examples: list[tuple[bytes | None, str | None]] = []
   for index in range(len(values)):
     example = tf.train.Example()
@@ -57,6 +61,7 @@ def to_examples(source: Any, values: Sequence[bytes]
 def _rows(value: Any, count: int) -> list:
   """One list of values per record, from a [B], [B, N] or sparse tensor."""
   import tensorflow as tf
+
   if isinstance(value, tf.SparseTensor):
     rows: list = [[] for _ in range(count)]
     for (row, _), item in zip(value.indices.numpy(), value.values.numpy()):

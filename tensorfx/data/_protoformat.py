@@ -38,12 +38,16 @@ def message_class(message: Any) -> Any:
     try:
       found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError) as e:
-      raise DataError(f'message {message!r} does not import ({e}); give '
-                      "'package.module:MessageClass'.") from None
+      raise DataError(
+        f'message {message!r} does not import ({e}); give '
+        "'package.module:MessageClass'."
+      ) from None
     message = found
   if not hasattr(message, 'DESCRIPTOR') or not hasattr(message, 'FromString'):
-    raise DataError('message must be a protocol buffer message class or its '
-                    f'import path. Received: message={message!r}')
+    raise DataError(
+      'message must be a protocol buffer message class or its '
+      f'import path. Received: message={message!r}'
+    )
   return message
 
 
@@ -78,35 +82,53 @@ class ProtoFormat:
     DataError: a path the message does not have, naming it.
   """
 
-  def __init__(self, message: Any, fields: Mapping[str, Any],
-               examples: str | None = None,
-               annotate: Annotator | None = None):
+  def __init__(
+    self,
+    message: Any,
+    fields: Mapping[str, Any],
+    examples: str | None = None,
+    annotate: Annotator | None = None,
+  ):
     self.message = message_class(message)
     descriptor = self.message.DESCRIPTOR
     if not isinstance(fields, Mapping) or not fields:
-      raise DataError('fields must map schema field names to paths in the '
-                      f'message. Received: fields={fields!r}')
-    self.fields = {name: _protopaths.parse_spec(spec, f'field {name!r}')
-                   for name, spec in fields.items()}
+      raise DataError(
+        'fields must map schema field names to paths in the '
+        f'message. Received: fields={fields!r}'
+      )
+    self.fields = {
+      name: _protopaths.parse_spec(spec, f'field {name!r}')
+      for name, spec in fields.items()
+    }
     for name, spec in self.fields.items():
       _protopaths.check(descriptor, spec, f'field {name!r}')
     if examples is not None:
-      found = _protopaths.resolve(descriptor, tuple(examples.split('.')),
-                                  'examples')
-      if not (_protopaths.is_repeated(found[-1]) and
-              _protopaths.is_message(found[-1])):
-        raise DataError('examples must be the path of a repeated message '
-                        f'field. Received: examples={examples!r}')
+      found = _protopaths.resolve(
+        descriptor, tuple(examples.split('.')), 'examples'
+      )
+      if not (
+        _protopaths.is_repeated(found[-1]) and _protopaths.is_message(found[-1])
+      ):
+        raise DataError(
+          'examples must be the path of a repeated message '
+          f'field. Received: examples={examples!r}'
+        )
       depth = len(found)
       for name, spec in self.fields.items():
         if spec.match is not None:
-          raise DataError(f'field {name!r}: where/match picks one element '
-                          'of a record; it reads records, not the elements '
-                          f'of {examples!r} (give no examples).')
-        if spec.parts[:depth] == tuple(examples.split('.')) and \
-            len(spec.parts) == depth:
-          raise DataError(f'field {name!r}: select a field of each element '
-                          f'of {examples!r}, not the elements themselves.')
+          raise DataError(
+            f'field {name!r}: where/match picks one element '
+            'of a record; it reads records, not the elements '
+            f'of {examples!r} (give no examples).'
+          )
+        if (
+          spec.parts[:depth] == tuple(examples.split('.'))
+          and len(spec.parts) == depth
+        ):
+          raise DataError(
+            f'field {name!r}: select a field of each element '
+            f'of {examples!r}, not the elements themselves.'
+          )
     self.examples = examples
     self.annotate = annotate
 
@@ -126,20 +148,24 @@ class ProtoFormat:
     extra = [name for name in self.fields if name not in names]
     if missing or extra:
       raise DataError(
-          f'The schema and the fields of {self.descriptor.full_name} '
-          f'differ: {"schema fields without a path: " + ", ".join(missing) if missing else ""}'
-          f'{"; " if missing and extra else ""}'
-          f'{"paths of no schema field: " + ", ".join(extra) if extra else ""}.')
+        f'The schema and the fields of {self.descriptor.full_name} '
+        f'differ: {"schema fields without a path: " + ", ".join(missing) if missing else ""}'
+        f'{"; " if missing and extra else ""}'
+        f'{"paths of no schema field: " + ", ".join(extra) if extra else ""}.'
+      )
 
   def decoder(self, schema: Any) -> Any:
     """The in-graph `_protodecode.Decoder` of this format for `schema`."""
     from tensorfx.data import _protodecode
-    return _protodecode.Decoder(self.descriptor, self.fields, schema,
-                                self.examples)
+
+    return _protodecode.Decoder(
+      self.descriptor, self.fields, schema, self.examples
+    )
 
   def problem(self, value: bytes) -> str | None:
     """Why one record is not a message of this type, or None."""
     from google.protobuf import message as message_lib
+
     try:
       self.message.FromString(value)
     except (message_lib.DecodeError, RuntimeError, ValueError):
@@ -148,7 +174,10 @@ class ProtoFormat:
 
   def reading_options(self) -> dict[str, Any]:
     """What decides the records read, for the analysis' fingerprint."""
-    return {'message': self.descriptor.full_name,
-            'fields': {name: repr(spec) for name, spec in
-                       sorted(self.fields.items())},
-            'examples': self.examples}
+    return {
+      'message': self.descriptor.full_name,
+      'fields': {
+        name: repr(spec) for name, spec in sorted(self.fields.items())
+      },
+      'examples': self.examples,
+    }

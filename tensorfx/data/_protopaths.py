@@ -34,13 +34,13 @@ from typing import Any, Union
 from tensorfx._errors import DataError
 
 REDUCTIONS = ('mean', 'sum', 'min', 'max', 'first', 'count')
-_SPEC_KEYS = ('path', 'each', 'values', 'lengths', 'reduce', 'where',
-              'match')
+_SPEC_KEYS = ('path', 'each', 'values', 'lengths', 'reduce', 'where', 'match')
 
 
 @dataclasses.dataclass(frozen=True)
 class Path:
   """The values at a dotted path; `token` replaces each value present."""
+
   parts: tuple[str, ...]
   token: str | None = None
 
@@ -48,6 +48,7 @@ class Path:
 @dataclasses.dataclass(frozen=True)
 class Each:
   """Per element of a repeated message, the values of `items` in order."""
+
   parts: tuple[str, ...]
   items: tuple[Union['Path', 'Each'], ...]
 
@@ -60,6 +61,7 @@ class FieldSpec:
   the repeated message `where[:-1]` whose field `where[-1]` matches the
   regular expression `match` at its start.
   """
+
   selection: Path | Each
   lengths: bool = False
   reduce: str | None = None
@@ -73,8 +75,10 @@ class FieldSpec:
 
 def _parts(text: Any, where: str) -> tuple[str, ...]:
   if not isinstance(text, str) or not text.strip():
-    raise DataError(f'{where}: a path must be a non-empty dotted string of '
-                    f'field names. Received: {text!r}')
+    raise DataError(
+      f'{where}: a path must be a non-empty dotted string of '
+      f'field names. Received: {text!r}'
+    )
   parts = tuple(p.strip() for p in text.split('.'))
   if not all(parts):
     raise DataError(f'{where}: {text!r} has an empty field name.')
@@ -89,14 +93,22 @@ def _selection(value: Any, where: str) -> Path | Each:
     unknown = set(value) - {'each', 'values', 'lengths'}
     items = value.get('values')
     if unknown or not isinstance(items, (list, tuple)) or not items:
-      raise DataError(f'{where}: {{each: PATH, values: [SPEC, ...]}} takes a '
-                      'non-empty list of values. Received: '
-                      f'{dict(value)!r}')
-    return Each(_parts(value['each'], where),
-                tuple(_selection(item, f'{where}: values[{index}]')
-                      for index, item in enumerate(items)))
-  raise DataError(f"{where}: expected a path ('a.b.c'), a token ('a.b=T') "
-                  f'or {{each: PATH, values: [...]}}. Received: {value!r}')
+      raise DataError(
+        f'{where}: {{each: PATH, values: [SPEC, ...]}} takes a '
+        'non-empty list of values. Received: '
+        f'{dict(value)!r}'
+      )
+    return Each(
+      _parts(value['each'], where),
+      tuple(
+        _selection(item, f'{where}: values[{index}]')
+        for index, item in enumerate(items)
+      ),
+    )
+  raise DataError(
+    f"{where}: expected a path ('a.b.c'), a token ('a.b=T') "
+    f'or {{each: PATH, values: [...]}}. Received: {value!r}'
+  )
 
 
 def parse_spec(value: Any, where: str) -> FieldSpec:
@@ -115,17 +127,24 @@ def parse_spec(value: Any, where: str) -> FieldSpec:
   if isinstance(value, dict) and 'path' in value:
     unknown = set(value) - {'path', 'reduce', 'where', 'match'}
     if unknown:
-      raise DataError(f'{where}: unknown keys {sorted(unknown)}; a spec takes '
-                      f'{", ".join(_SPEC_KEYS)}.')
+      raise DataError(
+        f'{where}: unknown keys {sorted(unknown)}; a spec takes '
+        f'{", ".join(_SPEC_KEYS)}.'
+      )
     selection = _selection(value['path'], where)
   else:
     selection = _selection(
-        {k: v for k, v in value.items() if k != 'reduce'}
-        if isinstance(value, dict) else value, where)
+      {k: v for k, v in value.items() if k != 'reduce'}
+      if isinstance(value, dict)
+      else value,
+      where,
+    )
   reduce = value.get('reduce') if isinstance(value, dict) else None
   if reduce is not None and reduce not in REDUCTIONS:
-    raise DataError(f'{where}: reduce must be one of {", ".join(REDUCTIONS)}.'
-                    f' Received: reduce={reduce!r}')
+    raise DataError(
+      f'{where}: reduce must be one of {", ".join(REDUCTIONS)}.'
+      f' Received: reduce={reduce!r}'
+    )
   lengths = bool(value.get('lengths')) if isinstance(value, dict) else False
   if lengths and reduce is not None:
     raise DataError(f'{where}: lengths and reduce cannot be combined.')
@@ -133,25 +152,30 @@ def parse_spec(value: Any, where: str) -> FieldSpec:
   return FieldSpec(selection, lengths, reduce, owner, pattern)
 
 
-def _match(value: Any, where: str) -> tuple[tuple[str, ...] | None,
-                                             str | None]:
+def _match(value: Any, where: str) -> tuple[tuple[str, ...] | None, str | None]:
   """The `where` path and `match` pattern of a spec, checked."""
-  if not isinstance(value, dict) or ('where' not in value and
-                                     'match' not in value):
+  if not isinstance(value, dict) or (
+    'where' not in value and 'match' not in value
+  ):
     return None, None
   if 'where' not in value or 'match' not in value:
-    raise DataError(f'{where}: where (the path of the field to match) and '
-                    'match (a regular expression) go together. Received: '
-                    f'{dict(value)!r}')
+    raise DataError(
+      f'{where}: where (the path of the field to match) and '
+      'match (a regular expression) go together. Received: '
+      f'{dict(value)!r}'
+    )
   pattern = value['match']
   if not isinstance(pattern, str):
-    raise DataError(f'{where}: match must be a regular expression (text). '
-                    f'Received: match={pattern!r}')
+    raise DataError(
+      f'{where}: match must be a regular expression (text). '
+      f'Received: match={pattern!r}'
+    )
   try:
     re.compile(pattern)
   except re.error as e:
-    raise DataError(f'{where}: match={pattern!r} is not a regular '
-                    f'expression ({e}).') from None
+    raise DataError(
+      f'{where}: match={pattern!r} is not a regular expression ({e}).'
+    ) from None
   return _parts(value['where'], f'{where}: where'), pattern
 
 
@@ -176,15 +200,18 @@ def resolve(descriptor: Any, parts: tuple[str, ...], where: str) -> list:
   current = descriptor
   for index, part in enumerate(parts):
     if current is None:
-      raise DataError(f'{where}: {".".join(parts[:index])!r} is not a '
-                      'message; it has no field '
-                      f'{part!r}.')
+      raise DataError(
+        f'{where}: {".".join(parts[:index])!r} is not a '
+        'message; it has no field '
+        f'{part!r}.'
+      )
     field = current.fields_by_name.get(part)
     if field is None:
       raise DataError(
-          f'{where}: message {current.full_name} has no field {part!r} (it '
-          f'has {", ".join(f.name for f in current.fields)}). Received: '
-          f'{".".join(parts)!r}')
+        f'{where}: message {current.full_name} has no field {part!r} (it '
+        f'has {", ".join(f.name for f in current.fields)}). Received: '
+        f'{".".join(parts)!r}'
+      )
     fields.append(field)
     current = field.message_type
   return fields
@@ -196,8 +223,9 @@ def check(descriptor: Any, spec: FieldSpec, where: str) -> None:
   if spec.where is not None:
     _check_where(descriptor, spec, where)
   if spec.lengths and not isinstance(spec.selection, Each):
-    raise DataError(f'{where}: lengths: true needs {{each: PATH, values: '
-                    '[...]}}.')
+    raise DataError(
+      f'{where}: lengths: true needs {{each: PATH, values: [...]}}}}.'
+    )
 
 
 def _check_where(descriptor: Any, spec: FieldSpec, where: str) -> None:
@@ -205,17 +233,23 @@ def _check_where(descriptor: Any, spec: FieldSpec, where: str) -> None:
   fields = resolve(descriptor, spec.where or (), f'{where}: where')
   owner = (spec.where or ())[:-1]
   if not owner or not is_message(fields[-2]) or not is_repeated(fields[-2]):
-    raise DataError(f'{where}: where must be a field of a repeated message '
-                    "('MESSAGES.FIELD'). Received: where="
-                    f'{".".join(spec.where or ())!r}')
+    raise DataError(
+      f'{where}: where must be a field of a repeated message '
+      "('MESSAGES.FIELD'). Received: where="
+      f'{".".join(spec.where or ())!r}'
+    )
   if is_message(fields[-1]) or is_repeated(fields[-1]):
-    raise DataError(f'{where}: where must name a single scalar field to '
-                    'match. Received: where='
-                    f'{".".join(spec.where or ())!r}')
-  if spec.parts[:len(owner)] != owner or len(spec.parts) == len(owner):
-    raise DataError(f'{where}: path must select inside the elements of '
-                    f'{".".join(owner)!r}, the message where matches. '
-                    f'Received: path={".".join(spec.parts)!r}')
+    raise DataError(
+      f'{where}: where must name a single scalar field to '
+      'match. Received: where='
+      f'{".".join(spec.where or ())!r}'
+    )
+  if spec.parts[: len(owner)] != owner or len(spec.parts) == len(owner):
+    raise DataError(
+      f'{where}: path must select inside the elements of '
+      f'{".".join(owner)!r}, the message where matches. '
+      f'Received: path={".".join(spec.parts)!r}'
+    )
 
 
 def _check(descriptor, selection, where, counting=False):
@@ -223,12 +257,15 @@ def _check(descriptor, selection, where, counting=False):
   if isinstance(selection, Each):
     last = fields[-1]
     if not is_message(last):
-      raise DataError(f'{where}: each: {".".join(selection.parts)!r} must be '
-                      f'a message field; it is a {last.type} scalar.')
+      raise DataError(
+        f'{where}: each: {".".join(selection.parts)!r} must be '
+        f'a message field; it is a {last.type} scalar.'
+      )
     for item in selection.items:
       _check(last.message_type, item, where)
   elif is_message(fields[-1]) and selection.token is None and not counting:
     raise DataError(
-        f'{where}: {".".join(selection.parts)!r} is a message '
-        f'({fields[-1].message_type.full_name}); select its fields '
-        "('PATH.FIELD'), or a token for each present ('PATH=TOKEN').")
+      f'{where}: {".".join(selection.parts)!r} is a message '
+      f'({fields[-1].message_type.full_name}); select its fields '
+      "('PATH.FIELD'), or a token for each present ('PATH=TOKEN')."
+    )

@@ -50,8 +50,14 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     skip_bad_records: drop and count bad records instead of failing.
   """
 
-  def __init__(self, paths, schema, proto_format: ProtoFormat,
-               compression='auto', skip_bad_records=False):
+  def __init__(
+    self,
+    paths,
+    schema,
+    proto_format: ProtoFormat,
+    compression='auto',
+    skip_bad_records=False,
+  ):
     super().__init__(paths, schema, compression, skip_bad_records)
     proto_format.check_schema(schema)
     self.proto_format = proto_format
@@ -63,9 +69,11 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       self._decoders[key] = self.proto_format.decoder(self.schema)
     return self._decoders[key].decode(records, for_prediction)
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
+  def read(
+    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
+  ):
     import tensorflow as tf
+
     files = self.files()
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
@@ -74,27 +82,41 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       ds = ds.shuffle(len(files), seed=seed)
     no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
-        no_autograph(tf.data.TFRecordDataset),
-        cycle_length=min(len(files), _examples._CYCLE_LENGTH),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+      no_autograph(tf.data.TFRecordDataset),
+      cycle_length=min(len(files), _examples._CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=deterministic,
+    )
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
     decode = no_autograph(self._decode)
     if self.skip_bad_records and not self._counting:
-      ds = ds.map(no_autograph(lambda record: decode(record[tf.newaxis])),
-                  num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic).ignore_errors().unbatch()
+      ds = (
+        ds.map(
+          no_autograph(lambda record: decode(record[tf.newaxis])),
+          num_parallel_calls=tf.data.AUTOTUNE,
+          deterministic=deterministic,
+        )
+        .ignore_errors()
+        .unbatch()
+      )
       return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
     ds = ds.batch(batch_size)
     if self.skip_bad_records:
-      ds = ds.map(no_autograph(lambda records: decode(
-          tf.boolean_mask(records, self._good_records(records)))),
-                  num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic)
+      ds = ds.map(
+        no_autograph(
+          lambda records: decode(
+            tf.boolean_mask(records, self._good_records(records))
+          )
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+      )
     else:
-      ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
-                  deterministic=deterministic)
+      ds = ds.map(
+        decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
+      )
     if self.proto_format.examples:
       # A record makes any number of examples: batches of batch_size again.
       ds = ds.unbatch().batch(batch_size)
@@ -105,6 +127,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
   def record_problem(self, value: bytes) -> str | None:
     """Why one serialized record is bad, or None when it decodes."""
     import tensorflow as tf
+
     problem = self.proto_format.problem(value)
     if problem is not None:
       return problem
@@ -118,6 +141,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     """Decodes a batch; on failure finds, counts and logs its bad records."""
     import numpy as np
     import tensorflow as tf
+
     values = records.numpy()
     try:
       self._decode(tf.constant(values))
@@ -126,7 +150,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       pass
     problems = [self.record_problem(value) for value in values]
     bad = [p for p in problems if p is not None]
-    for problem in bad[:self._count_bad(len(bad))]:
+    for problem in bad[: self._count_bad(len(bad))]:
       logger.warning('Skipping a bad record: %s', problem)
     return np.array([p is None for p in problems], dtype=bool)
 
@@ -140,14 +164,18 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     pipeline's error, e.g. a tf.Example's, is not this source's).
     """
     import tensorflow as tf
-    if not isinstance(error, (tf.errors.InvalidArgumentError,
-                              tf.errors.DataLossError)):
+
+    if not isinstance(
+      error, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)
+    ):
       return None
     text = str(getattr(error, 'message', '') or error)
     decoding = 'DecodeProto' in text
     checks = {m.strip() for m in _FIELD_CHECK.findall(text)}
-    reading = isinstance(error, tf.errors.DataLossError) and \
-        _examplescan._RECORD_LOSS.search(text) is not None
+    reading = (
+      isinstance(error, tf.errors.DataLossError)
+      and _examplescan._RECORD_LOSS.search(text) is not None
+    )
     if not (decoding or checks or reading):
       return None
     for path, compression in zip(self.files(), self.compressions()):
@@ -165,14 +193,17 @@ class ProtoDataSource(_examples.ExamplesDataSource):
           return f'{path}: truncated or corrupt after record {index}'
     return None
 
-  def batches(self, path: str, compression: str,
-              on_bad_record=None) -> Iterator[dict]:
+  def batches(
+    self, path: str, compression: str, on_bad_record=None
+  ) -> Iterator[dict]:
     """Decoded batches of one file (numpy values), for the analysis."""
     import numpy as np
     import tensorflow as tf
+
     count = 0
     for records in tf.data.TFRecordDataset(path, compression).batch(
-        _ANALYSIS_BATCH):
+      _ANALYSIS_BATCH
+    ):
       values = records.numpy()
       try:
         decoded = self._decode(records)
@@ -180,8 +211,9 @@ class ProtoDataSource(_examples.ExamplesDataSource):
         problems = [self.record_problem(v) for v in values]
         if not self.skip_bad_records:
           index = next(i for i, p in enumerate(problems) if p is not None)
-          raise DataError(f'{path}: record {count + index + 1}: '
-                          f'{problems[index]}') from None
+          raise DataError(
+            f'{path}: record {count + index + 1}: {problems[index]}'
+          ) from None
         for index, problem in enumerate(problems):
           if problem is not None and on_bad_record is not None:
             on_bad_record(f'{path}: record {count + index + 1}: {problem}')
@@ -195,17 +227,20 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       yield decoded
 
   def reading_options(self):
-    return dict(super().reading_options(),
-                proto=self.proto_format.reading_options())
+    return dict(
+      super().reading_options(), proto=self.proto_format.reading_options()
+    )
 
   def record_batches(self, pipeline, label='ReadProtos'):
     import apache_beam as beam
 
     from tensorfx.data import _arrow
+
     pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
-    counter = beam.metrics.Metrics.counter(_arrow.COUNTER_NAMESPACE,
-                                           _arrow.BAD_RECORDS_COUNTER)
+    counter = beam.metrics.Metrics.counter(
+      _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
+    )
     source = self
 
     def batches(pair):
@@ -229,8 +264,11 @@ class ProtoDataSource(_examples.ExamplesDataSource):
 
 def _message(error) -> str:
   text = str(getattr(error, 'message', '') or error).splitlines()[0]
-  if 'Unable to parse' in text or 'parse' in text.lower() and \
-      'proto' in text.lower():
+  if (
+    'Unable to parse' in text
+    or 'parse' in text.lower()
+    and 'proto' in text.lower()
+  ):
     return 'does not parse as the message'
   for marker in ('field ',):
     at = text.find(marker + "'")
@@ -260,13 +298,22 @@ class ProtoDataSet(DataSet):
     **sources: named sources (`train=`, `eval=`), each paths or patterns.
   """
 
-  def __init__(self, schema, proto_format: ProtoFormat, metadata=None,
-               features=None, compression='auto', skip_bad_records=False,
-               **sources: Any):
+  def __init__(
+    self,
+    schema,
+    proto_format: ProtoFormat,
+    metadata=None,
+    features=None,
+    compression='auto',
+    skip_bad_records=False,
+    **sources: Any,
+  ):
     super().__init__(schema, metadata=metadata, features=features)
     if not isinstance(proto_format, ProtoFormat):
-      raise DataError('proto_format must be a ProtoFormat. Received: '
-                      f'proto_format={proto_format!r}')
+      raise DataError(
+        'proto_format must be a ProtoFormat. Received: '
+        f'proto_format={proto_format!r}'
+      )
     proto_format.check_schema(self.schema)
     self.proto_format = proto_format
     for name, paths in sources.items():
@@ -275,5 +322,5 @@ class ProtoDataSet(DataSet):
       if not _paths.as_list(paths):
         raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
       self._sources[name] = ProtoDataSource(
-          paths, self._reading_schema, proto_format, compression,
-          skip_bad_records)
+        paths, self._reading_schema, proto_format, compression, skip_bad_records
+      )

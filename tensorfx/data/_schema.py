@@ -10,8 +10,15 @@ from tensorfx.data._collection import NamedCollection
 from tensorfx.data._names import Names
 
 _IDENTIFIER = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
-_FIELD_KEYS = ('name', 'type', 'length', 'default', 'missing',
-               'na_values', 'description')
+_FIELD_KEYS = (
+  'name',
+  'type',
+  'length',
+  'default',
+  'missing',
+  'na_values',
+  'description',
+)
 # What a missing value of a field means (besides a constant `default`); see
 # tensorfx.data._missing.
 MISSING_POLICIES = ('mean', 'median', 'mode', 'zero', 'error')
@@ -25,6 +32,7 @@ class SchemaFieldType(enum.StrEnum):
     >>> SchemaFieldType('real').numeric
     True
   """
+
   INTEGER = 'integer'
   REAL = 'real'
   DISCRETE = 'discrete'
@@ -97,6 +105,7 @@ class SchemaField:
   Raises:
     DataError: a value is invalid; the message names it.
   """
+
   name: str
   type: SchemaFieldType
   length: int = 1
@@ -109,38 +118,65 @@ class SchemaField:
     subject = f'SchemaField {self.name!r}'
     if not is_identifier(self.name):
       raise _yaml.Invalid(
-          'SchemaField', ('name',), 'a field name must be letters, digits and '
-          'underscores, not starting with a digit', self.name)
+        'SchemaField',
+        ('name',),
+        'a field name must be letters, digits and '
+        'underscores, not starting with a digit',
+        self.name,
+      )
     try:
       kind = SchemaFieldType(self.type)
     except ValueError:
       raise _yaml.Invalid(
-          subject, ('type',), 'unknown field type'
-          f'{_yaml.did_you_mean(self.type, list(SchemaFieldType))}; '
-          f'accepted types are {_accepted_types()}', self.type) from None
+        subject,
+        ('type',),
+        'unknown field type'
+        f'{_yaml.did_you_mean(self.type, list(SchemaFieldType))}; '
+        f'accepted types are {_accepted_types()}',
+        self.type,
+      ) from None
     object.__setattr__(self, 'type', kind)
     if not _is_int(self.length) or self.length < 0:
       raise _yaml.Invalid(
-          subject, ('length',), 'length must be an integer >= 0 (1: scalar, '
-          'N > 1: N values, 0: any number of values)', self.length)
+        subject,
+        ('length',),
+        'length must be an integer >= 0 (1: scalar, '
+        'N > 1: N values, 0: any number of values)',
+        self.length,
+      )
     default = self.default
     if default is not None:
       if kind is SchemaFieldType.INTEGER and not _is_int(default):
-        raise _yaml.Invalid(subject, ('default',), 'the default of an '
-                            'integer field must be an integer', default)
+        raise _yaml.Invalid(
+          subject,
+          ('default',),
+          'the default of an integer field must be an integer',
+          default,
+        )
       if kind is SchemaFieldType.REAL:
         if not (_is_int(default) or isinstance(default, float)):
-          raise _yaml.Invalid(subject, ('default',), 'the default of a real '
-                              'field must be a number', default)
+          raise _yaml.Invalid(
+            subject,
+            ('default',),
+            'the default of a real field must be a number',
+            default,
+          )
         # 0 and 0.0 are equal anyway; a float keeps format() stable.
         object.__setattr__(self, 'default', float(default))
       if kind is SchemaFieldType.DISCRETE and not isinstance(default, str):
-        raise _yaml.Invalid(subject, ('default',), 'the default of a discrete '
-                            'field must be a string (quote it in YAML)',
-                            default)
+        raise _yaml.Invalid(
+          subject,
+          ('default',),
+          'the default of a discrete field must be a string (quote it in YAML)',
+          default,
+        )
     if not isinstance(self.description, str):
-      raise _yaml.Invalid(subject, ('description',),
-                          'description must be a string', self.description)
+      raise _yaml.Invalid(
+        subject,
+        ('description',),
+        'description must be a string',
+        self.description,
+      )
     self._check_missing(subject, kind)
     self._check_na_values(subject)
 
@@ -150,16 +186,26 @@ class SchemaField:
       tokens = (tokens,)
     if isinstance(tokens, (list, tuple)):
       # YAML reads -999 as a number; the cell is text.
-      tokens = tuple(str(t) if _is_int(t) or isinstance(t, float) else t
-                     for t in tokens)
+      tokens = tuple(
+        str(t) if _is_int(t) or isinstance(t, float) else t for t in tokens
+      )
     if not isinstance(tokens, (list, tuple)) or not all(
-        isinstance(t, str) and t for t in tokens):
-      raise _yaml.Invalid(subject, ('na_values',), 'na_values must be a list '
-                          "of non-empty strings (quote them in YAML: 'NA')",
-                          self.na_values)
+      isinstance(t, str) and t for t in tokens
+    ):
+      raise _yaml.Invalid(
+        subject,
+        ('na_values',),
+        'na_values must be a list '
+        "of non-empty strings (quote them in YAML: 'NA')",
+        self.na_values,
+      )
     if tokens and self.length != 1:
-      raise _yaml.Invalid(subject, ('na_values',), 'na_values applies to '
-                          'single-valued fields (length 1)', self.na_values)
+      raise _yaml.Invalid(
+        subject,
+        ('na_values',),
+        'na_values applies to single-valued fields (length 1)',
+        self.na_values,
+      )
     # Ordered, without repeats: equal schemas compare equal.
     object.__setattr__(self, 'na_values', tuple(dict.fromkeys(tokens)))
 
@@ -170,21 +216,38 @@ class SchemaField:
     policy = missing.strip().lower() if isinstance(missing, str) else missing
     if policy not in MISSING_POLICIES:
       raise _yaml.Invalid(
-          subject, ('missing',), 'unknown missing policy'
-          f'{_yaml.did_you_mean(missing, MISSING_POLICIES)}; missing must '
-          f'be one of {", ".join(MISSING_POLICIES)}', missing)
+        subject,
+        ('missing',),
+        'unknown missing policy'
+        f'{_yaml.did_you_mean(missing, MISSING_POLICIES)}; missing must '
+        f'be one of {", ".join(MISSING_POLICIES)}',
+        missing,
+      )
     if self.default is not None:
-      raise _yaml.Invalid(subject, ('missing',), 'give either missing (a '
-                          'policy) or default (a constant), not both',
-                          missing)
+      raise _yaml.Invalid(
+        subject,
+        ('missing',),
+        'give either missing (a policy) or default (a constant), not both',
+        missing,
+      )
     if self.length != 1:
-      raise _yaml.Invalid(subject, ('missing',), 'missing applies to '
-                          'single-valued fields (length 1); a list field '
-                          'takes a default, or is empty', missing)
+      raise _yaml.Invalid(
+        subject,
+        ('missing',),
+        'missing applies to '
+        'single-valued fields (length 1); a list field '
+        'takes a default, or is empty',
+        missing,
+      )
     if policy in _NUMERIC_POLICIES and not kind.numeric:
-      raise _yaml.Invalid(subject, ('missing',), f"missing: {policy} needs a "
-                          f'numeric field; {self.name!r} is discrete (use '
-                          "mode, or a default)", missing)
+      raise _yaml.Invalid(
+        subject,
+        ('missing',),
+        f'missing: {policy} needs a '
+        f'numeric field; {self.name!r} is discrete (use '
+        'mode, or a default)',
+        missing,
+      )
     object.__setattr__(self, 'missing', policy)
 
   @classmethod
@@ -281,12 +344,17 @@ class Schema(NamedCollection):
     index: dict[str, Any] = {}
     for i, field in enumerate(fields):
       if not isinstance(field, SchemaField):
-        raise _yaml.Invalid('Schema', ('fields', i),
-                            'expected a SchemaField', field)
+        raise _yaml.Invalid(
+          'Schema', ('fields', i), 'expected a SchemaField', field
+        )
       if field.name in index:
         raise _yaml.Invalid(
-            'Schema', ('fields', i, 'name'), f'duplicate field name; '
-            f'fields[{index[field.name]}] has the same name', field.name)
+          'Schema',
+          ('fields', i, 'name'),
+          f'duplicate field name; '
+          f'fields[{index[field.name]}] has the same name',
+          field.name,
+        )
       index[field.name] = i
     self._keep(fields)
 
@@ -335,8 +403,9 @@ class Schema(NamedCollection):
     for i, item in enumerate(items):
       item_where = items_where.at(items, i)
       if not isinstance(item, dict):
-        raise item_where.error('a field must be a mapping with a name and a '
-                               'type', item)
+        raise item_where.error(
+          'a field must be a mapping with a name and a type', item
+        )
       _yaml.check_keys(item_where, item, _FIELD_KEYS, 'a field')
       for key in ('name', 'type'):
         if key not in item:
@@ -363,6 +432,11 @@ class Schema(NamedCollection):
     tokens = tuple(tokens or ())
     if not tokens:
       return self
-    return Schema([
+    return Schema(
+      [
         dataclasses.replace(f, na_values=f.na_values + tokens)
-        if f.length == 1 else f for f in self._items])
+        if f.length == 1
+        else f
+        for f in self._items
+      ]
+    )

@@ -36,8 +36,10 @@ class SkippingSource(DataSource):
   def __init__(self, paths, schema=None, skip_bad_records=False):
     super().__init__(paths, schema)
     if not isinstance(skip_bad_records, bool):
-      raise DataError('skip_bad_records must be True or False. Received: '
-                      f'skip_bad_records={skip_bad_records!r}')
+      raise DataError(
+        'skip_bad_records must be True or False. Received: '
+        f'skip_bad_records={skip_bad_records!r}'
+      )
     self._counting = False
     self._bad_records = 0
     self._lock = threading.Lock()

@@ -11,9 +11,13 @@ from typing import Any, Callable, Mapping, Sequence
 from tensorfx._errors import DataError
 
 
-def check_sources(kind: str, sources: Mapping[str, Any],
-                  options: Sequence[str], is_source: Callable[[Any], bool],
-                  source_value: str) -> None:
+def check_sources(
+  kind: str,
+  sources: Mapping[str, Any],
+  options: Sequence[str],
+  is_source: Callable[[Any], bool],
+  source_value: str,
+) -> None:
   """Raises a DataError for a keyword that is neither an option nor a source.
 
   A data set takes its sources as keywords (`train=`, `eval=`), so a
@@ -36,16 +40,18 @@ def check_sources(kind: str, sources: Mapping[str, Any],
       # A source's name with a wrong value (train=[1, 2]), or an option
       # spelt unlike any: say both.
       raise DataError(
-          f'Source {name!r} must be {source_value}. Received: '
-          f'{type(value).__name__} ({name}={value!r}). {kind}\'s options '
-          f'are {", ".join(options)}; any other keyword is a source.')
+        f'Source {name!r} must be {source_value}. Received: '
+        f"{type(value).__name__} ({name}={value!r}). {kind}'s options "
+        f'are {", ".join(options)}; any other keyword is a source.'
+      )
     if close:
       hint = f' (did you mean {close[0]}?)' if close else ''
       raise DataError(
-          f'{kind} has no option {name!r}{hint}; its options are '
-          f'{", ".join(options)}, and any other keyword is a source '
-          f'(train=, eval=), whose value is {source_value}. '
-          f'Received: {name}={value!r}')
+        f'{kind} has no option {name!r}{hint}; its options are '
+        f'{", ".join(options)}, and any other keyword is a source '
+        f'(train=, eval=), whose value is {source_value}. '
+        f'Received: {name}={value!r}'
+      )
 
 
 def paths_or(source_type: type) -> Callable[[Any], bool]:
@@ -58,4 +64,5 @@ def is_paths(value: Any) -> bool:
   if isinstance(value, (str, os.PathLike)):
     return True
   return isinstance(value, (list, tuple)) and all(
-      isinstance(v, (str, os.PathLike)) for v in value)
+    isinstance(v, (str, os.PathLike)) for v in value
+  )

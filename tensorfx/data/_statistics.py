@@ -35,6 +35,7 @@ class Statistics:
   def add(self, batch):
     """Adds the rows of one `pyarrow.RecordBatch`."""
     import pyarrow.compute as pc
+
     self.instances += batch.num_rows
     for name, kind, field in self._fields:
       column = batch.column(name)
@@ -55,32 +56,44 @@ class Statistics:
 
   def result(self):
     """The metadata.json mapping: `instances` and `fields`."""
-    return {'instances': self.instances,
-            'fields': {name: _finish(self.fields[name], kind)
-                       for name, kind, _ in self._fields}}
+    return {
+      'instances': self.instances,
+      'fields': {
+        name: _finish(self.fields[name], kind) for name, kind, _ in self._fields
+      },
+    }
 
 
 def _new(kind):
   if kind == 'discrete':
     return {'count': 0, 'missing': 0, 'values': {}, 'truncated': False}
-  return {'count': 0, 'missing': 0, 'min': math.inf, 'max': -math.inf,
-          'sum': 0.0, 'sum_sq': 0.0}
+  return {
+    'count': 0,
+    'missing': 0,
+    'min': math.inf,
+    'max': -math.inf,
+    'sum': 0.0,
+    'sum_sq': 0.0,
+  }
 
 
 def _add_text(stats, values, field):
   import pyarrow.compute as pc
+
   if field.length == 1 and _missing.fill_value(field) == '':
     present = pc.not_equal(pc.binary_length(values), 0)
-    stats['missing'] += len(values) - pc.sum(present).as_py() if \
-        len(values) else 0
+    stats['missing'] += (
+      len(values) - pc.sum(present).as_py() if len(values) else 0
+    )
     values = pc.filter(values, present)
   stats['count'] += len(values)
   if not len(values):
     return
   counted = pc.value_counts(values)
   counts = stats['values']
-  for value, count in zip(counted.field('values').to_pylist(),
-                          counted.field('counts').to_pylist()):
+  for value, count in zip(
+    counted.field('values').to_pylist(), counted.field('counts').to_pylist()
+  ):
     # tf.Example holds bytes; metadata.json holds text.
     text = value.decode('utf-8', errors='replace')
     if text in counts or len(counts) < MAX_COUNTED_VALUES:
@@ -91,6 +104,7 @@ def _add_text(stats, values, field):
 
 def _add_numbers(stats, values, field):
   import numpy as np
+
   array = values.to_numpy(zero_copy_only=False)
   if field.length == 1 and _missing.imputed(field):
     if field.type.value == 'real':
@@ -133,8 +147,9 @@ def _finish(stats, kind):
     result['missing'] = stats['missing']
   if kind == 'discrete':
     ordered = sorted(stats['values'].items(), key=lambda kv: (-kv[1], kv[0]))
-    result.update(vocabulary=dict(ordered[:MAX_LISTED_VALUES]),
-                  vocabulary_size=len(ordered))
+    result.update(
+      vocabulary=dict(ordered[:MAX_LISTED_VALUES]), vocabulary_size=len(ordered)
+    )
     if stats['truncated'] or len(ordered) > MAX_LISTED_VALUES:
       result['vocabulary_truncated'] = True
     return result
@@ -142,6 +157,7 @@ def _finish(stats, kind):
     return result
   mean = stats['sum'] / count
   variance = max(stats['sum_sq'] / count - mean * mean, 0.0)
-  result.update(min=stats['min'], max=stats['max'], mean=mean,
-                std=math.sqrt(variance))
+  result.update(
+    min=stats['min'], max=stats['max'], mean=mean, std=math.sqrt(variance)
+  )
   return result

@@ -25,15 +25,20 @@ from tensorfx.data import _missing
 from tensorfx.data._featuretypes import FeatureType
 
 # Types whose output is an integer category index; concat one-hot encodes them.
-_CATEGORICAL = frozenset({
-    FeatureType.BUCKETIZE, FeatureType.EMBEDDING, FeatureType.HASH,
+_CATEGORICAL = frozenset(
+  {
+    FeatureType.BUCKETIZE,
+    FeatureType.EMBEDDING,
+    FeatureType.HASH,
     FeatureType.CROSS,
-})
+  }
+)
 
 
 def raw_feature_spec(schema):
   """The tf.io feature spec of the raw (untransformed) data of a schema."""
   import tensorflow as tf
+
   spec = {}
   for field in schema:
     dtype = _dtype(field)
@@ -54,6 +59,7 @@ def parsing_spec(schema):
   metadata takes no defaults, so the raw feature spec has none.)
   """
   import tensorflow as tf
+
   spec = raw_feature_spec(schema)
   for field in schema:
     default = _missing.fill_value(field)
@@ -61,16 +67,18 @@ def parsing_spec(schema):
       continue
     if field.length > 1:
       default = [default] * field.length
-    spec[field.name] = tf.io.FixedLenFeature(spec[field.name].shape,
-                                             spec[field.name].dtype,
-                                             default_value=default)
+    spec[field.name] = tf.io.FixedLenFeature(
+      spec[field.name].shape, spec[field.name].dtype, default_value=default
+    )
   return spec
 
 
 def _dtype(field):
   import tensorflow as tf
-  return {'integer': tf.int64, 'real': tf.float32,
-          'discrete': tf.string}[field.type.value]
+
+  return {'integer': tf.int64, 'real': tf.float32, 'discrete': tf.string}[
+    field.type.value
+  ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +95,7 @@ class TransformedFeature:
     embedding_dim: for embedding features, the embedding width.
     vocabulary: for vocabulary-backed targets, the labels in index order.
   """
+
   name: str
   type: FeatureType
   dense_width: int = 0
@@ -114,8 +123,7 @@ def build_preprocessing_fn(feature_set, schema):
 
   def preprocessing_fn(inputs):
     imputed = _missing.impute(inputs, schema)
-    return {f.name: _transform(f, imputed, schema, inputs)
-            for f in feature_set}
+    return {f.name: _transform(f, imputed, schema, inputs) for f in feature_set}
 
   return preprocessing_fn
 
@@ -128,6 +136,7 @@ def _transform(feature, inputs, schema, raw=None):
   """
   import tensorflow as tf
   import tensorflow_transform as tft
+
   raw = inputs if raw is None else raw
   kind = feature.type
   params = feature.params
@@ -139,16 +148,22 @@ def _transform(feature, inputs, schema, raw=None):
         value = multi_hot(value, _cardinality(child))
       elif value.dtype == tf.string:
         raise ValueError(
-            f'Feature {feature.name!r}: concat needs numeric children; '
-            f'{child.name!r} is a string. Received: type={child.type.value}')
+          f'Feature {feature.name!r}: concat needs numeric children; '
+          f'{child.name!r} is a string. Received: type={child.type.value}'
+        )
       parts.append(as_matrix(tf.cast(value, tf.float32)))
     return tf.concat(parts, axis=1)
 
   if kind == FeatureType.CROSS:
-    values = [tf.strings.as_string(inputs[f]) if inputs[f].dtype != tf.string
-              else inputs[f] for f in feature.fields]
-    crossed = tf.strings.reduce_join(tf.stack(values, axis=-1), axis=-1,
-                                     separator='\x1f')
+    values = [
+      tf.strings.as_string(inputs[f])
+      if inputs[f].dtype != tf.string
+      else inputs[f]
+      for f in feature.fields
+    ]
+    crossed = tf.strings.reduce_join(
+      tf.stack(values, axis=-1), axis=-1, separator='\x1f'
+    )
     return tf.strings.to_hash_bucket_fast(crossed, params['buckets'])
 
   x = inputs[feature.fields[0]]
@@ -166,8 +181,11 @@ def _transform(feature, inputs, schema, raw=None):
     return value if value.dtype == tf.string else tf.strings.as_string(value)
 
   if kind in (FeatureType.IDENTITY, FeatureType.KEY):
-    return each(lambda v: tf.cast(v, tf.float32), x) if \
-        kind == FeatureType.IDENTITY and field.numeric else x
+    return (
+      each(lambda v: tf.cast(v, tf.float32), x)
+      if kind == FeatureType.IDENTITY and field.numeric
+      else x
+    )
   if kind == FeatureType.WEIGHT:
     # As read: a weight of 0 leaves the example out of the loss.
     return tf.cast(x, tf.float32)
@@ -176,12 +194,18 @@ def _transform(feature, inputs, schema, raw=None):
       return tf.cast(x, tf.float32)
     # An unseen label maps to -1 and is left out of losses and metrics.
     return tft.compute_and_apply_vocabulary(
-        x, vocab_filename=feature.name, num_oov_buckets=0, default_value=-1,
-        weights=_ones(x))
+      x,
+      vocab_filename=feature.name,
+      num_oov_buckets=0,
+      default_value=-1,
+      weights=_ones(x),
+    )
   if kind == FeatureType.SCALE:
-    return tft.scale_by_min_max(tf.cast(x, tf.float32),
-                                output_min=params.get('min', 0.0),
-                                output_max=params.get('max', 1.0))
+    return tft.scale_by_min_max(
+      tf.cast(x, tf.float32),
+      output_min=params.get('min', 0.0),
+      output_max=params.get('max', 1.0),
+    )
   if kind == FeatureType.ZSCORE:
     return tft.scale_to_z_score(tf.cast(x, tf.float32))
   if kind == FeatureType.LOG:
@@ -193,32 +217,44 @@ def _transform(feature, inputs, schema, raw=None):
       return tft.apply_buckets(x, boundaries)
     return tft.bucketize(x, params['buckets'])
   if kind == FeatureType.HASH:
-    return each(lambda v: tf.strings.to_hash_bucket_fast(
-        as_text(v), params['buckets']), x)
+    return each(
+      lambda v: tf.strings.to_hash_bucket_fast(as_text(v), params['buckets']), x
+    )
   if kind == FeatureType.EMBEDDING and feature.table is not None:
     # Raw keys: the model's embedding table hashes them (and admits,
     # evicts), at training and serving time alike.
     return x
   if kind in (FeatureType.ONEHOT, FeatureType.EMBEDDING):
     if kind == FeatureType.EMBEDDING and params.get('hash_buckets'):
-      return each(lambda v: tf.strings.to_hash_bucket_fast(
-          as_text(v), params['hash_buckets']), x)
+      return each(
+        lambda v: tf.strings.to_hash_bucket_fast(
+          as_text(v), params['hash_buckets']
+        ),
+        x,
+      )
     text = each(as_text, x)
     if params.get('vocabulary_file'):
       index = each(lambda v: _file_vocabulary(v, params), text)
       if kind == FeatureType.EMBEDDING:
         return index
-      return multi_hot(index, len(read_vocabulary(params['vocabulary_file'])) +
-                       params.get('oov_buckets', 1))
+      return multi_hot(
+        index,
+        len(read_vocabulary(params['vocabulary_file']))
+        + params.get('oov_buckets', 1),
+      )
     index = tft.compute_and_apply_vocabulary(
-        text, top_k=params.get('top_k'),
-        num_oov_buckets=params.get('oov_buckets', 1),
-        vocab_filename=feature.name, weights=_ones(text))
+      text,
+      top_k=params.get('top_k'),
+      num_oov_buckets=params.get('oov_buckets', 1),
+      vocab_filename=feature.name,
+      weights=_ones(text),
+    )
     if kind == FeatureType.EMBEDDING:
       return index
     return multi_hot(index, _cardinality(feature))
-  raise ValueError(f'Feature {feature.name!r}: unsupported type. '
-                   f'Received: type={kind.value}')
+  raise ValueError(
+    f'Feature {feature.name!r}: unsupported type. Received: type={kind.value}'
+  )
 
 
 def read_vocabulary(path):
@@ -229,6 +265,7 @@ def read_vocabulary(path):
   import tensorflow as tf
 
   from tensorfx._errors import DataError
+
   try:
     with tf.io.gfile.GFile(path) as f:
       tokens = [line.strip() for line in f if line.strip()]
@@ -246,15 +283,21 @@ def _file_vocabulary(text, params):
   not need the file.
   """
   import tensorflow as tf
+
   tokens = read_vocabulary(params['vocabulary_file'])
-  table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
-      tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)), -1)
+  table = tf.lookup.StaticHashTable(
+    tf.lookup.KeyValueTensorInitializer(
+      tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)
+    ),
+    -1,
+  )
   index = table.lookup(text)
   oov = params.get('oov_buckets', 1)
   if not oov:
     return index
-  return tf.where(index >= 0, index, len(tokens) +
-                  tf.strings.to_hash_bucket_fast(text, oov))
+  return tf.where(
+    index >= 0, index, len(tokens) + tf.strings.to_hash_bucket_fast(text, oov)
+  )
 
 
 def _ones(x):
@@ -265,6 +308,7 @@ def _ones(x):
   every record, which is most of the analysis's time. Same vocabulary.
   """
   import tensorflow as tf
+
   if isinstance(x, tf.SparseTensor):
     return tf.ones_like(x.values, tf.float32)
   return tf.ones_like(x, tf.float32)
@@ -288,6 +332,7 @@ def multi_hot(indices, depth):
     [B, depth] float32: 1.0 where the row holds the category.
   """
   import tensorflow as tf
+
   if isinstance(indices, tf.SparseTensor):
     indices = tf.sparse.to_dense(indices, default_value=-1)
   if indices.shape.rank == 1:
@@ -313,6 +358,7 @@ def applier(layer):
   @tf.autograph.experimental.do_not_convert
   def apply(features):
     return layer(features)
+
   return apply
 
 
@@ -320,6 +366,7 @@ def as_matrix(value):
   """Reshapes [B] or [B, ...] to [B, width], keeping the width static."""
   import numpy as np
   import tensorflow as tf
+
   if value.shape.rank == 1:
     return tf.expand_dims(value, -1)
   if value.shape.rank == 2:
@@ -331,6 +378,7 @@ def _cardinality(feature):
   """The number of categories of a categorical feature, inside the fn."""
   import tensorflow as tf
   import tensorflow_transform as tft
+
   params = feature.params
   if feature.type == FeatureType.BUCKETIZE:
     if params.get('boundaries') is not None:
@@ -341,8 +389,9 @@ def _cardinality(feature):
   if params.get('hash_buckets'):
     return params['hash_buckets']
   if params.get('vocabulary_file'):
-    return (len(read_vocabulary(params['vocabulary_file'])) +
-            params.get('oov_buckets', 1))
+    return len(read_vocabulary(params['vocabulary_file'])) + params.get(
+      'oov_buckets', 1
+    )
   size = tft.experimental.get_vocabulary_size_by_name(feature.name)
   return tf.cast(size, tf.int32) + params.get('oov_buckets', 1)
 
@@ -366,36 +415,53 @@ def describe(feature_set, transform_output):
       vocabulary: tuple[Any, ...] = ()
       if spec[feature.name].dtype.is_integer:
         vocabulary = tuple(
-            v.decode('utf-8') if isinstance(v, bytes) else v
-            for v in transform_output.vocabulary_by_name(feature.name))
+          v.decode('utf-8') if isinstance(v, bytes) else v
+          for v in transform_output.vocabulary_by_name(feature.name)
+        )
       described[feature.name] = TransformedFeature(
-          feature.name, kind, dense_width=1, vocabulary=vocabulary,
-          cardinality=len(vocabulary))
+        feature.name,
+        kind,
+        dense_width=1,
+        vocabulary=vocabulary,
+        cardinality=len(vocabulary),
+      )
     elif kind == FeatureType.EMBEDDING and feature.table is not None:
       owner = feature_set[feature.table].params
       described[feature.name] = TransformedFeature(
-          feature.name, kind, cardinality=int(owner['capacity']),
-          embedding_dim=int(owner['dim']))
+        feature.name,
+        kind,
+        cardinality=int(owner['capacity']),
+        embedding_dim=int(owner['dim']),
+      )
     elif kind in _CATEGORICAL:
       if params.get('vocabulary_file'):
-        size = (len(read_vocabulary(params['vocabulary_file'])) +
-                params.get('oov_buckets', 1))
+        size = len(read_vocabulary(params['vocabulary_file'])) + params.get(
+          'oov_buckets', 1
+        )
       elif kind == FeatureType.EMBEDDING and not params.get('hash_buckets'):
-        size = (transform_output.vocabulary_size_by_name(feature.name) +
-                params.get('oov_buckets', 1))
+        size = transform_output.vocabulary_size_by_name(
+          feature.name
+        ) + params.get('oov_buckets', 1)
       elif kind == FeatureType.EMBEDDING:
         size = params['hash_buckets']
       elif kind == FeatureType.BUCKETIZE:
-        size = (len(params['boundaries']) + 1
-                if params.get('boundaries') is not None else params['buckets'])
+        size = (
+          len(params['boundaries']) + 1
+          if params.get('boundaries') is not None
+          else params['buckets']
+        )
       else:
         size = params['buckets']
       described[feature.name] = TransformedFeature(
-          feature.name, kind, cardinality=int(size),
-          embedding_dim=int(params.get('dim', 0) or 0))
+        feature.name,
+        kind,
+        cardinality=int(size),
+        embedding_dim=int(params.get('dim', 0) or 0),
+      )
     else:
       shape = getattr(spec[feature.name], 'shape', [])
       width = int(shape[-1]) if shape else 1
-      described[feature.name] = TransformedFeature(feature.name, kind,
-                                                   dense_width=width)
+      described[feature.name] = TransformedFeature(
+        feature.name, kind, dense_width=width
+      )
   return described

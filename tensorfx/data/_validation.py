@@ -30,8 +30,13 @@ _RECORD = '<<tensorfx.record>>'
 _END = '<<end>>'
 _B64 = '[A-Za-z0-9_-]*'
 _MESSAGE = re.compile(re.escape(_BEGIN) + f'({_B64})' + re.escape(_END))
-_UNLOCATED = re.compile(re.escape(_RECORD) + f'({_B64})' + re.escape(_BEGIN) +
-                        f'({_B64})' + re.escape(_END))
+_UNLOCATED = re.compile(
+  re.escape(_RECORD)
+  + f'({_B64})'
+  + re.escape(_BEGIN)
+  + f'({_B64})'
+  + re.escape(_END)
+)
 # Sources whose pipelines may fail with unlocated errors, oldest first.
 _WATCHED: list[Any] = []
 _WATCHED_LIMIT = 32
@@ -50,15 +55,29 @@ def assert_valid(reasons, files, lines):
     An op to depend on.
   """
   import tensorflow as tf
+
   bad = tf.strings.length(reasons) > 0
   first = _first(bad)
-  message = tf.strings.join([
-      _BEGIN, tf.io.encode_base64(tf.strings.join([
-          _at(files, first, ''), ':',
-          tf.strings.as_string(_at(lines, first, 0)), ': ',
-          _at(reasons, first, '')])), _END])
-  return tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message],
-                             summarize=1)
+  message = tf.strings.join(
+    [
+      _BEGIN,
+      tf.io.encode_base64(
+        tf.strings.join(
+          [
+            _at(files, first, ''),
+            ':',
+            tf.strings.as_string(_at(lines, first, 0)),
+            ': ',
+            _at(reasons, first, ''),
+          ]
+        )
+      ),
+      _END,
+    ]
+  )
+  return tf.debugging.Assert(
+    tf.logical_not(tf.reduce_any(bad)), [message], summarize=1
+  )
 
 
 def assert_valid_records(reasons, records):
@@ -75,13 +94,21 @@ def assert_valid_records(reasons, records):
     An op to depend on.
   """
   import tensorflow as tf
+
   bad = tf.strings.length(reasons) > 0
   first = _first(bad)
-  message = tf.strings.join([
-      _RECORD, tf.io.encode_base64(_at(records, first, '')),
-      _BEGIN, tf.io.encode_base64(_at(reasons, first, '')), _END])
-  return tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message],
-                             summarize=1)
+  message = tf.strings.join(
+    [
+      _RECORD,
+      tf.io.encode_base64(_at(records, first, '')),
+      _BEGIN,
+      tf.io.encode_base64(_at(reasons, first, '')),
+      _END,
+    ]
+  )
+  return tf.debugging.Assert(
+    tf.logical_not(tf.reduce_any(bad)), [message], summarize=1
+  )
 
 
 def assert_records(good, records, reason):
@@ -99,19 +126,22 @@ def assert_records(good, records, reason):
     An op to depend on.
   """
   import tensorflow as tf
+
   first = _first(tf.logical_not(good))
   # A slice, not a gather: past the end (no bad record, or B = 0) it is
   # empty, and so is the record quoted.
-  record = tf.strings.reduce_join(records[first:first + 1])
+  record = tf.strings.reduce_join(records[first : first + 1])
   encoded = base64.urlsafe_b64encode(reason.encode('utf-8')).decode('ascii')
-  message = tf.strings.join([_RECORD, tf.io.encode_base64(record), _BEGIN,
-                             encoded.rstrip('='), _END])
+  message = tf.strings.join(
+    [_RECORD, tf.io.encode_base64(record), _BEGIN, encoded.rstrip('='), _END]
+  )
   return tf.debugging.Assert(tf.reduce_all(good), [message], summarize=1)
 
 
 def _first(bad):
   """The index of the first true value of [B] `bad` (0 if none, or B = 0)."""
   import tensorflow as tf
+
   # argmax fails on an empty batch: give it one false value to find.
   padded = tf.concat([tf.cast(bad, tf.int32), [0]], axis=0)
   return tf.argmax(padded, output_type=tf.int32)
@@ -120,6 +150,7 @@ def _first(bad):
 def _at(values, index, default):
   """values[index], or `default` past the end (an empty batch)."""
   import tensorflow as tf
+
   padded = tf.concat([values, tf.constant([default], values.dtype)], axis=0)
   return tf.gather(padded, index)
 
@@ -198,11 +229,15 @@ def diagnose(error):
 
 
 # What ParseExample says about a bad tf.Example, and the record's name.
-_MISSING = re.compile(r'Name: (?P<name>.*?), Feature: (?P<feature>[^ ]+) '
-                      r'\(data type: (?P<type>\w+)\) is required but could '
-                      r'not be found')
-_MISMATCH = re.compile(r'Name: (?P<name>.*?), Key: (?P<feature>[^,]+), '
-                       r'Index: \d+\.\s+(?P<problem>.*?)(?: \[Op:|\n|$)')
+_MISSING = re.compile(
+  r'Name: (?P<name>.*?), Feature: (?P<feature>[^ ]+) '
+  r'\(data type: (?P<type>\w+)\) is required but could '
+  r'not be found'
+)
+_MISMATCH = re.compile(
+  r'Name: (?P<name>.*?), Key: (?P<feature>[^,]+), '
+  r'Index: \d+\.\s+(?P<problem>.*?)(?: \[Op:|\n|$)'
+)
 
 
 def example_error(error, name=None):
@@ -225,8 +260,11 @@ def example_error(error, name=None):
   where = name(match.group('name')) if name else None
   if where:
     return f'{where}: {problem}'
-  return f'a tf.Example is {problem}' if problem.startswith('missing') \
-      else f'a tf.Example has a bad {problem}'
+  return (
+    f'a tf.Example is {problem}'
+    if problem.startswith('missing')
+    else f'a tf.Example has a bad {problem}'
+  )
 
 
 @contextlib.contextmanager
@@ -238,6 +276,7 @@ def data_errors():
   record; other errors pass through unchanged.
   """
   import tensorflow as tf
+
   try:
     yield
   except tf.errors.OpError as e:

@@ -20,25 +20,25 @@ if typing.TYPE_CHECKING:
   from tensorfx.embeddings._table import find_tables
 
 _EXPORTS = {
-    'COMBINERS': 'tensorfx.embeddings._table',
-    'EmbeddingArguments': 'tensorfx.embeddings._args',
-    'EmbeddingTable': 'tensorfx.embeddings._table',
-    'LazyAdam': 'tensorfx.embeddings._optimizers',
-    'SparseAdagrad': 'tensorfx.embeddings._optimizers',
-    'SparseFtrl': 'tensorfx.embeddings._optimizers',
-    'build_sparse_optimizer': 'tensorfx.embeddings._optimizers',
-    'find_tables': 'tensorfx.embeddings._table',
+  'COMBINERS': 'tensorfx.embeddings._table',
+  'EmbeddingArguments': 'tensorfx.embeddings._args',
+  'EmbeddingTable': 'tensorfx.embeddings._table',
+  'LazyAdam': 'tensorfx.embeddings._optimizers',
+  'SparseAdagrad': 'tensorfx.embeddings._optimizers',
+  'SparseFtrl': 'tensorfx.embeddings._optimizers',
+  'build_sparse_optimizer': 'tensorfx.embeddings._optimizers',
+  'find_tables': 'tensorfx.embeddings._table',
 }
 
 __all__ = [
-    'COMBINERS',
-    'EmbeddingArguments',
-    'EmbeddingTable',
-    'LazyAdam',
-    'SparseAdagrad',
-    'SparseFtrl',
-    'build_sparse_optimizer',
-    'find_tables',
+  'COMBINERS',
+  'EmbeddingArguments',
+  'EmbeddingTable',
+  'LazyAdam',
+  'SparseAdagrad',
+  'SparseFtrl',
+  'build_sparse_optimizer',
+  'find_tables',
 ]
 
 

@@ -38,16 +38,22 @@ def add_arguments(parser):
     return
   group = parser.add_argument_group('embedding tables')
   group.add_argument(
-      _FLAG, type=str.lower, choices=OPTIMIZERS,
-      default=parser.get_default('embedding_optimizer') or 'lazy-adam',
-      help='the optimizer of embedding tables: lazy-adam updates only the '
-      "rows a step looked up; adam is Keras' Adam, which decays every "
-      "row's moments each step (default: %(default)s)")
+    _FLAG,
+    type=str.lower,
+    choices=OPTIMIZERS,
+    default=parser.get_default('embedding_optimizer') or 'lazy-adam',
+    help='the optimizer of embedding tables: lazy-adam updates only the '
+    "rows a step looked up; adam is Keras' Adam, which decays every "
+    "row's moments each step (default: %(default)s)",
+  )
   group.add_argument(
-      '--embedding-learning-rate', type=float,
-      default=parser.get_default('embedding_learning_rate'), metavar='RATE',
-      help='the learning rate of embedding tables (default: '
-      '--learning-rate, with its schedule)')
+    '--embedding-learning-rate',
+    type=float,
+    default=parser.get_default('embedding_learning_rate'),
+    metavar='RATE',
+    help='the learning rate of embedding tables (default: '
+    '--learning-rate, with its schedule)',
+  )
 
 
 def check(args):
@@ -59,8 +65,9 @@ def check(args):
   rate = getattr(args, 'embedding_learning_rate', None)
   if rate is not None and rate <= 0:
     raise ConfigurationError(
-        '--embedding-learning-rate must be a positive number. Received: '
-        f'--embedding-learning-rate={rate}')
+      '--embedding-learning-rate must be a positive number. Received: '
+      f'--embedding-learning-rate={rate}'
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,15 +82,17 @@ class EmbeddingSettings:
     optimizer: one of `OPTIMIZERS`.
     learning_rate: the tables' own rate, or None for the dense one.
   """
+
   optimizer: str = 'lazy-adam'
   learning_rate: float | None = None
 
   @classmethod
   def from_args(cls, args):
     """Reads the flags; arguments without them get the defaults."""
-    return cls(optimizer=getattr(args, 'embedding_optimizer', None) or
-               'lazy-adam',
-               learning_rate=getattr(args, 'embedding_learning_rate', None))
+    return cls(
+      optimizer=getattr(args, 'embedding_optimizer', None) or 'lazy-adam',
+      learning_rate=getattr(args, 'embedding_learning_rate', None),
+    )
 
 
 class EmbeddingArguments:

@@ -38,14 +38,16 @@ def as_bag(keys, owner):
       bag = tf.RaggedTensor.from_tensor(keys)
     elif keys.shape.rank != 1:
       raise ConfigurationError(
-          f'{owner} looks up [B] keys or lists of keys ([B, N], ragged or '
-          f'sparse). Received: keys of shape {keys.shape}')
+        f'{owner} looks up [B] keys or lists of keys ([B, N], ragged or '
+        f'sparse). Received: keys of shape {keys.shape}'
+      )
   if bag is None:
     return keys, None
   if bag.ragged_rank != 1:
     raise ConfigurationError(
-        f'{owner} looks up one list of keys per instance. Received: a '
-        f'ragged tensor of ragged_rank {bag.ragged_rank}')
+      f'{owner} looks up one list of keys per instance. Received: a '
+      f'ragged tensor of ragged_rank {bag.ragged_rank}'
+    )
   return bag.flat_values, bag
 
 
@@ -71,13 +73,16 @@ def combine(vectors, segments, num_segments, combiner):
     [num_segments, dim].
   """
   if combiner not in COMBINERS:
-    raise ValueError(f'combiner must be one of {", ".join(COMBINERS)}. '
-                     f'Received: combiner={combiner!r}')
+    raise ValueError(
+      f'combiner must be one of {", ".join(COMBINERS)}. '
+      f'Received: combiner={combiner!r}'
+    )
   total = tf.math.unsorted_segment_sum(vectors, segments, num_segments)
   if combiner == 'sum':
     return total
   counts = tf.math.unsorted_segment_sum(
-      tf.ones(tf.shape(segments)[:1], vectors.dtype), segments, num_segments)
+    tf.ones(tf.shape(segments)[:1], vectors.dtype), segments, num_segments
+  )
   counts = tf.maximum(counts, 1.0)
   if combiner == 'sqrtn':
     counts = tf.sqrt(counts)

@@ -38,10 +38,11 @@ class Eviction:
     """Makes the schedule's variables, in the table's name scope."""
     table = self._table
     table.next_sweep = tf.Variable(
-        tf.constant(self._every, tf.int64), trainable=False,
-        name='next_sweep')
-    table.evicted = tf.Variable(tf.constant(0, tf.int64), trainable=False,
-                                name='evicted')
+      tf.constant(self._every, tf.int64), trainable=False, name='next_sweep'
+    )
+    table.evicted = tf.Variable(
+      tf.constant(0, tf.int64), trainable=False, name='evicted'
+    )
 
   def now(self):
     """The clock of the stamps: the step counter, or the wall clock's second."""
@@ -49,20 +50,22 @@ class Eviction:
     if table.eviction_clock == 'seconds':
       if _determinism_enabled():
         raise ConfigurationError(
-            f'EmbeddingTable {table.name!r} evicts after '
-            f'evict_after_secs={table.evict_after_secs} seconds of wall-clock '
-            'time, which TensorFlow does not read while op determinism is on '
-            '(--seed turns it on): evict by evict_after_steps, or train '
-            'without --seed.')
+          f'EmbeddingTable {table.name!r} evicts after '
+          f'evict_after_secs={table.evict_after_secs} seconds of wall-clock '
+          'time, which TensorFlow does not read while op determinism is on '
+          '(--seed turns it on): evict by evict_after_steps, or train '
+          'without --seed.'
+        )
       return tf.cast(tf.math.floor(tf.timestamp()), tf.int64)
     counter = table.step_counter
     if counter is None:
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} evicts rows after '
-          f'evict_after_steps={table.evict_after_steps} steps, so its '
-          'training lookups need a clock: pass step_counter= (an int64 '
-          'variable counting steps), or train it from a ModelBuilder, which '
-          'binds its global step. Received: step_counter=None')
+        f'EmbeddingTable {table.name!r} evicts rows after '
+        f'evict_after_steps={table.evict_after_steps} steps, so its '
+        'training lookups need a clock: pass step_counter= (an int64 '
+        'variable counting steps), or train it from a ModelBuilder, which '
+        'binds its global step. Received: step_counter=None'
+      )
     return tf.cast(tf.convert_to_tensor(counter), tf.int64)
 
   def sweep_if_due(self):
@@ -90,4 +93,5 @@ class Eviction:
 
 def _determinism_enabled():
   from tensorflow.python.framework import config
+
   return config.is_op_determinism_enabled()

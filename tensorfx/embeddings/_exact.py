@@ -57,43 +57,48 @@ class ExactKeys:
     """Makes one index per shard of the table's rows, beside it."""
     table = self._table
     strategy = tf.distribute.get_strategy()
-    parameter_servers = isinstance(strategy,
-                                   tf.distribute.ParameterServerStrategy)
+    parameter_servers = isinstance(
+      strategy, tf.distribute.ParameterServerStrategy
+    )
     if table.dynamic_expansion and len(_sharding.shards(table.embeddings)) > 1:
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
-          'one variable of rows: its rows must not be split over parameter '
-          'servers (they are split when a table is larger than the minimum '
-          'shard). Grow it by a restart with a larger capacity instead, or '
-          'train it on one parameter server.')
+        f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
+        'one variable of rows: its rows must not be split over parameter '
+        'servers (they are split when a table is larger than the minimum '
+        'shard). Grow it by a restart with a larger capacity instead, or '
+        'train it on one parameter server.'
+      )
     replicated = strategy.num_replicas_in_sync > 1 and not parameter_servers
     if replicated and not _replicas.one_per_process(strategy):
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} has exact keys, which synchronous '
-          'replicas agree on one per process: run one worker per device '
-          '(MultiWorkerMirroredStrategy, tensorfx train --cluster workers=N), '
-          'or train on one device or with parameter servers, or use '
-          "hashing='mod' or 'fingerprint'. Received: "
-          f'{type(strategy).__name__} with '
-          f'{len(strategy.extended.worker_devices)} replicas in this process')
+        f'EmbeddingTable {table.name!r} has exact keys, which synchronous '
+        'replicas agree on one per process: run one worker per device '
+        '(MultiWorkerMirroredStrategy, tensorfx train --cluster workers=N), '
+        'or train on one device or with parameter servers, or use '
+        "hashing='mod' or 'fingerprint'. Received: "
+        f'{type(strategy).__name__} with '
+        f'{len(strategy.extended.worker_devices)} replicas in this process'
+      )
     if replicated and table.dynamic_expansion:
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
-          'a table on one device: under synchronous replicas give it the '
-          'capacity it needs, or grow it by a restart with a larger capacity '
-          '(every key keeps its row, vector and slots). Received: '
-          f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
-          'replicas')
+        f'EmbeddingTable {table.name!r} has dynamic_expansion, which grows '
+        'a table on one device: under synchronous replicas give it the '
+        'capacity it needs, or grow it by a restart with a larger capacity '
+        '(every key keeps its row, vector and slots). Received: '
+        f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
+        'replicas'
+      )
     if replicated and table.key_dtype == tf.string:
       # Replicas exchange their new keys by collectives, which carry
       # numbers only.
       raise ConfigurationError(
-          f'EmbeddingTable {table.name!r} has exact string keys, which '
-          'synchronous replicas cannot exchange: give it int64 keys (e.g. '
-          'tf.strings.to_hash_bucket_fast(keys, 2**62) before the lookup), '
-          "or use hashing='mod' or 'fingerprint'. Received: "
-          f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
-          'replicas')
+        f'EmbeddingTable {table.name!r} has exact string keys, which '
+        'synchronous replicas cannot exchange: give it int64 keys (e.g. '
+        'tf.strings.to_hash_bucket_fast(keys, 2**62) before the lookup), '
+        "or use hashing='mod' or 'fingerprint'. Received: "
+        f'{type(strategy).__name__} with {strategy.num_replicas_in_sync} '
+        'replicas'
+      )
     shards = _sharding.shards(table.embeddings)
     starts = _sharding.starts(shards) + [table.capacity + 1]
     # The rows keys may hold: a table of fixed rows that its job grew (under
@@ -109,17 +114,28 @@ class ExactKeys:
       first = starts[i]
       limit = max(first, min(starts[i + 1], table.capacity))
       self.ranges.append((first, limit))
-      placement = (strategy.extended.colocate_vars_with(shard)
-                   if parameter_servers else tf.device(_cpu(shard.device)))
-      self.indexes.append(_index.KeyIndex(
-          table.key_dtype, first, limit, key_rows,
+      placement = (
+        strategy.extended.colocate_vars_with(shard)
+        if parameter_servers
+        else tf.device(_cpu(shard.device))
+      )
+      self.indexes.append(
+        _index.KeyIndex(
+          table.key_dtype,
+          first,
+          limit,
+          key_rows,
           name=f'{table.name}_index{i}',
-          placement=placement, device=_cpu(shard.device),
-          dynamic=table.grows_in_step))
+          placement=placement,
+          device=_cpu(shard.device),
+          dynamic=table.grows_in_step,
+        )
+      )
     with tf.device(_cpu(shards[0].device)):
       self.lock = tf.CriticalSection(
-          name=f'{table.name}_lock',
-          shared_name=f'{table.name}_lock_{next(_LOCKS)}')
+        name=f'{table.name}_lock',
+        shared_name=f'{table.name}_lock_{next(_LOCKS)}',
+      )
     self.state = _keyed.KeyedRows(table, self)
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
@@ -139,7 +155,8 @@ class ExactKeys:
     if training:
       unique, position = tf.unique(keys, out_idx=tf.int64)
       occurrences = tf.math.unsorted_segment_sum(
-          tf.ones_like(position), position, tf.size(unique, out_type=tf.int64))
+        tf.ones_like(position), position, tf.size(unique, out_type=tf.int64)
+      )
       context = tf.distribute.get_replica_context()
       if _replicas.replicated(context):
         rows = self._record_replicated(context, unique, occurrences)
@@ -167,13 +184,15 @@ class ExactKeys:
     (every, counts), sizes = _replicas.gather(context, [keys, occurrences])
     distinct, position = tf.unique(every, out_idx=tf.int64)
     counts = tf.math.unsorted_segment_sum(
-        counts, position, tf.size(distinct, out_type=tf.int64))
+      counts, position, tf.size(distinct, out_type=tf.int64)
+    )
     rows = self._record(distinct, counts, self._now())
     # This replica's keys come after those of the replicas before it.
     replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
     offset = tf.reduce_sum(sizes[:replica])
-    mine = tf.gather(position, offset + tf.range(tf.size(keys,
-                                                         out_type=tf.int64)))
+    mine = tf.gather(
+      position, offset + tf.range(tf.size(keys, out_type=tf.int64))
+    )
     return tf.gather(rows, mine)
 
   def _record(self, keys, occurrences, now):
@@ -193,8 +212,9 @@ class ExactKeys:
       updates.extend(self._prepare(tf.concat(given, 0), now))
       if table.grows_in_step:
         with tf.control_dependencies(_index.control_ops(updates)):
-          updates.append(_expansion.grow_if_full(
-              table, self, table.expansion_threshold))
+          updates.append(
+            _expansion.grow_if_full(table, self, table.expansion_threshold)
+          )
       with tf.control_dependencies(_index.control_ops(updates)):
         return tf.identity(rows)
 
@@ -230,9 +250,12 @@ class ExactKeys:
     parts = tf.dynamic_partition(keys, owner, count)
     extras = [tf.dynamic_partition(e, owner, count) for e in extra]
     positions = tf.dynamic_partition(
-        tf.range(tf.size(keys, out_type=tf.int32)), owner, count)
-    results = [run(index, parts[i], *[e[i] for e in extras])
-               for i, index in enumerate(self.indexes)]
+      tf.range(tf.size(keys, out_type=tf.int32)), owner, count
+    )
+    results = [
+      run(index, parts[i], *[e[i] for e in extras])
+      for i, index in enumerate(self.indexes)
+    ]
     return tf.dynamic_stitch(positions, results)
 
   def route(self, keys):
@@ -267,8 +290,11 @@ class ExactKeys:
 
   def statistics(self, keys):
     entries = self._per_index(keys, lambda index, part: index.entries(part))
-    return {'row': entries[:, 0], 'count': entries[:, 1],
-            'last_seen': entries[:, 2]}
+    return {
+      'row': entries[:, 0],
+      'count': entries[:, 1],
+      'last_seen': entries[:, 2],
+    }
 
   # Checkpoints and export.
 
@@ -308,24 +334,29 @@ class ExactKeys:
     rows = entries[:, 0]
     highest = tf.reduce_max(tf.concat([rows, [-1]], 0))
     check = tf.debugging.assert_less(
-        highest, tf.constant(capacity, tf.int64), message=(
-            f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
-            f'at or above capacity={capacity}; a table can grow, not shrink '
-            'below the rows in use. Restore it with the capacity it was '
-            'saved with or a larger one'))
+      highest,
+      tf.constant(capacity, tf.int64),
+      message=(
+        f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
+        f'at or above capacity={capacity}; a table can grow, not shrink '
+        'below the rows in use. Restore it with the capacity it was '
+        'saved with or a larger one'
+      ),
+    )
     with tf.control_dependencies(_index.control_ops([check])):
       held = tf.boolean_mask(rows, rows >= 0)
     free = tf.boolean_mask(free, (free >= 0) & (free < capacity))
     marks = tf.zeros([capacity], tf.int32)
-    owned = tf.tensor_scatter_nd_add(marks, held[:, None],
-                                     tf.ones_like(held, tf.int32))
-    listed = tf.tensor_scatter_nd_add(marks, free[:, None],
-                                      tf.ones_like(free, tf.int32))
+    owned = tf.tensor_scatter_nd_add(
+      marks, held[:, None], tf.ones_like(held, tf.int32)
+    )
+    listed = tf.tensor_scatter_nd_add(
+      marks, free[:, None], tf.ones_like(free, tf.int32)
+    )
     fresh = (owned == 0) & (listed == 0)
     owner = self.route(keys) if len(self.indexes) > 1 else None
     updates = []
-    for i, (index, (first, limit)) in enumerate(zip(self.indexes,
-                                                    self.ranges)):
+    for i, (index, (first, limit)) in enumerate(zip(self.indexes, self.ranges)):
       new = tf.where(fresh[first:limit])[:, 0] + first
       saved = tf.boolean_mask(free, (free >= first) & (free < limit))
       stack = tf.concat([tf.reverse(new, [0]), saved], 0)
@@ -333,10 +364,10 @@ class ExactKeys:
         updates += index.load(keys, entries, stack)
       else:
         mine = tf.equal(owner, i)
-        updates += index.load(tf.boolean_mask(keys, mine),
-                              tf.boolean_mask(entries, mine), stack)
+        updates += index.load(
+          tf.boolean_mask(keys, mine), tf.boolean_mask(entries, mine), stack
+        )
     return updates, held
-
 
   def _load_grown(self, keys, entries, free):
     """`load` of a table with dynamic expansion: it grows to the saved rows.
@@ -354,8 +385,9 @@ class ExactKeys:
       total = _expansion.total_rows(table)
     marks = tf.zeros(tf.reshape(total, [1]), tf.int32)
     taken = tf.concat([held, free, [table.default_row]], 0)
-    marks = tf.tensor_scatter_nd_add(marks, taken[:, None],
-                                     tf.ones_like(taken, tf.int32))
+    marks = tf.tensor_scatter_nd_add(
+      marks, taken[:, None], tf.ones_like(taken, tf.int32)
+    )
     new = tf.where(tf.equal(marks, 0))[:, 0]
     stack = tf.concat([tf.reverse(new, [0]), free], 0)
     with tf.control_dependencies(_index.control_ops(updates)):

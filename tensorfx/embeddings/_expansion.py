@@ -77,10 +77,20 @@ def extend(table: Any, added: tf.Tensor) -> list[Any]:
   """
   added = tf.cast(added, tf.int64)
   embeddings = table.embeddings
-  updates = [embeddings.assign(tf.concat(
-      [embeddings.read_value(),
-       tf.zeros(tf.stack([added, tf.constant(table.dim, tf.int64)]),
-                embeddings.dtype)], 0))]
+  updates = [
+    embeddings.assign(
+      tf.concat(
+        [
+          embeddings.read_value(),
+          tf.zeros(
+            tf.stack([added, tf.constant(table.dim, tf.int64)]),
+            embeddings.dtype,
+          ),
+        ],
+        0,
+      )
+    )
+  ]
   optimizer = table.optimizer
   if hasattr(optimizer, 'grow_slots'):
     updates += optimizer.grow_slots(embeddings, added)
@@ -98,8 +108,7 @@ def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   """
   capacity = key_capacity(table)
   held = capacity - tf.add_n([index.free_rows() for index in keys.indexes])
-  full = tf.cast(held, tf.float64) > threshold * tf.cast(capacity,
-                                                         tf.float64)
+  full = tf.cast(held, tf.float64) > threshold * tf.cast(capacity, tf.float64)
 
   def grow():
     first = total_rows(table)
@@ -124,12 +133,16 @@ def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> list[Any]:
   """
   if not table.grows_in_step:
     check = tf.debugging.assert_less_equal(
-        tf.cast(rows, tf.int64), total_rows(table), message=(
-            f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
-            'past the rows this table was made with; the record of its '
-            'growth (checkpoints/grown_tables.json) is missing or older '
-            'than the checkpoint. Restore it with that record, or give the '
-            'table a capacity at least as large as the rows in use'))
+      tf.cast(rows, tf.int64),
+      total_rows(table),
+      message=(
+        f'EmbeddingTable {table.name!r}: the checkpoint has keys in rows '
+        'past the rows this table was made with; the record of its '
+        'growth (checkpoints/grown_tables.json) is missing or older '
+        'than the checkpoint. Restore it with that record, or give the '
+        'table a capacity at least as large as the rows in use'
+      ),
+    )
     return [check]
   added = tf.maximum(tf.cast(rows, tf.int64) - total_rows(table), 0)
   updates = extend(table, added)
@@ -141,5 +154,6 @@ def grow_to(table: Any, keys: Any, rows: tf.Tensor) -> list[Any]:
 def _ops(updates: list[Any]) -> list[Any]:
   if tf.executing_eagerly():
     return []
-  return [u if isinstance(u, tf.Operation) else u.op for u in updates
-          if u is not None]
+  return [
+    u if isinstance(u, tf.Operation) else u.op for u in updates if u is not None
+  ]

@@ -29,17 +29,25 @@ class HashedKeys:
     table = self._table
     capacity = table.capacity
     table.counts = tf.Variable(
-        functools.partial(_zeros, shape=(capacity,), dtype=tf.int32),
-        shape=(capacity,), dtype=tf.int32, trainable=False, name='counts')
+      functools.partial(_zeros, shape=(capacity,), dtype=tf.int32),
+      shape=(capacity,),
+      dtype=tf.int32,
+      trainable=False,
+      name='counts',
+    )
     if table.eviction_threshold is not None:
       table.last_seen = tf.Variable(
-          functools.partial(_zeros, shape=(capacity,), dtype=tf.int64),
-          shape=(capacity,), dtype=tf.int64, trainable=False,
-          name='last_seen')
+        functools.partial(_zeros, shape=(capacity,), dtype=tf.int64),
+        shape=(capacity,),
+        dtype=tf.int64,
+        trainable=False,
+        name='last_seen',
+      )
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
     return self._table._initial.initial_rows(
-        shape, partition_shape, partition_offset)
+      shape, partition_shape, partition_offset
+    )
 
   def rows(self, keys):
     """The hash bucket of each key, int64 in [0, capacity)."""
@@ -66,23 +74,32 @@ class HashedKeys:
     if training and table.admit_after == 1:
       return rows  # Just counted: every key is admitted.
     counts = tf.nn.embedding_lookup(table.counts, rows)
-    return tf.where(counts >= table.admit_after, rows,
-                    tf.constant(table.default_row, tf.int64))
+    return tf.where(
+      counts >= table.admit_after,
+      rows,
+      tf.constant(table.default_row, tf.int64),
+    )
 
   def _record(self, rows):
     """Counts and stamps the rows of a training batch."""
     table = self._table
     context = tf.distribute.get_replica_context()
-    if (context is not None and context.num_replicas_in_sync > 1 and
-        not isinstance(tf.distribute.get_strategy(),
-                       tf.distribute.ParameterServerStrategy)):
+    if (
+      context is not None
+      and context.num_replicas_in_sync > 1
+      and not isinstance(
+        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy
+      )
+    ):
       self._record_replicated(context, rows)
       return
     table.counts.scatter_add(
-        tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows))
+      tf.IndexedSlices(tf.ones_like(rows, tf.int32), rows)
+    )
     if table.eviction_threshold is not None:
       table.last_seen.scatter_update(
-          tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows))
+        tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows)
+      )
 
   def _record_replicated(self, context, rows):
     """Synchronous replicas: every copy counts the keys of all replicas.
@@ -97,33 +114,47 @@ class HashedKeys:
     if _replicas.sparse_sums(tf.distribute.get_strategy()):
       (every,), _ = _replicas.gather(context, [tf.reshape(rows, [-1])])
       table.counts.scatter_add(
-          tf.IndexedSlices(tf.ones_like(every, tf.int32), every))
+        tf.IndexedSlices(tf.ones_like(every, tf.int32), every)
+      )
       if table.eviction_threshold is not None:
-        table.last_seen.scatter_update(tf.IndexedSlices(
-            tf.fill(tf.shape(every), table._eviction.now()), every))
+        table.last_seen.scatter_update(
+          tf.IndexedSlices(
+            tf.fill(tf.shape(every), table._eviction.now()), every
+          )
+        )
       return
     seen = tf.math.unsorted_segment_sum(
-        tf.ones_like(rows, tf.int32), rows, table.capacity)
+      tf.ones_like(rows, tf.int32), rows, table.capacity
+    )
     seen = context.all_reduce(tf.distribute.ReduceOp.SUM, seen)
     table.counts.assign_add(seen)
     if table.eviction_threshold is not None:
-      table.last_seen.assign(tf.where(
-          seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)))
+      table.last_seen.assign(
+        tf.where(
+          seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)
+        )
+      )
 
   def sweep(self, now):
     """Resets the stale rows: fresh values, count 0, cleared slots."""
     table = self._table
     counts = tf.convert_to_tensor(table.counts)
     last = tf.convert_to_tensor(table.last_seen)
-    stale = tf.where((counts > 0) &
-                     (now - last >= table.eviction_threshold))[:, 0]
+    stale = tf.where((counts > 0) & (now - last >= table.eviction_threshold))[
+      :, 0
+    ]
     size = tf.shape(stale, out_type=tf.int64)[0]
-    table.embeddings.scatter_update(tf.IndexedSlices(
-        table._initial.draw(tf.stack([size, table.dim]), now), stale))
+    table.embeddings.scatter_update(
+      tf.IndexedSlices(
+        table._initial.draw(tf.stack([size, table.dim]), now), stale
+      )
+    )
     table.counts.scatter_update(
-        tf.IndexedSlices(tf.zeros_like(stale, tf.int32), stale))
+      tf.IndexedSlices(tf.zeros_like(stale, tf.int32), stale)
+    )
     table.last_seen.scatter_update(
-        tf.IndexedSlices(tf.zeros_like(stale), stale))
+      tf.IndexedSlices(tf.zeros_like(stale), stale)
+    )
     optimizer = table.optimizer
     if hasattr(optimizer, 'reset_slots'):
       optimizer.reset_slots(table.embeddings, stale)
@@ -131,20 +162,22 @@ class HashedKeys:
 
   def live_rows(self):
     counts = tf.convert_to_tensor(self._table.counts)
-    return tf.reduce_sum(tf.cast(counts >= self._table.admit_after,
-                                 tf.int64))
+    return tf.reduce_sum(tf.cast(counts >= self._table.admit_after, tf.int64))
 
   def statistics(self, keys):
     """The row, count and last step of each key's row (shared by collisions)."""
     table = self._table
     rows = self.rows(keys)
-    stamps = (tf.nn.embedding_lookup(table.last_seen, rows)
-              if table.eviction_threshold is not None else
-              tf.zeros_like(rows))
-    return {'row': rows,
-            'count': tf.cast(tf.nn.embedding_lookup(table.counts, rows),
-                             tf.int64),
-            'last_seen': stamps}
+    stamps = (
+      tf.nn.embedding_lookup(table.last_seen, rows)
+      if table.eviction_threshold is not None
+      else tf.zeros_like(rows)
+    )
+    return {
+      'row': rows,
+      'count': tf.cast(tf.nn.embedding_lookup(table.counts, rows), tf.int64),
+      'last_seen': stamps,
+    }
 
   def checkpoint_children(self, children):
     return children

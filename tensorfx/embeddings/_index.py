@@ -40,23 +40,45 @@ class KeyIndex:
       dynamic expansion.
   """
 
-  def __init__(self, key_dtype, first, limit, capacity, name, placement,
-               device, dynamic=False):
+  def __init__(
+    self,
+    key_dtype,
+    first,
+    limit,
+    capacity,
+    name,
+    placement,
+    device,
+    dynamic=False,
+  ):
     self._capacity = capacity
     with tf.device(device):
       self.table = tf.lookup.experimental.MutableHashTable(
-          key_dtype, tf.int64, default_value=tf.constant(_ABSENT, tf.int64),
-          name=name)
+        key_dtype,
+        tf.int64,
+        default_value=tf.constant(_ABSENT, tf.int64),
+        name=name,
+      )
     # Lowest row on top: keys get rows in order of admission.
     stack = tf.range(limit - 1, first - 1, -1, dtype=tf.int64)
     with placement:
       self.free = tf.Variable(
-          tf.concat([stack, tf.fill([capacity - (limit - first)],
-                                    tf.constant(-1, tf.int64))], 0),
-          trainable=False, name=f'{name}_free',
-          shape=tf.TensorShape([None]) if dynamic else None)
-      self.free_count = tf.Variable(tf.constant(limit - first, tf.int64),
-                                    trainable=False, name=f'{name}_free_count')
+        tf.concat(
+          [
+            stack,
+            tf.fill([capacity - (limit - first)], tf.constant(-1, tf.int64)),
+          ],
+          0,
+        ),
+        trainable=False,
+        name=f'{name}_free',
+        shape=tf.TensorShape([None]) if dynamic else None,
+      )
+      self.free_count = tf.Variable(
+        tf.constant(limit - first, tf.int64),
+        trainable=False,
+        name=f'{name}_free_count',
+      )
 
   def find(self, keys):
     """The row of each key, -1 for keys without one (unseen, not admitted)."""
@@ -68,8 +90,7 @@ class KeyIndex:
 
   def _export(self):
     keys, entries = self.table.export()
-    return (tf.reshape(keys, [-1]),
-            tf.reshape(entries, [-1, len(_ABSENT)]))
+    return (tf.reshape(keys, [-1]), tf.reshape(entries, [-1, len(_ABSENT)]))
 
   def record(self, keys, occurrences, now, admit_after):
     """Counts and stamps distinct keys; gives rows to the keys admitted now.
@@ -99,8 +120,9 @@ class KeyIndex:
     rows = tf.tensor_scatter_nd_update(rows, tf.where(granted), given)
     stamps = tf.fill(tf.shape(rows), tf.cast(now, tf.int64))
     updates = [
-        self.free_count.assign_sub(tf.size(given, out_type=tf.int64)),
-        self.table.insert(keys, tf.stack([rows, counts, stamps], axis=1))]
+      self.free_count.assign_sub(tf.size(given, out_type=tf.int64)),
+      self.table.insert(keys, tf.stack([rows, counts, stamps], axis=1)),
+    ]
     return rows, given, updates
 
   def sweep(self, now, evict_after):
@@ -116,16 +138,19 @@ class KeyIndex:
     stale = tf.cast(now, tf.int64) - entries[:, 2] >= evict_after
     # Lowest row on top, whatever order the hash table lists keys in: a
     # restored index (its keys inserted anew) frees rows in the same order.
-    freed = tf.sort(tf.boolean_mask(entries[:, 0],
-                                    stale & (entries[:, 0] >= 0)),
-                    direction='DESCENDING')
+    freed = tf.sort(
+      tf.boolean_mask(entries[:, 0], stale & (entries[:, 0] >= 0)),
+      direction='DESCENDING',
+    )
     size = tf.size(freed, out_type=tf.int64)
     top = self.free_count.read_value()
     updates = [
-        self.free.scatter_update(tf.IndexedSlices(
-            freed, tf.range(top, top + size))),
-        self.free_count.assign_add(size),
-        self.table.remove(tf.boolean_mask(keys, stale))]
+      self.free.scatter_update(
+        tf.IndexedSlices(freed, tf.range(top, top + size))
+      ),
+      self.free_count.assign_add(size),
+      self.table.remove(tf.boolean_mask(keys, stale)),
+    ]
     return size, updates
 
   def export(self):
@@ -143,8 +168,11 @@ class KeyIndex:
     size = tf.size(free, out_type=tf.int64)
     room = tf.shape(self.free, out_type=tf.int64)[0]
     padding = tf.fill([room - size], tf.constant(-1, tf.int64))
-    return [inserted, self.free.assign(tf.concat([free, padding], 0)),
-            self.free_count.assign(size)]
+    return [
+      inserted,
+      self.free.assign(tf.concat([free, padding], 0)),
+      self.free_count.assign(size),
+    ]
 
   def push(self, rows):
     """Puts new rows on the stack (which grows), the lowest on top.
@@ -156,8 +184,9 @@ class KeyIndex:
     top = self.free_count.read_value()
     added = tf.size(rows, out_type=tf.int64)
     room = tf.shape(self.free, out_type=tf.int64)[0]
-    stack = tf.concat([self.free[:top], tf.reverse(rows, [0]),
-                       self.free[top:room]], 0)
+    stack = tf.concat(
+      [self.free[:top], tf.reverse(rows, [0]), self.free[top:room]], 0
+    )
     return [self.free.assign(stack), self.free_count.assign_add(added)]
 
   def reserve(self, size):
@@ -168,9 +197,14 @@ class KeyIndex:
     """
     room = tf.shape(self.free, out_type=tf.int64)[0]
     more = tf.maximum(tf.cast(size, tf.int64) - room, 0)
-    return [self.free.assign(tf.concat(
-        [self.free.read_value(), tf.fill([more], tf.constant(-1, tf.int64))],
-        0))]
+    return [
+      self.free.assign(
+        tf.concat(
+          [self.free.read_value(), tf.fill([more], tf.constant(-1, tf.int64))],
+          0,
+        )
+      )
+    ]
 
   def free_rows(self):
     """int64: how many rows wait on this shard's stack."""
@@ -181,5 +215,6 @@ def control_ops(updates):
   """What control dependencies take of updates (nothing when eager)."""
   if tf.executing_eagerly():
     return []
-  return [u if isinstance(u, tf.Operation) else u.op for u in updates
-          if u is not None]
+  return [
+    u if isinstance(u, tf.Operation) else u.op for u in updates if u is not None
+  ]

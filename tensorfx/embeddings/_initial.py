@@ -30,8 +30,11 @@ class InitialValues:
     self._capacity = capacity
     self._dim = dim
     self._initializer = initializer
-    self._seed = int(seed) if seed is not None else (
-        zlib.crc32(name.encode('utf-8')) & 0x7fffffff)
+    self._seed = (
+      int(seed)
+      if seed is not None
+      else (zlib.crc32(name.encode('utf-8')) & 0x7FFFFFFF)
+    )
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
     """The first values of the rows (of one shard, under a partitioner)."""
@@ -44,14 +47,17 @@ class InitialValues:
     if 0 <= default < shape[0]:
       # The default row starts at zero: "no key" adds nothing until trained.
       values = tf.tensor_scatter_nd_update(
-          values, [[default]], tf.zeros([1, self._dim], values.dtype))
+        values, [[default]], tf.zeros([1, self._dim], values.dtype)
+      )
     return values
 
   def draw(self, shape, salt):
     """Fresh float32 values of `shape`; the default initializer uses `salt`."""
     if self._initializer is not None:
       return tf.cast(self._initializer(shape, dtype=tf.float32), tf.float32)
-    seed = tf.stack([tf.constant(self._seed, tf.int64),
-                     tf.cast(salt, tf.int64)])
-    return tf.random.stateless_uniform(shape, seed, minval=-_INIT_SCALE,
-                                       maxval=_INIT_SCALE)
+    seed = tf.stack(
+      [tf.constant(self._seed, tf.int64), tf.cast(salt, tf.int64)]
+    )
+    return tf.random.stateless_uniform(
+      shape, seed, minval=-_INIT_SCALE, maxval=_INIT_SCALE
+    )

@@ -43,10 +43,19 @@ class KeyedRows(tf.__internal__.tracking.Trackable):
     table = self._table
     keys, entries, free = self._keys.export()
     rows = entries[:, 0]
-    held = tf.concat([tf.boolean_mask(rows, rows >= 0),
-                      tf.constant([table.default_row], tf.int64)], 0)
-    tensors = {'keys': keys, 'entries': entries, 'free': free,
-               'vectors': _sharding.gather(table.embeddings, held)}
+    held = tf.concat(
+      [
+        tf.boolean_mask(rows, rows >= 0),
+        tf.constant([table.default_row], tf.int64),
+      ],
+      0,
+    )
+    tensors = {
+      'keys': keys,
+      'entries': entries,
+      'free': free,
+      'vectors': _sharding.gather(table.embeddings, held),
+    }
     for name, shards in self._slots():
       tensors[_SLOT + name] = _sharding.gather(shards, held)
     return tensors
@@ -55,22 +64,27 @@ class KeyedRows(tf.__internal__.tracking.Trackable):
     table = self._table
     # Inside a tf.function (a checkpoint over several tasks) the tensors
     # read have no static shape.
-    restored = {name: tf.reshape(value, [-1, table.dim])
-                for name, value in restored_tensors.items()
-                if name == 'vectors' or name.startswith(_SLOT)}
+    restored = {
+      name: tf.reshape(value, [-1, table.dim])
+      for name, value in restored_tensors.items()
+      if name == 'vectors' or name.startswith(_SLOT)
+    }
     updates, held = self._keys.load(
-        tf.reshape(restored_tensors['keys'], [-1]),
-        tf.reshape(restored_tensors['entries'], [-1, 3]),
-        tf.reshape(restored_tensors['free'], [-1]))
-    targets = tf.concat([held, tf.constant([table.default_row], tf.int64)],
-                        0)
-    updates += _sharding.scatter_update(table.embeddings, targets,
-                                        restored['vectors'])
+      tf.reshape(restored_tensors['keys'], [-1]),
+      tf.reshape(restored_tensors['entries'], [-1, 3]),
+      tf.reshape(restored_tensors['free'], [-1]),
+    )
+    targets = tf.concat([held, tf.constant([table.default_row], tf.int64)], 0)
+    updates += _sharding.scatter_update(
+      table.embeddings, targets, restored['vectors']
+    )
     for name, shards in self._slots():
       if _SLOT + name in restored:
-        updates += _sharding.scatter_update(shards, targets,
-                                            restored[_SLOT + name])
+        updates += _sharding.scatter_update(
+          shards, targets, restored[_SLOT + name]
+        )
     if tf.executing_eagerly():
       return None
-    return tf.group(*[u if isinstance(u, tf.Operation) else u.op
-                      for u in updates])
+    return tf.group(
+      *[u if isinstance(u, tf.Operation) else u.op for u in updates]
+    )

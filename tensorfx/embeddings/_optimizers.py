@@ -51,9 +51,15 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
         if var.shape[0] is None:
           values.append(self._growing_slot(var, slot, initial))
           continue
-        values.append(self.add_variable_from_reference(
-            var, slot, initial_value=tf.fill(var.shape, tf.cast(
-                initial, var.dtype)) if initial else None))
+        values.append(
+          self.add_variable_from_reference(
+            var,
+            slot,
+            initial_value=tf.fill(var.shape, tf.cast(initial, var.dtype))
+            if initial
+            else None,
+          )
+        )
       # One list attribute per slot: Keras saves each list's shards of a
       # ShardedVariable as one whole variable.
       setattr(self, f'_{slot}_slots', values)
@@ -62,10 +68,12 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
     """The slot of a table with dynamic expansion: it grows with the rows."""
     with tf.init_scope():
       variable = tf.Variable(
-          tf.fill(tf.shape(var), tf.cast(initial or 0, var.dtype)),
-          shape=tf.TensorShape([None]).concatenate(var.shape[1:]),
-          name=f'{slot}/{var._shared_name}', dtype=var.dtype,
-          trainable=False)
+        tf.fill(tf.shape(var), tf.cast(initial or 0, var.dtype)),
+        shape=tf.TensorShape([None]).concatenate(var.shape[1:]),
+        name=f'{slot}/{var._shared_name}',
+        dtype=var.dtype,
+        trainable=False,
+      )
     self._variables.append(variable)
     return variable
 
@@ -82,28 +90,42 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
     updates = []
     for slot, initial in self._slot_specs():
       values = self._slot(slot, variable)
-      shape = tf.concat([tf.reshape(tf.cast(added, tf.int32), [1]),
-                         tf.shape(values)[1:]], 0)
-      updates.append(values.assign(tf.concat(
-          [values.read_value(),
-           tf.fill(shape, tf.cast(initial, values.dtype))], 0)))
+      shape = tf.concat(
+        [tf.reshape(tf.cast(added, tf.int32), [1]), tf.shape(values)[1:]], 0
+      )
+      updates.append(
+        values.assign(
+          tf.concat(
+            [
+              values.read_value(),
+              tf.fill(shape, tf.cast(initial, values.dtype)),
+            ],
+            0,
+          )
+        )
+      )
     return updates
 
   def _slot(self, slot, variable):
     return getattr(self, f'_{slot}_slots')[
-        self._index_dict[self._var_key(variable)]]
+      self._index_dict[self._var_key(variable)]
+    ]
 
   def update_step(self, gradient, variable):
     lr = tf.cast(self.learning_rate, variable.dtype)
     if isinstance(gradient, tf.IndexedSlices):
       # Keras has summed duplicate indices already.
-      self._sparse_update(gradient.values, tf.cast(gradient.indices, tf.int64),
-                          variable, lr)
+      self._sparse_update(
+        gradient.values, tf.cast(gradient.indices, tf.int64), variable, lr
+      )
     else:
       # A dense gradient (an all-reduced one, under synchronous replicas)
       # updates the rows where it is not zero: the same rows.
-      rows = tf.where(tf.reduce_any(tf.not_equal(
-          gradient, 0), axis=list(range(1, gradient.shape.rank))))[:, 0]
+      rows = tf.where(
+        tf.reduce_any(
+          tf.not_equal(gradient, 0), axis=list(range(1, gradient.shape.rank))
+        )
+      )[:, 0]
       self._sparse_update(tf.gather(gradient, rows), rows, variable, lr)
 
   def reset_slots(self, variable, rows):
@@ -124,11 +146,15 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
       if self._var_key(shard) not in getattr(self, '_index_dict', {}):
         continue  # Not trained by this optimizer.
       for slot, initial in self._slot_specs():
-        values = tf.fill(tf.stack([tf.size(local, out_type=tf.int64),
-                                   shard.shape[1]]),
-                         tf.cast(initial, shard.dtype))
-        updates.append(self._slot(slot, shard).scatter_update(
-            tf.IndexedSlices(values, local)))
+        values = tf.fill(
+          tf.stack([tf.size(local, out_type=tf.int64), shard.shape[1]]),
+          tf.cast(initial, shard.dtype),
+        )
+        updates.append(
+          self._slot(slot, shard).scatter_update(
+            tf.IndexedSlices(values, local)
+          )
+        )
     return updates
 
   def slot_shards(self, variable):
@@ -144,8 +170,10 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
     index = getattr(self, '_index_dict', {})
     if not all(self._var_key(p) in index for p in parts):
       return []
-    return [(slot, [self._slot(slot, p) for p in parts])
-            for slot, _ in self._slot_specs()]
+    return [
+      (slot, [self._slot(slot, p) for p in parts])
+      for slot, _ in self._slot_specs()
+    ]
 
   def save_slots_by_key(self, table):
     """Leaves an exact-key table's slots to the table's checkpoint.
@@ -181,7 +209,8 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
       for name, value in children.items():
         if isinstance(value, (list, tuple)):
           kept[name] = tf.__internal__.tracking.wrap(
-              [v for v in value if id(v) not in left_out])
+            [v for v in value if id(v) not in left_out]
+          )
         elif id(value) not in left_out:
           kept[name] = value
       self._keyed_children.clear()
@@ -198,7 +227,8 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
   def _base_config(self, **values):
     config = super().get_config()
     config['learning_rate'] = self._serialize_hyperparameter(
-        self._learning_rate)
+      self._learning_rate
+    )
     config.update(values)
     return config
 
@@ -225,8 +255,15 @@ class LazyAdam(_SparseOptimizer):
     **kwargs: tf_keras optimizer arguments (clipnorm, global_clipnorm, ...).
   """
 
-  def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999,
-               epsilon=1e-7, name='LazyAdam', **kwargs):
+  def __init__(
+    self,
+    learning_rate=0.001,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-7,
+    name='LazyAdam',
+    **kwargs,
+  ):
     super().__init__(learning_rate, name, **kwargs)
     self.beta_1 = beta_1
     self.beta_2 = beta_2
@@ -246,12 +283,14 @@ class LazyAdam(_SparseOptimizer):
     v_rows = b2 * tf.gather(v, rows) + (1 - b2) * tf.square(grad)
     m.scatter_update(tf.IndexedSlices(m_rows, rows))
     v.scatter_update(tf.IndexedSlices(v_rows, rows))
-    variable.scatter_sub(tf.IndexedSlices(
-        rate * m_rows / (tf.sqrt(v_rows) + self.epsilon), rows))
+    variable.scatter_sub(
+      tf.IndexedSlices(rate * m_rows / (tf.sqrt(v_rows) + self.epsilon), rows)
+    )
 
   def get_config(self):
-    return self._base_config(beta_1=self.beta_1, beta_2=self.beta_2,
-                             epsilon=self.epsilon)
+    return self._base_config(
+      beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon
+    )
 
 
 class SparseAdagrad(_SparseOptimizer):
@@ -267,12 +306,19 @@ class SparseAdagrad(_SparseOptimizer):
     **kwargs: tf_keras optimizer arguments.
   """
 
-  def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1,
-               epsilon=1e-7, name='SparseAdagrad', **kwargs):
+  def __init__(
+    self,
+    learning_rate=0.001,
+    initial_accumulator_value=0.1,
+    epsilon=1e-7,
+    name='SparseAdagrad',
+    **kwargs,
+  ):
     if initial_accumulator_value < 0:
       raise ConfigurationError(
-          'initial_accumulator_value must be >= 0. Received: '
-          f'initial_accumulator_value={initial_accumulator_value}')
+        'initial_accumulator_value must be >= 0. Received: '
+        f'initial_accumulator_value={initial_accumulator_value}'
+      )
     super().__init__(learning_rate, name, **kwargs)
     self.initial_accumulator_value = initial_accumulator_value
     self.epsilon = epsilon
@@ -284,13 +330,15 @@ class SparseAdagrad(_SparseOptimizer):
     accumulator = self._slot('accumulator', variable)
     total = tf.gather(accumulator, rows) + tf.square(grad)
     accumulator.scatter_update(tf.IndexedSlices(total, rows))
-    variable.scatter_sub(tf.IndexedSlices(
-        lr * grad / (tf.sqrt(total) + self.epsilon), rows))
+    variable.scatter_sub(
+      tf.IndexedSlices(lr * grad / (tf.sqrt(total) + self.epsilon), rows)
+    )
 
   def get_config(self):
     return self._base_config(
-        initial_accumulator_value=self.initial_accumulator_value,
-        epsilon=self.epsilon)
+      initial_accumulator_value=self.initial_accumulator_value,
+      epsilon=self.epsilon,
+    )
 
 
 class SparseFtrl(_SparseOptimizer):
@@ -314,21 +362,39 @@ class SparseFtrl(_SparseOptimizer):
     **kwargs: tf_keras optimizer arguments.
   """
 
-  def __init__(self, learning_rate=0.001, learning_rate_power=-0.5,
-               initial_accumulator_value=0.1, l1_regularization_strength=0.0,
-               l2_regularization_strength=0.0, name='SparseFtrl', **kwargs):
+  def __init__(
+    self,
+    learning_rate=0.001,
+    learning_rate_power=-0.5,
+    initial_accumulator_value=0.1,
+    l1_regularization_strength=0.0,
+    l2_regularization_strength=0.0,
+    name='SparseFtrl',
+    **kwargs,
+  ):
     for arg, value, ok in (
-        ('learning_rate_power', learning_rate_power, learning_rate_power <= 0),
-        ('initial_accumulator_value', initial_accumulator_value,
-         initial_accumulator_value >= 0),
-        ('l1_regularization_strength', l1_regularization_strength,
-         l1_regularization_strength >= 0),
-        ('l2_regularization_strength', l2_regularization_strength,
-         l2_regularization_strength >= 0)):
+      ('learning_rate_power', learning_rate_power, learning_rate_power <= 0),
+      (
+        'initial_accumulator_value',
+        initial_accumulator_value,
+        initial_accumulator_value >= 0,
+      ),
+      (
+        'l1_regularization_strength',
+        l1_regularization_strength,
+        l1_regularization_strength >= 0,
+      ),
+      (
+        'l2_regularization_strength',
+        l2_regularization_strength,
+        l2_regularization_strength >= 0,
+      ),
+    ):
       if not ok:
         expected = '<= 0' if arg == 'learning_rate_power' else '>= 0'
-        raise ConfigurationError(f'{arg} must be {expected}. Received: '
-                                 f'{arg}={value}')
+        raise ConfigurationError(
+          f'{arg} must be {expected}. Received: {arg}={value}'
+        )
     super().__init__(learning_rate, name, **kwargs)
     self.learning_rate_power = learning_rate_power
     self.initial_accumulator_value = initial_accumulator_value
@@ -336,8 +402,10 @@ class SparseFtrl(_SparseOptimizer):
     self.l2_regularization_strength = l2_regularization_strength
 
   def _slot_specs(self):
-    return (('accumulator', float(self.initial_accumulator_value)),
-            ('linear', 0.0))
+    return (
+      ('accumulator', float(self.initial_accumulator_value)),
+      ('linear', 0.0),
+    )
 
   def _sparse_update(self, grad, rows, variable, lr):
     accumulator = self._slot('accumulator', variable)
@@ -348,21 +416,26 @@ class SparseFtrl(_SparseOptimizer):
     n = tf.gather(accumulator, rows)
     n_new = n + tf.square(grad)
     w = tf.gather(variable, rows)
-    z = tf.gather(linear, rows) + grad - (
-        tf.pow(n_new, power) - tf.pow(n, power)) / lr * w
+    z = (
+      tf.gather(linear, rows)
+      + grad
+      - (tf.pow(n_new, power) - tf.pow(n, power)) / lr * w
+    )
     quadratic = tf.pow(n_new, power) / lr + 2 * l2
-    w_new = tf.where(tf.abs(z) > l1, (tf.sign(z) * l1 - z) / quadratic,
-                     tf.zeros_like(z))
+    w_new = tf.where(
+      tf.abs(z) > l1, (tf.sign(z) * l1 - z) / quadratic, tf.zeros_like(z)
+    )
     accumulator.scatter_update(tf.IndexedSlices(n_new, rows))
     linear.scatter_update(tf.IndexedSlices(z, rows))
     variable.scatter_update(tf.IndexedSlices(w_new, rows))
 
   def get_config(self):
     return self._base_config(
-        learning_rate_power=self.learning_rate_power,
-        initial_accumulator_value=self.initial_accumulator_value,
-        l1_regularization_strength=self.l1_regularization_strength,
-        l2_regularization_strength=self.l2_regularization_strength)
+      learning_rate_power=self.learning_rate_power,
+      initial_accumulator_value=self.initial_accumulator_value,
+      l1_regularization_strength=self.l1_regularization_strength,
+      l2_regularization_strength=self.l2_regularization_strength,
+    )
 
 
 def build_sparse_optimizer(args, learning_rate=None):
@@ -396,16 +469,19 @@ def build_sparse_optimizer(args, learning_rate=None):
   if name == 'lazy-adam':
     return LazyAdam(learning_rate=learning_rate)
   if name == 'adam':
-    return tf_keras.optimizers.Adam(learning_rate=learning_rate,
-                                    jit_compile=False)
+    return tf_keras.optimizers.Adam(
+      learning_rate=learning_rate, jit_compile=False
+    )
   if name == 'adagrad':
     return SparseAdagrad(learning_rate=learning_rate)
   if name == 'ftrl':
     return SparseFtrl(learning_rate=learning_rate)
   if name == 'sgd':
     # Keras' SGD without momentum subtracts the IndexedSlices: sparse.
-    return tf_keras.optimizers.SGD(learning_rate=learning_rate,
-                                   jit_compile=False)
+    return tf_keras.optimizers.SGD(
+      learning_rate=learning_rate, jit_compile=False
+    )
   raise ConfigurationError(
-      f'--embedding-optimizer must be one of {", ".join(OPTIMIZERS)}. '
-      f'Received: --embedding-optimizer={name}')
+    f'--embedding-optimizer must be one of {", ".join(OPTIMIZERS)}. '
+    f'Received: --embedding-optimizer={name}'
+  )

@@ -15,9 +15,19 @@ KEY_DTYPES = ('int64', 'string')
 
 # The parameters of an `embedding` feature (features.yaml) that configure
 # its table: the table's own argument names.
-TABLE_PARAMS = ('dim', 'capacity', 'combiner', 'initializer', 'hashing',
-                'admit_after', 'evict_after_steps', 'evict_every_steps',
-                'evict_after_secs', 'evict_every_secs', 'dynamic_expansion')
+TABLE_PARAMS = (
+  'dim',
+  'capacity',
+  'combiner',
+  'initializer',
+  'hashing',
+  'admit_after',
+  'evict_after_steps',
+  'evict_every_steps',
+  'evict_after_secs',
+  'evict_every_secs',
+  'dynamic_expansion',
+)
 
 
 def table_kwargs(params):
@@ -32,15 +42,17 @@ def table_kwargs(params):
 
 def positive(name, value):
   if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ConfigurationError(f'{name} must be a positive integer. '
-                             f'Received: {name}={value!r}')
+    raise ConfigurationError(
+      f'{name} must be a positive integer. Received: {name}={value!r}'
+    )
   return value
 
 
 def one_of(name, value, choices):
   if value not in choices:
-    raise ConfigurationError(f'{name} must be one of {", ".join(choices)}. '
-                             f'Received: {name}={value!r}')
+    raise ConfigurationError(
+      f'{name} must be one of {", ".join(choices)}. Received: {name}={value!r}'
+    )
   return value
 
 
@@ -51,12 +63,12 @@ def dimension(value):
       shape = tf.TensorShape(value)
     except (TypeError, ValueError):
       shape = None
-    if (shape is None or shape.rank != 1 or shape[0] is None or
-        shape[0] < 1):
+    if shape is None or shape.rank != 1 or shape[0] is None or shape[0] < 1:
       raise ConfigurationError(
-          'dim must be a positive integer or a TensorShape of one known '
-          'dimension, e.g. tf.TensorShape([16]) (the embedding is a '
-          f'vector). Received: dim={value!r}')
+        'dim must be a positive integer or a TensorShape of one known '
+        'dimension, e.g. tf.TensorShape([16]) (the embedding is a '
+        f'vector). Received: dim={value!r}'
+      )
     return int(shape[0])
   return positive('dim', value)
 
@@ -74,25 +86,29 @@ def eviction(after, every, after_secs=None, every_secs=None):
   """
   if after is not None and after_secs is not None:
     raise ConfigurationError(
-        'A table evicts by steps or by seconds: give evict_after_steps or '
-        f'evict_after_secs, not both. Received: evict_after_steps={after}, '
-        f'evict_after_secs={after_secs}')
-  clock, unit = ('seconds', 'secs') if after_secs is not None else (
-      'steps', 'steps')
+      'A table evicts by steps or by seconds: give evict_after_steps or '
+      f'evict_after_secs, not both. Received: evict_after_steps={after}, '
+      f'evict_after_secs={after_secs}'
+    )
+  clock, unit = (
+    ('seconds', 'secs') if after_secs is not None else ('steps', 'steps')
+  )
   if after_secs is not None:
     after, every = after_secs, every_secs
   elif every_secs is not None:
     positive('evict_every_secs', every_secs)
     raise ConfigurationError(
-        'evict_every_secs needs evict_after_secs. Received: '
-        f'evict_every_secs={every_secs}, evict_after_secs=None')
+      'evict_every_secs needs evict_after_secs. Received: '
+      f'evict_every_secs={every_secs}, evict_after_secs=None'
+    )
   after = None if after is None else positive(f'evict_after_{unit}', after)
   if every is not None:
     positive(f'evict_every_{unit}', every)
     if after is None:
       raise ConfigurationError(
-          f'evict_every_{unit} needs evict_after_{unit}. Received: '
-          f'evict_every_{unit}={every}, evict_after_{unit}=None')
+        f'evict_every_{unit} needs evict_after_{unit}. Received: '
+        f'evict_every_{unit}={every}, evict_after_{unit}=None'
+      )
   if after is None:
     return None, None, None
   # A sweep reads every stamp: by default a tenth of the threshold apart.
@@ -104,12 +120,13 @@ def initializer(value):
   if value is None or callable(value):
     return value
   import tf_keras
+
   try:
     return tf_keras.initializers.get(_plain(value))
   except (ValueError, TypeError):
     raise ConfigurationError(
-        'initializer must be a tf_keras initializer, its name or config, '
-        f'or a callable (shape, dtype). Received: initializer={value!r}'
+      'initializer must be a tf_keras initializer, its name or config, '
+      f'or a callable (shape, dtype). Received: initializer={value!r}'
     ) from None
 
 
@@ -122,8 +139,10 @@ def key_dtype(value):
     return tf.int64
   if dtype == tf.string:
     return tf.string
-  raise ConfigurationError(f'key_dtype must be one of {", ".join(KEY_DTYPES)}.'
-                           f' Received: key_dtype={value!r}')
+  raise ConfigurationError(
+    f'key_dtype must be one of {", ".join(KEY_DTYPES)}.'
+    f' Received: key_dtype={value!r}'
+  )
 
 
 def _plain(value):

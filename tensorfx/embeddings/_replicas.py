@@ -30,8 +30,13 @@ from typing import Any
 
 import tensorflow as tf
 
-__all__ = ['gather', 'one_per_process', 'reduce_slices', 'replicated',
-           'sparse_sums']
+__all__ = [
+  'gather',
+  'one_per_process',
+  'reduce_slices',
+  'replicated',
+  'sparse_sums',
+]
 
 # False: hashed tables' gradients and statistics are summed densely, as
 # tensorfx did before (the benchmarks' baseline; read when a training
@@ -47,9 +52,13 @@ def replicated(context: Any = None) -> bool:
   """
   if context is None:
     context = tf.distribute.get_replica_context()
-  return (context is not None and context.num_replicas_in_sync > 1 and
-          not isinstance(tf.distribute.get_strategy(),
-                         tf.distribute.ParameterServerStrategy))
+  return (
+    context is not None
+    and context.num_replicas_in_sync > 1
+    and not isinstance(
+      tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy
+    )
+  )
 
 
 def one_per_process(strategy: Any) -> bool:
@@ -62,8 +71,10 @@ def one_per_process(strategy: Any) -> bool:
     >>> one_per_process(tf.distribute.MultiWorkerMirroredStrategy())
     True
   """
-  return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-          and len(strategy.extended.worker_devices) == 1)
+  return (
+    isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    and len(strategy.extended.worker_devices) == 1
+  )
 
 
 def sparse_sums(strategy: Any) -> bool:
@@ -103,10 +114,8 @@ def gather(context: Any, tensors: list[Any]) -> tuple[list[Any], Any]:
   gathered = []
   for tensor in tensors:
     padding = [[0, longest - size[0]]] + [[0, 0]] * (tensor.shape.rank - 1)
-    padded = tf.pad(tensor, padding,
-                    constant_values=tf.zeros([], tensor.dtype))
-    gathered.append(tf.boolean_mask(context.all_gather(padded, axis=0),
-                                    keep))
+    padded = tf.pad(tensor, padding, constant_values=tf.zeros([], tensor.dtype))
+    gathered.append(tf.boolean_mask(context.all_gather(padded, axis=0), keep))
   return gathered, sizes
 
 
@@ -134,4 +143,5 @@ def _summed(rows: Any, values: Any) -> tuple[Any, Any]:
   """Distinct rows (in order of first appearance) and their summed values."""
   unique, position = tf.unique(rows, out_idx=tf.int64)
   return unique, tf.math.unsorted_segment_sum(
-      values, position, tf.size(unique, out_type=tf.int64))
+    values, position, tf.size(unique, out_type=tf.int64)
+  )

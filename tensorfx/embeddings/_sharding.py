@@ -65,9 +65,11 @@ def gather(variable, rows):
   owner, local = _locate(parts, rows)
   pieces = tf.dynamic_partition(local, owner, len(parts))
   positions = tf.dynamic_partition(
-      tf.range(tf.size(rows, out_type=tf.int32)), owner, len(parts))
+    tf.range(tf.size(rows, out_type=tf.int32)), owner, len(parts)
+  )
   return tf.dynamic_stitch(
-      positions, [tf.gather(p, piece) for p, piece in zip(parts, pieces)])
+    positions, [tf.gather(p, piece) for p, piece in zip(parts, pieces)]
+  )
 
 
 def scatter_update(variable, rows, values):
@@ -91,8 +93,10 @@ def scatter_update(variable, rows, values):
   owner, local = _locate(parts, rows)
   pieces = tf.dynamic_partition(local, owner, len(parts))
   blocks = tf.dynamic_partition(values, owner, len(parts))
-  return [p.scatter_update(tf.IndexedSlices(block, piece))
-          for p, piece, block in zip(parts, pieces, blocks)]
+  return [
+    p.scatter_update(tf.IndexedSlices(block, piece))
+    for p, piece, block in zip(parts, pieces, blocks)
+  ]
 
 
 def starts(variable):

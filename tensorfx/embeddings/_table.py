@@ -133,17 +133,32 @@ class EmbeddingTable(tf.Module):
     ConfigurationError: an argument is invalid; the message names it.
   """
 
-  def __init__(self, name, dim, capacity, *, key_dtype=tf.int64,
-               initializer=None, combiner='mean', hashing='mod',
-               admit_after=1, evict_after_steps=None, evict_every_steps=None,
-               optimizer=None, step_counter=None, seed=None,
-               evict_after_secs=None, evict_every_secs=None,
-               dynamic_expansion=False,
-               expansion_threshold=_expansion.EXPANSION_THRESHOLD):
+  def __init__(
+    self,
+    name,
+    dim,
+    capacity,
+    *,
+    key_dtype=tf.int64,
+    initializer=None,
+    combiner='mean',
+    hashing='mod',
+    admit_after=1,
+    evict_after_steps=None,
+    evict_every_steps=None,
+    optimizer=None,
+    step_counter=None,
+    seed=None,
+    evict_after_secs=None,
+    evict_every_secs=None,
+    dynamic_expansion=False,
+    expansion_threshold=_expansion.EXPANSION_THRESHOLD,
+  ):
     if not isinstance(name, str) or not name.isidentifier():
       raise ConfigurationError(
-          'name must be letters, digits and underscores, not starting with '
-          f'a digit. Received: name={name!r}')
+        'name must be letters, digits and underscores, not starting with '
+        f'a digit. Received: name={name!r}'
+      )
     super().__init__(name=name)
     self._dim = _options.dimension(dim)
     self._capacity = _options.positive('capacity', capacity)
@@ -152,35 +167,43 @@ class EmbeddingTable(tf.Module):
     self._hashing = _options.one_of('hashing', hashing, HASHINGS)
     self._admit_after = _options.positive('admit_after', admit_after)
     self._clock, self._evict_after, self._evict_every = _options.eviction(
-        evict_after_steps, evict_every_steps, evict_after_secs,
-        evict_every_secs)
+      evict_after_steps, evict_every_steps, evict_after_secs, evict_every_secs
+    )
     if not isinstance(dynamic_expansion, bool):
       raise ConfigurationError(
-          'dynamic_expansion must be True or False. Received: '
-          f'dynamic_expansion={dynamic_expansion!r}')
+        'dynamic_expansion must be True or False. Received: '
+        f'dynamic_expansion={dynamic_expansion!r}'
+      )
     if dynamic_expansion and hashing != 'exact':
       raise ConfigurationError(
-          'dynamic_expansion grows a table of exact keys (a hashed table '
-          "spreads keys over all its rows): give hashing='exact'. Received: "
-          f'hashing={hashing!r}')
+        'dynamic_expansion grows a table of exact keys (a hashed table '
+        "spreads keys over all its rows): give hashing='exact'. Received: "
+        f'hashing={hashing!r}'
+      )
     self._dynamic_expansion = dynamic_expansion
-    if isinstance(expansion_threshold, bool) or not isinstance(
-        expansion_threshold, (int, float)) or not 0 < expansion_threshold <= 1:
+    if (
+      isinstance(expansion_threshold, bool)
+      or not isinstance(expansion_threshold, (int, float))
+      or not 0 < expansion_threshold <= 1
+    ):
       raise ConfigurationError(
-          'expansion_threshold must be a share of the rows in (0, 1]. '
-          f'Received: expansion_threshold={expansion_threshold!r}')
+        'expansion_threshold must be a share of the rows in (0, 1]. '
+        f'Received: expansion_threshold={expansion_threshold!r}'
+      )
     self._expansion_threshold = float(expansion_threshold)
     self._initializer = _options.initializer(initializer)
     self._initial = _initial.InitialValues(
-        name, self._capacity, self._dim, self._initializer, seed)
+      name, self._capacity, self._dim, self._initializer, seed
+    )
     if optimizer is not None:
       # Tracked: checkpointed with the table.
       self._own_optimizer = optimizer
     # Not tracked: whoever bound them (the builder) checkpoints them. The
     # key mode holds an exact table's index, which is checkpointed by key.
     self._bound = types.SimpleNamespace(optimizer=None, step_counter=None)
-    self._keys: Any = (_exact.ExactKeys(self) if hashing == 'exact' else
-                  _hashed.HashedKeys(self))
+    self._keys: Any = (
+      _exact.ExactKeys(self) if hashing == 'exact' else _hashed.HashedKeys(self)
+    )
     self._eviction = _eviction.Eviction(self, self._keys, self._evict_every)
     self._built = False
     self._grows_in_step = False
@@ -212,8 +235,9 @@ class EmbeddingTable(tf.Module):
     try:
       return cls(name, key_dtype=key_dtype, **_options.table_kwargs(params))
     except ConfigurationError as e:
-      raise ConfigurationError(f'Feature {name!r} (features.yaml): {e}') \
-          from None
+      raise ConfigurationError(
+        f'Feature {name!r} (features.yaml): {e}'
+      ) from None
 
   # Configuration.
 
@@ -331,10 +355,11 @@ class EmbeddingTable(tf.Module):
     if self._bound.optimizer is None and optimizer is not None:
       if self._dynamic_expansion and not hasattr(optimizer, 'grow_slots'):
         raise ConfigurationError(
-            f'EmbeddingTable {self.name!r} has dynamic_expansion: its '
-            'optimizer must grow its slots with the rows, as the tensorfx '
-            'sparse optimizers do (lazy-adam, adagrad, ftrl). Received: '
-            f'optimizer={type(optimizer).__name__}')
+          f'EmbeddingTable {self.name!r} has dynamic_expansion: its '
+          'optimizer must grow its slots with the rows, as the tensorfx '
+          'sparse optimizers do (lazy-adam, adagrad, ftrl). Received: '
+          f'optimizer={type(optimizer).__name__}'
+        )
       self._bound.optimizer = optimizer
       if self._keys.exact and hasattr(optimizer, 'save_slots_by_key'):
         # Checkpoints hold the rows' slots by key, with the rows.
@@ -357,19 +382,23 @@ class EmbeddingTable(tf.Module):
     # a table with dynamic expansion has fixed rows, which the chief grows
     # by restarting in place (see _expansion).
     self._grows_in_step = self._dynamic_expansion and not isinstance(
-        tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy)
+      tf.distribute.get_strategy(), tf.distribute.ParameterServerStrategy
+    )
     if self._dynamic_expansion and not self._grows_in_step:
       rows = _expansion.rows_to_build(self)
     with self.name_scope:
       # Rows a table with dynamic expansion appends to: the first
       # dimension is not fixed.
       self.embeddings = tf.Variable(
-          functools.partial(self._keys.initial_rows, shape=(rows, dim)),
-          shape=((None, dim) if self._grows_in_step else (rows, dim)),
-          dtype=tf.float32, name='embeddings')
+        functools.partial(self._keys.initial_rows, shape=(rows, dim)),
+        shape=((None, dim) if self._grows_in_step else (rows, dim)),
+        dtype=tf.float32,
+        name='embeddings',
+      )
       if self._dynamic_expansion:
-        self.expansions = tf.Variable(tf.constant(0, tf.int64),
-                                      trainable=False, name='expansions')
+        self.expansions = tf.Variable(
+          tf.constant(0, tf.int64), trainable=False, name='expansions'
+        )
       self._keys.build()
       if self._evict_after is not None:
         self._eviction.build()
@@ -395,8 +424,9 @@ class EmbeddingTable(tf.Module):
   def _require_built(self, what):
     if not self._built:
       raise ConfigurationError(
-          f'EmbeddingTable {self.name!r}: {what} needs the variables, which '
-          'the first lookup (or build()) makes.')
+        f'EmbeddingTable {self.name!r}: {what} needs the variables, which '
+        'the first lookup (or build()) makes.'
+      )
 
   def _trackable_children(self, save_type='checkpoint', **kwargs):
     children = super()._trackable_children(save_type, **kwargs)
@@ -474,28 +504,30 @@ class EmbeddingTable(tf.Module):
       float32 [B, dim].
     """
     self.build()
-    combiner = _options.one_of('combiner', combiner or self._combiner,
-                               COMBINERS)
+    combiner = _options.one_of(
+      'combiner', combiner or self._combiner, COMBINERS
+    )
     keys, bag = _combine.as_bag(keys, f'EmbeddingTable {self.name!r}')
     rows = self._keys.lookup_rows(self._check_keys(keys), training)
     vectors = tf.nn.embedding_lookup(self.embeddings, rows)
     if bag is None:
       return vectors
-    return _combine.combine(vectors, bag.value_rowids(), bag.nrows(),
-                            combiner)
+    return _combine.combine(vectors, bag.value_rowids(), bag.nrows(), combiner)
 
   def _check_keys(self, keys):
     keys = tf.convert_to_tensor(keys)
     if self._key_dtype == tf.string:
       if keys.dtype != tf.string:
         raise ConfigurationError(
-            f'EmbeddingTable {self.name!r} has string keys. Received: keys '
-            f'of dtype {keys.dtype.name}')
+          f'EmbeddingTable {self.name!r} has string keys. Received: keys '
+          f'of dtype {keys.dtype.name}'
+        )
       return keys
     if not keys.dtype.is_integer:
       raise ConfigurationError(
-          f'EmbeddingTable {self.name!r} has int64 keys. Received: keys of '
-          f'dtype {keys.dtype.name}')
+        f'EmbeddingTable {self.name!r} has int64 keys. Received: keys of '
+        f'dtype {keys.dtype.name}'
+      )
     return tf.cast(keys, tf.int64)
 
   def evict(self, now=None):
@@ -521,9 +553,10 @@ class EmbeddingTable(tf.Module):
     """
     if self._evict_after is None:
       raise ConfigurationError(
-          f'EmbeddingTable {self.name!r} does not evict: give it '
-          'evict_after_steps or evict_after_secs. Received: '
-          'evict_after_steps=None')
+        f'EmbeddingTable {self.name!r} does not evict: give it '
+        'evict_after_steps or evict_after_secs. Received: '
+        'evict_after_steps=None'
+      )
     self._require_built('evict()')
     return self._eviction.sweep(now)
 
@@ -550,7 +583,7 @@ def find_tables(module):
   """
   found: dict[Any, Any] = {}
   for table in module._flatten(
-      predicate=lambda m: isinstance(m, EmbeddingTable),
-      with_path=False):
+    predicate=lambda m: isinstance(m, EmbeddingTable), with_path=False
+  ):
     found.setdefault(id(table), table)
   return list(found.values())

@@ -4,6 +4,6 @@ from tensorfx.models import nn
 from tensorfx.models._keras import KerasModelBuilder
 
 __all__ = [
-    'KerasModelBuilder',
-    'nn',
+  'KerasModelBuilder',
+  'nn',
 ]

@@ -87,16 +87,18 @@ class KerasModelBuilder(ModelBuilder):
       A compiled `tf_keras.Model` with one output.
     """
     raise NotImplementedError(
-        f'{type(self).__name__} must implement build_model(inputs), '
-        'returning a compiled tf_keras.Model.')
+      f'{type(self).__name__} must implement build_model(inputs), '
+      'returning a compiled tf_keras.Model.'
+    )
 
   @property
   def keras_model(self) -> tf_keras.Model:
     """The compiled `tf_keras.Model`, once `build_model` has made it."""
     if self._keras_model is None:
       raise ConfigurationError(
-          'keras_model is available once the trainer has built the model '
-          '(build_graph_interfaces).')
+        'keras_model is available once the trainer has built the model '
+        '(build_graph_interfaces).'
+      )
     return self._keras_model
 
   @property
@@ -124,13 +126,17 @@ class KerasModelBuilder(ModelBuilder):
     labels, y_true = self._target(inputs, inferences)
     if labels is not None and self._class_weights is None:
       self._class_weights = _weights.class_weights(self)
-    weights = _weights.example_weights(self, inputs, labels,
-                                       self._class_weights)
+    weights = _weights.example_weights(
+      self, inputs, labels, self._class_weights
+    )
     losses = _per_example(self._loss_function(), y_true, inferences)
     # Keras' mean over the batch (examples of unknown labels left out);
     # the engine averages replicas.
-    count = tf.cast(tf.size(weights), tf.float32) if labels is None else \
-        tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
+    count = (
+      tf.cast(tf.size(weights), tf.float32)
+      if labels is None
+      else tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
+    )
     loss = tf.reduce_sum(losses * weights) / tf.maximum(count, 1.0)
     if model.losses:
       loss += tf.add_n([tf.cast(extra, tf.float32) for extra in model.losses])
@@ -141,14 +147,18 @@ class KerasModelBuilder(ModelBuilder):
       return super().build_output(inferences)
     vocabulary = self._vocabulary()
     if not vocabulary:
-      return {'value': inferences[:, 0] if _width(inferences) == 1 and
-                       inferences.shape.rank == 2 else inferences}
+      return {
+        'value': inferences[:, 0]
+        if _width(inferences) == 1 and inferences.shape.rank == 2
+        else inferences
+      }
     scores = self._scores(inferences, len(vocabulary))
     labels = tf.constant(vocabulary)
-    return {'label': tf.gather(labels, tf.argmax(scores, axis=1)),
-            'scores': scores,
-            'classes': tf.tile(labels[tf.newaxis, :],
-                               [tf.shape(scores)[0], 1])}
+    return {
+      'label': tf.gather(labels, tf.argmax(scores, axis=1)),
+      'scores': scores,
+      'classes': tf.tile(labels[tf.newaxis, :], [tf.shape(scores)[0], 1]),
+    }
 
   def build_evaluation(self, inputs, outputs):
     model = self._model()
@@ -157,9 +167,11 @@ class KerasModelBuilder(ModelBuilder):
       return {}
     predictions = self._predictions(outputs)
     labels, y_true = self._target(inputs, predictions)
-    metrics.update_state(y_true, predictions,
-                         sample_weight=_weights.example_weights(
-                             self, inputs, labels))
+    metrics.update_state(
+      y_true,
+      predictions,
+      sample_weight=_weights.example_weights(self, inputs, labels),
+    )
     # The evaluation loss is the engine's ('loss').
     return {m.name: m for m in metrics.metrics if m.name != 'loss'}
 
@@ -174,8 +186,9 @@ class KerasModelBuilder(ModelBuilder):
     features = self.dataset.features
     if features is None:
       raise ConfigurationError(
-          f'{type(self).__name__} needs a feature set (--data-features): '
-          'the model\'s inputs are its transformed features.')
+        f'{type(self).__name__} needs a feature set (--data-features): '
+        "the model's inputs are its transformed features."
+      )
     return [f.name for f in features if f.type not in _NOT_INPUTS]
 
   def _inputs(self) -> dict[str, Any]:
@@ -185,11 +198,13 @@ class KerasModelBuilder(ModelBuilder):
       feature = spec[name]
       if isinstance(feature, tf.io.FixedLenFeature):
         shape = tuple(feature.shape) or (1,)
-        inputs[name] = tf_keras.Input(shape=shape, dtype=feature.dtype,
-                                      name=name)
+        inputs[name] = tf_keras.Input(
+          shape=shape, dtype=feature.dtype, name=name
+        )
       else:
-        inputs[name] = tf_keras.Input(shape=(None,), dtype=feature.dtype,
-                                      sparse=True, name=name)
+        inputs[name] = tf_keras.Input(
+          shape=(None,), dtype=feature.dtype, sparse=True, name=name
+        )
     return inputs
 
   def _model_inputs(self, inputs):
@@ -217,12 +232,14 @@ class KerasModelBuilder(ModelBuilder):
     name = self._target_name()
     if name is None:
       raise ConfigurationError(
-          f'{type(self).__name__} needs one feature of type target in the '
-          'feature set.')
+        f'{type(self).__name__} needs one feature of type target in the '
+        'feature set.'
+      )
     value = inputs[name]
     labels = value if self._vocabulary() else None
-    y_true = tf.maximum(value, 0) if labels is not None else tf.cast(
-        value, tf.float32)
+    y_true = (
+      tf.maximum(value, 0) if labels is not None else tf.cast(value, tf.float32)
+    )
     if predictions.shape.rank == 2 and _width(predictions) == 1:
       # One output unit (regression, a sigmoid): [B, 1] targets.
       y_true = tf.cast(y_true[:, tf.newaxis], predictions.dtype)
@@ -250,10 +267,12 @@ class KerasModelBuilder(ModelBuilder):
       p = tf.sigmoid(inferences) if logits else inferences
       return tf.concat([1.0 - p, p], axis=1)
     raise ConfigurationError(
-        f'The model of {type(self).__name__} outputs {width} values per '
-        f'instance; a classifier of the {classes} classes of target '
-        f'{self._target_name()!r} outputs {classes} (one per class)'
-        + (' or 1 (a sigmoid)' if classes == 2 else '') + '.')
+      f'The model of {type(self).__name__} outputs {width} values per '
+      f'instance; a classifier of the {classes} classes of target '
+      f'{self._target_name()!r} outputs {classes} (one per class)'
+      + (' or 1 (a sigmoid)' if classes == 2 else '')
+      + '.'
+    )
 
   def _predictions(self, outputs):
     """The model's own output, read back from `build_output`'s."""
@@ -261,14 +280,16 @@ class KerasModelBuilder(ModelBuilder):
       value = outputs.get('value')
       if value is None:
         return tf.nest.flatten(outputs)[0]
-      return value[:, tf.newaxis] if self._output_width == 1 and \
-          value.shape.rank == 1 else value
+      return (
+        value[:, tf.newaxis]
+        if self._output_width == 1 and value.shape.rank == 1
+        else value
+      )
     scores = outputs['scores']
     logits = self._from_logits()
     if self._output_width == 1:
       p = tf.clip_by_value(scores[:, 1:], _EPSILON, 1.0 - _EPSILON)
-      return tf.math.log(p) - tf.math.log(1.0 - p) if logits else \
-          scores[:, 1:]
+      return tf.math.log(p) - tf.math.log(1.0 - p) if logits else scores[:, 1:]
     # log(softmax(z)) differs from z by a constant: the same softmax.
     return tf.math.log(tf.maximum(scores, _EPSILON)) if logits else scores
 
@@ -291,20 +312,25 @@ def _checked(model: Any, builder: KerasModelBuilder) -> tf_keras.Model:
   where = f'{type(builder).__name__}.build_model'
   if not isinstance(model, tf_keras.Model):
     raise ConfigurationError(
-        f'{where} must return a tf_keras.Model (Keras 2: `import tf_keras`; '
-        'tf.keras in TensorFlow 2.21 is Keras 3, which cannot train under '
-        'parameter servers or several workers). Received: '
-        f'{type(model).__module__}.{type(model).__qualname__}')
-  if getattr(model, 'optimizer', None) is None or \
-      getattr(model, 'loss', None) is None:
+      f'{where} must return a tf_keras.Model (Keras 2: `import tf_keras`; '
+      'tf.keras in TensorFlow 2.21 is Keras 3, which cannot train under '
+      'parameter servers or several workers). Received: '
+      f'{type(model).__module__}.{type(model).__qualname__}'
+    )
+  if (
+    getattr(model, 'optimizer', None) is None
+    or getattr(model, 'loss', None) is None
+  ):
     raise ConfigurationError(
-        f'{where} must return a compiled model: call model.compile('
-        'optimizer=..., loss=..., metrics=[...]) before returning it. '
-        f'Received: model {model.name!r}, not compiled (or compiled '
-        'without a loss).')
+      f'{where} must return a compiled model: call model.compile('
+      'optimizer=..., loss=..., metrics=[...]) before returning it. '
+      f'Received: model {model.name!r}, not compiled (or compiled '
+      'without a loss).'
+    )
   if isinstance(model.loss, (dict, list, tuple)):
     raise ConfigurationError(
-        f'{where}: models with several outputs (a loss per output) are not '
-        'supported; return a model with one output. Received: '
-        f'loss={model.loss!r}')
+      f'{where}: models with several outputs (a loss per output) are not '
+      'supported; return a model with one output. Received: '
+      f'loss={model.loss!r}'
+    )
   return model

@@ -6,8 +6,8 @@ from tensorfx.prediction._beam import predict_beam
 from tensorfx.prediction._model import Model
 
 __all__ = [
-    'Model',
-    'PredictionSummary',
-    'predict_beam',
-    'predict_files',
+  'Model',
+  'PredictionSummary',
+  'predict_beam',
+  'predict_files',
 ]

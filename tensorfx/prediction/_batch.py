@@ -39,6 +39,7 @@ class PredictionSummary:
     seconds: the time it took.
     output: where the predictions went ('-' for stdout).
   """
+
   records: int
   predicted: int
   skipped: int
@@ -46,10 +47,20 @@ class PredictionSummary:
   output: str
 
 
-def predict_files(model, inputs, output='-', input_format='auto',
-                  output_format='auto', batch_size=256, prefix='',
-                  skip_bad_records=False, compression='auto',
-                  progress=True, protos=None, source_name='model'):
+def predict_files(
+  model,
+  inputs,
+  output='-',
+  input_format='auto',
+  output_format='auto',
+  batch_size=256,
+  prefix='',
+  skip_bad_records=False,
+  compression='auto',
+  progress=True,
+  protos=None,
+  source_name='model',
+):
   """Predicts every record of `inputs`; writes them with the predictions.
 
   Records are read and predicted `batch_size` at a time and written in
@@ -100,26 +111,36 @@ def predict_files(model, inputs, output='-', input_format='auto',
       record or line; an output that would replace an input feature.
   """
   if input_format not in INPUT_FORMATS:
-    raise DataError(f'input_format must be one of {", ".join(INPUT_FORMATS)}.'
-                    f' Received: input_format={input_format!r}')
+    raise DataError(
+      f'input_format must be one of {", ".join(INPUT_FORMATS)}.'
+      f' Received: input_format={input_format!r}'
+    )
   if output_format not in OUTPUT_FORMATS:
-    raise DataError('output_format must be one of '
-                    f'{", ".join(OUTPUT_FORMATS)}. Received: '
-                    f'output_format={output_format!r}')
+    raise DataError(
+      'output_format must be one of '
+      f'{", ".join(OUTPUT_FORMATS)}. Received: '
+      f'output_format={output_format!r}'
+    )
   if not isinstance(batch_size, int) or batch_size < 1:
-    raise DataError('batch_size must be a positive integer. Received: '
-                    f'batch_size={batch_size!r}')
+    raise DataError(
+      'batch_size must be a positive integer. Received: '
+      f'batch_size={batch_size!r}'
+    )
   listed = _paths.as_list(inputs)
   if '-' in listed and len(listed) > 1:
-    raise DataError('Read stdin (-) or files, not both. Received: '
-                    f'inputs={listed}')
+    raise DataError(
+      f'Read stdin (-) or files, not both. Received: inputs={listed}'
+    )
   paths = listed if listed == ['-'] else _paths.expand(listed, 'input')
   writing_tfrecord = output_format == 'tfrecord' or (
-      output_format == 'auto' and output != '-' and
-      _reader.TFRECORD.search(output))
+    output_format == 'auto'
+    and output != '-'
+    and _reader.TFRECORD.search(output)
+  )
   start = time.monotonic()
   progress = _progress.RecordProgress(
-      _reader.total_bytes(paths, input_format, compression), enabled=progress)
+    _reader.total_bytes(paths, input_format, compression), enabled=progress
+  )
   writer = _writer.Writer(output, writing_tfrecord, compression)
   converter = _converter.Converter(model.schema, model.features, prefix)
   counts = {'records': 0, 'predicted': 0, 'skipped': 0}
@@ -133,8 +154,9 @@ def predict_files(model, inputs, output='-', input_format='auto',
           _bad(record, skip_bad_records, counts)
           continue
         if protos is not None and writing_tfrecord:
-          writer.write(_protorecords.annotated(protos, record, outputs,
-                                               source_name))
+          writer.write(
+            _protorecords.annotated(protos, record, outputs, source_name)
+          )
         elif writing_tfrecord:
           writer.write(converter.example(record, outputs))
         else:
@@ -147,24 +169,28 @@ def predict_files(model, inputs, output='-', input_format='auto',
   finally:
     progress.close()
   writer.close()
-  summary = PredictionSummary(seconds=time.monotonic() - start,
-                              output=output, **counts)
-  logger.info('Predicted %d of %d records in %.1fs%s', summary.predicted,
-              summary.records, summary.seconds,
-              f' ({summary.skipped} bad records skipped)'
-              if summary.skipped else '')
+  summary = PredictionSummary(
+    seconds=time.monotonic() - start, output=output, **counts
+  )
+  logger.info(
+    'Predicted %d of %d records in %.1fs%s',
+    summary.predicted,
+    summary.records,
+    summary.seconds,
+    f' ({summary.skipped} bad records skipped)' if summary.skipped else '',
+  )
   return summary
 
 
 def _bad(record, skip, counts):
   message = f'{record.where}: {record.problem}'
   if not skip:
-    raise DataError(f'{message} (--skip-bad-records skips and counts such '
-                    'records)')
+    raise DataError(
+      f'{message} (--skip-bad-records skips and counts such records)'
+    )
   if counts['skipped'] < _skipping.LOGGED_BAD_RECORDS:
     logger.warning('Skipping a bad record: %s', message)
   counts['skipped'] += 1
-
 
 
 def _predict(model, batch):
@@ -174,6 +200,7 @@ def _predict(model, batch):
   fails, its records are predicted one by one to find the bad ones.
   """
   import tensorflow as tf
+
   start = 0
   while start < len(batch):
     kind = batch[start].kind
@@ -195,8 +222,11 @@ def _predict(model, batch):
     for record in run:
       try:
         yield record, model.predict([record.value])[0]
-      except (DataError, tf.errors.InvalidArgumentError,
-              UnicodeDecodeError) as e:
+      except (
+        DataError,
+        tf.errors.InvalidArgumentError,
+        UnicodeDecodeError,
+      ) as e:
         record.problem = _problem(e, record.kind)
         yield record, None
 
@@ -204,7 +234,8 @@ def _predict(model, batch):
 def _problem(error, kind):
   """What is wrong with one record, from the error predicting it raised."""
   if isinstance(error, UnicodeDecodeError) or (
-      kind == 'example' and 'Could not parse example input' in str(error)):
+    kind == 'example' and 'Could not parse example input' in str(error)
+  ):
     return 'not a serialized tf.Example'
   text = str(getattr(error, 'message', '') or error).splitlines()[0]
   # The model names the one instance it was given: the record says where.

@@ -36,6 +36,7 @@ class Converter:
   def example(self, record, outputs):
     """The serialized tf.Example: the record's features, then the outputs."""
     import tensorflow as tf
+
     if record.kind == 'example':
       example = tf.train.Example.FromString(record.value)
     else:
@@ -60,14 +61,16 @@ class Converter:
       return {name: row[name] for name in rest}
     first = [name for name in self._schema.field_names if name in row]
     known = set(first)
-    return {name: row[name]
-            for name in first + [n for n in rest if n not in known]}
+    return {
+      name: row[name] for name in first + [n for n in rest if n not in known]
+    }
 
   def _clash(self, record, key):
     raise DataError(
-        f'{record.where}: the output {key!r} would replace the input '
-        f'feature {key!r}, which has another value; give a prefix for the '
-        'outputs (--prefix, e.g. predicted_).')
+      f'{record.where}: the output {key!r} would replace the input '
+      f'feature {key!r}, which has another value; give a prefix for the '
+      'outputs (--prefix, e.g. predicted_).'
+    )
 
   def _field_type(self, name):
     if self._schema is not None and name in self._schema:
@@ -81,6 +84,7 @@ class Converter:
     if record.kind == 'csv':
       return self._csv_row(record.value)
     import tensorflow as tf
+
     example = tf.train.Example.FromString(record.value)
     row = {}
     for name, feature in example.features.feature.items():
@@ -88,14 +92,18 @@ class Converter:
       values = list(getattr(feature, kind).value) if kind else []
       if kind == 'bytes_list':
         values = [v.decode('utf-8', 'replace') for v in values]
-      listed = (self._schema is not None and name in self._schema and
-                self._schema[name].multivalent)
+      listed = (
+        self._schema is not None
+        and name in self._schema
+        and self._schema[name].multivalent
+      )
       row[name] = values[0] if len(values) == 1 and not listed else values
     return row
 
   def _csv_row(self, line):
     """A CSV line's cells by field name (typed by the schema)."""
     import csv
+
     values = next(csv.reader(io.StringIO(line)))
     if self._schema is None:
       return dict(zip(self._serving, values))
@@ -103,8 +111,9 @@ class Converter:
     if len(values) != len(fields):
       # The target columns left out, as when serving.
       fields = [self._schema[name] for name in self._serving]
-    return {field.name: _typed(value, field)
-            for field, value in zip(fields, values)}
+    return {
+      field.name: _typed(value, field) for field, value in zip(fields, values)
+    }
 
 
 def _typed(text, field):
@@ -140,6 +149,7 @@ def _flat(value):
 def _plain(value):
   """A value compared across JSON and model outputs (floats as float32)."""
   import numpy as np
+
   values = list(_flat(value))
   return [float(np.float32(v)) if isinstance(v, float) else v for v in values]
 
@@ -147,6 +157,7 @@ def _plain(value):
 def _feature(value, field_type=None):
   """A tf.train.Feature holding `value` (a scalar or a nested list)."""
   import tensorflow as tf
+
   values = [v for v in _flat(value) if v is not None]
   if value is None or (not values and field_type is None):
     return None if value is None else tf.train.Feature()
@@ -159,11 +170,17 @@ def _feature(value, field_type=None):
     else:
       field_type = 'discrete'
   if field_type == 'integer':
-    return tf.train.Feature(int64_list=tf.train.Int64List(
-        value=[int(v) for v in values]))
+    return tf.train.Feature(
+      int64_list=tf.train.Int64List(value=[int(v) for v in values])
+    )
   if field_type == 'real':
-    return tf.train.Feature(float_list=tf.train.FloatList(
-        value=[float(v) for v in values]))
-  return tf.train.Feature(bytes_list=tf.train.BytesList(
-      value=[v if isinstance(v, bytes) else str(v).encode('utf-8')
-             for v in values]))
+    return tf.train.Feature(
+      float_list=tf.train.FloatList(value=[float(v) for v in values])
+    )
+  return tf.train.Feature(
+    bytes_list=tf.train.BytesList(
+      value=[
+        v if isinstance(v, bytes) else str(v).encode('utf-8') for v in values
+      ]
+    )
+  )

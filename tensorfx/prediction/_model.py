@@ -31,8 +31,12 @@ class Model:
     path: where it was loaded from.
   """
 
-  def __init__(self, saved_model: Any, path: str | None = None,
-               schema: Schema | None = None) -> None:
+  def __init__(
+    self,
+    saved_model: Any,
+    path: str | None = None,
+    schema: Schema | None = None,
+  ) -> None:
     self._model = saved_model
     self.path = path
     self.schema = schema
@@ -62,6 +66,7 @@ class Model:
       DataError: naming `path`, when there is no tensorfx model there.
     """
     import tensorflow as tf
+
     if not tf.io.gfile.exists(path):
       raise DataError(f'There is no model at {path!r}.')
     _check_complete(path)
@@ -73,14 +78,17 @@ class Model:
       raise DataError(f'Cannot load the model at {path!r}: {e}') from None
     # An export that began while this one was loading replaced files.
     _check_complete(path)
-    missing = [s for s in (_CSV, _EXAMPLES, _FEATURES)
-               if s not in loaded.signatures]
+    missing = [
+      s for s in (_CSV, _EXAMPLES, _FEATURES) if s not in loaded.signatures
+    ]
     if missing:
-      raise DataError(f'{path!r} is not a tensorfx model: it lacks the '
-                      f'signatures {missing}.')
+      raise DataError(
+        f'{path!r} is not a tensorfx model: it lacks the signatures {missing}.'
+      )
     schema_path = os.path.join(path, 'assets.extra', 'schema.yaml')
-    schema = Schema.load(schema_path) if tf.io.gfile.exists(schema_path) \
-        else None
+    schema = (
+      Schema.load(schema_path) if tf.io.gfile.exists(schema_path) else None
+    )
     model = cls(loaded, path, schema)
     model.version = version
     return model
@@ -117,6 +125,7 @@ class Model:
     import tensorflow as tf
 
     from tensorfx.data import _validation
+
     instances = list(instances)
     if not instances:
       return []
@@ -125,23 +134,31 @@ class Model:
     if isinstance(first, str):
       self._same(kinds, str)
       call = lambda: self._model.signatures[_CSV](
-          csv=tf.constant(instances, tf.string))
+        csv=tf.constant(instances, tf.string)
+      )
     elif isinstance(first, dict):
       self._same(kinds, dict)
       call = lambda: self._model.signatures[_FEATURES](
-          **self._columns(instances))
+        **self._columns(instances)
+      )
     elif isinstance(first, (bytes, tf.train.Example)):
-      serialized = [i.SerializeToString() if isinstance(i, tf.train.Example)
-                    else i for i in instances]
+      serialized = [
+        i.SerializeToString() if isinstance(i, tf.train.Example) else i
+        for i in instances
+      ]
       if not all(isinstance(s, bytes) for s in serialized):
-        raise DataError('All instances must be of one kind (CSV lines, '
-                        'dicts or tf.Example).')
+        raise DataError(
+          'All instances must be of one kind (CSV lines, dicts or tf.Example).'
+        )
       call = lambda: self._model.signatures[_EXAMPLES](
-          examples=tf.constant(serialized, tf.string))
+        examples=tf.constant(serialized, tf.string)
+      )
     else:
-      raise DataError('An instance must be a CSV line (str), a dict or a '
-                      'serialized tf.Example. Received: '
-                      f'{type(first).__name__}')
+      raise DataError(
+        'An instance must be a CSV line (str), a dict or a '
+        'serialized tf.Example. Received: '
+        f'{type(first).__name__}'
+      )
     with _validation.data_errors():
       outputs = call()
     return _rows({k: v.numpy() for k, v in outputs.items()}, len(instances))
@@ -158,12 +175,19 @@ class Model:
 
   def _token(self, name, value):
     """Whether `value` is one of the field's missing-value texts (`NA`)."""
-    return (isinstance(value, str) and self.schema is not None and
-            name in self.schema and value in self.schema[name].na_values)
+    return (
+      isinstance(value, str)
+      and self.schema is not None
+      and name in self.schema
+      and value in self.schema[name].na_values
+    )
 
   def _missing(self, index, name, present):
-    what = ('feature {!r} has no value (None, NaN or "")' if present else
-            'missing feature {!r}')
+    what = (
+      'feature {!r} has no value (None, NaN or "")'
+      if present
+      else 'missing feature {!r}'
+    )
     message = f'instance {index}: {what.format(name)}'
     if self.schema is not None and name in self.schema:
       return f'{message}; {_missing.hint(self.schema[name])}'
@@ -172,26 +196,35 @@ class Model:
   @staticmethod
   def _same(kinds, kind):
     if kinds != {kind}:
-      raise DataError('All instances must be of one kind (CSV lines, dicts '
-                      'or tf.Example). Received: '
-                      f'{sorted(k.__name__ for k in kinds)}')
+      raise DataError(
+        'All instances must be of one kind (CSV lines, dicts '
+        'or tf.Example). Received: '
+        f'{sorted(k.__name__ for k in kinds)}'
+      )
 
   def _columns(self, instances):
     import tensorflow as tf
+
     columns = {}
     for name, spec in self._feature_specs.items():
       fill = self._fill(name)
       values = []
       for index, instance in enumerate(instances, start=1):
         value = instance.get(name)
-        if value is None or (isinstance(value, float) and math.isnan(value)) \
-            or (value == '' and spec.dtype != tf.string) or \
-            self._token(name, value):
+        if (
+          value is None
+          or (isinstance(value, float) and math.isnan(value))
+          or (value == '' and spec.dtype != tf.string)
+          or self._token(name, value)
+        ):
           if fill is None:
             raise DataError(self._missing(index, name, name in instance))
           value = fill
-        elif spec.dtype.is_integer and isinstance(value, float) and \
-            value.is_integer():
+        elif (
+          spec.dtype.is_integer
+          and isinstance(value, float)
+          and value.is_integer()
+        ):
           # A whole number written as a float (JSON, a Parquet float column
           # that holds nulls): the integer it is.
           value = int(value)
@@ -199,8 +232,9 @@ class Model:
       try:
         columns[name] = tf.constant(values, spec.dtype)
       except (TypeError, ValueError) as e:
-        raise DataError(f'feature {name!r}: values must be '
-                        f'{spec.dtype.name}: {e}') from None
+        raise DataError(
+          f'feature {name!r}: values must be {spec.dtype.name}: {e}'
+        ) from None
     return columns
 
 
@@ -211,8 +245,11 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
     DataError: `path` holds neither a SavedModel nor numbered versions.
   """
   import tensorflow as tf
-  if any(tf.io.gfile.exists(os.path.join(path, name))
-         for name in ('saved_model.pb', 'saved_model.pbtxt')):
+
+  if any(
+    tf.io.gfile.exists(os.path.join(path, name))
+    for name in ('saved_model.pb', 'saved_model.pbtxt')
+  ):
     return path, None
   versions = []
   if tf.io.gfile.isdir(path):
@@ -221,15 +258,18 @@ def _resolve_version(path: str) -> tuple[str, int | None]:
       # TensorFlow Serving's versions: directories named by an integer
       # (a model being written, 300.partial, is not one yet; nor, on an
       # object store, one that holds the marker of an unfinished export).
-      if name.isdigit() and tf.io.gfile.exists(
-          os.path.join(path, name, 'saved_model.pb')) and \
-          not _atomic.incomplete(os.path.join(path, name)):
+      if (
+        name.isdigit()
+        and tf.io.gfile.exists(os.path.join(path, name, 'saved_model.pb'))
+        and not _atomic.incomplete(os.path.join(path, name))
+      ):
         versions.append(int(name))
   if not versions:
     raise DataError(
-        f'Cannot load the model at {path!r}: it holds no saved_model.pb, '
-        'nor version directories holding one (VERSION/saved_model.pb, as '
-        '--export-versioned writes).')
+      f'Cannot load the model at {path!r}: it holds no saved_model.pb, '
+      'nor version directories holding one (VERSION/saved_model.pb, as '
+      '--export-versioned writes).'
+    )
   version = max(versions)
   return os.path.join(path, str(version)), version
 
@@ -242,8 +282,12 @@ def _rows(outputs, count):
   """
   # tolist() converts a whole column in C; only text needs a Python pass.
   names = sorted(outputs)
-  columns = [_plain(outputs[name].tolist()) if outputs[name].dtype.kind in
-             'OSU' else outputs[name].tolist() for name in names]
+  columns = [
+    _plain(outputs[name].tolist())
+    if outputs[name].dtype.kind in 'OSU'
+    else outputs[name].tolist()
+    for name in names
+  ]
   if not columns:
     return [{} for _ in range(count)]
   return [dict(zip(names, values)) for values in zip(*columns)]
@@ -251,14 +295,21 @@ def _rows(outputs, count):
 
 def _plain(values):
   """Decodes the bytes in a (nested) list of values."""
-  return [v.decode('utf-8', errors='replace') if isinstance(v, bytes) else
-          _plain(v) if isinstance(v, list) else v for v in values]
+  return [
+    v.decode('utf-8', errors='replace')
+    if isinstance(v, bytes)
+    else _plain(v)
+    if isinstance(v, list)
+    else v
+    for v in values
+  ]
 
 
 def _check_complete(path):
   """Refuses a model directory whose export is unfinished (gs://)."""
   if _atomic.incomplete(path):
     raise DataError(
-        f'The model at {path!r} is incomplete: its export was interrupted '
-        f'(or is still running; {_atomic.MARKER} is there until it ends). '
-        'Export it again: tensorfx export --output JOB_DIR.')
+      f'The model at {path!r} is incomplete: its export was interrupted '
+      f'(or is still running; {_atomic.MARKER} is there until it ends). '
+      'Export it again: tensorfx export --output JOB_DIR.'
+    )

@@ -43,8 +43,7 @@ class RecordProgress:
         self._line.draw(self._text())
     elif self._line.elapsed - self._logged >= _LOG_SECS:
       self._logged = self._line.elapsed
-      logger.info('Predicted %s records%s', f'{self.records:,}',
-                  self._share())
+      logger.info('Predicted %s records%s', f'{self.records:,}', self._share())
 
   def close(self):
     """Draws the final state and ends the bar's line."""

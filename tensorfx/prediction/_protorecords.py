@@ -25,21 +25,27 @@ def decoded(source: Any, batch: list[Any]) -> list[Any]:
       continue
     example, problem = next(converted)
     if example is None:
-      records.append(dataclasses.replace(record, kind='bad', problem=problem,
-                                         original=record.value))
+      records.append(
+        dataclasses.replace(
+          record, kind='bad', problem=problem, original=record.value
+        )
+      )
     else:
-      records.append(dataclasses.replace(record, value=example,
-                                         original=record.value))
+      records.append(
+        dataclasses.replace(record, value=example, original=record.value)
+      )
   return records
 
 
-def annotated(source: Any, record: Any, outputs: dict[str, Any],
-              name: str) -> bytes:
+def annotated(
+  source: Any, record: Any, outputs: dict[str, Any], name: str
+) -> bytes:
   """The input message with the outputs written in by the format."""
   annotate = source.proto_format.annotate
   if annotate is None:
     raise DataError(
-        f'{source.proto_format.descriptor.full_name} records cannot hold '
-        'predictions: give the ProtoFormat an annotate function, or write '
-        'JSON lines (an output not ending in .tfrecord).')
+      f'{source.proto_format.descriptor.full_name} records cannot hold '
+      'predictions: give the ProtoFormat an annotate function, or write '
+      'JSON lines (an output not ending in .tfrecord).'
+    )
   return annotate(record.original, outputs, name)

@@ -19,8 +19,9 @@ from tensorfx.data import _examplescan
 from tensorfx.data._examples import compression_of
 
 # Also tells a TFRecord output (output_format='auto').
-TFRECORD = re.compile(r'\.(tfrecords?|tfr)(\.(gz|gzip|zz|zlib))?$',
-                      re.IGNORECASE)
+TFRECORD = re.compile(
+  r'\.(tfrecords?|tfr)(\.(gz|gzip|zz|zlib))?$', re.IGNORECASE
+)
 _JSON = re.compile(r'\.(jsonl?|ndjson)$', re.IGNORECASE)
 _CSV = re.compile(r'\.csv$', re.IGNORECASE)
 _PARQUET = re.compile(r'\.(parquet|pq)$', re.IGNORECASE)
@@ -29,6 +30,7 @@ _PARQUET = re.compile(r'\.(parquet|pq)$', re.IGNORECASE)
 @dataclasses.dataclass
 class _Record:
   """One input record: its kind, value, place (for messages) and size."""
+
   kind: str  # 'example' (bytes), 'csv' (str), 'json' (dict) or 'bad'.
   value: Any
   where: str
@@ -56,12 +58,14 @@ def _format_of(path, input_format):
 def total_bytes(paths, input_format, compression):
   """The bytes of the input, when progress can be measured in them."""
   import tensorflow as tf
+
   total = 0
   for path in paths:
     if path == '-':
       return None
     if _format_of(path, input_format) == 'tfrecord' and compression_of(
-        path, compression):
+      path, compression
+    ):
       return None  # Compressed: records do not add up to the file size.
     try:
       total += tf.io.gfile.stat(path).length
@@ -75,8 +79,9 @@ def batches(paths, input_format, compression, batch_size):
   for path in paths:
     kind = _format_of(path, input_format)
     if kind == 'tfrecord':
-      yield from _tfrecord_batches(path, compression_of(path, compression),
-                                   batch_size)
+      yield from _tfrecord_batches(
+        path, compression_of(path, compression), batch_size
+      )
     elif kind == 'parquet':
       yield from _parquet_batches(path, batch_size)
     else:
@@ -85,14 +90,16 @@ def batches(paths, input_format, compression, batch_size):
 
 def _tfrecord_batches(path, compression, batch_size):
   number = 0
-  for records in _examplescan.record_batches(path, compression, batch_size,
-                                             prefetch=1):
+  for records in _examplescan.record_batches(
+    path, compression, batch_size, prefetch=1
+  ):
     batch = []
     for value in records.numpy():
       number += 1
       # On disk: length (8 bytes), its CRC (4), the data, its CRC (4).
-      batch.append(_Record('example', value, f'{path}: record {number}',
-                           len(value) + 16))
+      batch.append(
+        _Record('example', value, f'{path}: record {number}', len(value) + 16)
+      )
     yield batch
 
 
@@ -101,6 +108,7 @@ def _parquet_batches(path, batch_size):
   import pyarrow as pa
   import pyarrow.parquet as pq
   import tensorflow as tf
+
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
   try:
@@ -120,6 +128,7 @@ def _parquet_batches(path, batch_size):
 
 def _text_batches(path, kind, batch_size):
   import tensorflow as tf
+
   name = '<stdin>' if path == '-' else path
   stream = sys.stdin.buffer if path == '-' else tf.io.gfile.GFile(path, 'rb')
   try:
@@ -154,7 +163,12 @@ def _text_record(line, kind, where):
     except json.JSONDecodeError as e:
       return _Record('bad', text, where, size, f'invalid JSON: {e}')
     if not isinstance(value, dict):
-      return _Record('bad', text, where, size, 'expected a JSON object of '
-                     f'features. Received: {type(value).__name__}')
+      return _Record(
+        'bad',
+        text,
+        where,
+        size,
+        f'expected a JSON object of features. Received: {type(value).__name__}',
+      )
     return _Record('json', value, where, size)
   return _Record('csv', text, where, size)

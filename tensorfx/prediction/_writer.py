@@ -15,15 +15,18 @@ class Writer:
 
   def __init__(self, output, tfrecord, compression):
     import tensorflow as tf
+
     self._output = output
     self._local = output != '-' and '://' not in output
     self._target = output + '.partial' if self._local else output
     if tfrecord:
       if output == '-':
-        raise DataError('TFRecord output needs a file: give --output '
-                        'PATH.tfrecord[.gz].')
+        raise DataError(
+          'TFRecord output needs a file: give --output PATH.tfrecord[.gz].'
+        )
       options = tf.io.TFRecordOptions(
-          compression_type=compression_of(output, compression))
+        compression_type=compression_of(output, compression)
+      )
       self._file = tf.io.TFRecordWriter(self._target, options)
     elif output == '-':
       self._file = sys.stdout
@@ -35,6 +38,7 @@ class Writer:
 
   def close(self):
     import tensorflow as tf
+
     if self._file is sys.stdout:
       sys.stdout.flush()
       return
@@ -44,6 +48,7 @@ class Writer:
 
   def abort(self):
     import tensorflow as tf
+
     if self._file is sys.stdout:
       sys.stdout.flush()
       return

@@ -4,6 +4,6 @@ from tensorfx.tools import tfx
 from tensorfx.tools._main import main
 
 __all__ = [
-    'main',
-    'tfx',
+  'main',
+  'tfx',
 ]

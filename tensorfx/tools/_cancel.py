@@ -5,23 +5,33 @@ from tensorfx.tools import _jobargs
 
 def add_parser(commands):
   parser = commands.add_parser(
-      'cancel', help='cancel a Vertex AI training or tuning job',
-      description='Asks Vertex AI to cancel the job (it becomes cancelling, '
-      'then cancelled); with --wait, follows it until it has ended. A job '
-      'that has already ended is an error.',
-      epilog='Example: tensorfx cancel 1234567890 --project my-project '
-      '--region us-central1')
-  _jobargs.add_job_arguments(parser, 30.0,
-                             'seconds between state checks with --wait')
-  parser.add_argument('--wait', action='store_true',
-                      help='follow the job until it has ended')
+    'cancel',
+    help='cancel a Vertex AI training or tuning job',
+    description='Asks Vertex AI to cancel the job (it becomes cancelling, '
+    'then cancelled); with --wait, follows it until it has ended. A job '
+    'that has already ended is an error.',
+    epilog='Example: tensorfx cancel 1234567890 --project my-project '
+    '--region us-central1',
+  )
+  _jobargs.add_job_arguments(
+    parser, 30.0, 'seconds between state checks with --wait'
+  )
+  parser.add_argument(
+    '--wait', action='store_true', help='follow the job until it has ended'
+  )
   parser.set_defaults(run=run)
 
 
 def run(args, rest):
   del rest
   from tensorfx.cloud import _logs
-  _logs.cancel(args.job, args.project, args.region,
-               api_endpoint=args.api_endpoint, wait=args.wait,
-               poll_interval=args.poll_interval)
+
+  _logs.cancel(
+    args.job,
+    args.project,
+    args.region,
+    api_endpoint=args.api_endpoint,
+    wait=args.wait,
+    poll_interval=args.poll_interval,
+  )
   return 0

@@ -3,8 +3,9 @@
 from typing import Any
 
 
-def add_job_arguments(parser: Any, poll_interval: float,
-                      poll_help: str) -> None:
+def add_job_arguments(
+  parser: Any, poll_interval: float, poll_help: str
+) -> None:
   """Adds JOB, --project, --region, --poll-interval and --api-endpoint.
 
   Example:
@@ -15,13 +16,22 @@ def add_job_arguments(parser: Any, poll_interval: float,
     poll_interval: the default of --poll-interval, in seconds.
     poll_help: what --poll-interval paces (its default is added).
   """
-  parser.add_argument('job', metavar='JOB',
-                      help='a custom job id, or a full resource name '
-                      'projects/P/locations/R/(customJobs|'
-                      'hyperparameterTuningJobs)/ID')
+  parser.add_argument(
+    'job',
+    metavar='JOB',
+    help='a custom job id, or a full resource name '
+    'projects/P/locations/R/(customJobs|'
+    'hyperparameterTuningJobs)/ID',
+  )
   parser.add_argument('--project', help='the project (for a job id)')
   parser.add_argument('--region', help='the region (for a job id)')
-  parser.add_argument('--poll-interval', type=float, default=poll_interval,
-                      help=f'{poll_help} (default {poll_interval:g})')
-  parser.add_argument('--api-endpoint', help='the Vertex AI endpoint '
-                      '(default: REGION-aiplatform.googleapis.com)')
+  parser.add_argument(
+    '--poll-interval',
+    type=float,
+    default=poll_interval,
+    help=f'{poll_help} (default {poll_interval:g})',
+  )
+  parser.add_argument(
+    '--api-endpoint',
+    help='the Vertex AI endpoint (default: REGION-aiplatform.googleapis.com)',
+  )

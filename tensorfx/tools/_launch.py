@@ -23,8 +23,13 @@ import time
 
 from tensorfx._errors import ConfigurationError
 
-_ROLES = {'ps': 'ps', 'workers': 'worker', 'worker': 'worker',
-          'evaluator': 'evaluator', 'evaluators': 'evaluator'}
+_ROLES = {
+  'ps': 'ps',
+  'workers': 'worker',
+  'worker': 'worker',
+  'evaluator': 'evaluator',
+  'evaluators': 'evaluator',
+}
 _GRACE_SECS = 15
 JOB_STARTED = 'TENSORFX_JOB_STARTED'
 
@@ -43,21 +48,24 @@ def parse_cluster(text):
     role = _ROLES.get(name.strip())
     if not sep or role is None:
       raise ConfigurationError(
-          '--cluster takes ps=N,workers=N,evaluator=N (any of them). '
-          f'Received: {part!r}')
+        '--cluster takes ps=N,workers=N,evaluator=N (any of them). '
+        f'Received: {part!r}'
+      )
     try:
       count = int(value)
     except ValueError:
       count = -1
     if count < 0 or (role == 'evaluator' and count > 1):
       raise ConfigurationError(
-          f'--cluster: {name} must be a non-negative integer'
-          f'{" (0 or 1)" if role == "evaluator" else ""}. '
-          f'Received: {part!r}')
+        f'--cluster: {name} must be a non-negative integer'
+        f'{" (0 or 1)" if role == "evaluator" else ""}. '
+        f'Received: {part!r}'
+      )
     counts[role] = count
   if counts['ps'] and not counts['worker']:
-    raise ConfigurationError('--cluster: parameter servers need workers to '
-                             f'train. Received: {text!r}')
+    raise ConfigurationError(
+      f'--cluster: parameter servers need workers to train. Received: {text!r}'
+    )
   return counts
 
 
@@ -69,8 +77,11 @@ def _free_port():
 
 def cluster_spec(counts):
   """Addresses on free loopback ports for each task."""
-  return {job: [f'127.0.0.1:{_free_port()}' for _ in range(n)]
-          for job, n in counts.items() if n}
+  return {
+    job: [f'127.0.0.1:{_free_port()}' for _ in range(n)]
+    for job, n in counts.items()
+    if n
+  }
 
 
 class LocalCluster:
@@ -92,9 +103,11 @@ class LocalCluster:
     self.restarted = {}  # Task name -> times restarted.
     self.processes = {}
     self._tasks = {}  # Task name -> (job, index).
-    names = [job if job == 'chief' else f'{job}-{i}'
-             for job, addresses in self.cluster.items()
-             for i in range(len(addresses))]
+    names = [
+      job if job == 'chief' else f'{job}-{i}'
+      for job, addresses in self.cluster.items()
+      for i in range(len(addresses))
+    ]
     self._width = max(len(n) for n in names + ['cluster'])
     self._lock = threading.Lock()
     self._threads = []
@@ -102,12 +115,17 @@ class LocalCluster:
 
   def _env(self, job, index):
     env = dict(os.environ)
-    env['TF_CONFIG'] = json.dumps({
-        'cluster': self.cluster, 'task': {'type': job, 'index': index},
-        'environment': 'local'})
+    env['TF_CONFIG'] = json.dumps(
+      {
+        'cluster': self.cluster,
+        'task': {'type': job, 'index': index},
+        'environment': 'local',
+      }
+    )
     # gRPC honours proxy variables: keep loopback traffic direct.
     env['no_proxy'] = env['NO_PROXY'] = ','.join(
-        filter(None, ['127.0.0.1,localhost', env.get('no_proxy', '')]))
+      filter(None, ['127.0.0.1,localhost', env.get('no_proxy', '')])
+    )
     env['GRPC_FAIL_FAST'] = 'use_caller'
     env['PYTHONUNBUFFERED'] = '1'
     # When the job began: a task restarted after the chief recorded the
@@ -118,24 +136,36 @@ class LocalCluster:
 
   def start(self):
     # Servers first, the chief last: it connects to everyone else.
-    order = [(job, i) for job in ('ps', 'worker', 'evaluator', 'chief')
-             for i in range(len(self.cluster.get(job, [])))]
+    order = [
+      (job, i)
+      for job in ('ps', 'worker', 'evaluator', 'chief')
+      for i in range(len(self.cluster.get(job, [])))
+    ]
     for job, index in order:
       name = job if job == 'chief' else f'{job}-{index}'
       self._tasks[name] = (job, index)
       self._launch(name)
-    self._say(f'started {len(order)} tasks: ' + ', '.join(
-        f'{name} (pid {p.pid})' for name, p in self.processes.items()))
+    self._say(
+      f'started {len(order)} tasks: '
+      + ', '.join(f'{name} (pid {p.pid})' for name, p in self.processes.items())
+    )
 
   def _launch(self, name):
     job, index = self._tasks[name]
     process = subprocess.Popen(
-        self.command, env=self._env(job, index), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-        bufsize=1, start_new_session=True)
+      self.command,
+      env=self._env(job, index),
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      stdin=subprocess.DEVNULL,
+      text=True,
+      bufsize=1,
+      start_new_session=True,
+    )
     self.processes[name] = process
-    thread = threading.Thread(target=self._pump, args=(name, process),
-                              daemon=True)
+    thread = threading.Thread(
+      target=self._pump, args=(name, process), daemon=True
+    )
     thread.start()
     self._threads.append(thread)
     return process
@@ -191,15 +221,20 @@ class LocalCluster:
       return code
     self.restarted[name] = self.restarted.get(name, 0) + 1
     new = self._launch(name)
-    self._say(f'restarted {name} (pid {new.pid}) after it {_ended(code)} '
-              f'(restart {self.restarted[name]} of {self.restarts})')
+    self._say(
+      f'restarted {name} (pid {new.pid}) after it {_ended(code)} '
+      f'(restart {self.restarted[name]} of {self.restarts})'
+    )
     return None
 
   def stop(self, wait_for_evaluator=True, poll_secs=0.2):
     """Stops every process still running (the evaluator gets a grace)."""
     deadline = time.monotonic() + _GRACE_SECS * 4
-    while (wait_for_evaluator and 'evaluator-0' in self.processes and
-           time.monotonic() < deadline):
+    while (
+      wait_for_evaluator
+      and 'evaluator-0' in self.processes
+      and time.monotonic() < deadline
+    ):
       # Restarted if it fails while it evaluates the last checkpoints.
       if self._restart_if_failed('evaluator-0') is not None:
         break
@@ -239,13 +274,16 @@ def run_local_cluster(command, cluster_text, stream=None, restarts=0):
   """
   counts = parse_cluster(cluster_text)
   if not isinstance(restarts, int) or restarts < 0:
-    raise ConfigurationError('--restart must be a non-negative integer. '
-                             f'Received: --restart={restarts!r}')
+    raise ConfigurationError(
+      '--restart must be a non-negative integer. '
+      f'Received: --restart={restarts!r}'
+    )
   cluster = LocalCluster(command, counts, stream, restarts)
 
   def terminate(signum, frame):
     del signum, frame
     raise KeyboardInterrupt
+
   # A launcher stopped by SIGTERM stops its cluster as Ctrl-C does.
   previous = signal.signal(signal.SIGTERM, terminate)
   cluster.start()

@@ -12,32 +12,35 @@ from tensorfx import _version
 from tensorfx._errors import TensorFXError
 
 _COMMANDS = {
-    'train': 'tensorfx.tools._train',
-    'evaluate': 'tensorfx.tools._evaluate',
-    'export': 'tensorfx.tools._export',
-    'predict': 'tensorfx.tools._predict',
-    'analyze': 'tensorfx.tools._analyze',
-    'schema': 'tensorfx.tools._schema',
-    'submit': 'tensorfx.tools._submit',
-    'tune': 'tensorfx.tools._tune',
-    'run-package': 'tensorfx.tools._runpackage',
-    'status': 'tensorfx.tools._status',
-    'logs': 'tensorfx.tools._logs',
-    'cancel': 'tensorfx.tools._cancel',
-    'scaffold': 'tensorfx.tools._scaffold',
+  'train': 'tensorfx.tools._train',
+  'evaluate': 'tensorfx.tools._evaluate',
+  'export': 'tensorfx.tools._export',
+  'predict': 'tensorfx.tools._predict',
+  'analyze': 'tensorfx.tools._analyze',
+  'schema': 'tensorfx.tools._schema',
+  'submit': 'tensorfx.tools._submit',
+  'tune': 'tensorfx.tools._tune',
+  'run-package': 'tensorfx.tools._runpackage',
+  'status': 'tensorfx.tools._status',
+  'logs': 'tensorfx.tools._logs',
+  'cancel': 'tensorfx.tools._cancel',
+  'scaffold': 'tensorfx.tools._scaffold',
 }
 
 
 def build_parser():
   parser = _argparsing.SuggestingParser(
-      prog='tensorfx',
-      description='Train, analyze and serve TensorFlow models built with '
-      'tensorfx.')
-  parser.add_argument('--version', action='version',
-                      version=f'tensorfx {_version.__version__}')
+    prog='tensorfx',
+    description='Train, analyze and serve TensorFlow models built with '
+    'tensorfx.',
+  )
+  parser.add_argument(
+    '--version', action='version', version=f'tensorfx {_version.__version__}'
+  )
   commands = parser.add_subparsers(dest='command', metavar='COMMAND')
   commands.required = True
   import importlib
+
   for module in _COMMANDS.values():
     importlib.import_module(module).add_parser(commands)
   return parser

@@ -22,29 +22,41 @@ _NAME = re.compile(r'[a-z_][a-z0-9_]*\Z')
 
 def add_parser(commands: Any) -> None:
   parser = commands.add_parser(
-      'scaffold', help='create a new trainer project that trains at once',
-      description='Writes a trainer project into --dir (default: ./NAME): a '
-      'package NAME with the trainer module NAME.task (pyproject.toml), '
-      'schema.yaml and features.yaml, a tiny sample data set in data/, a '
-      'README with the commands to train locally, on a local cluster and '
-      'on Vertex AI, and a test. The directory must be new or empty.',
-      epilog='Example: tensorfx scaffold --name churn --model custom && cd '
-      'churn && pytest')
+    'scaffold',
+    help='create a new trainer project that trains at once',
+    description='Writes a trainer project into --dir (default: ./NAME): a '
+    'package NAME with the trainer module NAME.task (pyproject.toml), '
+    'schema.yaml and features.yaml, a tiny sample data set in data/, a '
+    'README with the commands to train locally, on a local cluster and '
+    'on Vertex AI, and a test. The directory must be new or empty.',
+    epilog='Example: tensorfx scaffold --name churn --model custom && cd '
+    'churn && pytest',
+  )
   add_arguments(parser)
   parser.set_defaults(run=run)
 
 
 def add_arguments(parser: Any) -> None:
   """--name, --dir and --model (also the `tfx scaffold` spelling's)."""
-  parser.add_argument('--name', help='the project\'s Python package name '
-                      '(lower case letters, digits, underscores; default: '
-                      'the name of --dir)')
-  parser.add_argument('--dir', metavar='DIR', help='where to write the '
-                      'project (default: ./NAME); must be new or empty')
-  parser.add_argument('--model', default=MODELS[0], type=_model_flag,
-                      help='nn.FeedForwardClassification (a ready model, '
-                      'the default) or custom (a ModelBuilder subclass to '
-                      'edit)')
+  parser.add_argument(
+    '--name',
+    help="the project's Python package name "
+    '(lower case letters, digits, underscores; default: '
+    'the name of --dir)',
+  )
+  parser.add_argument(
+    '--dir',
+    metavar='DIR',
+    help='where to write the project (default: ./NAME); must be new or empty',
+  )
+  parser.add_argument(
+    '--model',
+    default=MODELS[0],
+    type=_model_flag,
+    help='nn.FeedForwardClassification (a ready model, '
+    'the default) or custom (a ModelBuilder subclass to '
+    'edit)',
+  )
 
 
 def _model_flag(text: str) -> str:
@@ -58,12 +70,14 @@ def _model(text: str) -> str:
   for model in MODELS:
     if text.lower() == model.lower():
       return model
-  raise ConfigurationError(f'--model must be one of {", ".join(MODELS)}. '
-                           f'Received: {text!r}')
+  raise ConfigurationError(
+    f'--model must be one of {", ".join(MODELS)}. Received: {text!r}'
+  )
 
 
-def scaffold(name: str | None, directory: str | None = None,
-             model: str = MODELS[0]) -> list[str]:
+def scaffold(
+  name: str | None, directory: str | None = None, model: str = MODELS[0]
+) -> list[str]:
   """Writes a new project; returns the paths written.
 
   Example:
@@ -80,26 +94,30 @@ def scaffold(name: str | None, directory: str | None = None,
       unknown model, or a directory that is a file or not empty.
   """
   if not name and not directory:
-    raise ConfigurationError('scaffold needs --name (or --dir, whose name '
-                             'becomes the package name).')
+    raise ConfigurationError(
+      'scaffold needs --name (or --dir, whose name becomes the package name).'
+    )
   if not name:
     name = os.path.basename(os.path.normpath(directory or ''))
   if not _NAME.match(name) or keyword.iskeyword(name):
     raise ConfigurationError(
-        '--name must be a Python package name: lower case letters, digits '
-        f'and underscores, not starting with a digit. Received: {name!r}')
+      '--name must be a Python package name: lower case letters, digits '
+      f'and underscores, not starting with a digit. Received: {name!r}'
+    )
   model = _model(model)
   directory = directory or name
   if os.path.exists(directory):
     if not os.path.isdir(directory):
-      raise ConfigurationError(f'--dir {directory!r} is a file; give a new '
-                               'or empty directory.')
+      raise ConfigurationError(
+        f'--dir {directory!r} is a file; give a new or empty directory.'
+      )
     present = sorted(os.listdir(directory))
     if present:
       shown = ', '.join(present[:5]) + (', ...' if len(present) > 5 else '')
       raise ConfigurationError(
-          f'--dir {directory!r} is not empty ({shown}); scaffold never '
-          'overwrites files: give a new or empty directory.')
+        f'--dir {directory!r} is not empty ({shown}); scaffold never '
+        'overwrites files: give a new or empty directory.'
+      )
   written = []
   for relative, text in _templates.project_files(name, model).items():
     path = os.path.join(directory, relative)

@@ -5,22 +5,31 @@ from tensorfx.tools import _jobargs
 
 def add_parser(commands):
   parser = commands.add_parser(
-      'status', help='follow a Vertex AI training or tuning job',
-      description='Prints the job\'s state each time it changes until the '
-      'job ends (or once, with --once). Exits non-zero, with the job\'s '
-      'error, if it failed, was cancelled or expired.',
-      epilog='Example: tensorfx status 1234567890 --project my-project '
-      '--region us-central1')
+    'status',
+    help='follow a Vertex AI training or tuning job',
+    description="Prints the job's state each time it changes until the "
+    "job ends (or once, with --once). Exits non-zero, with the job's "
+    'error, if it failed, was cancelled or expired.',
+    epilog='Example: tensorfx status 1234567890 --project my-project '
+    '--region us-central1',
+  )
   _jobargs.add_job_arguments(parser, 30.0, 'seconds between state checks')
-  parser.add_argument('--once', action='store_true',
-                      help='print the current state and exit')
+  parser.add_argument(
+    '--once', action='store_true', help='print the current state and exit'
+  )
   parser.set_defaults(run=run)
 
 
 def run(args, rest):
   del rest
   from tensorfx.cloud import _jobs
-  _jobs.status(args.job, args.project, args.region, follow=not args.once,
-               api_endpoint=args.api_endpoint,
-               poll_interval=args.poll_interval)
+
+  _jobs.status(
+    args.job,
+    args.project,
+    args.region,
+    follow=not args.once,
+    api_endpoint=args.api_endpoint,
+    poll_interval=args.poll_interval,
+  )
   return 0

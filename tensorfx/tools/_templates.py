@@ -316,8 +316,10 @@ def sample_rows(count: int, seed: int) -> list[str]:
   for i in range(count):
     label = labels[i % len(labels)]
     cx, cy = _CENTRES[label]
-    rows.append(f'{label},{cx + rng.gauss(0, 0.4):.2f},'
-                f'{cy + rng.gauss(0, 0.4):.2f},{rng.choice(_COLORS)}')
+    rows.append(
+      f'{label},{cx + rng.gauss(0, 0.4):.2f},'
+      f'{cy + rng.gauss(0, 0.4):.2f},{rng.choice(_COLORS)}'
+    )
   return rows
 
 
@@ -329,24 +331,36 @@ def project_files(name: str, model: str) -> dict[str, str]:
     model: 'nn.FeedForwardClassification' or 'custom'.
   """
   custom = model == 'custom'
-  flags = ("\n      '--hidden-units', '16'," if custom else
-           "\n      '--hidden-layers', '16', '8',")
+  flags = (
+    "\n      '--hidden-units', '16',"
+    if custom
+    else "\n      '--hidden-layers', '16', '8',"
+  )
   files = {
-      'pyproject.toml': PYPROJECT.format(name=name),
-      f'{name}/__init__.py': INIT.format(name=name),
-      f'{name}/task.py': (TASK_CUSTOM if custom else TASK_READY).format(
-          name=name),
-      'schema.yaml': SCHEMA,
-      'features.yaml': FEATURES,
-      'data/train.csv': '\n'.join(sample_rows(150, seed=1)) + '\n',
-      'data/eval.csv': '\n'.join(sample_rows(45, seed=2)) + '\n',
-      f'tests/test_{name}.py': TEST.format(name=name, flags=flags),
-      'README.md': README.format(
-          name=name, model=model,
-          custom_line=(f'\n{name}/model.py     the model: a ModelBuilder '
-                       'subclass' if custom else ''),
-          flags_line=(' --hidden-units 16' if custom else
-                      ' \\\n  --hidden-layers:1 16 --hidden-layers:2 8')),
+    'pyproject.toml': PYPROJECT.format(name=name),
+    f'{name}/__init__.py': INIT.format(name=name),
+    f'{name}/task.py': (TASK_CUSTOM if custom else TASK_READY).format(
+      name=name
+    ),
+    'schema.yaml': SCHEMA,
+    'features.yaml': FEATURES,
+    'data/train.csv': '\n'.join(sample_rows(150, seed=1)) + '\n',
+    'data/eval.csv': '\n'.join(sample_rows(45, seed=2)) + '\n',
+    f'tests/test_{name}.py': TEST.format(name=name, flags=flags),
+    'README.md': README.format(
+      name=name,
+      model=model,
+      custom_line=(
+        f'\n{name}/model.py     the model: a ModelBuilder subclass'
+        if custom
+        else ''
+      ),
+      flags_line=(
+        ' --hidden-units 16'
+        if custom
+        else ' \\\n  --hidden-layers:1 16 --hidden-layers:2 8'
+      ),
+    ),
   }
   if custom:
     files[f'{name}/model.py'] = MODEL_CUSTOM.format(name=name)

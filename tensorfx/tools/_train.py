@@ -9,25 +9,33 @@ from tensorfx._errors import ConfigurationError
 
 def add_parser(commands):
   parser = commands.add_parser(
-      'train', help='run a trainer module (as Cloud runs it)',
-      add_help=False,
-      description='Runs a trainer module as `python -m MODULE --output DIR '
-      '[trainer args]`. Arguments after the known ones go to the trainer.',
-      epilog='Example: tensorfx train --module trainer --output /tmp/iris '
-      '--data-train data/train.csv --data-eval data/eval.csv '
-      '--data-schema schema.yaml --data-features features.yaml')
+    'train',
+    help='run a trainer module (as Cloud runs it)',
+    add_help=False,
+    description='Runs a trainer module as `python -m MODULE --output DIR '
+    '[trainer args]`. Arguments after the known ones go to the trainer.',
+    epilog='Example: tensorfx train --module trainer --output /tmp/iris '
+    '--data-train data/train.csv --data-eval data/eval.csv '
+    '--data-schema schema.yaml --data-features features.yaml',
+  )
   add_trainer_arguments(parser)
   parser.add_argument(
-      '--cluster', metavar='ps=N,workers=N,evaluator=N',
-      help='run a local cluster on 127.0.0.1: a chief plus these tasks, '
-      'one process each with its own TF_CONFIG (e.g. ps=1,workers=2,'
-      'evaluator=1 for parameter servers; workers=2 for multi-worker)')
+    '--cluster',
+    metavar='ps=N,workers=N,evaluator=N',
+    help='run a local cluster on 127.0.0.1: a chief plus these tasks, '
+    'one process each with its own TF_CONFIG (e.g. ps=1,workers=2,'
+    'evaluator=1 for parameter servers; workers=2 for multi-worker)',
+  )
   parser.add_argument(
-      '--restart', metavar='N', type=int, default=0,
-      help='with --cluster: start a task that fails or is killed again, '
-      'with the same TF_CONFIG, up to N times per task (as a cloud '
-      'platform restarts a failed replica; a restarted chief resumes from '
-      'the last checkpoint)')
+    '--restart',
+    metavar='N',
+    type=int,
+    default=0,
+    help='with --cluster: start a task that fails or is killed again, '
+    'with the same TF_CONFIG, up to N times per task (as a cloud '
+    'platform restarts a failed replica; a restarted chief resumes from '
+    'the last checkpoint)',
+  )
   parser.set_defaults(run=run, accepts_extra=True)
 
 
@@ -37,15 +45,24 @@ def add_trainer_arguments(parser):
   The command's parser must be made with `add_help=False`: its --help
   shows the trainer's own flags too, when --module names it.
   """
-  parser.add_argument('-h', '--help', action='store_true',
-                      help='show this help and, with --module, the '
-                      'trainer\'s own flags, then exit')
-  parser.add_argument('--module',
-                      help='(required) the trainer: a module name (importable '
-                      'from the current directory) or the path of a .py file')
-  parser.add_argument('--output', '--job-dir', dest='output',
-                      help='(required) the job output directory (local or '
-                      'gs://)')
+  parser.add_argument(
+    '-h',
+    '--help',
+    action='store_true',
+    help='show this help and, with --module, the '
+    "trainer's own flags, then exit",
+  )
+  parser.add_argument(
+    '--module',
+    help='(required) the trainer: a module name (importable '
+    'from the current directory) or the path of a .py file',
+  )
+  parser.add_argument(
+    '--output',
+    '--job-dir',
+    dest='output',
+    help='(required) the job output directory (local or gs://)',
+  )
   parser.set_defaults(command_parser=parser)
 
 
@@ -59,18 +76,23 @@ def help_or_check(args):
   if args.help:
     parser.print_help()
     if args.module:
-      print(f'\nThe trainer {args.module} takes these flags (after the '
-            'ones above):\n', flush=True)
+      print(
+        f'\nThe trainer {args.module} takes these flags (after the '
+        'ones above):\n',
+        flush=True,
+      )
       try:
         run_module(args.module, ['--help'])
       except SystemExit as e:
         return e.code or 0
     return 0
-  missing = [flag for flag, value in (('--module', args.module),
-                                      ('--output', args.output)) if not value]
+  missing = [
+    flag
+    for flag, value in (('--module', args.module), ('--output', args.output))
+    if not value
+  ]
   if missing:
-    parser.error('the following arguments are required: '
-                 f'{", ".join(missing)}')
+    parser.error(f'the following arguments are required: {", ".join(missing)}')
   return None
 
 
@@ -81,14 +103,27 @@ def run(args, rest):
     return code
   if args.cluster:
     from tensorfx.tools import _launch
-    command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
-               args.module, '--output', args.output, *rest]
-    return _launch.run_local_cluster(command, args.cluster,
-                                     restarts=args.restart)
+
+    command = [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      args.module,
+      '--output',
+      args.output,
+      *rest,
+    ]
+    return _launch.run_local_cluster(
+      command, args.cluster, restarts=args.restart
+    )
   if args.restart:
-    raise ConfigurationError('--restart restarts the tasks of a local '
-                             'cluster: give --cluster too. Received: '
-                             f'--restart {args.restart}')
+    raise ConfigurationError(
+      '--restart restarts the tasks of a local '
+      'cluster: give --cluster too. Received: '
+      f'--restart {args.restart}'
+    )
   return run_module(args.module, ['--output', args.output, *rest])
 
 
@@ -96,23 +131,26 @@ def run_module(module, argv):
   """Runs a trainer (module name or .py path) as `__main__` with `argv`."""
   if module.endswith('.py') or os.sep in module:
     if not os.path.isfile(module):
-      raise ConfigurationError(f'--module: no trainer file {module!r}.'
-                               f'{_did_you_mean(module)}')
+      raise ConfigurationError(
+        f'--module: no trainer file {module!r}.{_did_you_mean(module)}'
+      )
     sys.argv = [module, *argv]
     sys.path.insert(0, os.path.dirname(os.path.abspath(module)))
     runpy.run_path(module, run_name='__main__')
     return 0
   sys.path.insert(0, os.getcwd())
   import importlib.util
+
   try:
     spec = importlib.util.find_spec(module)
   except ImportError:
     spec = None
   if spec is None:
     raise ConfigurationError(
-        f'--module: cannot find the trainer module {module!r} from '
-        f'{os.getcwd()} (run from the directory that holds it, or give the '
-        f'path of its .py file).{_did_you_mean(module)}')
+      f'--module: cannot find the trainer module {module!r} from '
+      f'{os.getcwd()} (run from the directory that holds it, or give the '
+      f'path of its .py file).{_did_you_mean(module)}'
+    )
   sys.argv = [spec.origin or module, *argv]
   runpy.run_module(module, run_name='__main__', alter_sys=True)
   return 0
@@ -122,18 +160,26 @@ def _did_you_mean(module):
   """' Did you mean NAME?' for the closest trainer to a mistyped --module."""
   import difflib
   import pkgutil
+
   if module.endswith('.py') or os.sep in module:
     folder = os.path.dirname(module) or '.'
     names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
     near = difflib.get_close_matches(
-        os.path.basename(module), [n for n in names if n.endswith('.py')],
-        n=1, cutoff=0.6)
-    return f' Did you mean {os.path.join(os.path.dirname(module), near[0])}?' \
-        if near else ''
+      os.path.basename(module),
+      [n for n in names if n.endswith('.py')],
+      n=1,
+      cutoff=0.6,
+    )
+    return (
+      f' Did you mean {os.path.join(os.path.dirname(module), near[0])}?'
+      if near
+      else ''
+    )
   parent, _, name = module.rpartition('.')
   where = [os.getcwd()]
   if parent:
     import importlib.util
+
     try:
       spec = importlib.util.find_spec(parent)
     except ImportError:
@@ -141,5 +187,8 @@ def _did_you_mean(module):
     where = list(spec.submodule_search_locations or []) if spec else []
   names = sorted(m.name for m in pkgutil.iter_modules(where))
   near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-  return f' Did you mean {".".join(filter(None, (parent, near[0])))}?' \
-      if near else ''
+  return (
+    f' Did you mean {".".join(filter(None, (parent, near[0])))}?'
+    if near
+    else ''
+  )

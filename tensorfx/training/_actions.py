@@ -39,19 +39,26 @@ class _Prepared:
       analysis = layout.analysis
       if not dataset.use_analysis(analysis):
         raise DataError(
-            'The dataset has not been analyzed: give --data-metadata, or '
-            f'train first (training writes its analysis to {analysis}).')
-    self.targets = _evaluation.prepare_targets(builder.settings.validation,
-                                               dataset)
+          'The dataset has not been analyzed: give --data-metadata, or '
+          f'train first (training writes its analysis to {analysis}).'
+        )
+    self.targets = _evaluation.prepare_targets(
+      builder.settings.validation, dataset
+    )
     with _validation.data_errors():
       training, self.evaluation, self.prediction = (
-          builder.build_graph_interfaces(Configuration.local()))
+        builder.build_graph_interfaces(Configuration.local())
+      )
     self.path = _restore.resolve_checkpoint(
-        checkpoint or layout.checkpoints,
-        what='--checkpoint', move_damaged=_own(layout, checkpoint))
+      checkpoint or layout.checkpoints,
+      what='--checkpoint',
+      move_damaged=_own(layout, checkpoint),
+    )
     self.checkpoints = _checkpoints.Checkpoints(
-        layout.checkpoints, training.global_step,
-        model=_engine_state.checkpointed(builder))
+      layout.checkpoints,
+      training.global_step,
+      model=_engine_state.checkpointed(builder),
+    )
     self.checkpoints.restore(self.path, partial=True)
     self.step = int(training.global_step.numpy())
     logger.info('Restored %s (step %d)', self.path, self.step)
@@ -80,26 +87,56 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   prepared = _Prepared(builder, layout, checkpoint)
   if prepared.evaluation is None or not prepared.targets:
     raise ConfigurationError(
-        'Nothing to evaluate: give --data-eval or --eval-target.')
+      'Nothing to evaluate: give --data-eval or --eval-target.'
+    )
   evaluation = _evaluation.Evaluation(
-      prepared.evaluation, prepared.targets,
-      settings.checkpoints.best(builder.evaluation_metric),
-      slicer=_slices.create(builder))
+    prepared.evaluation,
+    prepared.targets,
+    settings.checkpoints.best(builder.evaluation_metric),
+    slicer=_slices.create(builder),
+  )
   tracker = _tracking.create(settings.tracking, output)
   context = _callbacks.RunContext(
-      builder=builder, output=output, role='evaluate', paths=layout.paths(),
-      checkpoints=prepared.checkpoints, prediction=prepared.prediction)
-  arguments = (builder.args.to_dict() if hasattr(builder.args, 'to_dict')
-               else dict(vars(builder.args)))
+    builder=builder,
+    output=output,
+    role='evaluate',
+    paths=layout.paths(),
+    checkpoints=prepared.checkpoints,
+    prediction=prepared.prediction,
+  )
+  arguments = (
+    builder.args.to_dict()
+    if hasattr(builder.args, 'to_dict')
+    else dict(vars(builder.args))
+  )
   callback_list = _callbacks.CallbackList(
-      _callbacks.builtin(settings, tracker, role='evaluate',
-                         source=_jobinfo.source(), arguments=arguments)
-      + list(callbacks) + list(builder.build_callbacks()), context)
+    _callbacks.builtin(
+      settings,
+      tracker,
+      role='evaluate',
+      source=_jobinfo.source(),
+      arguments=arguments,
+    )
+    + list(callbacks)
+    + list(builder.build_callbacks()),
+    context,
+  )
   path, step = prepared.path, prepared.step
-  logs = {'status': 'failed', 'step': step, 'reason': None, 'error': None,
-          'metrics': {}, 'model': None}
-  callback_list.on_train_begin({'step': step, 'max_steps': None,
-                                'batch_size': settings.validation.batch_size})
+  logs = {
+    'status': 'failed',
+    'step': step,
+    'reason': None,
+    'error': None,
+    'metrics': {},
+    'model': None,
+  }
+  callback_list.on_train_begin(
+    {
+      'step': step,
+      'max_steps': None,
+      'batch_size': settings.validation.batch_size,
+    }
+  )
   try:
     with _validation.data_errors():
       results = evaluation.evaluate(step, checkpoint=path)
@@ -112,9 +149,15 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     callback_list.on_train_end(logs)
   results = {name: dict(values) for name, values in results.items()}
   for name, values in results.items():
-    logger.info('Evaluated %s at step %d on %s: %s', path, step, name,
-                '  '.join(f'{k} {v:.4g}' for k, v in values.items()
-                          if isinstance(v, (int, float))))
+    logger.info(
+      'Evaluated %s at step %d on %s: %s',
+      path,
+      step,
+      name,
+      '  '.join(
+        f'{k} {v:.4g}' for k, v in values.items() if isinstance(v, (int, float))
+      ),
+    )
   summary = {'checkpoint': path, 'step': step, 'results': results}
   if evaluation.last is not None and evaluation.last.slices:
     summary['slices'] = evaluation.last.slices
@@ -134,8 +177,9 @@ def write_evaluation(directory, summary):
   """
   tf.io.gfile.makedirs(directory)
   name = os.path.basename(str(summary['checkpoint'])) + '.json'
-  _atomic.write_text(os.path.join(directory, name),
-                     json.dumps(summary, indent=1) + '\n')
+  _atomic.write_text(
+    os.path.join(directory, name), json.dumps(summary, indent=1) + '\n'
+  )
 
 
 def export(builder, output, checkpoint=None, directory=None):
@@ -158,6 +202,7 @@ def export(builder, output, checkpoint=None, directory=None):
   _export.export(prepared.prediction, builder.dataset.schema, directory)
   logger.info('Exported %s to %s', prepared.path, directory)
   from tensorfx.prediction import Model
+
   return Model.load(directory)
 
 
@@ -166,5 +211,7 @@ def _own(layout, checkpoint):
   if not checkpoint:
     return True
   path = os.path.abspath(str(checkpoint))
-  return any(path.startswith(os.path.abspath(str(d)).rstrip('/') + '/')
-             for d in (layout.output, layout.checkpoints))
+  return any(
+    path.startswith(os.path.abspath(str(d)).rstrip('/') + '/')
+    for d in (layout.output, layout.checkpoints)
+  )

@@ -17,8 +17,11 @@ def _combine(op):
     del index
     if aggregate is None:
       return dict(results)
-    return {k: op(aggregate[k], v) if k in aggregate else v
-            for k, v in results.items()}
+    return {
+      k: op(aggregate[k], v) if k in aggregate else v
+      for k, v in results.items()
+    }
+
   return combine
 
 
@@ -31,20 +34,20 @@ def _append(aggregate, results, index):
 
 
 _ONLINE = {
-    'sum': _combine(lambda a, b: a + b),
-    'min': _combine(min),
-    'max': _combine(max),
-    'append': _append,
+  'sum': _combine(lambda a, b: a + b),
+  'min': _combine(min),
+  'max': _combine(max),
+  'append': _append,
 }
 
 _FINAL: dict[str, Callable[[Any], Any]] = {
-    'mean': statistics.fmean,
-    'median': statistics.median,
-    'sum': sum,
-    'min': min,
-    'max': max,
-    'first': lambda values: values[0],
-    'last': lambda values: values[-1],
+  'mean': statistics.fmean,
+  'median': statistics.median,
+  'sum': sum,
+  'min': min,
+  'max': max,
+  'first': lambda values: values[0],
+  'last': lambda values: values[-1],
 }
 
 
@@ -75,12 +78,15 @@ def aggregate(target, batch_results):
   if agg is None or callable(agg):
     if not isinstance(result, dict):
       raise ConfigurationError(
-          f'validation target {target.name!r}: the aggregation must end in a '
-          'dict of metric values (give agg= a callable that makes one). '
-          f'Received: {type(result).__name__}')
+        f'validation target {target.name!r}: the aggregation must end in a '
+        'dict of metric values (give agg= a callable that makes one). '
+        f'Received: {type(result).__name__}'
+      )
     return dict(result)
-  return {key: _reduce(agg, values) if isinstance(values, list) else values
-          for key, values in current.items()}
+  return {
+    key: _reduce(agg, values) if isinstance(values, list) else values
+    for key, values in current.items()
+  }
 
 
 def _reduce(agg, values):
@@ -91,8 +97,14 @@ def _reduce(agg, values):
     return _FINAL[agg](values)
   # Arrays a target's own computation made (one per batch, same shape).
   import numpy as np
-  reduce: Any = {'mean': np.mean, 'median': np.median, 'sum': np.sum,
-            'min': np.min, 'max': np.max}[agg]
+
+  reduce: Any = {
+    'mean': np.mean,
+    'median': np.median,
+    'sum': np.sum,
+    'min': np.min,
+    'max': np.max,
+  }[agg]
   return reduce(np.stack([np.asarray(v) for v in values]), axis=0)
 
 
@@ -107,8 +119,9 @@ def evaluate(evaluation, target):
     `(results, count)`: a dict of metric values by name, and the number of
     examples read.
   """
-  data = evaluation.dataset(target.source_name, batch_size=target.batch_size,
-                            batches=target.batches)
+  data = evaluation.dataset(
+    target.source_name, batch_size=target.batch_size, batches=target.batches
+  )
   if target.compute is not None:
     return _evaluate_compute(evaluation, target, data)
   metrics = evaluation.metrics
@@ -116,9 +129,10 @@ def evaluate(evaluation, target):
     metric.reset_state()
   if not target.streaming and evaluation.step is None:
     raise ConfigurationError(
-        f'validation target {target.name!r}: online_agg '
-        f'{target.online_agg!r} evaluates batch by batch, which needs the '
-        'EvaluationInterface\'s step function; this builder\'s has none.')
+      f'validation target {target.name!r}: online_agg '
+      f'{target.online_agg!r} evaluates batch by batch, which needs the '
+      "EvaluationInterface's step function; this builder's has none."
+    )
   if target.streaming:
     count = int(evaluation.loop(data))
     return {k: float(m.result()) for k, m in metrics.items()}, count
@@ -140,9 +154,10 @@ def _evaluate_compute(evaluation, target, data):
   """Runs a target's own computation on each batch, then aggregates."""
   if getattr(evaluation, 'compute', None) is None:
     raise ConfigurationError(
-        f'validation target {target.name!r} computes its own values, which '
-        'needs the EvaluationInterface\'s compute function; this builder\'s '
-        'has none.')
+      f'validation target {target.name!r} computes its own values, which '
+      "needs the EvaluationInterface's compute function; this builder's "
+      'has none.'
+    )
   step = evaluation.compute(target.compute)
   total = 0
 

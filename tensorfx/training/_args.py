@@ -85,19 +85,26 @@ class ModelArguments(argparse.Namespace):
     # own default for prog fails.
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None
     parser = _argparsing.SuggestingParser(
-        prog=_argparsing.program_name(prog or 'trainer'), description=_description(cls),
-        allow_abbrev=False,
-        # Trainers written before --learning-rate was standard add their
-        # own; theirs replaces it rather than failing as a conflict.
-        conflict_handler='resolve')
+      prog=_argparsing.program_name(prog or 'trainer'),
+      description=_description(cls),
+      allow_abbrev=False,
+      # Trainers written before --learning-rate was standard add their
+      # own; theirs replaces it rather than failing as a conflict.
+      conflict_handler='resolve',
+    )
 
     _settings.add_arguments(parser)
     return parser
 
   @staticmethod
   def add_list_argument(
-      parser: Any, *names: str, type: Any = None, help: Optional[str] = None,
-      default: Optional[list] = None, **kwargs: Any) -> argparse.Action:
+    parser: Any,
+    *names: str,
+    type: Any = None,
+    help: Optional[str] = None,
+    default: Optional[list] = None,
+    **kwargs: Any,
+  ) -> argparse.Action:
     """Adds a list flag, settable whole or one item at a time by index.
 
     On the command line `--hidden-layers 20 10` and
@@ -128,8 +135,9 @@ class ModelArguments(argparse.Namespace):
     Returns:
       The `argparse.Action` added.
     """
-    return _listflags.add_list_argument(parser, *names, type=type,
-                                        help=help, default=default, **kwargs)
+    return _listflags.add_list_argument(
+      parser, *names, type=type, help=help, default=default, **kwargs
+    )
 
   @classmethod
   def default(cls: Type[_A]) -> _A:
@@ -145,8 +153,9 @@ class ModelArguments(argparse.Namespace):
     return cls.parse([])
 
   @classmethod
-  def parse(cls, args: Union[None, str, Sequence[str]] = None,
-            parse_job: bool = False) -> Any:
+  def parse(
+    cls, args: Union[None, str, Sequence[str]] = None, parse_job: bool = False
+  ) -> Any:
     """Parses training arguments.
 
     Example:
@@ -194,8 +203,9 @@ class ModelArguments(argparse.Namespace):
     origins: dict = {}
     config = _runconfig.find_config(args)
     if config:
-      defaults = _runconfig.resolve(parser, _runconfig.read_config(config),
-                                    config, origins)
+      defaults = _runconfig.resolve(
+        parser, _runconfig.read_config(config), config, origins
+      )
       for action in parser._actions:
         if action.dest in defaults:
           action.required = False  # The file gave it.
@@ -212,9 +222,10 @@ class ModelArguments(argparse.Namespace):
       raise SystemExit(0)
     if parse_job and not arguments.output:
       raise ConfigurationError(
-          '--output (or --job-dir) is required to run a training job: the '
-          'directory (local or gs://) that checkpoints, summaries and the '
-          'model are written to. Received no --output.')
+        '--output (or --job-dir) is required to run a training job: the '
+        'directory (local or gs://) that checkpoints, summaries and the '
+        'model are written to. Received no --output.'
+      )
     try:
       arguments.process()
     except ConfigurationError as e:
@@ -246,8 +257,9 @@ class ModelArguments(argparse.Namespace):
     # Only what is present is checked: an instance built by hand, e.g.
     # ModelArguments(batch_size=32), has just the attributes it was given.
     _settings.check(self)
-    if (getattr(self, 'eval_batch_size', None) is None and
-        hasattr(self, 'batch_size')):
+    if getattr(self, 'eval_batch_size', None) is None and hasattr(
+      self, 'batch_size'
+    ):
       self.eval_batch_size = self.batch_size
 
   def to_dict(self) -> Dict[str, Any]:

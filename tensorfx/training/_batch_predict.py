@@ -52,12 +52,18 @@ def checkpoint_model(builder, output, checkpoint=None):
   Returns:
     The `Model`, its `path` the checkpoint restored.
   """
-  prepared = _actions._Prepared(builder, _layout.JobLayout.of(output),
-                                checkpoint)
-  signatures = {name: _Signature(function) for name, function in
-                prepared.prediction.signatures.items()}
-  return Model(types.SimpleNamespace(signatures=signatures),
-               path=prepared.path, schema=builder.dataset.schema)
+  prepared = _actions._Prepared(
+    builder, _layout.JobLayout.of(output), checkpoint
+  )
+  signatures = {
+    name: _Signature(function)
+    for name, function in prepared.prediction.signatures.items()
+  }
+  return Model(
+    types.SimpleNamespace(signatures=signatures),
+    path=prepared.path,
+    schema=builder.dataset.schema,
+  )
 
 
 def predict(builder, output, checkpoint, settings, skip_bad_records=False):
@@ -75,11 +81,16 @@ def predict(builder, output, checkpoint, settings, skip_bad_records=False):
   """
   model = checkpoint_model(builder, output, checkpoint)
   return _batch.predict_files(
-      model, list(settings.inputs), settings.output,
-      input_format=settings.input_format,
-      output_format=settings.output_format, batch_size=settings.batch_size,
-      prefix=settings.prefix, skip_bad_records=skip_bad_records,
-      **_proto_options(builder, settings))
+    model,
+    list(settings.inputs),
+    settings.output,
+    input_format=settings.input_format,
+    output_format=settings.output_format,
+    batch_size=settings.batch_size,
+    prefix=settings.prefix,
+    skip_bad_records=skip_bad_records,
+    **_proto_options(builder, settings),
+  )
 
 
 def _proto_options(builder, settings):
@@ -87,5 +98,7 @@ def _proto_options(builder, settings):
   dataset = builder.dataset
   if getattr(dataset, 'proto_format', None) is None or not dataset.sources:
     return {}
-  return {'protos': dataset[dataset.sources[0]],
-          'source_name': settings.source or type(builder).__name__}
+  return {
+    'protos': dataset[dataset.sources[0]],
+    'source_name': settings.source or type(builder).__name__,
+  }

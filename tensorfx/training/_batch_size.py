@@ -32,8 +32,9 @@ def resolve(settings, dataset):
   loop, validation = settings.loop, settings.validation
   if _section.ALL not in (loop.batch_size, validation.batch_size):
     return settings
-  count = training_instances(dataset, _filters.parse_filters(
-      settings.data.filters, dataset.schema))
+  count = training_instances(
+    dataset, _filters.parse_filters(settings.data.filters, dataset.schema)
+  )
   if loop.batch_size == _section.ALL:
     loop = dataclasses.replace(loop, batch_size=count)
   if validation.batch_size == _section.ALL:
@@ -51,23 +52,32 @@ def training_instances(dataset, filters=()):
   """
   metadata = dataset.metadata if dataset.analyzed and not filters else None
   if metadata is not None and metadata.instances:
-    logger.info('--batch-size all: %d instances (the analysis\' count)',
-                metadata.instances)
+    logger.info(
+      "--batch-size all: %d instances (the analysis' count)", metadata.instances
+    )
     return int(metadata.instances)
   if 'train' not in dataset:
-    raise DataError('--batch-size all needs the training data (--data-train) '
-                    'to count its instances.')
+    raise DataError(
+      '--batch-size all needs the training data (--data-train) '
+      'to count its instances.'
+    )
   raw = dataset['train'].read(_COUNT_BATCH, epochs=1)
   if filters:
     raw = _filters.filter_records(raw, filters, _COUNT_BATCH)
   count = 0
   for batch in raw:
     first = next(iter(batch.values()))
-    count += int(first.dense_shape[0] if hasattr(first, 'dense_shape')
-                 else first.shape[0])
+    count += int(
+      first.dense_shape[0] if hasattr(first, 'dense_shape') else first.shape[0]
+    )
   if not count:
-    raise DataError('--batch-size all: no training instances'
-                    f'{" pass --data-filter" if filters else ""}.')
-  logger.info('--batch-size all: %d instances (counted%s)', count,
-              ', after --data-filter' if filters else '')
+    raise DataError(
+      '--batch-size all: no training instances'
+      f'{" pass --data-filter" if filters else ""}.'
+    )
+  logger.info(
+    '--batch-size all: %d instances (counted%s)',
+    count,
+    ', after --data-filter' if filters else '',
+  )
   return count

@@ -103,9 +103,10 @@ class ModelBuilder(tf.Module):
     """
     if self._dataset is None:
       raise ConfigurationError(
-          f'{type(self).__name__} has no dataset: pass it to the builder '
-          '(Builder(args, dataset)) or to the trainer (ModelTrainer().train('
-          'builder, dataset, output)).')
+        f'{type(self).__name__} has no dataset: pass it to the builder '
+        '(Builder(args, dataset)) or to the trainer (ModelTrainer().train('
+        'builder, dataset, output)).'
+      )
     return self._dataset
 
   def use_dataset(self, dataset: Any) -> None:
@@ -127,8 +128,9 @@ class ModelBuilder(tf.Module):
     state = _state.find(self)
     if state is not None and state.strategy is not None:
       raise ConfigurationError(
-          f'{type(self).__name__} was built with another dataset; make a new '
-          'builder to train on this one.')
+        f'{type(self).__name__} was built with another dataset; make a new '
+        'builder to train on this one.'
+      )
     self._dataset = dataset
 
   @property
@@ -151,8 +153,9 @@ class ModelBuilder(tf.Module):
     state = _state.find(self)
     if state is None or state.strategy is None:
       raise ConfigurationError(
-          'strategy is available once build_graph_interfaces(config) has '
-          'been called.')
+        'strategy is available once build_graph_interfaces(config) has '
+        'been called.'
+      )
     return state.strategy
 
   @property
@@ -190,7 +193,8 @@ class ModelBuilder(tf.Module):
       return run.worker_layer
     if run.transform_layer is None:
       run.transform_layer = (
-          self._dataset.transform_output.transform_features_layer())
+        self._dataset.transform_output.transform_features_layer()
+      )
     return run.transform_layer
 
   # Hooks.
@@ -214,8 +218,9 @@ class ModelBuilder(tf.Module):
     """
     return []
 
-  def build_input(self, source: str, batch: int, epochs: Optional[int],
-                  shuffle: bool) -> tf.data.Dataset:
+  def build_input(
+    self, source: str, batch: int, epochs: Optional[int], shuffle: bool
+  ) -> tf.data.Dataset:
     """Builds the input pipeline of a data source.
 
     Called eagerly (outside `tf.function`), on the chief or the evaluator:
@@ -241,15 +246,24 @@ class ModelBuilder(tf.Module):
     settings = self.settings
     # --cache: the training data's later epochs replay the first's
     # transformed batches from memory.
-    memory = (source == 'train' and epochs != 1 and
-              _engine_cache.plan(self, batch, epochs).cache)
-    raw = self._dataset[source].read(batch, epochs=1 if memory else epochs,
-                                     shuffle=shuffle, seed=settings.loop.seed)
+    memory = (
+      source == 'train'
+      and epochs != 1
+      and _engine_cache.plan(self, batch, epochs).cache
+    )
+    raw = self._dataset[source].read(
+      batch,
+      epochs=1 if memory else epochs,
+      shuffle=shuffle,
+      seed=settings.loop.seed,
+    )
     if settings.data.filters:
       # --data-filter FIELD=REGEX: keep matching records (Gematria's filter).
       raw = _filters.filter_records(
-          raw, _filters.parse_filters(settings.data.filters,
-                                      self._dataset.schema), batch)
+        raw,
+        _filters.parse_filters(settings.data.filters, self._dataset.schema),
+        batch,
+      )
     slice_filter = _state.of(self).run.slice_filter
     if slice_filter is not None:
       # --eval-slices: the records of the slice being evaluated.
@@ -257,11 +271,19 @@ class ModelBuilder(tf.Module):
     transformed = self._dataset.transform(raw, self.transform_layer)
     if not memory:
       return transformed
-    instances = self._dataset.metadata.instances if (
-        self._dataset.metadata is not None) else 0
-    return _engine_cache.cached(transformed, batch, epochs, shuffle,
-                                seed=settings.loop.seed,
-                                batches=-(-instances // batch))
+    instances = (
+      self._dataset.metadata.instances
+      if (self._dataset.metadata is not None)
+      else 0
+    )
+    return _engine_cache.cached(
+      transformed,
+      batch,
+      epochs,
+      shuffle,
+      seed=settings.loop.seed,
+      batches=-(-instances // batch),
+    )
 
   def build_inference(self, inputs, training):
     """Builds the inference (forward pass) of the model.
@@ -281,8 +303,9 @@ class ModelBuilder(tf.Module):
       `build_training` and `build_output`.
     """
     raise NotImplementedError(
-        f'{type(self).__name__} must implement build_inference(inputs, '
-        'training), returning the inference values.')
+      f'{type(self).__name__} must implement build_inference(inputs, '
+      'training), returning the inference values.'
+    )
 
   def build_training(self, global_steps, inputs, inferences):
     """Builds the loss of a training step.
@@ -303,8 +326,9 @@ class ModelBuilder(tf.Module):
       call; `self.optimizer` is made for that).
     """
     raise NotImplementedError(
-        f'{type(self).__name__} must implement build_training(global_steps, '
-        'inputs, inferences), returning (loss, optimizer).')
+      f'{type(self).__name__} must implement build_training(global_steps, '
+      'inputs, inferences), returning (loss, optimizer).'
+    )
 
   def build_optimizer(self) -> Any:
     """Builds the optimizer, once, from the arguments' optimizer flags.
@@ -347,11 +371,14 @@ class ModelBuilder(tf.Module):
       A `tf_keras.optimizers.Optimizer`.
     """
     from tensorfx.embeddings import _optimizers as sparse
-    return sparse.build_sparse_optimizer(
-        self._args, _optimizers.build_learning_rate(self._args))
 
-  def build_evaluation(self, inputs: Dict[str, Any],
-                       outputs: Dict[str, Any]) -> Dict[str, Any]:
+    return sparse.build_sparse_optimizer(
+      self._args, _optimizers.build_learning_rate(self._args)
+    )
+
+  def build_evaluation(
+    self, inputs: Dict[str, Any], outputs: Dict[str, Any]
+  ) -> Dict[str, Any]:
     """Builds the evaluation metrics and updates them with a batch.
 
     Called once eagerly (in replica context), then traced into the
@@ -425,16 +452,22 @@ class ModelBuilder(tf.Module):
     if restored or not restore.warm_start:
       return
     _restore.warm_start(
-        _engine.warm_start_variables(self), restore.warm_start,
-        pattern=restore.pattern, rename=restore.rename,
-        global_step=self.global_step if restore.global_step else None)
+      _engine.warm_start_variables(self),
+      restore.warm_start,
+      pattern=restore.pattern,
+      rename=restore.rename,
+      global_step=self.global_step if restore.global_step else None,
+    )
 
   # Graph builders: the engine by default.
 
   def build_graph_interfaces(
-      self, config: Any
-  ) -> Tuple[_interfaces.TrainingInterface,
-             Optional[_interfaces.EvaluationInterface], Any]:
+    self, config: Any
+  ) -> Tuple[
+    _interfaces.TrainingInterface,
+    Optional[_interfaces.EvaluationInterface],
+    Any,
+  ]:
     """Builds the training, evaluation and prediction interfaces.
 
     Called eagerly, once per process, by the trainer (every role but the
@@ -462,8 +495,7 @@ class ModelBuilder(tf.Module):
     """
     return _engine.training_graph(self)
 
-  def build_evaluation_graph(
-      self) -> Optional[_interfaces.EvaluationInterface]:
+  def build_evaluation_graph(self) -> Optional[_interfaces.EvaluationInterface]:
     """Builds the evaluation interface; see `EvaluationInterface`.
 
     Called once, under the strategy's scope. Returns None when there is
@@ -497,7 +529,8 @@ def run_init(builder: 'ModelBuilder', restored: bool) -> None:
   except (TypeError, ValueError):
     return
   if 'restored' in parameters or any(
-      p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+    p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+  ):
     builder.build_init(restored=True)
 
 

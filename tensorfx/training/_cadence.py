@@ -66,8 +66,11 @@ class StepsPerCall:
       return  # The first call traces and optimizes the loop.
     measured = seconds / steps
     # Smoothed: a shared machine's one slow call does not halve the next.
-    self._step_seconds = (measured if self._step_seconds is None else
-                          0.5 * self._step_seconds + 0.5 * measured)
+    self._step_seconds = (
+      measured
+      if self._step_seconds is None
+      else 0.5 * self._step_seconds + 0.5 * measured
+    )
 
 
 class Cadence:
@@ -100,15 +103,26 @@ class Cadence:
       clocks differ: they do not measure.
   """
 
-  def __init__(self, *, max_steps=None, log_every=100, per_call=None,
-               checkpoint_steps=None, checkpoint_secs=60.0, eval_steps=None,
-               validate=True, validate_first=False, clock=time.monotonic,
-               measured=True):
+  def __init__(
+    self,
+    *,
+    max_steps=None,
+    log_every=100,
+    per_call=None,
+    checkpoint_steps=None,
+    checkpoint_secs=60.0,
+    eval_steps=None,
+    validate=True,
+    validate_first=False,
+    clock=time.monotonic,
+    measured=True,
+  ):
     self.max_steps = max_steps
     self.log_every = max(1, int(log_every))
     self.per_call = max(1, int(per_call or self.log_every))
-    self.steps_per_call = (StepsPerCall() if per_call is None and measured
-                           else None)
+    self.steps_per_call = (
+      StepsPerCall() if per_call is None and measured else None
+    )
     self.checkpoint_steps = checkpoint_steps
     self.checkpoint_secs = float(checkpoint_secs)
     self.eval_steps = eval_steps
@@ -155,8 +169,9 @@ class Cadence:
       return True
     # An evaluator task evaluates checkpoints: it needs one at each
     # validation step.
-    return bool(not self.validate and self.eval_steps and
-                step % self.eval_steps == 0)
+    return bool(
+      not self.validate and self.eval_steps and step % self.eval_steps == 0
+    )
 
   def saved(self):
     """Starts the time interval to the next checkpoint afresh."""

@@ -87,17 +87,21 @@ def _rename_tree(source, target):
   try:
     tf.io.gfile.rename(source, target)
     return
-  except (tf.errors.UnimplementedError, tf.errors.FailedPreconditionError,
-          tf.errors.PermissionDeniedError):
+  except (
+    tf.errors.UnimplementedError,
+    tf.errors.FailedPreconditionError,
+    tf.errors.PermissionDeniedError,
+  ):
     pass
   # Filesystems that rename files only: copy, then delete the copied.
   for root, _, files in tf.io.gfile.walk(source):
-    relative = root[len(source):].strip('/')
+    relative = root[len(source) :].strip('/')
     destination = f'{target}/{relative}' if relative else target
     tf.io.gfile.makedirs(destination)
     for name in files:
-      tf.io.gfile.copy(f'{root.rstrip("/")}/{name}',
-                       f'{destination}/{name}', overwrite=True)
+      tf.io.gfile.copy(
+        f'{root.rstrip("/")}/{name}', f'{destination}/{name}', overwrite=True
+      )
   for root, _, files in tf.io.gfile.walk(source):
     for name in files:
       tf.io.gfile.remove(f'{root.rstrip("/")}/{name}')
@@ -129,14 +133,24 @@ class Checkpoints:
     **objects: the trackable objects to save (the model builder, ...).
   """
 
-  def __init__(self, directory, global_step, max_to_keep=5, keep_best=0,
-               best_mode='min', **objects):
+  def __init__(
+    self,
+    directory,
+    global_step,
+    max_to_keep=5,
+    keep_best=0,
+    best_mode='min',
+    **objects,
+  ):
     if not isinstance(max_to_keep, int) or max_to_keep < 1:
-      raise ValueError('max_to_keep must be a positive integer. Received: '
-                       f'max_to_keep={max_to_keep!r}')
+      raise ValueError(
+        'max_to_keep must be a positive integer. Received: '
+        f'max_to_keep={max_to_keep!r}'
+      )
     if best_mode not in ('min', 'max'):
-      raise ValueError("best_mode must be 'min' or 'max'. Received: "
-                       f'best_mode={best_mode!r}')
+      raise ValueError(
+        f"best_mode must be 'min' or 'max'. Received: best_mode={best_mode!r}"
+      )
     self.directory = directory
     self._global_step = global_step
     self._objects = dict(objects, global_step=global_step)
@@ -151,8 +165,12 @@ class Checkpoints:
 
   def _new_manager(self):
     return tf.train.CheckpointManager(
-        self._checkpoint, self.directory, max_to_keep=self._max_to_keep,
-        step_counter=self._global_step, checkpoint_name='ckpt')
+      self._checkpoint,
+      self.directory,
+      max_to_keep=self._max_to_keep,
+      step_counter=self._global_step,
+      checkpoint_name='ckpt',
+    )
 
   @property
   def latest(self):
@@ -229,9 +247,13 @@ class Checkpoints:
       with tf.io.gfile.GFile(marker) as f:
         done = json.load(f)
       if done.get('given') == str(path):
-        logger.info('This output already resumed from %s at step %s '
-                    '(%s): resuming its latest checkpoint', path,
-                    done.get('step'), marker)
+        logger.info(
+          'This output already resumed from %s at step %s '
+          '(%s): resuming its latest checkpoint',
+          path,
+          done.get('step'),
+          marker,
+        )
         return None
     prefix = _restore.resolve_checkpoint(path, what='--resume-from')
     self.restore(prefix)
@@ -240,11 +262,23 @@ class Checkpoints:
     self.last_saved_step = step
     tf.io.gfile.makedirs(self.directory)
     with tf.io.gfile.GFile(marker + '.tmp', 'w') as f:
-      json.dump({'given': str(path), 'checkpoint': prefix, 'step': step,
-                 'saved': saved}, f, indent=1)
+      json.dump(
+        {
+          'given': str(path),
+          'checkpoint': prefix,
+          'step': step,
+          'saved': saved,
+        },
+        f,
+        indent=1,
+      )
     tf.io.gfile.rename(marker + '.tmp', marker, overwrite=True)
-    logger.info('Resumed from %s at step %d (--resume-from; saved as %s)',
-                prefix, step, saved)
+    logger.info(
+      'Resumed from %s at step %d (--resume-from; saved as %s)',
+      prefix,
+      step,
+      saved,
+    )
     return prefix
 
   def restore(self, path, partial=False):
@@ -272,16 +306,18 @@ class Checkpoints:
       status = checkpoint.read(path)
     except ValueError as e:  # A variable of another shape.
       raise TrainingError(
-          f'The checkpoint {path} does not match this model (was it written '
-          f'by a different model or arguments?): {e}') from None
+        f'The checkpoint {path} does not match this model (was it written '
+        f'by a different model or arguments?): {e}'
+      ) from None
     except _damaged.READ_ERRORS as e:
       raise _damaged.Unreadable(path, _damaged.describe(e)) from None
     try:
       status.assert_existing_objects_matched()
     except AssertionError as e:
       raise TrainingError(
-          f'The checkpoint {path} does not match this model (was it written '
-          f'by a different model or arguments?): {e}') from None
+        f'The checkpoint {path} does not match this model (was it written '
+        f'by a different model or arguments?): {e}'
+      ) from None
     if partial:
       status.expect_partial()
     return path
@@ -301,11 +337,15 @@ class Checkpoints:
       # What the failed write left (TensorFlow's ckpt-N_temp/).
       _atomic.remove_tree(os.path.join(self.directory, f'ckpt-{step}_temp'))
       raise TrainingError(
-          f'Cannot write the checkpoint {self.directory}/ckpt-{step}: the '
-          f'disk is full ({reason}). Free space (or write --output '
-          'to a larger disk) and run the same command again: it resumes '
-          + (f'from {previous}, which is intact.' if previous else
-             'from the start (no checkpoint was written yet).')) from None
+        f'Cannot write the checkpoint {self.directory}/ckpt-{step}: the '
+        f'disk is full ({reason}). Free space (or write --output '
+        'to a larger disk) and run the same command again: it resumes '
+        + (
+          f'from {previous}, which is intact.'
+          if previous
+          else 'from the start (no checkpoint was written yet).'
+        )
+      ) from None
     self.last_saved_step = step
     logger.info('Saved checkpoint %s', path)
     return path
@@ -335,16 +375,21 @@ class Checkpoints:
     path = os.path.join(self.best_directory, f'ckpt-{step}')
     tf.io.gfile.makedirs(self.best_directory)
     self._checkpoint.write(path)
-    entries = rank(entries + [{'step': step, 'value': float(value),
-                               'path': path}])
-    self._best = entries[:self.keep_best_count]
+    entries = rank(
+      entries + [{'step': step, 'value': float(value), 'path': path}]
+    )
+    self._best = entries[: self.keep_best_count]
     # The record first: a kill between leaves files no record names, never
     # a record naming deleted files.
     self._save_best()
-    for dropped in entries[self.keep_best_count:]:
+    for dropped in entries[self.keep_best_count :]:
       _delete_checkpoint(dropped['path'])
-    logger.info('Kept %s among the %d best (%s)', path, self.keep_best_count,
-                f'{value:.6g}')
+    logger.info(
+      'Kept %s among the %d best (%s)',
+      path,
+      self.keep_best_count,
+      f'{value:.6g}',
+    )
     return path
 
   def snapshot(self, directory, step):
@@ -375,20 +420,28 @@ class Checkpoints:
             self._best = list(json.load(f).get('best', []))
         except (ValueError, AttributeError, TypeError) as e:
           # Written by rename, so only something else can have damaged it.
-          logger.warning('%s is unreadable (%s): keeping the best '
-                         'checkpoints from now on', state, e)
+          logger.warning(
+            '%s is unreadable (%s): keeping the best checkpoints from now on',
+            state,
+            e,
+          )
     return self._best
 
   def _save_best(self):
     state = os.path.join(self.best_directory, _BEST_STATE)
-    _atomic.write_text(state, json.dumps(
-        {'mode': self.best_mode, 'best': self._best}, indent=1),
-                       fault='best.json')
+    _atomic.write_text(
+      state,
+      json.dumps({'mode': self.best_mode, 'best': self._best}, indent=1),
+      fault='best.json',
+    )
     # The index `tf.train.latest_checkpoint(best/)` reads (and so
     # --warm-start and --checkpoint best/) names the best one.
     if self._best:
-      _damaged.write_state(self.best_directory, self._best[0]['path'],
-                           [e['path'] for e in self._best])
+      _damaged.write_state(
+        self.best_directory,
+        self._best[0]['path'],
+        [e['path'] for e in self._best],
+      )
 
 
 def _delete_checkpoint(prefix):
@@ -399,12 +452,13 @@ def _delete_checkpoint(prefix):
       pass
 
 
-
 def _holds_save_counter(path):
   """Whether the checkpoint `path` holds `tf.train.Checkpoint`'s counter."""
   # The reader of the prefix itself: `tf.train.list_variables` takes a path
   # that `gfile.isdir` calls a directory for one, and some file systems
   # (ram://) call a prefix of files a directory.
   reader = tf.compat.v1.train.NewCheckpointReader(path)
-  return any(name.split('/')[0] == 'save_counter'
-             for name in reader.get_variable_to_shape_map())
+  return any(
+    name.split('/')[0] == 'save_counter'
+    for name in reader.get_variable_to_shape_map()
+  )

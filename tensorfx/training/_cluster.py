@@ -47,9 +47,10 @@ def wait_for_cluster(config, timeout_secs):
       pass
     if time.monotonic() > deadline:
       raise ConfigurationError(
-          f'Cannot reach {job} task {index} at {address} after '
-          f'{timeout_secs:.0f}s: is it running, and is the address in '
-          'TF_CONFIG right?')
+        f'Cannot reach {job} task {index} at {address} after '
+        f'{timeout_secs:.0f}s: is it running, and is the address in '
+        'TF_CONFIG right?'
+      )
     time.sleep(0.5)
 
 
@@ -104,8 +105,11 @@ def serve(config, output, poll_secs=1.0, grace_secs=30.0, settle_secs=300.0):
   """
   start = job_started()
   server = config.create_server()
-  logger.info('Serving as %s at %s; waiting for the chief to finish',
-              config.device, server.target)
+  logger.info(
+    'Serving as %s at %s; waiting for the chief to finish',
+    config.device,
+    server.target,
+  )
   while not job_finished(output, start, settle_secs):
     time.sleep(poll_secs)
   logger.info('The job has ended: %s stops serving', config.device)
@@ -119,8 +123,9 @@ def wait_for_analysis(dataset, directory, timeout_secs, poll_secs=1.0):
   while not dataset.use_analysis(directory):
     if time.monotonic() > deadline:
       raise ConfigurationError(
-          f'No analysis appeared in {directory} within {timeout_secs:.0f}s; '
-          'the chief analyzes the data when --data-metadata is not given.')
+        f'No analysis appeared in {directory} within {timeout_secs:.0f}s; '
+        'the chief analyzes the data when --data-metadata is not given.'
+      )
     time.sleep(poll_secs)
 
 
@@ -138,10 +143,11 @@ def restart_in_place():
   """
   if hasattr(sys, 'ps1') or 'ipykernel' in sys.modules:
     raise TrainingError(
-        'The chief stopped at a checkpoint to grow an embedding table '
-        '(dynamic_expansion under parameter servers) and restarts in place '
-        'only when run as a script; this is an interactive session. Run the '
-        'same training again: it resumes with the grown table.')
+      'The chief stopped at a checkpoint to grow an embedding table '
+      '(dynamic_expansion under parameter servers) and restarts in place '
+      'only when run as a script; this is an interactive session. Run the '
+      'same training again: it resumes with the grown table.'
+    )
   for handler in logging.getLogger().handlers + logger.handlers:
     handler.flush()
   sys.stdout.flush()

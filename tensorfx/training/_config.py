@@ -45,21 +45,28 @@ class Configuration:
     ('/job:worker/task:0', 'parameter_server')
   """
 
-  def __init__(self, task: TaskSpec,
-               cluster: Optional[Mapping[str, Any]] = None,
-               job: Optional[Dict[str, Any]] = None,
-               env: str = 'local') -> None:
+  def __init__(
+    self,
+    task: TaskSpec,
+    cluster: Optional[Mapping[str, Any]] = None,
+    job: Optional[Dict[str, Any]] = None,
+    env: str = 'local',
+  ) -> None:
     self._init(task, cluster, job, env, 'Configuration argument', 'env')
 
   def _init(self, task, cluster, job, env, where, env_key='environment'):
     """Validates and normalises; `where` prefixes every error message."""
     if not isinstance(env, str):
-      raise _tfconfig.error(where, env_key, "must be a string such as "
-                            "'local' or 'cloud'", env)
+      raise _tfconfig.error(
+        where, env_key, "must be a string such as 'local' or 'cloud'", env
+      )
     # The original tensorfx made a cluster of any non-empty `cluster`, one
     # whose jobs list no task included; it trains here as a lone chief.
-    self._declared_cluster = isinstance(cluster, dict) and bool(cluster) and \
-        all(isinstance(v, (list, tuple)) and not v for v in cluster.values())
+    self._declared_cluster = (
+      isinstance(cluster, dict)
+      and bool(cluster)
+      and all(isinstance(v, (list, tuple)) and not v for v in cluster.values())
+    )
     if self._declared_cluster:
       cluster = None
     self._cluster, raw_jobs = _tfconfig.normalise_cluster(cluster, where)
@@ -70,8 +77,9 @@ class Configuration:
     self._env = env
 
   @classmethod
-  def environment(cls, environ: Optional[Mapping[str, str]] = None
-                  ) -> 'Configuration':
+  def environment(
+    cls, environ: Optional[Mapping[str, str]] = None
+  ) -> 'Configuration':
     """Creates the configuration the hosting environment gave this process.
 
     Reads `TF_CONFIG`, or when it is unset or empty, `CLUSTER_SPEC` (which
@@ -139,6 +147,7 @@ class Configuration:
     if not self._cluster:
       return None
     import tensorflow as tf
+
     return tf.train.ClusterSpec(self._cluster)
 
   @property
@@ -153,6 +162,7 @@ class Configuration:
     if not jobs:
       return None
     import tensorflow as tf
+
     return tf.train.ClusterSpec(jobs)
 
   @property
@@ -236,6 +246,7 @@ class Configuration:
     if self._multi_task():
       return 'multi_worker_mirrored'
     import tensorflow as tf
+
     if len(tf.config.list_physical_devices('GPU')) > 1:
       return 'mirrored'
     return 'default'
@@ -263,8 +274,10 @@ class Configuration:
 
   def _create_strategy(self, args):
     import tensorflow as tf
-    settings = args if isinstance(args, JobSettings) else \
-        JobSettings.from_args(args)
+
+    settings = (
+      args if isinstance(args, JobSettings) else JobSettings.from_args(args)
+    )
     kind = self.strategy_kind
     if kind == 'parameter_server':
       partitioner = None
@@ -272,10 +285,11 @@ class Configuration:
       if self.num_ps > 1:
         partitioners = tf.distribute.experimental.partitioners
         partitioner = partitioners.MinSizePartitioner(
-            min_shard_bytes=settings.min_shard_bytes,
-            max_shards=self.num_ps)
+          min_shard_bytes=settings.min_shard_bytes, max_shards=self.num_ps
+        )
       return tf.distribute.ParameterServerStrategy(
-          self._cluster_resolver(), variable_partitioner=partitioner)
+        self._cluster_resolver(), variable_partitioner=partitioner
+      )
     if kind == 'multi_worker_mirrored':
       # No collective timeout: TensorFlow holds a watchdog thread per
       # collective for the whole timeout, so threads pile up at the step
@@ -283,7 +297,8 @@ class Configuration:
       # aborts. A lost peer is still found: the coordination service's
       # heartbeats abort every collective once a task stops answering.
       return tf.distribute.MultiWorkerMirroredStrategy(
-          cluster_resolver=self._cluster_resolver())
+        cluster_resolver=self._cluster_resolver()
+      )
     if kind == 'mirrored':
       return tf.distribute.MirroredStrategy()
     return tf.distribute.get_strategy()
@@ -307,13 +322,19 @@ class Configuration:
     """
     if not self._multi_task() or self.evaluator:
       raise ConfigurationError(
-          'create_server needs a task of a distributed training cluster '
-          '(more than one task; the evaluator is not part of it). Received: '
-          f'task={self._task}, cluster={_tfconfig.shorten(self._cluster)}')
+        'create_server needs a task of a distributed training cluster '
+        '(more than one task; the evaluator is not part of it). Received: '
+        f'task={self._task}, cluster={_tfconfig.shorten(self._cluster)}'
+      )
     import tensorflow as tf
+
     return tf.distribute.Server(
-        self.training_cluster, job_name=self._task.type,
-        task_index=self._task.index, protocol='grpc', start=start)
+      self.training_cluster,
+      job_name=self._task.type,
+      task_index=self._task.index,
+      protocol='grpc',
+      start=start,
+    )
 
   def to_dict(self) -> Dict[str, Any]:
     """Returns the configuration as a JSON-able dict, for the job record.
@@ -323,11 +344,14 @@ class Configuration:
       {'type': 'chief', 'index': 0, 'trial': None}
     """
     return {
-        'task': dataclasses.asdict(self._task),
-        'cluster': ({k: list(v) for k, v in self._cluster.items()}
-                    if self._cluster else None),
-        'job': self._job,
-        'env': self._env,
+      'task': dataclasses.asdict(self._task),
+      'cluster': (
+        {k: list(v) for k, v in self._cluster.items()}
+        if self._cluster
+        else None
+      ),
+      'job': self._job,
+      'env': self._env,
     }
 
   def __eq__(self, other):
@@ -339,14 +363,20 @@ class Configuration:
 
   def __repr__(self):
     d = self.to_dict()
-    return (f'Configuration(task={self._task!r}, cluster={d["cluster"]!r}, '
-            f'job={d["job"]!r}, env={d["env"]!r})')
+    return (
+      f'Configuration(task={self._task!r}, cluster={d["cluster"]!r}, '
+      f'job={d["job"]!r}, env={d["env"]!r})'
+    )
 
   def _training_jobs(self):
     return {k: v for k, v in self._cluster.items() if k != 'evaluator'}
 
   def _cluster_resolver(self):
     import tensorflow as tf
+
     return tf.distribute.cluster_resolver.SimpleClusterResolver(
-        self.training_cluster, task_type=self._task.type,
-        task_id=self._task.index, rpc_layer='grpc')
+      self.training_cluster,
+      task_type=self._task.type,
+      task_id=self._task.index,
+      rpc_layer='grpc',
+    )

@@ -54,8 +54,11 @@ def describe(error):
     return f'truncated data ({error})'
   lines = str(getattr(error, 'message', None) or error).strip().splitlines()
   text = lines[0] if lines else 'unreadable'
-  return text if isinstance(error, tf.errors.OpError) else \
-      f'{type(error).__name__}: {text}'
+  return (
+    text
+    if isinstance(error, tf.errors.OpError)
+    else f'{type(error).__name__}: {text}'
+  )
 
 
 def problem(prefix):
@@ -104,7 +107,7 @@ def candidates(directory):
     found.append(state.model_checkpoint_path)
     found.extend(reversed(state.all_model_checkpoint_paths))
   listed = tf.io.gfile.glob(os.path.join(directory, '*.index'))
-  others = [p[:-len('.index')] for p in listed]
+  others = [p[: -len('.index')] for p in listed]
   others.sort(key=_step, reverse=True)
   result = []
   for prefix in found + others:
@@ -151,8 +154,11 @@ def newest_readable(directory, move_aside=True, check=problem):
   damaged = []
   chosen = None
   for prefix in found:
-    reason = (problem(prefix) if not tf.io.gfile.exists(prefix + '.index')
-              else check(prefix))
+    reason = (
+      problem(prefix)
+      if not tf.io.gfile.exists(prefix + '.index')
+      else check(prefix)
+    )
     if reason is None:
       chosen = prefix
       break
@@ -161,28 +167,42 @@ def newest_readable(directory, move_aside=True, check=problem):
     if not found:
       return None
     raise TrainingError(
-        f'No readable checkpoint in {directory}: ' + '; '.join(
-            f'{os.path.basename(p)}: {r}' for p, r in damaged) +
-        '. Restore the directory from a copy, or move it away to train '
-        'from the start (or from another run with --warm-start).')
+      f'No readable checkpoint in {directory}: '
+      + '; '.join(f'{os.path.basename(p)}: {r}' for p, r in damaged)
+      + '. Restore the directory from a copy, or move it away to train '
+      'from the start (or from another run with --warm-start).'
+    )
   state = read_state(directory)
-  state_ok = state is not None and state.model_checkpoint_path and (
-      _absolute(directory, state.model_checkpoint_path) == chosen)
+  state_ok = (
+    state is not None
+    and state.model_checkpoint_path
+    and (_absolute(directory, state.model_checkpoint_path) == chosen)
+  )
   for prefix, reason in damaged:
     moved = move_checkpoint_aside(prefix) if move_aside else []
     logger.warning(
-        'The checkpoint %s is damaged (%s)%s; using %s', prefix, reason,
-        f': moved aside to {", ".join(os.path.basename(m) for m in moved)}'
-        if moved else '', os.path.basename(chosen))
+      'The checkpoint %s is damaged (%s)%s; using %s',
+      prefix,
+      reason,
+      f': moved aside to {", ".join(os.path.basename(m) for m in moved)}'
+      if moved
+      else '',
+      os.path.basename(chosen),
+    )
   if move_aside and not state_ok:
-    if state is None and tf.io.gfile.exists(os.path.join(directory,
-                                                         'checkpoint')):
-      logger.warning('The checkpoint state file %s is unreadable: rebuilt '
-                     'from the checkpoints in the directory',
-                     os.path.join(directory, 'checkpoint'))
+    if state is None and tf.io.gfile.exists(
+      os.path.join(directory, 'checkpoint')
+    ):
+      logger.warning(
+        'The checkpoint state file %s is unreadable: rebuilt '
+        'from the checkpoints in the directory',
+        os.path.join(directory, 'checkpoint'),
+      )
     broken = {p for p, _ in damaged}
-    kept = sorted((p for p in found if p not in broken and
-                   _step(p) <= _step(chosen)), key=_step)
+    kept = sorted(
+      (p for p in found if p not in broken and _step(p) <= _step(chosen)),
+      key=_step,
+    )
     write_state(directory, chosen, kept)
   return chosen
 
@@ -196,17 +216,19 @@ def check(prefix, what='--checkpoint'):
   reason = problem(prefix)
   if reason is not None:
     raise TrainingError(
-        f'Cannot read the checkpoint {prefix} ({what}): it is damaged '
-        f'({reason}). Give an older checkpoint, or its directory to use the '
-        'newest readable one.')
+      f'Cannot read the checkpoint {prefix} ({what}): it is damaged '
+      f'({reason}). Give an older checkpoint, or its directory to use the '
+      'newest readable one.'
+    )
 
 
 def move_checkpoint_aside(prefix):
   """Renames the files of checkpoint `prefix` to `*.damaged`; their paths."""
   moved = []
   for path in sorted(tf.io.gfile.glob(prefix + '.*')):
-    if not (path.endswith('.index') or '.data-' in os.path.basename(path)) \
-        or SUFFIX in os.path.basename(path):
+    if not (
+      path.endswith('.index') or '.data-' in os.path.basename(path)
+    ) or SUFFIX in os.path.basename(path):
       continue
     target = path + SUFFIX
     number = 1
@@ -230,17 +252,23 @@ def write_state(directory, latest, paths):
   times = []
   for path in paths:
     try:
-      times.append(tf.io.gfile.stat(_absolute(directory, path) + '.index')
-                   .mtime_nsec / 1e9)
+      times.append(
+        tf.io.gfile.stat(_absolute(directory, path) + '.index').mtime_nsec / 1e9
+      )
     except tf.errors.OpError:
       times.append(0.0)
-  text = (f'model_checkpoint_path: "{_relative(directory, latest)}"\n' +
-          ''.join(f'all_model_checkpoint_paths: "{_relative(directory, p)}"\n'
-                  for p in paths) +
-          ''.join(f'all_model_checkpoint_timestamps: {t!r}\n' for t in times)
-          + 'last_preserved_timestamp: 0.0\n')
-  _atomic.write_text(os.path.join(directory, 'checkpoint'), text,
-                     fault='checkpoint.state')
+  text = (
+    f'model_checkpoint_path: "{_relative(directory, latest)}"\n'
+    + ''.join(
+      f'all_model_checkpoint_paths: "{_relative(directory, p)}"\n'
+      for p in paths
+    )
+    + ''.join(f'all_model_checkpoint_timestamps: {t!r}\n' for t in times)
+    + 'last_preserved_timestamp: 0.0\n'
+  )
+  _atomic.write_text(
+    os.path.join(directory, 'checkpoint'), text, fault='checkpoint.state'
+  )
 
 
 def _step(prefix):
@@ -249,8 +277,11 @@ def _step(prefix):
 
 
 def _absolute(directory, prefix):
-  return prefix if os.path.isabs(prefix) or '://' in prefix else \
-      os.path.join(directory, prefix)
+  return (
+    prefix
+    if os.path.isabs(prefix) or '://' in prefix
+    else os.path.join(directory, prefix)
+  )
 
 
 def _relative(directory, prefix):

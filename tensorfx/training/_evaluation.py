@@ -39,9 +39,10 @@ def prepare_targets(settings, dataset):
       dataset.add_source(target.source_name, list(target.data))
     elif target.source_name not in dataset:
       raise ConfigurationError(
-          f'Validation target {target.name!r} reads the source '
-          f'{target.source_name!r}, which the dataset does not have (it has '
-          f'{", ".join(dataset.sources)}); give the target data=PATHS.')
+        f'Validation target {target.name!r} reads the source '
+        f'{target.source_name!r}, which the dataset does not have (it has '
+        f'{", ".join(dataset.sources)}); give the target data=PATHS.'
+      )
   return targets
 
 
@@ -59,8 +60,9 @@ class EvaluationResults(collections.abc.Mapping):
       'metrics'}` (`--eval-slices`); {} without slices.
   """
 
-  def __init__(self, step, results, examples, seconds, best,
-               checkpoint=None, slices=None):
+  def __init__(
+    self, step, results, examples, seconds, best, checkpoint=None, slices=None
+  ):
     self.step = step
     self.slices = dict(slices or {})
     self._results = dict(results)
@@ -100,7 +102,8 @@ class EvaluationResults(collections.abc.Mapping):
       target, name, mode = self.best
     else:
       target, name, mode = checkpoint_settings.parse_best_metric(
-          spec, default=self.best[1:])
+        spec, default=self.best[1:]
+      )
     return target or self.default, name, mode
 
   def value(self, target, name):
@@ -112,8 +115,9 @@ class EvaluationResults(collections.abc.Mapping):
     values = self._results.get(target, {})
     if name not in values:
       raise ConfigurationError(
-          f'--best-metric {name!r} is not among the results of validation '
-          f'target {target!r}: {", ".join(sorted(values))}.')
+        f'--best-metric {name!r} is not among the results of validation '
+        f'target {target!r}: {", ".join(sorted(values))}.'
+      )
     return float(values[name])
 
   def best_value(self):
@@ -143,18 +147,23 @@ class Evaluation:
       `targets`.
   """
 
-  def __init__(self, interface, targets, best=(None, 'loss', 'min'),
-               slicer=None):
+  def __init__(
+    self, interface, targets, best=(None, 'loss', 'min'), slicer=None
+  ):
     self.interface = interface
     self.slicer = slicer
     self.targets = list(targets)
     self.best = tuple(best)
     self.last = None
-    if self.enabled and best[0] is not None and \
-        best[0] not in {t.name for t in self.targets}:
+    if (
+      self.enabled
+      and best[0] is not None
+      and best[0] not in {t.name for t in self.targets}
+    ):
       raise ConfigurationError(
-          f'--best-metric names the validation target {best[0]!r}; the '
-          f'targets are {", ".join(t.name for t in self.targets)}.')
+        f'--best-metric names the validation target {best[0]!r}; the '
+        f'targets are {", ".join(t.name for t in self.targets)}.'
+      )
 
   @property
   def enabled(self):
@@ -169,18 +178,28 @@ class Evaluation:
     """
     if not self.enabled:
       return None
-    if self.last is not None and self.last.step == step and \
-        self.last.checkpoint == checkpoint:
+    if (
+      self.last is not None
+      and self.last.step == step
+      and self.last.checkpoint == checkpoint
+    ):
       return self.last
     results, examples, seconds, slices = {}, {}, {}, {}
     for target in self.targets:
       start = time.monotonic()
       results[target.name], examples[target.name] = _aggregation.evaluate(
-          self.interface, target)
+        self.interface, target
+      )
       if self.slicer is not None:
         slices[target.name] = self.slicer.evaluate(self.interface, target)
       seconds[target.name] = time.monotonic() - start
-    self.last = EvaluationResults(step, results, examples, seconds,
-                                  self.best, checkpoint=checkpoint,
-                                  slices=slices)
+    self.last = EvaluationResults(
+      step,
+      results,
+      examples,
+      seconds,
+      self.best,
+      checkpoint=checkpoint,
+      slices=slices,
+    )
     return self.last

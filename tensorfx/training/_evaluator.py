@@ -70,8 +70,16 @@ class EvaluatorRun:
       evaluate --follow` passes 0: a job that has ended ends the following.
   """
 
-  def __init__(self, builder, output, config, poll_secs=1.0,
-               timeout_secs=600.0, callbacks=(), since=None):
+  def __init__(
+    self,
+    builder,
+    output,
+    config,
+    poll_secs=1.0,
+    timeout_secs=600.0,
+    callbacks=(),
+    since=None,
+  ):
     self.builder = builder
     self.since = since
     self.output = output
@@ -97,44 +105,77 @@ class EvaluatorRun:
     if settings.data.skip_bad_records:
       dataset.skip_bad_records()
     if not dataset.analyzed:
-      _cluster.wait_for_analysis(dataset, self.paths['analysis'],
-                                 self.timeout_secs)
+      _cluster.wait_for_analysis(
+        dataset, self.paths['analysis'], self.timeout_secs
+      )
     targets = _evaluation.prepare_targets(settings.validation, dataset)
     with _validation.data_errors():
       _, interface, prediction = builder.build_graph_interfaces(self.config)
     if interface is None or not targets:
-      raise ConfigurationError('The evaluator needs an eval source '
-                               '(--data-eval) or a validation target '
-                               '(--eval-target).')
+      raise ConfigurationError(
+        'The evaluator needs an eval source '
+        '(--data-eval) or a validation target '
+        '(--eval-target).'
+      )
     best = settings.checkpoints.best(builder.evaluation_metric)
-    evaluation = _evaluation.Evaluation(interface, targets, best,
-                                        slicer=_slices.create(builder))
+    evaluation = _evaluation.Evaluation(
+      interface, targets, best, slicer=_slices.create(builder)
+    )
     checkpoints = _checkpoints.Checkpoints(
-        self.paths['checkpoints'], builder.global_step,
-        keep_best=settings.checkpoints.keep_best, best_mode=best[2],
-        model=_engine_state.checkpointed(builder))
+      self.paths['checkpoints'],
+      builder.global_step,
+      keep_best=settings.checkpoints.keep_best,
+      best_mode=best[2],
+      model=_engine_state.checkpointed(builder),
+    )
     state = self._load_state()
     summaries = _summaries.Summaries(self.paths['summaries'])
     context = _callbacks.RunContext(
-        builder=builder, output=self.output, role='evaluator',
-        paths=self.paths, checkpoints=checkpoints, summaries=summaries,
-        prediction=prediction)
+      builder=builder,
+      output=self.output,
+      role='evaluator',
+      paths=self.paths,
+      checkpoints=checkpoints,
+      summaries=summaries,
+      prediction=prediction,
+    )
     tracker = _tracking.create(settings.tracking, self.output)
     callbacks = _callbacks.CallbackList(
-        _callbacks.builtin(settings, tracker, role='evaluator',
-                           source=_jobinfo.source())
-        + [_callbacks.BestModelExport(self.best_dir, state.get('best'),
-                                      state.get('best_step'))]
-        + self.user_callbacks + list(builder.build_callbacks()), context)
+      _callbacks.builtin(
+        settings, tracker, role='evaluator', source=_jobinfo.source()
+      )
+      + [
+        _callbacks.BestModelExport(
+          self.best_dir, state.get('best'), state.get('best_step')
+        )
+      ]
+      + self.user_callbacks
+      + list(builder.build_callbacks()),
+      context,
+    )
     exporter = callbacks.find(_callbacks.BestModelExport)
-    logger.info('Evaluator following %s (best by %s/%s, %s)',
-                self.paths['checkpoints'], best[0] or targets[0].name,
-                best[1], best[2])
-    logs: dict[str, Any] = {'status': 'failed', 'step': None, 'reason': None, 'error': None,
-            'metrics': {}, 'model': None}
-    callbacks.on_train_begin({'step': int(builder.global_step.numpy()),
-                              'max_steps': settings.loop.max_steps,
-                              'batch_size': settings.validation.batch_size})
+    logger.info(
+      'Evaluator following %s (best by %s/%s, %s)',
+      self.paths['checkpoints'],
+      best[0] or targets[0].name,
+      best[1],
+      best[2],
+    )
+    logs: dict[str, Any] = {
+      'status': 'failed',
+      'step': None,
+      'reason': None,
+      'error': None,
+      'metrics': {},
+      'model': None,
+    }
+    callbacks.on_train_begin(
+      {
+        'step': int(builder.global_step.numpy()),
+        'max_steps': settings.loop.max_steps,
+        'batch_size': settings.validation.batch_size,
+      }
+    )
     asked_to_stop = False
     interrupted = threading.Event()
     with _interrupts_between_evaluations(interrupted):
@@ -146,10 +187,13 @@ class EvaluatorRun:
           # was; the evaluator task waits a while for a failed chief's
           # restart.
           finished = _cluster.job_finished(
-              self.output, start if self.since is None else self.since,
-              self.timeout_secs if self.since is None else 0)
-          for path in self._due(state, settings.validation.interval_steps,
-                                finished):
+            self.output,
+            start if self.since is None else self.since,
+            self.timeout_secs if self.since is None else 0,
+          )
+          for path in self._due(
+            state, settings.validation.interval_steps, finished
+          ):
             if interrupted.is_set():
               raise KeyboardInterrupt
             step = _step(path)
@@ -165,7 +209,10 @@ class EvaluatorRun:
               results = evaluation.evaluate(step, checkpoint=path)
             callbacks.on_evaluate_end(step, results)
             state['evaluated'].append(step)
-            state['best'], state['best_step'] = exporter.best, exporter.best_step
+            state['best'], state['best_step'] = (
+              exporter.best,
+              exporter.best_step,
+            )
             self._save_state(state)
             logs.update(step=step, metrics=results.primary)
             if context.stop_requested and not asked_to_stop:
@@ -183,8 +230,10 @@ class EvaluatorRun:
           callbacks.on_train_end(logs)
         finally:
           summaries.close()
-    logger.info('The job has ended; the evaluator evaluated %d checkpoints',
-                len(state['evaluated']))
+    logger.info(
+      'The job has ended; the evaluator evaluated %d checkpoints',
+      len(state['evaluated']),
+    )
     return state
 
   def _skip(self, path, error):
@@ -197,9 +246,12 @@ class EvaluatorRun:
       logger.info('Checkpoint %s went away before evaluation', path)
     elif isinstance(error, _damaged.Unreadable):
       moved = _damaged.move_checkpoint_aside(path)
-      logger.warning('The checkpoint %s is damaged (%s)%s; not evaluating '
-                     'it', path, error.reason, f': moved aside to {moved[0]}'
-                     if moved else '')
+      logger.warning(
+        'The checkpoint %s is damaged (%s)%s; not evaluating it',
+        path,
+        error.reason,
+        f': moved aside to {moved[0]}' if moved else '',
+      )
     else:
       return False
     self._skipped.add(path)
@@ -215,8 +267,11 @@ class EvaluatorRun:
     if status is None:
       return []
     done = set(state['evaluated'])
-    paths = [p for p in status.all_model_checkpoint_paths
-             if _STEP.search(p) and _step(p) not in done]
+    paths = [
+      p
+      for p in status.all_model_checkpoint_paths
+      if _STEP.search(p) and _step(p) not in done
+    ]
     paths.sort(key=_step)
     if interval:
       last = status.model_checkpoint_path if finished else None
@@ -234,20 +289,27 @@ class EvaluatorRun:
         raise ValueError('no list of evaluated steps')
     except (ValueError, AttributeError, tf.errors.OpError) as e:
       # Written by rename, so only something else can have damaged it.
-      logger.warning('%s is unreadable (%s): evaluating every checkpoint '
-                     'again', self.state_path, e)
+      logger.warning(
+        '%s is unreadable (%s): evaluating every checkpoint again',
+        self.state_path,
+        e,
+      )
       return fresh
     if state.get('best') is not None and _atomic.incomplete(self.best_dir):
       # Its export was interrupted (gs://): the next evaluation exports.
-      logger.warning('%s is incomplete: the next checkpoint evaluated will '
-                     'be exported there', self.best_dir)
+      logger.warning(
+        '%s is incomplete: the next checkpoint evaluated will '
+        'be exported there',
+        self.best_dir,
+      )
       state['best'] = state['best_step'] = None
     return state
 
   def _save_state(self, state):
     tf.io.gfile.makedirs(os.path.dirname(self.state_path))
-    _atomic.write_text(self.state_path, json.dumps(state),
-                       fault='evaluator.state')
+    _atomic.write_text(
+      self.state_path, json.dumps(state), fault='evaluator.state'
+    )
 
 
 @contextlib.contextmanager

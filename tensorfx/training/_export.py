@@ -16,8 +16,14 @@ from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 
 # What a SavedModel has at its top (besides version directories).
-_SAVED_MODEL = ('saved_model.pb', 'saved_model.pbtxt', 'fingerprint.pb',
-                'variables', 'assets', 'assets.extra')
+_SAVED_MODEL = (
+  'saved_model.pb',
+  'saved_model.pbtxt',
+  'fingerprint.pb',
+  'variables',
+  'assets',
+  'assets.extra',
+)
 
 
 def export(prediction, schema, directory, version=None):
@@ -55,12 +61,16 @@ def export(prediction, schema, directory, version=None):
   if version is not None:
     base = directory.rstrip('/')
     _remove_unversioned(base)
-    directory = f'{base}/{int(version)}' if '://' in base else \
-        os.path.join(base, str(int(version)))
+    directory = (
+      f'{base}/{int(version)}'
+      if '://' in base
+      else os.path.join(base, str(int(version)))
+    )
 
   def write(target):
-    tf.saved_model.save(prediction.module, target,
-                        signatures=dict(prediction.signatures))
+    tf.saved_model.save(
+      prediction.module, target, signatures=dict(prediction.signatures)
+    )
     _faults.point(f'{fault}.saved')
     extra = os.path.join(target, 'assets.extra')
     tf.io.gfile.makedirs(extra)
@@ -74,11 +84,12 @@ def export(prediction, schema, directory, version=None):
     if not reason:
       raise
     raise TrainingError(
-        f'Cannot export the model to {directory}: the disk is full '
-        f'({reason}). Free space (or write --output to a larger '
-        'disk) and run the same command again (it exports the last '
-        'checkpoint) or `tensorfx export`; the checkpoints and the previous '
-        'model are intact.') from None
+      f'Cannot export the model to {directory}: the disk is full '
+      f'({reason}). Free space (or write --output to a larger '
+      'disk) and run the same command again (it exports the last '
+      'checkpoint) or `tensorfx export`; the checkpoints and the previous '
+      'model are intact.'
+    ) from None
   logger.info('Exported the model to %s', directory)
   return directory
 
@@ -90,8 +101,11 @@ def _remove_unversioned(base):
   names = [n.rstrip('/') for n in tf.io.gfile.listdir(base)]
   if 'saved_model.pb' not in names:
     return
-  logger.info('Removing the unversioned model in %s (--export-versioned '
-              'writes numbered versions)', base)
+  logger.info(
+    'Removing the unversioned model in %s (--export-versioned '
+    'writes numbered versions)',
+    base,
+  )
   for name in names:
     if name in _SAVED_MODEL:
       path = os.path.join(base, name)

@@ -30,9 +30,9 @@ class PrintResults(_callbacks.Callback):
   def on_evaluate_end(self, step, results):
     name = f'ckpt-{step}'
     summary = {
-        'checkpoint': os.path.join(self.context.paths['checkpoints'], name),
-        'step': step,
-        'results': {target: dict(values) for target, values in results.items()},
+      'checkpoint': os.path.join(self.context.paths['checkpoints'], name),
+      'step': step,
+      'results': {target: dict(values) for target, values in results.items()},
     }
     if getattr(results, 'slices', None):
       summary['slices'] = results.slices
@@ -58,7 +58,12 @@ def follow(builder, output, callbacks=(), poll_secs=1.0, timeout_secs=300.0):
     The evaluator's state: `evaluated` (steps), `best`, `best_step`.
   """
   run = _evaluator.EvaluatorRun(
-      builder, output, Configuration.local(), poll_secs=poll_secs,
-      timeout_secs=timeout_secs,
-      callbacks=[*callbacks, PrintResults()], since=0.0)
+    builder,
+    output,
+    Configuration.local(),
+    poll_secs=poll_secs,
+    timeout_secs=timeout_secs,
+    callbacks=[*callbacks, PrintResults()],
+    since=0.0,
+  )
   return run.run()

@@ -37,11 +37,15 @@ class LossGuard:
 
   def __init__(self, thres_loss=None, nan_restores=0):
     if thres_loss is not None and not thres_loss > 0:
-      raise ValueError('thres_loss must be a positive number or None. '
-                       f'Received: thres_loss={thres_loss!r}')
+      raise ValueError(
+        'thres_loss must be a positive number or None. '
+        f'Received: thres_loss={thres_loss!r}'
+      )
     if nan_restores is None or nan_restores < 0:
-      raise ValueError('nan_restores must be zero or more. Received: '
-                       f'nan_restores={nan_restores!r}')
+      raise ValueError(
+        'nan_restores must be zero or more. Received: '
+        f'nan_restores={nan_restores!r}'
+      )
     self.thres_loss = thres_loss
     self.nan_restores = int(nan_restores)
     self.restores = []  # The steps at which a restore was made.
@@ -91,18 +95,24 @@ class LossGuard:
       if len(self.restores) < self.nan_restores:
         self.restores.append(step)
         return RESTORE
-      tried = (f' after {len(self.restores)} restores (--nan-restore '
-               f'{self.nan_restores})' if self.nan_restores else '')
+      tried = (
+        f' after {len(self.restores)} restores (--nan-restore '
+        f'{self.nan_restores})'
+        if self.nan_restores
+        else ''
+      )
       raise TrainingError(
-          f'The training loss is {loss} at step {step}{tried}; stopping '
-          'rather than training on. Lower the learning rate or check the '
-          f'data; --nan-restore N restores the last checkpoint and trains '
-          f'on, up to N times.{last}')
+        f'The training loss is {loss} at step {step}{tried}; stopping '
+        'rather than training on. Lower the learning rate or check the '
+        f'data; --nan-restore N restores the last checkpoint and trains '
+        f'on, up to N times.{last}'
+      )
     if loss > self.limit:
       raise HighLossError(
-          f'The training loss is {loss:.6g} at step {step}, above '
-          f'--thres-loss {self.thres_loss:g}; stopping a diverging run. '
-          f'Lower the learning rate or raise --thres-loss.{last}')
+        f'The training loss is {loss:.6g} at step {step}, above '
+        f'--thres-loss {self.thres_loss:g}; stopping a diverging run. '
+        f'Lower the learning rate or raise --thres-loss.{last}'
+      )
     return OK
 
 
@@ -117,11 +127,12 @@ def check_steps(previous_step, step, ran):
   """
   if ran and step - previous_step < ran:
     raise TrainingError(
-        f'{ran} training steps advanced the global step from '
-        f'{previous_step} to {step}: each step must advance it by one '
-        '(a training step that overrides the loop must call '
-        'global_step.assign_add(1)). Stopping rather than repeating '
-        'steps without end.')
+      f'{ran} training steps advanced the global step from '
+      f'{previous_step} to {step}: each step must advance it by one '
+      '(a training step that overrides the loop must call '
+      'global_step.assign_add(1)). Stopping rather than repeating '
+      'steps without end.'
+    )
 
 
 def bad_loss(loss, limit=math.inf):

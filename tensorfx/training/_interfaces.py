@@ -27,6 +27,7 @@ class TrainingInterface:
       global norm of the gradient it applied (before clipping); None when
       the step does not report it. Read it at log intervals, not per step.
   """
+
   dataset: Any
   global_step: Any
   loop: Callable
@@ -48,10 +49,12 @@ class TrainingInterface:
       >>> [op.name for op in training.graph.get_operations()][:3]
     """
     import tensorflow as tf
+
     if not hasattr(self.loop, 'get_concrete_function'):
       return None
     return self.loop.get_concrete_function(
-        iter(self.dataset), tf.constant(1, tf.int64)).graph
+      iter(self.dataset), tf.constant(1, tf.int64)
+    ).graph
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +79,7 @@ class EvaluationInterface:
       that compute their own values (`ValidationTarget.compute`); traced
       once per `fn`.
   """
+
   dataset: Callable
   loop: Callable
   metrics: Mapping[str, Any]
@@ -104,6 +108,7 @@ class PredictionInterface:
     module: the `tf.Module` to save; it tracks exactly the variables,
       tables and assets the signatures use.
   """
+
   signatures: Mapping[str, Callable]
   module: Any
 

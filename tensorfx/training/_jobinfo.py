@@ -23,9 +23,13 @@ def git_provenance(path):
   directory = path if os.path.isdir(path) else os.path.dirname(path) or '.'
 
   def git(*args):
-    result = subprocess.run(['git', '-C', directory, *args],
-                            capture_output=True, text=True, timeout=10,
-                            check=False)
+    result = subprocess.run(
+      ['git', '-C', directory, *args],
+      capture_output=True,
+      text=True,
+      timeout=10,
+      check=False,
+    )
     return result.stdout.strip() if result.returncode == 0 else None
 
   try:
@@ -36,9 +40,11 @@ def git_provenance(path):
     status = git('status', '--porcelain', '--untracked-files=no')
   except (OSError, subprocess.SubprocessError):
     return {'commit': None}
-  return {'commit': commit,
-          'branch': None if branch in (None, 'HEAD') else branch,
-          'dirty': bool(status)}
+  return {
+    'commit': commit,
+    'branch': None if branch in (None, 'HEAD') else branch,
+    'dirty': bool(status),
+  }
 
 
 def source():
@@ -50,13 +56,19 @@ def source():
 def versions():
   """Versions of the stack, for reproducing a job."""
   from importlib import metadata
-  found = {'python': platform.python_version(),
-           'tensorfx': _version.__version__, 'tensorflow': tf.__version__}
+
+  found = {
+    'python': platform.python_version(),
+    'tensorfx': _version.__version__,
+    'tensorflow': tf.__version__,
+  }
   # From the installed distributions: importing Beam to ask would cost
   # seconds of every job's start-up.
-  for module, distribution in (('tf_keras', 'tf-keras'),
-                               ('tensorflow_transform', 'tensorflow-transform'),
-                               ('apache_beam', 'apache-beam')):
+  for module, distribution in (
+    ('tf_keras', 'tf-keras'),
+    ('tensorflow_transform', 'tensorflow-transform'),
+    ('apache_beam', 'apache-beam'),
+  ):
     try:
       found[module] = metadata.version(distribution)
     except metadata.PackageNotFoundError:
@@ -79,15 +91,15 @@ class JobRecord:
   def __init__(self, path, arguments, config):
     self._path = path
     self._record = {
-        'tensorfx': _version.__version__,
-        'status': 'running',
-        'started': _now(),
-        'host': socket.gethostname(),
-        'command': list(sys.argv),
-        'arguments': arguments,
-        'config': config,
-        'versions': versions(),
-        'source': source(),
+      'tensorfx': _version.__version__,
+      'status': 'running',
+      'started': _now(),
+      'host': socket.gethostname(),
+      'command': list(sys.argv),
+      'arguments': arguments,
+      'config': config,
+      'versions': versions(),
+      'source': source(),
     }
 
   @property
@@ -105,8 +117,9 @@ class JobRecord:
     self._record.update(updates)
     if updates.get('status') in ('completed', 'failed', 'interrupted'):
       self._record['ended'] = _now()
-    _atomic.write_text(self._path, _yaml.dump_yaml(_plain(self._record)),
-                       fault='job.yaml')
+    _atomic.write_text(
+      self._path, _yaml.dump_yaml(_plain(self._record)), fault='job.yaml'
+    )
 
   def write_on_failure(self, **updates):
     """Rewrites job.yaml while a run fails; a failed write only warns.
@@ -116,13 +129,17 @@ class JobRecord:
     try:
       self.write(**updates)
     except (tf.errors.OpError, OSError) as e:
-      logger.warning('Could not record the job\'s end in %s: %s', self._path,
-                     str(getattr(e, 'message', e)).splitlines()[0])
+      logger.warning(
+        "Could not record the job's end in %s: %s",
+        self._path,
+        str(getattr(e, 'message', e)).splitlines()[0],
+      )
 
 
 def _now():
   return datetime.datetime.now(datetime.timezone.utc).isoformat(
-      timespec='seconds')
+    timespec='seconds'
+  )
 
 
 def _plain(value):

@@ -52,8 +52,12 @@ class JobLayout:
   scratch: Optional[str] = None
 
   @classmethod
-  def of(cls, output: str, worker: Optional[str] = None,
-         environ: Optional[Mapping[str, str]] = None) -> 'JobLayout':
+  def of(
+    cls,
+    output: str,
+    worker: Optional[str] = None,
+    environ: Optional[Mapping[str, str]] = None,
+  ) -> 'JobLayout':
     """The layout of the job in `output`.
 
     Args:
@@ -65,25 +69,32 @@ class JobLayout:
         default.
     """
     output = os.fspath(output)
-    base = output if worker is None else os.path.join(output, '.workers',
-                                                      worker)
-    dirs = _jobdirs.output_dirs(base, environ=environ if worker is None
-                                else {})
+    base = (
+      output if worker is None else os.path.join(output, '.workers', worker)
+    )
+    dirs = _jobdirs.output_dirs(base, environ=environ if worker is None else {})
     return cls(
-        output=output, checkpoints=dirs['checkpoints'], model=dirs['model'],
-        summaries=dirs['summaries'],
-        analysis=os.path.join(output, 'analysis'),
-        job=os.path.join(base, 'job.yaml'),
-        evaluations=os.path.join(output, 'evaluations'),
-        best_model=os.path.join(os.path.dirname(dirs['model']), 'best_model'),
-        evaluator_state=os.path.join(dirs['summaries'], 'eval',
-                                     'evaluated.json'),
-        grown_tables=os.path.join(dirs['checkpoints'], 'grown_tables.json'),
-        scratch=None if worker is None else base)
+      output=output,
+      checkpoints=dirs['checkpoints'],
+      model=dirs['model'],
+      summaries=dirs['summaries'],
+      analysis=os.path.join(output, 'analysis'),
+      job=os.path.join(base, 'job.yaml'),
+      evaluations=os.path.join(output, 'evaluations'),
+      best_model=os.path.join(os.path.dirname(dirs['model']), 'best_model'),
+      evaluator_state=os.path.join(dirs['summaries'], 'eval', 'evaluated.json'),
+      grown_tables=os.path.join(dirs['checkpoints'], 'grown_tables.json'),
+      scratch=None if worker is None else base,
+    )
 
   def paths(self) -> Dict[str, str]:
     """The paths callbacks read (`RunContext.paths`)."""
-    return {'checkpoints': self.checkpoints, 'model': self.model,
-            'summaries': self.summaries, 'analysis': self.analysis,
-            'job': self.job, 'evaluations': self.evaluations,
-            'grown_tables': self.grown_tables}
+    return {
+      'checkpoints': self.checkpoints,
+      'model': self.model,
+      'summaries': self.summaries,
+      'analysis': self.analysis,
+      'job': self.job,
+      'evaluations': self.evaluations,
+      'grown_tables': self.grown_tables,
+    }

@@ -34,21 +34,30 @@ class ListAction(argparse.Action):
     setattr(namespace, self.dest, list(values))
 
 
-def add_list_argument(parser, *names, type=None, help=None, default=None,
-                      **kwargs):
+def add_list_argument(
+  parser, *names, type=None, help=None, default=None, **kwargs
+):
   """Adds a list flag; see `ModelArguments.add_list_argument`."""
   if not names or not all(name.startswith('--') for name in names):
     raise ValueError(
-        'A list flag needs one or more names that start with "--". '
-        f'Received: {names!r}')
+      'A list flag needs one or more names that start with "--". '
+      f'Received: {names!r}'
+    )
   if help is not None:
     help += ' '
   help = (help or '') + (
-      f'(several values; or one at a time: {names[0]}:1 VALUE '
-      f'{names[0]}:2 VALUE ...)')
-  return parser.add_argument(*names, action=ListAction, nargs='+',
-                             type=type, default=default, help=help,
-                             **kwargs)
+    f'(several values; or one at a time: {names[0]}:1 VALUE '
+    f'{names[0]}:2 VALUE ...)'
+  )
+  return parser.add_argument(
+    *names,
+    action=ListAction,
+    nargs='+',
+    type=type,
+    default=default,
+    help=help,
+    **kwargs,
+  )
 
 
 def rewrite_indexed(parser, argv, bases=None):
@@ -79,7 +88,7 @@ def rewrite_indexed(parser, argv, bases=None):
 
   items: dict[str, Any] = {}  # dest -> {index: (token, value)}
   names: dict[str, str] = {}  # dest -> the name first used in the indexed form
-  slots = {}      # dest -> position of its placeholder in the output
+  slots = {}  # dest -> position of its placeholder in the output
   whole: dict[str, str] = {}  # dest -> the name used in the whole-list form
   output = []
   i = 0
@@ -106,21 +115,25 @@ def rewrite_indexed(parser, argv, bases=None):
       declared = sorted(list_actions)
       near = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
       raise ConfigurationError(
-          f'{flag} is an indexed list flag, but {name} is not a list flag. '
-          'The indexed form NAME:N is accepted for '
-          f'{", ".join(declared) if declared else "no flag"}. '
-          f'Received: {flag}' +
-          (f' (did you mean {near[0]}:{index_text}?)' if near else ''))
+        f'{flag} is an indexed list flag, but {name} is not a list flag. '
+        'The indexed form NAME:N is accepted for '
+        f'{", ".join(declared) if declared else "no flag"}. '
+        f'Received: {flag}'
+        + (f' (did you mean {near[0]}:{index_text}?)' if near else '')
+      )
     if not re.fullmatch(r'[0-9]+', index_text) or int(index_text) < 1:
       raise ConfigurationError(
-          f'{flag}: the index of a list flag must be a positive integer '
-          f'(1-based), as in {name}:1. Received: {flag}')
+        f'{flag}: the index of a list flag must be a positive integer '
+        f'(1-based), as in {name}:1. Received: {flag}'
+      )
     if value is None:
-      if i >= len(argv) or (argv[i].startswith('-') and
-                            not _NEGATIVE_NUMBER.match(argv[i])):
+      if i >= len(argv) or (
+        argv[i].startswith('-') and not _NEGATIVE_NUMBER.match(argv[i])
+      ):
         raise ConfigurationError(
-            f'{flag} expects a value (write {flag}=VALUE for a value that '
-            'starts with "-"). Received no value.')
+          f'{flag} expects a value (write {flag}=VALUE for a value that '
+          'starts with "-"). Received no value.'
+        )
       value = argv[i]
       i += 1
 
@@ -128,8 +141,9 @@ def rewrite_indexed(parser, argv, bases=None):
     entries = items.setdefault(action.dest, {})
     if index in entries:
       raise ConfigurationError(
-          f'{name}:{index} is given more than once. Received: '
-          f'{entries[index][0]}={entries[index][1]} and {flag}={value}')
+        f'{name}:{index} is given more than once. Received: '
+        f'{entries[index][0]}={entries[index][1]} and {flag}={value}'
+      )
     entries[index] = (flag, value)
     names.setdefault(action.dest, name)
     if action.dest not in slots:
@@ -141,18 +155,21 @@ def rewrite_indexed(parser, argv, bases=None):
     name = names[dest]
     if dest in whole:
       raise ConfigurationError(
-          f'{name} is given both as a list ({whole[dest]} VALUE ...) and one '
-          f'item at a time ({name}:N VALUE); use one form. Received: '
-          f'{whole[dest]} and {", ".join(f for f, _ in entries.values())}')
+        f'{name} is given both as a list ({whole[dest]} VALUE ...) and one '
+        f'item at a time ({name}:N VALUE); use one form. Received: '
+        f'{whole[dest]} and {", ".join(f for f, _ in entries.values())}'
+      )
     indices = sorted(entries)
     base = list((bases or {}).get(dest) or [])
-    missing = [n for n in range(1, indices[-1] + 1)
-               if n not in entries and n > len(base)]
+    missing = [
+      n for n in range(1, indices[-1] + 1) if n not in entries and n > len(base)
+    ]
     if missing:
       raise ConfigurationError(
-          f'{name}:{missing[0]} is missing (got indices '
-          f'{", ".join(str(n) for n in indices)}): the indices of a list '
-          'flag must run from 1 without gaps.')
+        f'{name}:{missing[0]} is missing (got indices '
+        f'{", ".join(str(n) for n in indices)}): the indices of a list '
+        'flag must run from 1 without gaps.'
+      )
     action = list_actions[name]
     values = base + [None] * max(0, indices[-1] - len(base))
     for n in indices:
@@ -160,8 +177,7 @@ def rewrite_indexed(parser, argv, bases=None):
     typed[dest] = values
     # argparse converts this again; it is valid, the conversion above proved
     # it. The = form keeps a value that starts with "-" a value.
-    output[slots[dest]] = (
-        f'{action.option_strings[0]}={entries[indices[0]][1]}')
+    output[slots[dest]] = f'{action.option_strings[0]}={entries[indices[0]][1]}'
   return output, typed
 
 
@@ -178,10 +194,12 @@ def _convert(parser, action, flag, value):
       kind = getattr(convert, '__name__', repr(convert))
       detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
       raise ConfigurationError(
-          f'{flag} expects a value of type {kind}{detail}. '
-          f'Received: {flag}={value}') from None
+        f'{flag} expects a value of type {kind}{detail}. '
+        f'Received: {flag}={value}'
+      ) from None
   if action.choices is not None and value not in action.choices:
     raise ConfigurationError(
-        f'{flag} expects one of {", ".join(map(str, action.choices))}. '
-        f'Received: {flag}={value}')
+      f'{flag} expects one of {", ".join(map(str, action.choices))}. '
+      f'Received: {flag}={value}'
+    )
   return value

@@ -31,6 +31,7 @@ class StepResult:
     bad_loss: whether the call stopped on a non-finite loss or one above
       `--thres-loss`.
   """
+
   step: int
   ran: int
   loss: Optional[float]
@@ -40,6 +41,7 @@ class StepResult:
 @dataclasses.dataclass(frozen=True)
 class Outcome:
   """How the loop ended: 'completed' or 'stopped', at `step`."""
+
   status: str
   step: int
   reason: Optional[str] = None
@@ -64,10 +66,20 @@ class TrainingLoop:
     gradient_norm: returns the last step's global gradient norm (or None).
   """
 
-  def __init__(self, steps, read_step, cadence, callbacks, *, save,
-               evaluate, agree=bool, batch_size=1,
-               learning_rate: Callable[[], Optional[float]] = lambda: None,
-               gradient_norm: Callable[[], Optional[float]] = lambda: None):
+  def __init__(
+    self,
+    steps,
+    read_step,
+    cadence,
+    callbacks,
+    *,
+    save,
+    evaluate,
+    agree=bool,
+    batch_size=1,
+    learning_rate: Callable[[], Optional[float]] = lambda: None,
+    gradient_norm: Callable[[], Optional[float]] = lambda: None,
+  ):
     self._steps = steps
     self._read_step = read_step
     self.cadence = cadence
@@ -95,8 +107,9 @@ class TrainingLoop:
     run.
     """
     if when not in self._hooks:
-      raise ValueError("when must be 'before' or 'after'. Received: "
-                       f'when={when!r}')
+      raise ValueError(
+        f"when must be 'before' or 'after'. Received: when={when!r}"
+      )
     self.cadence.split_at(step)
     self._hooks[when].append((int(step), fn))
 
@@ -114,12 +127,17 @@ class TrainingLoop:
     """
     step = self._read_step()
     cadence = self.cadence
-    self.callbacks.on_train_begin({'step': step,
-                                   'max_steps': cadence.max_steps,
-                                   'batch_size': self._batch_size})
+    self.callbacks.on_train_begin(
+      {
+        'step': step,
+        'max_steps': cadence.max_steps,
+        'batch_size': self._batch_size,
+      }
+    )
     if cadence.finished(step):
-      logger.info('Already trained to step %d (--max-steps %d)', step,
-                  cadence.max_steps)
+      logger.info(
+        'Already trained to step %d (--max-steps %d)', step, cadence.max_steps
+      )
     else:
       if cadence.validate_first and cadence.validate:
         self.evaluate(step)
@@ -180,18 +198,20 @@ class TrainingLoop:
         step = self._read_step()
         if step == result.step:
           raise TrainingError(
-              f'The training loss is {result.loss} at step {step}; no guard '
-              'handled it.')
+            f'The training loss is {result.loss} at step {step}; no guard '
+            'handled it.'
+          )
         window = _Window(self._batch_size)
         continue
       exhausted = result.ran < bound
       if exhausted and not trained and not result.ran:
         # A model that never trained must not be exported as trained.
         raise TrainingError(
-            f'The training data ended before the first training step (at '
-            f'step {step}): it yielded no batch. Are the --data-train files '
-            'empty, shorter than one batch, or were all their records '
-            'skipped as bad?')
+          f'The training data ended before the first training step (at '
+          f'step {step}): it yielded no batch. Are the --data-train files '
+          'empty, shorter than one batch, or were all their records '
+          'skipped as bad?'
+        )
       trained = trained or result.ran > 0
       done = exhausted or cadence.finished(step)
       if result.ran and (cadence.log_due(step) or done):
@@ -237,8 +257,10 @@ class _Window:
   def logs(self, loss):
     """The logs of a report; the window starts afresh."""
     seconds = max(self._seconds, 1e-9)
-    logs = {'loss': loss,
-            'examples_per_sec': self._steps * self._batch_size / seconds,
-            'steps_per_sec': self._steps / seconds}
+    logs = {
+      'loss': loss,
+      'examples_per_sec': self._steps * self._batch_size / seconds,
+      'steps_per_sec': self._steps / seconds,
+    }
     self._seconds, self._steps = 0.0, 0
     return logs

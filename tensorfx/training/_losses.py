@@ -20,8 +20,14 @@ from tensorfx.training._settings import loss as _loss_settings
 PERCENTAGE_EPSILON = 1e-6
 
 
-def regression_loss(predictions, targets, loss='mean_squared_error',
-                    normalization=None, huber_delta=None, weights=None):
+def regression_loss(
+  predictions,
+  targets,
+  loss='mean_squared_error',
+  normalization=None,
+  huber_delta=None,
+  weights=None,
+):
   """The mean regression loss of a batch, as Gematria computes it.
 
   With error `e = prediction - target`, each example's loss is `e**2`
@@ -77,21 +83,26 @@ def regression_loss(predictions, targets, loss='mean_squared_error',
   if isinstance(loss, _loss_settings.LossSettings):
     settings = loss
     loss = settings.type or 'mean_squared_error'
-    normalization = settings.normalization if normalization is None \
-        else normalization
+    normalization = (
+      settings.normalization if normalization is None else normalization
+    )
     huber_delta = settings.huber_delta if huber_delta is None else huber_delta
   loss = _loss_settings.check_loss_type(loss, 'loss')
   normalization = _loss_settings.check_normalization(
-      'none' if normalization is None else normalization, 'normalization')
+    'none' if normalization is None else normalization, 'normalization'
+  )
   huber_delta = 1.0 if huber_delta is None else float(huber_delta)
   if not huber_delta > 0:
-    raise ConfigurationError('huber_delta must be a positive number. '
-                             f'Received: huber_delta={huber_delta}')
+    raise ConfigurationError(
+      'huber_delta must be a positive number. '
+      f'Received: huber_delta={huber_delta}'
+    )
   predictions = tf.convert_to_tensor(predictions)
   if not predictions.dtype.is_floating:
     predictions = tf.cast(predictions, tf.float32)
-  targets = _matched(tf.cast(targets, predictions.dtype), predictions,
-                     'targets')
+  targets = _matched(
+    tf.cast(targets, predictions.dtype), predictions, 'targets'
+  )
   errors = predictions - targets
   if normalization == 'percentage_error':
     errors /= tf.maximum(tf.abs(targets), PERCENTAGE_EPSILON)
@@ -108,8 +119,9 @@ def regression_loss(predictions, targets, loss='mean_squared_error',
   if weights is None:
     return tf.reduce_mean(losses)
   weights = _matched(tf.cast(weights, losses.dtype), losses, 'weights')
-  return tf.math.divide_no_nan(tf.reduce_sum(losses * weights),
-                               tf.reduce_sum(weights))
+  return tf.math.divide_no_nan(
+    tf.reduce_sum(losses * weights), tf.reduce_sum(weights)
+  )
 
 
 def _matched(value, reference, name):
@@ -122,6 +134,7 @@ def _matched(value, reference, name):
       value = tf.expand_dims(value, -1)
   if not value.shape.is_compatible_with(reference.shape):
     raise ConfigurationError(
-        f'Expected {name} of the predictions\' shape {reference.shape}. '
-        f'Received: {name}.shape={value.shape}')
+      f"Expected {name} of the predictions' shape {reference.shape}. "
+      f'Received: {name}.shape={value.shape}'
+    )
   return value

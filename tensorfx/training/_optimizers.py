@@ -61,8 +61,9 @@ def build_optimizer(args):
   if clip_norm is not None and clip_value is not None:
     # tf_keras would silently apply only the norm.
     raise ConfigurationError(
-        'Use one of --clip-norm and --clip-value. Received: '
-        f'--clip-norm={clip_norm} --clip-value={clip_value}')
+      'Use one of --clip-norm and --clip-value. Received: '
+      f'--clip-norm={clip_norm} --clip-value={clip_value}'
+    )
   if clip_norm is not None:
     clipping['global_clipnorm'] = float(clip_norm)
   if clip_value is not None:
@@ -73,19 +74,23 @@ def build_optimizer(args):
     return tf_keras.optimizers.Adam(learning_rate=learning_rate, **clipping)
   if name == 'sgd':
     return tf_keras.optimizers.SGD(
-        learning_rate=learning_rate, momentum=momentum,
-        nesterov=settings.nesterov, **clipping)
+      learning_rate=learning_rate,
+      momentum=momentum,
+      nesterov=settings.nesterov,
+      **clipping,
+    )
   if name == 'rmsprop':
-    return tf_keras.optimizers.RMSprop(learning_rate=learning_rate,
-                                       momentum=momentum, **clipping)
+    return tf_keras.optimizers.RMSprop(
+      learning_rate=learning_rate, momentum=momentum, **clipping
+    )
   if name == 'adagrad':
-    return tf_keras.optimizers.Adagrad(learning_rate=learning_rate,
-                                       **clipping)
+    return tf_keras.optimizers.Adagrad(learning_rate=learning_rate, **clipping)
   if name == 'ftrl':
     return tf_keras.optimizers.Ftrl(learning_rate=learning_rate, **clipping)
   raise ConfigurationError(
-      f'--optimizer must be one of {", ".join(OPTIMIZERS)}. '
-      f'Received: --optimizer={name}')
+    f'--optimizer must be one of {", ".join(OPTIMIZERS)}. '
+    f'Received: --optimizer={name}'
+  )
 
 
 def build_learning_rate(args):
@@ -118,8 +123,9 @@ def _schedule(settings, kind, rate, warmup):
     return None
   if kind not in SCHEDULES:
     raise ConfigurationError(
-        f'--learning-rate-schedule must be one of {", ".join(SCHEDULES)}. '
-        f'Received: --learning-rate-schedule={kind}')
+      f'--learning-rate-schedule must be one of {", ".join(SCHEDULES)}. '
+      f'Received: --learning-rate-schedule={kind}'
+    )
   steps = _decay_steps(settings, kind, warmup)
   end = settings.end_learning_rate
   end = 0.0 if end is None else float(end)
@@ -132,7 +138,8 @@ def _schedule(settings, kind, rate, warmup):
     # rate * exp(-decay_rate * step / decay_steps), TF1's natural_exp_decay,
     # is exponential decay by exp(-decay_rate) per decay_steps.
     return schedules.ExponentialDecay(
-        rate, steps, math.exp(-_decay_rate(settings, kind)))
+      rate, steps, math.exp(-_decay_rate(settings, kind))
+    )
   if kind == 'inverse-time':
     return schedules.InverseTimeDecay(rate, steps, _decay_rate(settings, kind))
   if kind == 'polynomial':
@@ -154,11 +161,12 @@ def _decay_steps(settings, kind, warmup):
       steps = max_steps // accumulation - warmup
     if steps is None or steps <= 0:
       raise ConfigurationError(
-          f'--learning-rate-schedule {kind} needs --decay-steps (a positive '
-          'integer), or a positive --max-steps (divided by '
-          '--accumulation-steps) longer than --warmup-steps to default to. '
-          f'Received: --decay-steps={settings.decay_steps} '
-          f'--max-steps={max_steps}')
+        f'--learning-rate-schedule {kind} needs --decay-steps (a positive '
+        'integer), or a positive --max-steps (divided by '
+        '--accumulation-steps) longer than --warmup-steps to default to. '
+        f'Received: --decay-steps={settings.decay_steps} '
+        f'--max-steps={max_steps}'
+      )
   return int(steps)
 
 
@@ -166,8 +174,9 @@ def _decay_rate(settings, kind):
   rate = settings.decay_rate
   if rate is None:
     raise ConfigurationError(
-        f'--learning-rate-schedule {kind} needs --decay-rate. '
-        'Received: no --decay-rate')
+      f'--learning-rate-schedule {kind} needs --decay-rate. '
+      'Received: no --decay-rate'
+    )
   return float(rate)
 
 
@@ -204,9 +213,11 @@ class LinearCosineDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
     return self.learning_rate * linear * cosine + self.end_learning_rate
 
   def get_config(self):
-    return {'learning_rate': self.learning_rate,
-            'decay_steps': self.decay_steps,
-            'end_learning_rate': self.end_learning_rate}
+    return {
+      'learning_rate': self.learning_rate,
+      'decay_steps': self.decay_steps,
+      'end_learning_rate': self.end_learning_rate,
+    }
 
 
 class LinearWarmup(tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -229,8 +240,10 @@ class LinearWarmup(tf_keras.optimizers.schedules.LearningRateSchedule):
   def __init__(self, schedule, warmup_steps):
     super().__init__()
     if warmup_steps <= 0:
-      raise ConfigurationError('--warmup-steps must be a positive integer. '
-                               f'Received: --warmup-steps={warmup_steps}')
+      raise ConfigurationError(
+        '--warmup-steps must be a positive integer. '
+        f'Received: --warmup-steps={warmup_steps}'
+      )
     self.schedule = schedule
     self.warmup_steps = int(warmup_steps)
 
@@ -243,9 +256,10 @@ class LinearWarmup(tf_keras.optimizers.schedules.LearningRateSchedule):
     step = tf.cast(step, tf.float32)
     warmup = float(self.warmup_steps)
     return tf.cond(
-        step < warmup,
-        lambda: self._rate(0) * (step + 1.0) / warmup,
-        lambda: self._rate(step - warmup))
+      step < warmup,
+      lambda: self._rate(0) * (step + 1.0) / warmup,
+      lambda: self._rate(step - warmup),
+    )
 
   def get_config(self):
     schedule = self.schedule
@@ -278,14 +292,16 @@ def select_variables(variables, pattern):
     regex = re.compile(pattern)
   except re.error as e:
     raise ConfigurationError(
-        f'--trainable-pattern must be a regular expression ({e}). '
-        f'Received: --trainable-pattern={pattern}') from None
+      f'--trainable-pattern must be a regular expression ({e}). '
+      f'Received: --trainable-pattern={pattern}'
+    ) from None
   selected = tuple(v for v in variables if regex.search(v.name))
   if not selected:
     names = ', '.join(v.name for v in variables)
     raise ConfigurationError(
-        '--trainable-pattern must match the name of at least one trainable '
-        f'variable ({names}). Received: --trainable-pattern={pattern}')
+      '--trainable-pattern must match the name of at least one trainable '
+      f'variable ({names}). Received: --trainable-pattern={pattern}'
+    )
   return selected
 
 
@@ -317,17 +333,24 @@ class GradientAccumulator(tf.Module):
     self.steps = int(steps)
     self._variables = tuple(variables)
     self.sums = [
-        tf.Variable(tf.zeros_like(v), trainable=False,
-                    name=f'accumulated_{i}',
-                    synchronization=tf.VariableSynchronization.ON_READ,
-                    aggregation=tf.VariableAggregation.SUM)
-        for i, v in enumerate(self._variables)]
+      tf.Variable(
+        tf.zeros_like(v),
+        trainable=False,
+        name=f'accumulated_{i}',
+        synchronization=tf.VariableSynchronization.ON_READ,
+        aggregation=tf.VariableAggregation.SUM,
+      )
+      for i, v in enumerate(self._variables)
+    ]
 
   def add(self, gradients):
     """Adds one minibatch's gradients (in replica context)."""
-    return [s.assign_add(tf.convert_to_tensor(g) if g is not None
-                         else tf.zeros_like(s))
-            for s, g in zip(self.sums, gradients)]
+    return [
+      s.assign_add(
+        tf.convert_to_tensor(g) if g is not None else tf.zeros_like(s)
+      )
+      for s, g in zip(self.sums, gradients)
+    ]
 
   def apply(self, optimizer):
     """Applies the mean of the sums and zeroes them (in replica context)."""

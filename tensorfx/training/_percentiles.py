@@ -37,19 +37,22 @@ class ErrorPercentile(tf_keras.metrics.Metric):
       `rel_error_p{rank}`).
   """
 
-  def __init__(self, rank: int, relative: bool = False,
-               name: str | None = None, **kwargs):
+  def __init__(
+    self, rank: int, relative: bool = False, name: str | None = None, **kwargs
+  ):
     if not isinstance(rank, (int, float)) or not 0 < rank <= 100:
-      raise ValueError('rank must be a number in (0, 100]. Received: '
-                       f'rank={rank!r}')
+      raise ValueError(
+        f'rank must be a number in (0, 100]. Received: rank={rank!r}'
+      )
     super().__init__(
-        name=name or f'{"rel" if relative else "abs"}_error_p{rank:g}',
-        **kwargs)
+      name=name or f'{"rel" if relative else "abs"}_error_p{rank:g}', **kwargs
+    )
     self.rank = rank
     self.relative = relative
     self._edges = tf.constant(np.geomspace(_LOW, _HIGH, _BINS), tf.float64)
-    self.counts = self.add_weight(name='counts', shape=[_BINS + 1],
-                                  initializer='zeros', dtype=tf.float64)
+    self.counts = self.add_weight(
+      name='counts', shape=[_BINS + 1], initializer='zeros', dtype=tf.float64
+    )
 
   def update_state(self, y_true, y_pred, sample_weight=None):
     """Counts each error; `sample_weight` weighs it (0 leaves it out)."""
@@ -58,11 +61,20 @@ class ErrorPercentile(tf_keras.metrics.Metric):
     if self.relative:
       error /= tf.maximum(tf.abs(y_true), 1e-6)
     bins = tf.searchsorted(self._edges, error, side='left')
-    weights = None if sample_weight is None else tf.reshape(
-        tf.cast(sample_weight, tf.float64), [-1])
-    return self.counts.assign_add(tf.math.bincount(
-        tf.cast(bins, tf.int32), weights=weights, minlength=_BINS + 1,
-        maxlength=_BINS + 1, dtype=tf.float64))
+    weights = (
+      None
+      if sample_weight is None
+      else tf.reshape(tf.cast(sample_weight, tf.float64), [-1])
+    )
+    return self.counts.assign_add(
+      tf.math.bincount(
+        tf.cast(bins, tf.int32),
+        weights=weights,
+        minlength=_BINS + 1,
+        maxlength=_BINS + 1,
+        dtype=tf.float64,
+      )
+    )
 
   def result(self):
     total = tf.reduce_sum(self.counts)
@@ -75,9 +87,11 @@ class ErrorPercentile(tf_keras.metrics.Metric):
     self.counts.assign(tf.zeros_like(self.counts))
 
 
-def error_percentiles(ranks: Sequence[int] | None = DEFAULT_RANKS
-                      ) -> list[ErrorPercentile]:
+def error_percentiles(
+  ranks: Sequence[int] | None = DEFAULT_RANKS,
+) -> list[ErrorPercentile]:
   """The absolute then relative error percentile metrics of `ranks`."""
   ranks = list(ranks or ())
-  return ([ErrorPercentile(rank) for rank in ranks] +
-          [ErrorPercentile(rank, relative=True) for rank in ranks])
+  return [ErrorPercentile(rank) for rank in ranks] + [
+    ErrorPercentile(rank, relative=True) for rank in ranks
+  ]

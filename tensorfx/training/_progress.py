@@ -40,9 +40,14 @@ class Progress:
       self.loss = loss
       self.rate = examples_per_sec
       if not self._live:
-        logger.info('step %s%s  loss %.4g  %s examples/s%s', step,
-                    f'/{self._max_steps}' if self._max_steps else '', loss,
-                    _progress.rate(examples_per_sec), self._eta(step))
+        logger.info(
+          'step %s%s  loss %.4g  %s examples/s%s',
+          step,
+          f'/{self._max_steps}' if self._max_steps else '',
+          loss,
+          _progress.rate(examples_per_sec),
+          self._eta(step),
+        )
     if self._live and (loss is not None or self._line.due()):
       self._line.draw(self._text(step))
 
@@ -56,8 +61,11 @@ class Progress:
     self._line.close()
 
   def _eta(self, step):
-    if not self._max_steps or self._start_step is None or \
-        step <= self._start_step:
+    if (
+      not self._max_steps
+      or self._start_step is None
+      or step <= self._start_step
+    ):
       return ''
     done = (step - self._start_step) / (self._max_steps - self._start_step)
     return _progress.eta(time.monotonic() - self._start, done)

@@ -50,9 +50,10 @@ def resolve_checkpoint(path, what='--warm-start', move_damaged=False):
   import tensorflow as tf
 
   from tensorfx.training import _damaged
+
   path = str(path).rstrip('/')
   if path.endswith('.index'):
-    path = path[:-len('.index')]
+    path = path[: -len('.index')]
   match = re.match(r'^(.*)\.data-\d+-of-\d+$', path)
   if match:
     path = match.group(1)
@@ -65,9 +66,10 @@ def resolve_checkpoint(path, what='--warm-start', move_damaged=False):
       if latest:
         return latest
   raise ConfigurationError(
-      f'{what} must name a checkpoint: a prefix such as OUTPUT/checkpoints/'
-      'ckpt-200, a directory of checkpoints, or a job output directory. '
-      f'Found none at {what} {path}')
+    f'{what} must name a checkpoint: a prefix such as OUTPUT/checkpoints/'
+    'ckpt-200, a directory of checkpoints, or a job output directory. '
+    f'Found none at {what} {path}'
+  )
 
 
 def variable_name(variable):
@@ -81,13 +83,15 @@ def checkpoint_names(reader):
   names: dict[str, Any] = {}
   if _OBJECT_GRAPH in keys:
     from tensorflow.core.protobuf import trackable_object_graph_pb2
+
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
     for node in graph.nodes:
       for attribute in node.attributes:
         if attribute.name == 'VARIABLE_VALUE' and attribute.full_name:
           names.setdefault(attribute.full_name, []).append(
-              attribute.checkpoint_key)
+            attribute.checkpoint_key
+          )
   else:
     for key in keys:
       names.setdefault(key, []).append(key)
@@ -106,8 +110,9 @@ def compile_pattern(pattern):
     return re.compile(pattern)
   except re.error as e:
     raise ConfigurationError(
-        f'--restore-pattern must be a regular expression ({e}). Received: '
-        f'--restore-pattern={pattern}') from None
+      f'--restore-pattern must be a regular expression ({e}). Received: '
+      f'--restore-pattern={pattern}'
+    ) from None
 
 
 def parse_rename(items):
@@ -125,12 +130,14 @@ def parse_rename(items):
     old, sep, new = str(item).partition('=')
     if not sep or not old or not new:
       raise ConfigurationError(
-          '--restore-rename items are CHECKPOINT_NAME=MODEL_NAME. '
-          f'Received: {item!r}')
+        '--restore-rename items are CHECKPOINT_NAME=MODEL_NAME. '
+        f'Received: {item!r}'
+      )
     if old in result or new in targets:
       raise ConfigurationError(
-          f'--restore-rename names {old if old in result else new!r} twice. '
-          f'Received: {item!r}')
+        f'--restore-rename names {old if old in result else new!r} twice. '
+        f'Received: {item!r}'
+      )
     result[old] = new
     targets[new] = old
   return result
@@ -163,6 +170,7 @@ def warm_start(variables, path, pattern=None, rename=None, global_step=None):
       nothing to restore.
   """
   import tensorflow as tf
+
   prefix = resolve_checkpoint(path)
   rename = parse_rename(rename)
   regex = compile_pattern(pattern)
@@ -171,12 +179,14 @@ def warm_start(variables, path, pattern=None, rename=None, global_step=None):
   missing = [old for old in rename if old not in names]
   if missing:
     raise ConfigurationError(
-        f'--restore-rename: {", ".join(missing)} not in the checkpoint '
-        f'{prefix} (it has {", ".join(sorted(names)[:20])}'
-        f'{", ..." if len(names) > 20 else ""}).')
+      f'--restore-rename: {", ".join(missing)} not in the checkpoint '
+      f'{prefix} (it has {", ".join(sorted(names)[:20])}'
+      f'{", ..." if len(names) > 20 else ""}).'
+    )
   source = {new: old for old, new in rename.items()}
-  selected = [v for v in variables
-              if regex is None or regex.search(variable_name(v))]
+  selected = [
+    v for v in variables if regex is None or regex.search(variable_name(v))
+  ]
   if global_step is not None:
     selected.append(global_step)
   restored, kept = [], []
@@ -189,26 +199,32 @@ def warm_start(variables, path, pattern=None, rename=None, global_step=None):
       continue
     if len(keys) > 1:
       raise ConfigurationError(
-          f'The checkpoint {prefix} has {len(keys)} variables named '
-          f'{key_name!r} ({", ".join(keys)}); restore it under a unique name '
-          'or leave it out with --restore-pattern.')
+        f'The checkpoint {prefix} has {len(keys)} variables named '
+        f'{key_name!r} ({", ".join(keys)}); restore it under a unique name '
+        'or leave it out with --restore-pattern.'
+      )
     value = reader.get_tensor(keys[0])
     if tuple(value.shape) != tuple(variable.shape.as_list()):
       raise ConfigurationError(
-          f'The checkpoint variable {key_name!r} has shape '
-          f'{list(value.shape)}, the model\'s {name!r} '
-          f'{variable.shape.as_list()}: they cannot be the same variable. '
-          'Rename it (--restore-rename) or leave it out (--restore-pattern).')
+        f'The checkpoint variable {key_name!r} has shape '
+        f"{list(value.shape)}, the model's {name!r} "
+        f'{variable.shape.as_list()}: they cannot be the same variable. '
+        'Rename it (--restore-rename) or leave it out (--restore-pattern).'
+      )
     variable.assign(tf.cast(value, variable.dtype))
     restored.append(name)
   if not restored:
     raise ConfigurationError(
-        f'--warm-start {path}: no variable of the model '
-        f'({", ".join(variable_name(v) for v in selected) or "none selected"})'
-        f' is in the checkpoint {prefix} (it has '
-        f'{", ".join(sorted(names)[:20])}); use --restore-rename or '
-        '--restore-pattern.')
-  logger.info('Warm-started %d variables from %s%s', len(restored), prefix,
-              f'; kept the initial values of {", ".join(kept)}' if kept
-              else '')
+      f'--warm-start {path}: no variable of the model '
+      f'({", ".join(variable_name(v) for v in selected) or "none selected"})'
+      f' is in the checkpoint {prefix} (it has '
+      f'{", ".join(sorted(names)[:20])}); use --restore-rename or '
+      '--restore-pattern.'
+    )
+  logger.info(
+    'Warm-started %d variables from %s%s',
+    len(restored),
+    prefix,
+    f'; kept the initial values of {", ".join(kept)}' if kept else '',
+  )
   return {'checkpoint': prefix, 'restored': restored, 'kept': kept}

@@ -66,15 +66,25 @@ from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 
-SECTIONS = ('data', 'model', 'loss', 'learning_rate', 'optimizer',
-            'validation', 'save', 'load', 'job', 'logging')
+SECTIONS = (
+  'data',
+  'model',
+  'loss',
+  'learning_rate',
+  'optimizer',
+  'validation',
+  'save',
+  'load',
+  'job',
+  'logging',
+)
 
 # Besides the section's own name, the flag prefixes its keys may stand for.
 _PREFIXES = {
-    'validation': ('eval',),
-    'save': ('checkpoint',),
-    'load': ('restore',),
-    'logging': ('log',),
+  'validation': ('eval',),
+  'save': ('checkpoint',),
+  'load': ('restore',),
+  'logging': ('log',),
 }
 
 # A section's keys that stand for the section's own flag.
@@ -101,16 +111,18 @@ def find_config(argv):
     if token == '--config':
       if i >= len(argv) or argv[i].startswith('--'):
         raise ConfigurationError(
-            '--config expects the path of a run configuration (YAML). '
-            'Received no value.')
+          '--config expects the path of a run configuration (YAML). '
+          'Received no value.'
+        )
       found.append(argv[i])
       i += 1
     elif token.startswith('--config='):
       found.append(token.partition('=')[2])
   if len(found) > 1:
     raise ConfigurationError(
-        '--config can be given once. Received: '
-        + ' '.join(f'--config={f}' for f in found))
+      '--config can be given once. Received: '
+      + ' '.join(f'--config={f}' for f in found)
+    )
   return found[0] if found else None
 
 
@@ -124,8 +136,9 @@ def read_config(path):
         text = f.read()
   except OSError as e:
     raise ConfigurationError(
-        f'{path}: cannot read the run configuration (--config): '
-        f'{e.strerror or e}.') from None
+      f'{path}: cannot read the run configuration (--config): '
+      f'{e.strerror or e}.'
+    ) from None
   except DataError as e:
     raise ConfigurationError(str(e)) from None
   try:
@@ -136,8 +149,9 @@ def read_config(path):
     return _yaml.LineDict(line=1)
   if not isinstance(doc, dict):
     raise ConfigurationError(
-        f'{path}:1: a run configuration must be a mapping of flag names to '
-        f'values. Received: {type(doc).__name__}')
+      f'{path}:1: a run configuration must be a mapping of flag names to '
+      f'values. Received: {type(doc).__name__}'
+    )
   return doc
 
 
@@ -173,8 +187,9 @@ def resolve(parser, doc, path, origins=None):
     name = _normal(key)
     if name == 'config':
       raise ConfigurationError(
-          f'{path}:{line}: config: a run configuration cannot name another. '
-          f'Received: config={value!r}')
+        f'{path}:{line}: config: a run configuration cannot name another. '
+        f'Received: config={value!r}'
+      )
     if isinstance(value, dict) and (name in SECTIONS or name not in flags):
       if name not in SECTIONS:
         raise _unknown(path, line, key, flags, 'section or flag')
@@ -184,15 +199,18 @@ def resolve(parser, doc, path, origins=None):
         action = _section_flag(flags, name, _normal(sub))
         label = f'{key}.{sub}'
         items = _items_action(parser, name)
-        if isinstance(item, dict) and items is not None and (
-            action is None or action is items):
+        if (
+          isinstance(item, dict)
+          and items is not None
+          and (action is None or action is items)
+        ):
           # A named entry of the section (a validation target).
-          _put_item(values, origins, items, str(sub), item, label, sub_line,
-                    path)
+          _put_item(
+            values, origins, items, str(sub), item, label, sub_line, path
+          )
           continue
         if action is None:
-          raise _unknown(path, sub_line, label, flags,
-                         f'flag of section {key}')
+          raise _unknown(path, sub_line, label, flags, f'flag of section {key}')
         _put(values, origins, action, item, label, sub_line, path)
       continue
     action = flags.get(name)
@@ -269,22 +287,26 @@ def _put_item(values, origins, action, name, spec, label, line, path):
   if key in origins:
     first, first_line = origins[key]
     raise ConfigurationError(
-        f'{path}:{line}: {label} is already given by {first} at line '
-        f'{first_line}; give it once.')
+      f'{path}:{line}: {label} is already given by {first} at line '
+      f'{first_line}; give it once.'
+    )
   origins[key] = (label, line)
   entries = values.setdefault(action.dest, {})
-  entries[name] = action.from_config(name, dict(spec), f'{path}:{line}: '
-                                     f'{label}')
+  entries[name] = action.from_config(
+    name, dict(spec), f'{path}:{line}: {label}'
+  )
 
 
 def _unknown(path, line, key, flags, what):
-  close = difflib.get_close_matches(_normal(str(key).rsplit('.', 1)[-1]),
-                                    list(flags) + list(SECTIONS), n=3)
+  close = difflib.get_close_matches(
+    _normal(str(key).rsplit('.', 1)[-1]), list(flags) + list(SECTIONS), n=3
+  )
   hint = f' Did you mean {", ".join(close)}?' if close else ''
   return ConfigurationError(
-      f'{path}:{line}: unknown key {key!r}: it names no {what} of this '
-      f'trainer (keys are flag names, or the sections '
-      f'{", ".join(SECTIONS)}).{hint}')
+    f'{path}:{line}: unknown key {key!r}: it names no {what} of this '
+    f'trainer (keys are flag names, or the sections '
+    f'{", ".join(SECTIONS)}).{hint}'
+  )
 
 
 def _put(values, origins, action, value, label, line, path):
@@ -292,8 +314,9 @@ def _put(values, origins, action, value, label, line, path):
   if dest in origins:
     first, first_line = origins[dest]
     raise ConfigurationError(
-        f'{path}:{line}: {label} sets {action.option_strings[0]}, already set '
-        f'by {first} at line {first_line}; give it once.')
+      f'{path}:{line}: {label} sets {action.option_strings[0]}, already set '
+      f'by {first} at line {first_line}; give it once.'
+    )
   origins[dest] = (label, line)
   values[dest] = _convert(action, value, label, line, path)
 
@@ -303,53 +326,62 @@ def _convert(action, value, label, line, path):
   where = f'{path}:{line}: {label}'
   if value is None:
     return None
-  if isinstance(action, (argparse.BooleanOptionalAction,
-                         argparse._StoreTrueAction,
-                         argparse._StoreFalseAction)):
+  if isinstance(
+    action,
+    (
+      argparse.BooleanOptionalAction,
+      argparse._StoreTrueAction,
+      argparse._StoreFalseAction,
+    ),
+  ):
     if not isinstance(value, bool):
       raise ConfigurationError(
-          f'{where} expects true or false. Received: {label}={value!r}')
+        f'{where} expects true or false. Received: {label}={value!r}'
+      )
     if isinstance(action, argparse._StoreFalseAction):
       return not value
     return value
   if isinstance(action, argparse._StoreConstAction):
     if not isinstance(value, bool):
       raise ConfigurationError(
-          f'{where} expects true or false. Received: {label}={value!r}')
+        f'{where} expects true or false. Received: {label}={value!r}'
+      )
     return action.const if value else action.default
   if getattr(action, 'config_section', None):
     raise ConfigurationError(
-        f'{where}: give these as mappings under {action.config_section} '
-        f'(e.g. {action.config_section}: {{NAME: {{...}}}}). Received: '
-        f'{label}={value!r}')
-  if action.nargs in ('+', '*') or isinstance(
-      action, argparse._AppendAction):
+      f'{where}: give these as mappings under {action.config_section} '
+      f'(e.g. {action.config_section}: {{NAME: {{...}}}}). Received: '
+      f'{label}={value!r}'
+    )
+  if action.nargs in ('+', '*') or isinstance(action, argparse._AppendAction):
     if isinstance(value, dict):
       # A mapping for a list of KEY=VALUE items (--restore-rename a=b).
       value = [f'{k}={v}' for k, v in value.items()]
     items = value if isinstance(value, list) else [value]
     if action.nargs == '+' and not items:
       raise ConfigurationError(
-          f'{where} expects a list of one or more values. Received: '
-          f'{label}=[]')
+        f'{where} expects a list of one or more values. Received: {label}=[]'
+      )
     return [_scalar(action, item, where, label) for item in items]
   if isinstance(value, (list, dict)):
     raise ConfigurationError(
-        f'{where} expects a single value. Received: {label}={value!r}')
+      f'{where} expects a single value. Received: {label}={value!r}'
+    )
   return _scalar(action, value, where, label)
 
 
 def _scalar(action, value, where, label):
   if isinstance(value, (list, dict)):
     raise ConfigurationError(
-        f'{where} expects a list of single values. Received: '
-        f'{label}={value!r}')
+      f'{where} expects a list of single values. Received: {label}={value!r}'
+    )
   if isinstance(value, bool) and action.type not in (None, str):
     # YAML reads yes/no/on/off as booleans; none of the typed flags wants one.
     raise ConfigurationError(
-        f'{where} expects a value of type '
-        f'{getattr(action.type, "__name__", action.type)}. Received: '
-        f'{label}={value!r}')
+      f'{where} expects a value of type '
+      f'{getattr(action.type, "__name__", action.type)}. Received: '
+      f'{label}={value!r}'
+    )
   # Through the flag's own type, from the text, as on the command line:
   # YAML reads 1e-3 as a string and 1 as an int, both good floats.
   text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
@@ -362,12 +394,14 @@ def _scalar(action, value, where, label):
     kind = getattr(convert, '__name__', repr(convert))
     detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
     raise ConfigurationError(
-        f'{where} expects a value of type {kind}{detail}. Received: '
-        f'{label}={value!r}') from None
+      f'{where} expects a value of type {kind}{detail}. Received: '
+      f'{label}={value!r}'
+    ) from None
   if action.choices is not None and result not in action.choices:
     raise ConfigurationError(
-        f'{where} expects one of {", ".join(map(str, action.choices))}. '
-        f'Received: {label}={value!r}')
+      f'{where} expects one of {", ".join(map(str, action.choices))}. '
+      f'Received: {label}={value!r}'
+    )
   return result
 
 

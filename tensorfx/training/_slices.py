@@ -47,6 +47,7 @@ class Slice:
       (`species=setosa*petal_length=[1,2.5)`).
     conditions: `(field, condition)` pairs, all of which must hold.
   """
+
   label: str
   conditions: tuple[tuple[str, Condition], ...]
 
@@ -67,8 +68,9 @@ def parse(specs: Sequence[str]) -> list[tuple[str, ...]]:
       fields = tuple(f.strip() for f in item.split('*'))
       if not all(fields):
         raise ConfigurationError(
-            '--eval-slices expects FIELD[,FIELD...] with FIELD1*FIELD2 for '
-            f'a cross (e.g. species,color*size). Received: {spec!r}')
+          '--eval-slices expects FIELD[,FIELD...] with FIELD1*FIELD2 for '
+          f'a cross (e.g. species,color*size). Received: {spec!r}'
+        )
       if fields not in parsed:
         parsed.append(fields)
   return parsed
@@ -82,29 +84,35 @@ def _field_slices(dataset, name: str) -> list[tuple[str, Condition]]:
     close = difflib.get_close_matches(name, names, n=1)
     hint = f' Did you mean {close[0]!r}?' if close else ''
     raise ConfigurationError(
-        f'--eval-slices names the field {name!r}, which the schema does not '
-        f'have.{hint} The fields are {", ".join(names)}.')
+      f'--eval-slices names the field {name!r}, which the schema does not '
+      f'have.{hint} The fields are {", ".join(names)}.'
+    )
   field = schema[name]
   if field.multivalent:
     raise ConfigurationError(
-        f'--eval-slices {name}: the field holds a list of values; only '
-        'single-valued fields can be sliced (a record must fall in one '
-        'slice).')
+      f'--eval-slices {name}: the field holds a list of values; only '
+      'single-valued fields can be sliced (a record must fall in one '
+      'slice).'
+    )
   metadata = dataset.metadata
   stats = metadata.fields.get(name) if metadata is not None else None
   if stats is None:
     raise ConfigurationError(
-        f'--eval-slices {name}: the analysis has no statistics for the '
-        'field, so its values are unknown; analyze the data again.')
+      f'--eval-slices {name}: the analysis has no statistics for the '
+      'field, so its values are unknown; analyze the data again.'
+    )
   if not field.numeric:
     values = metadata.vocabulary(name)[:MAX_VALUES]
-    slices: list[tuple[str, Condition]] = [(str(v), ('eq', str(v)))
-                                           for v in values]
+    slices: list[tuple[str, Condition]] = [
+      (str(v), ('eq', str(v))) for v in values
+    ]
   else:
     bounds = boundaries(dataset, name, stats)
     edges = [None, *bounds, None]
-    slices = [(_bucket_label(low, high), ('range', (low, high)))
-              for low, high in itertools.pairwise(edges)]
+    slices = [
+      (_bucket_label(low, high), ('range', (low, high)))
+      for low, high in itertools.pairwise(edges)
+    ]
   slices.append((OTHER, ('other', tuple(c for _, c in slices))))
   return slices
 
@@ -154,21 +162,32 @@ def make_slices(dataset, specs: Sequence[tuple[str, ...]]) -> list[Slice]:
   """
   slices = []
   for fields in specs:
-    per_field = [[(f'{name}={label}', (name, condition))
-                  for label, condition in _field_slices(dataset, name)]
-                 for name in fields]
+    per_field = [
+      [
+        (f'{name}={label}', (name, condition))
+        for label, condition in _field_slices(dataset, name)
+      ]
+      for name in fields
+    ]
     for combination in itertools.product(*per_field):
-      slices.append(Slice('*'.join(label for label, _ in combination),
-                          tuple(c for _, c in combination)))
+      slices.append(
+        Slice(
+          '*'.join(label for label, _ in combination),
+          tuple(c for _, c in combination),
+        )
+      )
   return slices
 
 
 def _matches(tf, values, condition: Condition):
   kind, argument = condition
   if kind == 'eq':
-    return tf.reduce_any(tf.equal(tf.strings.as_string(values)
-                                  if values.dtype != tf.string else values,
-                                  argument))
+    return tf.reduce_any(
+      tf.equal(
+        tf.strings.as_string(values) if values.dtype != tf.string else values,
+        argument,
+      )
+    )
   if kind == 'range':
     low, high = argument
     x = tf.cast(values, tf.float64)
@@ -195,8 +214,11 @@ def filter_records(the_slice: Slice, batches: int | None, raw, batch: int):
     matched = tf.constant(True)
     for name, condition in the_slice.conditions:
       value = record[name]
-      values = value.values if isinstance(value, tf.SparseTensor) else \
-          tf.reshape(value, [-1])
+      values = (
+        value.values
+        if isinstance(value, tf.SparseTensor)
+        else tf.reshape(value, [-1])
+      )
       matched = tf.logical_and(matched, _matches(tf, values, condition))
     return matched
 
@@ -225,14 +247,16 @@ class Slicer:
       whose `build_input` is its own (it would not filter the slices).
   """
 
-  def __init__(self, builder, specs: Sequence[tuple[str, ...]],
-               min_examples: int = 10):
+  def __init__(
+    self, builder, specs: Sequence[tuple[str, ...]], min_examples: int = 10
+  ):
     own = type(builder).build_input.__qualname__ != 'ModelBuilder.build_input'
     if own:
       raise ConfigurationError(
-          f'--eval-slices: {type(builder).__name__} overrides build_input, '
-          'which would not keep each slice\'s records; slice with the '
-          'default build_input.')
+        f'--eval-slices: {type(builder).__name__} overrides build_input, '
+        "which would not keep each slice's records; slice with the "
+        'default build_input.'
+      )
     self.builder = builder
     self.min_examples = int(min_examples)
     self.slices = make_slices(builder.dataset, specs)
@@ -247,10 +271,12 @@ class Slicer:
     results = {}
     # Imported here: the engine imports TensorFlow, the flags must not.
     from tensorfx.training._engine import state as _state
+
     state = _state.of(self.builder).run
     for the_slice in self.slices:
-      state.slice_filter = functools.partial(filter_records, the_slice,
-                                             target.batches)
+      state.slice_filter = functools.partial(
+        filter_records, the_slice, target.batches
+      )
       try:
         metrics, count = _aggregation.evaluate(interface, target)
       finally:
@@ -258,14 +284,23 @@ class Slicer:
       if not count:
         continue
       flagged = count < self.min_examples
-      results[the_slice.label] = {'examples': int(count), 'flagged': flagged,
-                                  'metrics': dict(metrics)}
-      logger.info('Slice %s of %s: %d examples%s: %s', the_slice.label,
-                  target.name, count,
-                  f' (fewer than {self.min_examples}: flagged)'
-                  if flagged else '',
-                  '  '.join(f'{k} {v:.4g}' for k, v in metrics.items()
-                            if isinstance(v, (int, float))))
+      results[the_slice.label] = {
+        'examples': int(count),
+        'flagged': flagged,
+        'metrics': dict(metrics),
+      }
+      logger.info(
+        'Slice %s of %s: %d examples%s: %s',
+        the_slice.label,
+        target.name,
+        count,
+        f' (fewer than {self.min_examples}: flagged)' if flagged else '',
+        '  '.join(
+          f'{k} {v:.4g}'
+          for k, v in metrics.items()
+          if isinstance(v, (int, float))
+        ),
+      )
     return results
 
 
@@ -278,12 +313,13 @@ def create(builder) -> Slicer | None:
   return Slicer(builder, specs, settings.slice_min_examples)
 
 
-def scalars(prefix: str, label: str,
-            entry: dict[str, Any]) -> dict[str, float]:
+def scalars(prefix: str, label: str, entry: dict[str, Any]) -> dict[str, float]:
   """A slice's numbers by name `PREFIX/slice/LABEL/METRIC` (and examples)."""
   values: dict[str, float] = {
-      f'{prefix}/slice/{label}/{k}': v for k, v in entry['metrics'].items()
-      if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    f'{prefix}/slice/{label}/{k}': v
+    for k, v in entry['metrics'].items()
+    if isinstance(v, (int, float)) and not isinstance(v, bool)
+  }
   values[f'{prefix}/slice/{label}/examples'] = entry['examples']
   return values
 

@@ -27,7 +27,8 @@ class Summaries:
   def _writer(self, phase):
     if phase not in self._writers:
       self._writers[phase] = tf.summary.create_file_writer(
-          os.path.join(self._directory, phase) if phase else self._directory)
+        os.path.join(self._directory, phase) if phase else self._directory
+      )
     return self._writers[phase]
 
   def as_default(self, phase):

@@ -74,6 +74,7 @@ class ValidationTarget:
       the metrics. Its values aggregate batch by batch: `online_agg` mean
       (the default) is then the mean of the batches' values.
   """
+
   name: str
   data: Tuple[str, ...] = ()
   source: Optional[str] = None
@@ -88,8 +89,9 @@ class ValidationTarget:
     if self.compute is not None:
       if not callable(self.compute):
         raise ConfigurationError(
-            f'{where}: compute must be a function (inputs, outputs) -> dict '
-            f'of tensors, or None. Received: compute={self.compute!r}')
+          f'{where}: compute must be a function (inputs, outputs) -> dict '
+          f'of tensors, or None. Received: compute={self.compute!r}'
+        )
       if self.online_agg == 'mean':
         # Values computed per batch do not stream: their mean is the
         # mean of the batches' values.
@@ -97,38 +99,44 @@ class ValidationTarget:
         object.__setattr__(self, 'agg', self.agg or 'mean')
     if not isinstance(self.name, str) or not _NAME.match(self.name):
       raise ConfigurationError(
-          'A validation target name must start with a letter or digit and '
-          'hold only letters, digits, "_", "." and "-". Received: '
-          f'name={self.name!r}')
+        'A validation target name must start with a letter or digit and '
+        'hold only letters, digits, "_", "." and "-". Received: '
+        f'name={self.name!r}'
+      )
     if isinstance(self.data, str):
       object.__setattr__(self, 'data', (self.data,))
     object.__setattr__(self, 'data', tuple(str(p) for p in self.data))
     for key in ('batches', 'batch_size'):
       value = getattr(self, key)
-      if value is not None and (isinstance(value, bool) or
-                                not isinstance(value, int) or value <= 0):
+      if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or value <= 0
+      ):
         raise ConfigurationError(
-            f'{where}: {key} must be a positive integer, or none for '
-            f'{"the whole source" if key == "batches" else "the default"}. '
-            f'Received: {key}={value!r}')
+          f'{where}: {key} must be a positive integer, or none for '
+          f'{"the whole source" if key == "batches" else "the default"}. '
+          f'Received: {key}={value!r}'
+        )
     online = self.online_agg
     if not callable(online) and online not in ONLINE_AGGREGATIONS:
       raise ConfigurationError(
-          f'{where}: online_agg must be one of '
-          f'{", ".join(ONLINE_AGGREGATIONS)} (or a callable). Received: '
-          f'online_agg={online!r}')
+        f'{where}: online_agg must be one of '
+        f'{", ".join(ONLINE_AGGREGATIONS)} (or a callable). Received: '
+        f'online_agg={online!r}'
+      )
     agg = self.agg
     listing = online == 'append' or callable(online)
     if agg is not None:
       if not listing:
         raise ConfigurationError(
-            f'{where}: agg reduces the per-batch results that online_agg '
-            f'append keeps; with online_agg {online} each metric already '
-            f'has one value. Received: online_agg={online!r} agg={agg!r}')
+          f'{where}: agg reduces the per-batch results that online_agg '
+          f'append keeps; with online_agg {online} each metric already '
+          f'has one value. Received: online_agg={online!r} agg={agg!r}'
+        )
       if not callable(agg) and agg not in FINAL_AGGREGATIONS:
         raise ConfigurationError(
-            f'{where}: agg must be one of {", ".join(FINAL_AGGREGATIONS)} '
-            f'(or a callable). Received: agg={agg!r}')
+          f'{where}: agg must be one of {", ".join(FINAL_AGGREGATIONS)} '
+          f'(or a callable). Received: agg={agg!r}'
+        )
     elif online == 'append':
       object.__setattr__(self, 'agg', 'mean')
 
@@ -175,19 +183,22 @@ def from_spec(name, spec, where=None):
   where = where or f'validation target {name!r}'
   if name == DEFAULT:
     raise ConfigurationError(
-        f'{where}: the target {DEFAULT!r} is --data-eval with the --eval-* '
-        '(validation section) flags; give another name to a further target.')
+      f'{where}: the target {DEFAULT!r} is --data-eval with the --eval-* '
+      '(validation section) flags; give another name to a further target.'
+    )
   if not isinstance(spec, dict):
     raise ConfigurationError(
-        f'{where}: a validation target is a mapping of '
-        f'{", ".join(SPEC_KEYS)}. Received: {name}={spec!r}')
+      f'{where}: a validation target is a mapping of '
+      f'{", ".join(SPEC_KEYS)}. Received: {name}={spec!r}'
+    )
   values = {}
   for key, value in spec.items():
     normal = str(key).replace('-', '_')
     if normal not in SPEC_KEYS:
       raise ConfigurationError(
-          f'{where}: unknown key {key!r} of validation target {name!r}; '
-          f'the keys are {", ".join(SPEC_KEYS)}.')
+        f'{where}: unknown key {key!r} of validation target {name!r}; '
+        f'the keys are {", ".join(SPEC_KEYS)}.'
+      )
     if normal in ('batches', 'batch_size') and value is not None:
       try:
         if isinstance(value, bool):
@@ -195,8 +206,9 @@ def from_spec(name, spec, where=None):
         value = int(value)
       except (TypeError, ValueError):
         raise ConfigurationError(
-            f'{where}: {key} of validation target {name!r} must be a '
-            f'positive integer. Received: {key}={value!r}') from None
+          f'{where}: {key} of validation target {name!r} must be a '
+          f'positive integer. Received: {key}={value!r}'
+        ) from None
     elif normal == 'data':
       value = _paths(value)
     elif normal in ('online_agg', 'agg') and isinstance(value, str):
@@ -220,9 +232,9 @@ def to_spec(target):
     if field.name == 'name':
       continue
     value = getattr(target, field.name)
-    if value != field.default and not (field.name == 'agg' and
-                                       target.online_agg == 'append' and
-                                       value == 'mean'):
+    if value != field.default and not (
+      field.name == 'agg' and target.online_agg == 'append' and value == 'mean'
+    ):
       spec[field.name] = list(value) if isinstance(value, tuple) else value
   return spec
 
@@ -239,15 +251,17 @@ def parse_flag(values):
   """
   if not values or '=' in values[0]:
     raise ConfigurationError(
-        '--eval-target expects a name, then KEY=VALUE items (e.g. '
-        '--eval-target holdout data=h.csv batches=5). Received: '
-        f'--eval-target {" ".join(values or [])}')
+      '--eval-target expects a name, then KEY=VALUE items (e.g. '
+      '--eval-target holdout data=h.csv batches=5). Received: '
+      f'--eval-target {" ".join(values or [])}'
+    )
   name, spec = values[0], {}
   for item in values[1:]:
     key, sep, value = item.partition('=')
     if not sep or not key:
       raise ConfigurationError(
-          f'--eval-target {name}: items are KEY=VALUE. Received: {item!r}')
+        f'--eval-target {name}: items are KEY=VALUE. Received: {item!r}'
+      )
     spec[key] = value
   return name, spec
 
@@ -260,5 +274,6 @@ def _paths(value):
   if isinstance(value, (list, tuple)):
     return tuple(str(p) for p in value)
   raise ConfigurationError(
-      f'data must be a path, a comma-separated list or a list of paths. '
-      f'Received: data={value!r}')
+    f'data must be a path, a comma-separated list or a list of paths. '
+    f'Received: data={value!r}'
+  )

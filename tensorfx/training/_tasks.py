@@ -31,12 +31,15 @@ def present(targets: Any) -> tuple[Any, Any]:
   """
   targets = tf.cast(targets, tf.float32)
   known = tf.math.is_finite(targets)
-  return (tf.where(known, targets, tf.zeros_like(targets)),
-          tf.cast(known, tf.float32))
+  return (
+    tf.where(known, targets, tf.zeros_like(targets)),
+    tf.cast(known, tf.float32),
+  )
 
 
-def task_loss(predictions: Any, targets: Any, loss: Any,
-              weights: Any | None = None) -> Any:
+def task_loss(
+  predictions: Any, targets: Any, loss: Any, weights: Any | None = None
+) -> Any:
   """The sum over tasks of each task's mean regression loss.
 
   Example:
@@ -63,19 +66,23 @@ def task_loss(predictions: Any, targets: Any, loss: Any,
   predictions = tf.convert_to_tensor(predictions)
   targets = tf.cast(targets, predictions.dtype)
   if predictions.shape.rank != 2 or not predictions.shape.is_compatible_with(
-      targets.shape):
+    targets.shape
+  ):
     raise ConfigurationError(
-        'task_loss expects [batch, tasks] predictions and targets of the '
-        f'same shape. Received: predictions.shape={predictions.shape}, '
-        f'targets.shape={targets.shape}')
+      'task_loss expects [batch, tasks] predictions and targets of the '
+      f'same shape. Received: predictions.shape={predictions.shape}, '
+      f'targets.shape={targets.shape}'
+    )
   values, known = present(targets)
   if weights is not None:
     known *= tf.cast(weights, tf.float32)[:, tf.newaxis]
   losses = []
   for task in range(predictions.shape[1]):
-    losses.append(_losses.regression_loss(
-        predictions[:, task], values[:, task], loss,
-        weights=known[:, task]))
+    losses.append(
+      _losses.regression_loss(
+        predictions[:, task], values[:, task], loss, weights=known[:, task]
+      )
+    )
   return tf.add_n(losses)
 
 
@@ -104,19 +111,28 @@ class TaskMetrics:
     overall: whether to report the metrics over all tasks too.
   """
 
-  def __init__(self, names: Sequence[str], ranks: Sequence[int] | None = (),
-               overall: bool = True):
+  def __init__(
+    self,
+    names: Sequence[str],
+    ranks: Sequence[int] | None = (),
+    overall: bool = True,
+  ):
     self.names = list(names)
     if not self.names:
-      raise ConfigurationError('TaskMetrics needs at least one task name. '
-                               f'Received: names={names!r}')
+      raise ConfigurationError(
+        f'TaskMetrics needs at least one task name. Received: names={names!r}'
+      )
     self.per_task: list[list[Any]] = []
     for name in self.names:
       metrics = _base(f'_{name}') + [
-          _percentiles.ErrorPercentile(
-              rank, relative=relative,
-              name=f'{"rel" if relative else "abs"}_error_p{rank:g}_{name}')
-          for relative in (False, True) for rank in ranks or ()]
+        _percentiles.ErrorPercentile(
+          rank,
+          relative=relative,
+          name=f'{"rel" if relative else "abs"}_error_p{rank:g}_{name}',
+        )
+        for relative in (False, True)
+        for rank in ranks or ()
+      ]
       self.per_task.append(metrics)
     self.overall = _base('') if overall else []
 
@@ -131,8 +147,8 @@ class TaskMetrics:
     values = tf.cast(values, tf.float32)
     for task, metrics in enumerate(self.per_task):
       # [B, 1]: Keras' mean metrics weigh each example, not each batch.
-      target = targets[:, task:task + 1]
-      value = values[:, task:task + 1]
+      target = targets[:, task : task + 1]
+      value = values[:, task : task + 1]
       for metric in metrics:
         metric.update_state(target, value, sample_weight=known[:, task])
     flat = [tf.reshape(t, [-1, 1]) for t in (targets, values)]
@@ -143,11 +159,15 @@ class TaskMetrics:
   @property
   def metrics(self) -> dict[str, Any]:
     """Every metric, by name: the overall ones first."""
-    return {metric.name: metric for metric in
-            self.overall + [m for ms in self.per_task for m in ms]}
+    return {
+      metric.name: metric
+      for metric in self.overall + [m for ms in self.per_task for m in ms]
+    }
 
 
 def _base(suffix: str) -> list[Any]:
-  return [tf_keras.metrics.RootMeanSquaredError(name=f'rmse{suffix}'),
-          tf_keras.metrics.MeanAbsoluteError(name=f'mae{suffix}'),
-          tf_keras.metrics.MeanAbsolutePercentageError(name=f'mape{suffix}')]
+  return [
+    tf_keras.metrics.RootMeanSquaredError(name=f'rmse{suffix}'),
+    tf_keras.metrics.MeanAbsoluteError(name=f'mae{suffix}'),
+    tf_keras.metrics.MeanAbsolutePercentageError(name=f'mape{suffix}'),
+  ]

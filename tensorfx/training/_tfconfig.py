@@ -24,15 +24,15 @@ from tensorfx._errors import ConfigurationError
 # Vertex AI's worker pools are positional: 0 chief, 1 workers, 2 parameter
 # servers, 3 evaluator.
 _JOB_NAMES = {
-    'chief': 'chief',
-    'master': 'chief',
-    'worker': 'worker',
-    'ps': 'ps',
-    'evaluator': 'evaluator',
-    'workerpool0': 'chief',
-    'workerpool1': 'worker',
-    'workerpool2': 'ps',
-    'workerpool3': 'evaluator',
+  'chief': 'chief',
+  'master': 'chief',
+  'worker': 'worker',
+  'ps': 'ps',
+  'evaluator': 'evaluator',
+  'workerpool0': 'chief',
+  'workerpool1': 'worker',
+  'workerpool2': 'ps',
+  'workerpool3': 'evaluator',
 }
 ACCEPTED_JOBS = ', '.join(_JOB_NAMES)
 _CHIEF_NAMES = 'chief (or master, workerpool0)'
@@ -125,13 +125,15 @@ def read(environ=None):
     data = json.loads(text)
   except json.JSONDecodeError as e:
     raise ConfigurationError(
-        f'{var} must hold a JSON object, but it is not valid JSON: {e.msg} '
-        f'at line {e.lineno} column {e.colno} (char {e.pos}). '
-        f'Received: {var}={clip(text)}') from None
+      f'{var} must hold a JSON object, but it is not valid JSON: {e.msg} '
+      f'at line {e.lineno} column {e.colno} (char {e.pos}). '
+      f'Received: {var}={clip(text)}'
+    ) from None
   if not isinstance(data, dict):
     raise ConfigurationError(
-        f'{var} must hold a JSON object with `cluster`, `task` and '
-        f'`environment` keys. Received: {var}={clip(text)}')
+      f'{var} must hold a JSON object with `cluster`, `task` and '
+      f'`environment` keys. Received: {var}={clip(text)}'
+    )
   return _parsed(var, data, environ)
 
 
@@ -147,24 +149,37 @@ def _parsed(var, data, environ):
     except json.JSONDecodeError:
       pass
   if job is not None and not isinstance(job, dict):
-    raise error(where, 'job', "must be an object (the job's arguments)",
-                data.get('job'))
+    raise error(
+      where, 'job', "must be an object (the job's arguments)", data.get('job')
+    )
   cluster = data.get('cluster')
   if cluster is not None and not isinstance(cluster, dict):
-    raise error(where, 'cluster', "must be an object mapping job names to "
-                "lists of 'host:port' addresses", cluster)
+    raise error(
+      where,
+      'cluster',
+      "must be an object mapping job names to lists of 'host:port' addresses",
+      cluster,
+    )
   raw_task = data.get('task')
   if raw_task is not None and not isinstance(raw_task, dict):
-    raise error(where, 'task', 'must be an object with the `type` and '
-                '`index` of this process', raw_task)
+    raise error(
+      where,
+      'task',
+      'must be an object with the `type` and `index` of this process',
+      raw_task,
+    )
   if not raw_task:
     if cluster:
-      raise error(where, 'task', 'must be an object with the `type` and '
-                  '`index` of this process when `cluster` is set', raw_task)
+      raise error(
+        where,
+        'task',
+        'must be an object with the `type` and '
+        '`index` of this process when `cluster` is set',
+        raw_task,
+      )
     raw_task = {'type': 'chief'}
   if 'type' not in raw_task:
-    raise error(where, 'task.type', f'must be one of {ACCEPTED_JOBS}',
-                None)
+    raise error(where, 'task.type', f'must be one of {ACCEPTED_JOBS}', None)
   trial = raw_task.get('trial')
   if trial is None or trial == '':
     trial = environ.get('CLOUD_ML_TRIAL_ID') or None
@@ -179,43 +194,77 @@ def normalise_cluster(cluster, where):
   if hasattr(cluster, 'as_dict'):  # a tf.train.ClusterSpec
     cluster = cluster.as_dict()
   if not isinstance(cluster, dict):
-    raise error(where, 'cluster', "must be an object mapping job names to "
-                "lists of 'host:port' addresses", cluster)
+    raise error(
+      where,
+      'cluster',
+      "must be an object mapping job names to lists of 'host:port' addresses",
+      cluster,
+    )
   jobs: dict[str, Any] = {}
   raw_names: dict[str, Any] = {}
   seen: dict[str, Any] = {}
   for raw, addresses in cluster.items():
     name = _JOB_NAMES.get(raw) if isinstance(raw, str) else None
     if name is None:
-      raise error(where, f'cluster.{raw}', 'is not a job name; expected one '
-                  f'of {ACCEPTED_JOBS}', addresses)
+      raise error(
+        where,
+        f'cluster.{raw}',
+        f'is not a job name; expected one of {ACCEPTED_JOBS}',
+        addresses,
+      )
     if name in jobs:
-      raise error(where, f'cluster.{raw}', f'names the same job ({name}) as '
-                  f'`cluster.{raw_names[name]}`; use only one of them',
-                  addresses)
+      raise error(
+        where,
+        f'cluster.{raw}',
+        f'names the same job ({name}) as '
+        f'`cluster.{raw_names[name]}`; use only one of them',
+        addresses,
+      )
     if not isinstance(addresses, (list, tuple)) or not addresses:
-      raise error(where, f'cluster.{raw}', "must be a non-empty list of "
-                  "'host:port' addresses", addresses)
+      raise error(
+        where,
+        f'cluster.{raw}',
+        "must be a non-empty list of 'host:port' addresses",
+        addresses,
+      )
     for i, address in enumerate(addresses):
       key = f'cluster.{raw}[{i}]'
       if not isinstance(address, str) or not _valid_address(address):
-        raise error(where, key, "must be a 'host:port' address string "
-                    "(port 1-65535)", address)
+        raise error(
+          where,
+          key,
+          "must be a 'host:port' address string (port 1-65535)",
+          address,
+        )
       # Two tasks on one address would each take the other's RPCs.
       if address in seen:
-        raise error(where, key, f'must differ from `{seen[address]}`: two '
-                    'tasks cannot share an address', address)
+        raise error(
+          where,
+          key,
+          f'must differ from `{seen[address]}`: two '
+          'tasks cannot share an address',
+          address,
+        )
       seen[address] = key
     jobs[name] = list(addresses)
     raw_names[name] = raw
   if 'chief' in jobs and len(jobs['chief']) != 1:
     raw = raw_names['chief']
-    raise error(where, f'cluster.{raw}', 'must list exactly one address: a '
-                'cluster has one chief', jobs['chief'])
+    raise error(
+      where,
+      f'cluster.{raw}',
+      'must list exactly one address: a cluster has one chief',
+      jobs['chief'],
+    )
   if 'chief' not in jobs and ('worker' in jobs or 'ps' in jobs):
-    raise error(where, 'cluster', f'must have a {_CHIEF_NAMES} job, which '
-                'coordinates training, when it has workers or parameter '
-                'servers', cluster)
+    raise error(
+      where,
+      'cluster',
+      f'must have a {_CHIEF_NAMES} job, which '
+      'coordinates training, when it has workers or parameter '
+      'servers',
+      cluster,
+    )
   return jobs, raw_names
 
 
@@ -238,21 +287,35 @@ def normalise_task(task, jobs, raw_names, where):
   if not jobs:
     # No cluster: a lone chief, or an evaluator following a chief elsewhere.
     if name not in ('chief', 'evaluator'):
-      raise error(where, 'task.type', f'must be {_CHIEF_NAMES} or evaluator '
-                  'when there is no `cluster`', raw)
+      raise error(
+        where,
+        'task.type',
+        f'must be {_CHIEF_NAMES} or evaluator when there is no `cluster`',
+        raw,
+      )
     if name == 'chief' and index != 0:
-      raise error(where, 'task.index', 'must be 0 for the only task when '
-                  'there is no `cluster`', index)
+      raise error(
+        where,
+        'task.index',
+        'must be 0 for the only task when there is no `cluster`',
+        index,
+      )
   elif name in jobs:
     size = len(jobs[name])
     if index >= size:
-      raise error(where, 'task.index', f'must be below {size}, the number '
-                  f'of tasks in job `cluster.{raw_names[name]}`', index)
+      raise error(
+        where,
+        'task.index',
+        f'must be below {size}, the number '
+        f'of tasks in job `cluster.{raw_names[name]}`',
+        index,
+      )
   elif name != 'evaluator':
     # The evaluator may run beside the cluster rather than in it.
     names = ', '.join(raw_names[n] for n in jobs)
-    raise error(where, 'task.type', f'must name a job of `cluster` '
-                f'({names})', raw)
+    raise error(
+      where, 'task.type', f'must name a job of `cluster` ({names})', raw
+    )
   return TaskSpec(name, index, trial)
 
 
@@ -264,7 +327,8 @@ def _valid_address(address):
 def error(where, key, expected, value):
   """The error of a malformed key: where, what was expected, what came."""
   return ConfigurationError(
-      f'{where} `{key}` {expected}. Received: {key}={shorten(value)}')
+    f'{where} `{key}` {expected}. Received: {key}={shorten(value)}'
+  )
 
 
 def shorten(value):

@@ -50,8 +50,9 @@ def require_mlflow():
   """
   if importlib.util.find_spec('mlflow') is None:
     raise ConfigurationError(
-        'Experiment tracking (--experiment, --tracking-uri) records runs '
-        f'with MLflow, which is not installed: {INSTALL}')
+      'Experiment tracking (--experiment, --tracking-uri) records runs '
+      f'with MLflow, which is not installed: {INSTALL}'
+    )
 
 
 def default_uri(output):
@@ -63,9 +64,10 @@ def default_uri(output):
   """
   if '://' in str(output):
     raise ConfigurationError(
-        'Experiment tracking needs --tracking-uri (an MLflow server or '
-        'database) when --output is not a local directory: the default '
-        f'store is an SQLite file in the output. Received: --output={output}')
+      'Experiment tracking needs --tracking-uri (an MLflow server or '
+      'database) when --output is not a local directory: the default '
+      f'store is an SQLite file in the output. Received: --output={output}'
+    )
   return 'sqlite:///' + os.path.abspath(os.path.join(output, DEFAULT_DB))
 
 
@@ -88,8 +90,9 @@ def create(settings, output, enabled=True):
   if not enabled or not settings.enabled:
     return Tracker()
   require_mlflow()
-  uri = (settings.uri or os.environ.get('MLFLOW_TRACKING_URI') or
-         default_uri(output))
+  uri = (
+    settings.uri or os.environ.get('MLFLOW_TRACKING_URI') or default_uri(output)
+  )
   experiment = settings.experiment or 'tensorfx'
   return MlflowTracker(uri, experiment, output)
 
@@ -138,6 +141,7 @@ class MlflowTracker(Tracker):
     for name in ('mlflow.store.db.utils', 'alembic'):
       logging.getLogger(name).setLevel(logging.WARNING)
     from mlflow.tracking import MlflowClient
+
     self.uri = uri
     self.experiment = experiment
     self.output = output if '://' in output else os.path.abspath(output)
@@ -145,7 +149,8 @@ class MlflowTracker(Tracker):
       self.client = MlflowClient(tracking_uri=uri)
     except Exception as e:
       raise ConfigurationError(
-          f'Cannot open the MLflow tracking store {_safe(uri)}: {e}') from None
+        f'Cannot open the MLflow tracking store {_safe(uri)}: {e}'
+      ) from None
     self.run_id: Any = None
     self.experiment_id: Any = None
     self._failed = False
@@ -166,50 +171,74 @@ class MlflowTracker(Tracker):
       ConfigurationError: the store cannot be reached.
     """
     from mlflow.entities import Param
+
     try:
       self.experiment_id = self._experiment_id()
       run = self._find_run() if resume else None
-      params = {k: _text(v, _PARAM_LIMIT) for k, v in
-                _flatten(params).items()}
+      params = {k: _text(v, _PARAM_LIMIT) for k, v in _flatten(params).items()}
       if run is not None:
         self.run_id = run.info.run_id
         self.client.update_run(self.run_id, status='RUNNING')
         recorded = run.data.params
-        changed = sorted(k for k, v in params.items()
-                         if k in recorded and recorded[k] != v)
+        changed = sorted(
+          k for k, v in params.items() if k in recorded and recorded[k] != v
+        )
         if changed:
-          logger.warning('Resuming MLflow run %s with changed arguments '
-                         '(kept as first recorded): %s', self.run_id,
-                         ', '.join(changed))
-          self.set_tags(changed_params=json.dumps(
-              {k: params[k] for k in changed}))
+          logger.warning(
+            'Resuming MLflow run %s with changed arguments '
+            '(kept as first recorded): %s',
+            self.run_id,
+            ', '.join(changed),
+          )
+          self.set_tags(
+            changed_params=json.dumps({k: params[k] for k in changed})
+          )
         params = {k: v for k, v in params.items() if k not in recorded}
-        logger.info('Resuming MLflow run %s of experiment %r (%s)',
-                    self.run_id, self.experiment, _safe(self.uri))
+        logger.info(
+          'Resuming MLflow run %s of experiment %r (%s)',
+          self.run_id,
+          self.experiment,
+          _safe(self.uri),
+        )
       else:
         tags = _source_tags(source)
-        tags.update({'tensorfx.output': self.output,
-                     'tensorfx.action': action,
-                     'tensorfx.host': _host()})
+        tags.update(
+          {
+            'tensorfx.output': self.output,
+            'tensorfx.action': action,
+            'tensorfx.host': _host(),
+          }
+        )
         run = self.client.create_run(
-            self.experiment_id, tags=tags,
-            run_name=os.path.basename(self.output.rstrip('/')) or None)
+          self.experiment_id,
+          tags=tags,
+          run_name=os.path.basename(self.output.rstrip('/')) or None,
+        )
         self.run_id = run.info.run_id
-        logger.info('Recording MLflow run %s of experiment %r (%s)',
-                    self.run_id, self.experiment, _safe(self.uri))
+        logger.info(
+          'Recording MLflow run %s of experiment %r (%s)',
+          self.run_id,
+          self.experiment,
+          _safe(self.uri),
+        )
       items = [Param(k, v) for k, v in params.items()]
       for i in range(0, len(items), _BATCH):
-        self.client.log_batch(self.run_id, params=items[i:i + _BATCH])
+        self.client.log_batch(self.run_id, params=items[i : i + _BATCH])
       if source:
         # Where the code is now, on this (possibly resumed) run.
-        self.set_tags(**{'git.commit': source.get('commit') or 'none',
-                         'git.dirty': str(source.get('dirty')).lower()})
+        self.set_tags(
+          **{
+            'git.commit': source.get('commit') or 'none',
+            'git.dirty': str(source.get('dirty')).lower(),
+          }
+        )
     except ConfigurationError:
       raise
     except Exception as e:
       raise ConfigurationError(
-          f'Cannot record the run in the MLflow tracking store '
-          f'{_safe(self.uri)}: {type(e).__name__}: {e}') from None
+        f'Cannot record the run in the MLflow tracking store '
+        f'{_safe(self.uri)}: {type(e).__name__}: {e}'
+      ) from None
     return self.run_id
 
   def _experiment_id(self):
@@ -217,65 +246,85 @@ class MlflowTracker(Tracker):
     if experiment is not None:
       if experiment.lifecycle_stage != 'active':
         raise ConfigurationError(
-            f'The MLflow experiment {self.experiment!r} is deleted; restore '
-            'it or choose another --experiment.')
+          f'The MLflow experiment {self.experiment!r} is deleted; restore '
+          'it or choose another --experiment.'
+        )
       return experiment.experiment_id
     artifacts = None
     if self.uri.startswith('sqlite:') and '://' not in self.output:
       # Beside the embedded store, not in the current directory.
-      artifacts = os.path.join(os.path.dirname(self.uri[len('sqlite:///'):]),
-                               'mlartifacts')
-    return self.client.create_experiment(self.experiment,
-                                         artifact_location=artifacts)
+      artifacts = os.path.join(
+        os.path.dirname(self.uri[len('sqlite:///') :]), 'mlartifacts'
+      )
+    return self.client.create_experiment(
+      self.experiment, artifact_location=artifacts
+    )
 
   def _find_run(self):
     if "'" in self.output:
       return None  # Cannot be quoted in a filter; start a new run.
     runs = self.client.search_runs(
-        [self.experiment_id],
-        filter_string=f"tags.`tensorfx.output` = '{self.output}' and "
-        "tags.`tensorfx.action` = 'train'",
-        order_by=['attributes.start_time DESC'], max_results=1)
+      [self.experiment_id],
+      filter_string=f"tags.`tensorfx.output` = '{self.output}' and "
+      "tags.`tensorfx.action` = 'train'",
+      order_by=['attributes.start_time DESC'],
+      max_results=1,
+    )
     return runs[0] if runs else None
 
   def _log(self, metrics=(), tags=()):
     if self._failed or self.run_id is None:
       return
     try:
-      self.client.log_batch(self.run_id, metrics=list(metrics),
-                            tags=list(tags))
+      self.client.log_batch(self.run_id, metrics=list(metrics), tags=list(tags))
     except Exception as e:
       # Training matters more than its record: warn once, train on.
       self._failed = True
-      logger.warning('MLflow tracking failed (%s: %s); training goes on '
-                     'without it.', type(e).__name__, e)
+      logger.warning(
+        'MLflow tracking failed (%s: %s); training goes on without it.',
+        type(e).__name__,
+        e,
+      )
 
   def log_train(self, step, values):
-    self._log(metrics=_metrics({f'train/{k}': v for k, v in values.items()},
-                               step))
+    self._log(
+      metrics=_metrics({f'train/{k}': v for k, v in values.items()}, step)
+    )
 
   def log_validation(self, step, target, results):
-    self._log(metrics=_metrics({f'{target}/{k}': v
-                                for k, v in results.items()}, step))
+    self._log(
+      metrics=_metrics({f'{target}/{k}': v for k, v in results.items()}, step)
+    )
 
   def log_checkpoint(self, step, path, recent=()):
     from mlflow.entities import RunTag
+
     tags = [RunTag('tensorfx.checkpoint.latest', path)]
     if recent:
-      tags.append(RunTag('tensorfx.checkpoints',
-                         _text(json.dumps(list(recent)), _TAG_LIMIT)))
+      tags.append(
+        RunTag(
+          'tensorfx.checkpoints', _text(json.dumps(list(recent)), _TAG_LIMIT)
+        )
+      )
     self._log(metrics=_metrics({'checkpoint': step}, step), tags=tags)
 
   def set_tags(self, **tags):
     from mlflow.entities import RunTag
-    self._log(tags=[RunTag(f'tensorfx.{k}', _text(v, _TAG_LIMIT))
-                    for k, v in tags.items()])
+
+    self._log(
+      tags=[
+        RunTag(f'tensorfx.{k}', _text(v, _TAG_LIMIT)) for k, v in tags.items()
+      ]
+    )
 
   def finish(self, status):
     if self.run_id is None:
       return
-    state = {'completed': 'FINISHED', 'failed': 'FAILED',
-             'interrupted': 'KILLED'}.get(status, 'FINISHED')
+    state = {
+      'completed': 'FINISHED',
+      'failed': 'FAILED',
+      'interrupted': 'KILLED',
+    }.get(status, 'FINISHED')
     self.set_tags(status=status)
     try:
       self.client.set_terminated(self.run_id, status=state)
@@ -285,16 +334,21 @@ class MlflowTracker(Tracker):
 
 def _metrics(values, step):
   from mlflow.entities import Metric
+
   now = int(time.time() * 1000)
-  return [Metric(key, float(value), now, int(step))
-          for key, value in values.items()
-          if isinstance(value, (int, float)) and not isinstance(value, bool)]
+  return [
+    Metric(key, float(value), now, int(step))
+    for key, value in values.items()
+    if isinstance(value, (int, float)) and not isinstance(value, bool)
+  ]
 
 
 def _source_tags(source):
   source = source or {}
-  tags = {'tensorfx.git.commit': source.get('commit') or 'none',
-          'tensorfx.git.dirty': str(source.get('dirty')).lower()}
+  tags = {
+    'tensorfx.git.commit': source.get('commit') or 'none',
+    'tensorfx.git.dirty': str(source.get('dirty')).lower(),
+  }
   if source.get('commit'):
     tags['mlflow.source.git.commit'] = source['commit']
   if source.get('branch'):
@@ -323,11 +377,12 @@ def _text(value, limit):
     text = json.dumps(value)
   else:
     text = str(value)
-  return text if len(text) <= limit else text[:limit - 3] + '...'
+  return text if len(text) <= limit else text[: limit - 3] + '...'
 
 
 def _host():
   import socket
+
   return socket.gethostname()
 
 

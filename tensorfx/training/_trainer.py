@@ -35,20 +35,26 @@ class ModelTrainer:
       (`ModelBuilder.build_callbacks()`).
   """
 
-  def __init__(self, config: Optional[Configuration] = None,
-               callbacks: Optional[Sequence[Any]] = None) -> None:
+  def __init__(
+    self,
+    config: Optional[Configuration] = None,
+    callbacks: Optional[Sequence[Any]] = None,
+  ) -> None:
     if config is not None and not isinstance(config, Configuration):
-      raise ConfigurationError('config must be a Configuration or None. '
-                               f'Received: config={config!r}')
+      raise ConfigurationError(
+        f'config must be a Configuration or None. Received: config={config!r}'
+      )
     # Standard tf_keras callbacks run through the adapter.
-    callbacks = [_callbacks.KerasCallback(c)
-                 if _callbacks.is_keras_callback(c) else c
-                 for c in callbacks or ()]
+    callbacks = [
+      _callbacks.KerasCallback(c) if _callbacks.is_keras_callback(c) else c
+      for c in callbacks or ()
+    ]
     for callback in callbacks:
       if not isinstance(callback, _callbacks.Callback):
         raise ConfigurationError(
-            'callbacks must be tensorfx.training.Callback instances. '
-            f'Received: {callback!r}')
+          'callbacks must be tensorfx.training.Callback instances. '
+          f'Received: {callback!r}'
+        )
     self._config = config or Configuration.environment()
     self._callbacks = callbacks
 
@@ -63,8 +69,9 @@ class ModelTrainer:
     return self._config
 
   @_logging.guard_root()
-  def train(self, model_builder: Any, dataset: Any = None,
-            output: Optional[str] = None) -> Any:
+  def train(
+    self, model_builder: Any, dataset: Any = None, output: Optional[str] = None
+  ) -> Any:
     """Runs training for this process's role.
 
     The chief trains, checkpoints, evaluates and exports; parameter servers
@@ -113,29 +120,43 @@ class ModelTrainer:
     job = settings.job
     if job.action == 'evaluate' and job.follow:
       from tensorfx.training import _follow
-      _follow.follow(model_builder, output, self._callbacks,
-                     poll_secs=job.eval_interval_secs,
-                     timeout_secs=job.cluster_timeout_secs)
+
+      _follow.follow(
+        model_builder,
+        output,
+        self._callbacks,
+        poll_secs=job.eval_interval_secs,
+        timeout_secs=job.cluster_timeout_secs,
+      )
       raise SystemExit(0)
     if job.action == 'evaluate':
       summary = self.evaluate(model_builder, output, job.checkpoint)
       print(json.dumps(summary), flush=True)
       raise SystemExit(0)
     if job.action == 'export':
-      return self.export(model_builder, output, job.checkpoint,
-                         job.export_dir)
+      return self.export(model_builder, output, job.checkpoint, job.export_dir)
     if job.action == 'predict':
       from tensorfx.training import _batch_predict
-      _batch_predict.predict(model_builder, output, job.checkpoint,
-                             settings.prediction,
-                             settings.data.skip_bad_records)
+
+      _batch_predict.predict(
+        model_builder,
+        output,
+        job.checkpoint,
+        settings.prediction,
+        settings.data.skip_bad_records,
+      )
       raise SystemExit(0)
     timeout = job.cluster_timeout_secs
     if config.evaluator:
       from tensorfx.training import _evaluator
-      _evaluator.EvaluatorRun(model_builder, output, config,
-                              timeout_secs=timeout,
-                              callbacks=self._callbacks).run()
+
+      _evaluator.EvaluatorRun(
+        model_builder,
+        output,
+        config,
+        timeout_secs=timeout,
+        callbacks=self._callbacks,
+      ).run()
       _exit_task(config)
     if config.strategy_kind == 'parameter_server' and not config.master:
       # Parameter servers and workers only serve: the chief sends them work.
@@ -147,15 +168,17 @@ class ModelTrainer:
     elif config.strategy_kind == 'multi_worker_mirrored':
       # Collective ops must be set up before any other TensorFlow work.
       config.create_device_setter(settings.job)
-    model = _run.TrainingRun(model_builder, output, config,
-                             self._callbacks).run()
+    model = _run.TrainingRun(
+      model_builder, output, config, self._callbacks
+    ).run()
     if not config.master:
       _exit_task(config)
     return model
 
   @_logging.guard_root()
-  def evaluate(self, model_builder: Any, output: str,
-               checkpoint: Optional[str] = None) -> Dict[str, Any]:
+  def evaluate(
+    self, model_builder: Any, output: str, checkpoint: Optional[str] = None
+  ) -> Dict[str, Any]:
     """Evaluates a checkpoint on the validation targets, without training.
 
     tfutils' `test_from_params`: the same builder and arguments as
@@ -181,13 +204,16 @@ class ModelTrainer:
     """
     output = _output(output, 'evaluate')
     _configure_logging(model_builder.settings)
-    return _actions.evaluate(model_builder, output, checkpoint,
-                             self._callbacks)
+    return _actions.evaluate(model_builder, output, checkpoint, self._callbacks)
 
   @_logging.guard_root()
-  def export(self, model_builder: Any, output: str,
-             checkpoint: Optional[str] = None,
-             directory: Optional[str] = None) -> Any:
+  def export(
+    self,
+    model_builder: Any,
+    output: str,
+    checkpoint: Optional[str] = None,
+    directory: Optional[str] = None,
+  ) -> Any:
     """Exports a checkpoint as the SavedModel over raw instances.
 
     Example:
@@ -212,14 +238,17 @@ class ModelTrainer:
 
 def _is_dataset(value):
   from tensorfx.data import DataSet
+
   return isinstance(value, DataSet)
 
 
 def _output(output, method):
   output = getattr(output, 'output', output)
   if not output or not isinstance(output, str):
-    raise ConfigurationError(f'{method}() needs the output directory (a path). '
-                             f'Received: output={output!r}')
+    raise ConfigurationError(
+      f'{method}() needs the output directory (a path). '
+      f'Received: output={output!r}'
+    )
   return output
 
 
@@ -232,5 +261,4 @@ def _exit_task(config):
 
 
 def _configure_logging(settings):
-  _logging.configure(settings.logging.level,
-                     settings.logging.tensorflow_level)
+  _logging.configure(settings.logging.level, settings.logging.tensorflow_level)

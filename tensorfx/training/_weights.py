@@ -44,9 +44,10 @@ def class_weights(builder: Any) -> list[float] | None:
   described = dataset.transformed_features.get(target.name) if target else None
   if target is None or described is None or not described.vocabulary:
     raise ConfigurationError(
-        '--class-weight needs a classifier: one target feature reading a '
-        'discrete field. Received: --class-weight for '
-        f'{"no target" if target is None else repr(target.name)}')
+      '--class-weight needs a classifier: one target feature reading a '
+      'discrete field. Received: --class-weight for '
+      f'{"no target" if target is None else repr(target.name)}'
+    )
   labels = [str(label) for label in described.vocabulary]
   if given == _weight_settings.BALANCED:
     return _balanced(dataset, target.fields[0], labels)
@@ -54,14 +55,16 @@ def class_weights(builder: Any) -> list[float] | None:
   for key, weight in given:
     if isinstance(key, int) and not 0 <= key < len(labels):
       raise ConfigurationError(
-          f'--class-weight: class index {key} is out of range; the target '
-          f'{target.name!r} has {len(labels)} classes. Received: '
-          f'{key}={weight}')
+        f'--class-weight: class index {key} is out of range; the target '
+        f'{target.name!r} has {len(labels)} classes. Received: '
+        f'{key}={weight}'
+      )
     if isinstance(key, str) and key not in labels:
       raise ConfigurationError(
-          f'--class-weight: {key!r} is not a class of the target '
-          f'{target.name!r}; its classes are {", ".join(labels)}. Received: '
-          f'{key}={weight}')
+        f'--class-weight: {key!r} is not a class of the target '
+        f'{target.name!r}; its classes are {", ".join(labels)}. Received: '
+        f'{key}={weight}'
+      )
     weights[key if isinstance(key, int) else labels.index(key)] = weight
   return weights
 
@@ -77,17 +80,21 @@ def _balanced(dataset, field, labels):
   missing = [label for label in labels if not counts.get(label)]
   if missing:
     raise ConfigurationError(
-        '--class-weight balanced needs the count of each class in the '
-        f'training data (the analysis\' vocabulary of field {field!r}); '
-        f'none for {", ".join(missing)}. Name the weights instead, e.g. '
-        "--class-weight '{CLASS: 2}'.")
+      '--class-weight balanced needs the count of each class in the '
+      f"training data (the analysis' vocabulary of field {field!r}); "
+      f'none for {", ".join(missing)}. Name the weights instead, e.g. '
+      "--class-weight '{CLASS: 2}'."
+    )
   total = sum(counts[label] for label in labels)
   return [total / (len(labels) * counts[label]) for label in labels]
 
 
-def example_weights(builder: Any, inputs: dict[str, Any],
-                    labels: Any | None = None,
-                    classes: list[float] | None = None) -> Any:
+def example_weights(
+  builder: Any,
+  inputs: dict[str, Any],
+  labels: Any | None = None,
+  classes: list[float] | None = None,
+) -> Any:
   """The weight of each example of a batch in the training loss.
 
   Called inside the training and evaluation steps. The `weight` feature
@@ -124,14 +131,14 @@ def example_weights(builder: Any, inputs: dict[str, Any],
   size = tf.shape(tf.nest.flatten(inputs)[0])[:1]
   weights = tf.ones(size, tf.float32)
   if weight_feature is not None:
-    weights = tf.reshape(tf.cast(inputs[weight_feature.name], tf.float32),
-                         [-1])
+    weights = tf.reshape(tf.cast(inputs[weight_feature.name], tf.float32), [-1])
   if labels is not None:
     labels = tf.reshape(labels, [-1])
     known = labels >= 0
     if classes is not None:
-      per_class = tf.gather(tf.constant(classes, tf.float32),
-                            tf.maximum(labels, 0))
+      per_class = tf.gather(
+        tf.constant(classes, tf.float32), tf.maximum(labels, 0)
+      )
       weights *= per_class
     weights *= tf.cast(known, tf.float32)
   return weights

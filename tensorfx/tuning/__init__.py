@@ -10,7 +10,7 @@ from tensorfx.tuning._study import TuningResult
 from tensorfx.tuning._study import tune
 
 __all__ = [
-    'TrialResult',
-    'TuningResult',
-    'tune',
+  'TrialResult',
+  'TuningResult',
+  'tune',
 ]

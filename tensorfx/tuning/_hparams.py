@@ -29,11 +29,11 @@ class HParamsWriter:
 
   def _domain(self, hp: Any, parameter: Any) -> Any:
     if parameter.type == 'DOUBLE':
-      return hp.RealInterval(float(parameter.min_value),
-                             float(parameter.max_value))
+      return hp.RealInterval(
+        float(parameter.min_value), float(parameter.max_value)
+      )
     if parameter.type == 'INTEGER':
-      return hp.IntInterval(int(parameter.min_value),
-                            int(parameter.max_value))
+      return hp.IntInterval(int(parameter.min_value), int(parameter.max_value))
     if parameter.type == 'DISCRETE':
       return hp.Discrete([float(v) for v in parameter.values])
     return hp.Discrete(list(parameter.values))
@@ -41,21 +41,32 @@ class HParamsWriter:
   def _start(self, tf: Any, hp: Any) -> None:
     with tf.summary.create_file_writer(self._output).as_default():
       hp.hparams_config(
-          hparams=[hp.HParam(p.name, self._domain(hp, p))
-                   for p in self._study.parameters],
-          metrics=[hp.Metric(METRIC_PREFIX + self._study.metric,
-                             display_name=self._study.metric)])
+        hparams=[
+          hp.HParam(p.name, self._domain(hp, p)) for p in self._study.parameters
+        ],
+        metrics=[
+          hp.Metric(
+            METRIC_PREFIX + self._study.metric, display_name=self._study.metric
+          )
+        ],
+      )
     self._started = True
 
   def write(self, trial: TrialResult) -> None:
     """Writes one trial's session (parameters, state, metric)."""
     from tensorboard.plugins.hparams import api as hp
     import tensorflow as tf
+
     if not self._started:
       self._start(tf, hp)
-    values = {name: (float(v) if isinstance(v, (int, float))
-                     and not isinstance(v, bool) else str(v))
-              for name, v in trial.parameters.items()}
+    values = {
+      name: (
+        float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+        else str(v)
+      )
+      for name, v in trial.parameters.items()
+    }
     # DISCRETE and DOUBLE domains hold floats, INTEGER ones ints.
     for p in self._study.parameters:
       if p.type == 'INTEGER' and p.name in values:
@@ -65,6 +76,7 @@ class HParamsWriter:
     with writer.as_default():
       hp.hparams(values, trial_id=str(trial.trial))
       if trial.value is not None:
-        tf.summary.scalar(METRIC_PREFIX + self._study.metric, trial.value,
-                          step=0)
+        tf.summary.scalar(
+          METRIC_PREFIX + self._study.metric, trial.value, step=0
+        )
     writer.close()

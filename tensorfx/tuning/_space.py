@@ -20,8 +20,9 @@ from tensorfx.cloud._studyspec import StudySpec
 _MIRRORED = '{}~reverse-log'
 
 
-def suggest(trial: Any, parameters: tuple[ParameterSpec, ...]
-            ) -> dict[str, Any]:
+def suggest(
+  trial: Any, parameters: tuple[ParameterSpec, ...]
+) -> dict[str, Any]:
   """Draws every parameter for an Optuna `trial`; returns name -> value."""
   chosen: dict[str, Any] = {}
   for p in parameters:
@@ -36,8 +37,7 @@ def suggest(trial: Any, parameters: tuple[ParameterSpec, ...]
         chosen[p.name] = int(low) + int(high) - value if reverse else value
       else:
         value = trial.suggest_float(name, float(low), float(high), log=log)
-        chosen[p.name] = float(low) + float(high) - value if reverse \
-            else value
+        chosen[p.name] = float(low) + float(high) - value if reverse else value
     else:
       chosen[p.name] = trial.suggest_categorical(p.name, list(p.values))
   return chosen
@@ -54,9 +54,10 @@ def grid(study: StudySpec) -> dict[str, list[Any]]:
   for p in study.parameters:
     if p.type == 'DOUBLE':
       raise ConfigurationError(
-          f'GRID_SEARCH cannot search the DOUBLE hyperparameter {p.name!r}: '
-          'give it as DISCRETE (discreteValues) or INTEGER, or use '
-          'RANDOM_SEARCH. Received: type=DOUBLE')
+        f'GRID_SEARCH cannot search the DOUBLE hyperparameter {p.name!r}: '
+        'give it as DISCRETE (discreteValues) or INTEGER, or use '
+        'RANDOM_SEARCH. Received: type=DOUBLE'
+      )
     if p.type == 'INTEGER':
       name = p.name
       low: Any = p.min_value
@@ -95,6 +96,4 @@ def flags(parameters: dict[str, Any]) -> list[str]:
     >>> flags({'learning-rate': 0.042, 'hidden-layers:1': 17})
     ['--learning-rate=0.042', '--hidden-layers:1=17']
   """
-  return [f'--{name}={flag_value(value)}'
-          for name, value in parameters.items()]
-
+  return [f'--{name}={flag_value(value)}' for name, value in parameters.items()]

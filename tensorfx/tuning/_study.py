@@ -72,10 +72,14 @@ class TuningResult:
     """The best trial as one JSON object (the last line `tune` prints)."""
     if self.best is None:
       return json.dumps({'trial': None})
-    return json.dumps({'trial': self.best.trial,
-                       'metric': self.study.metric,
-                       'value': self.best.value,
-                       'parameters': self.best.parameters})
+    return json.dumps(
+      {
+        'trial': self.best.trial,
+        'metric': self.study.metric,
+        'value': self.best.value,
+        'parameters': self.best.parameters,
+      }
+    )
 
 
 def _optuna() -> Any:
@@ -83,8 +87,9 @@ def _optuna() -> Any:
     import optuna
   except ImportError:
     raise ConfigurationError(
-        'tensorfx tune searches with Optuna, which is not installed: '
-        'pip install tensorfx-sdk[tune]') from None
+      'tensorfx tune searches with Optuna, which is not installed: '
+      'pip install tensorfx-sdk[tune]'
+    ) from None
   optuna.logging.set_verbosity(optuna.logging.WARNING)
   return optuna
 
@@ -97,19 +102,27 @@ def _grid_sampler(optuna: Any) -> Any:
   """
 
   class GridSampler(optuna.samplers.GridSampler):
-
-    def after_trial(self, study: Any, trial: Any, state: Any,
-                    values: Any) -> None:
+    def after_trial(
+      self, study: Any, trial: Any, state: Any, values: Any
+    ) -> None:
       del study, trial, state, values
 
   return GridSampler
 
 
-def tune(study: StudySpec, module: str, output: str,
-         trainer_args: Sequence[str] = (), *, max_trials: int | None = None,
-         parallel: int | None = None, seed: int | None = None,
-         early_stopping_after: int = 2, poll_seconds: float = 0.5,
-         out: IO[str] | None = None) -> TuningResult:
+def tune(
+  study: StudySpec,
+  module: str,
+  output: str,
+  trainer_args: Sequence[str] = (),
+  *,
+  max_trials: int | None = None,
+  parallel: int | None = None,
+  seed: int | None = None,
+  early_stopping_after: int = 2,
+  poll_seconds: float = 0.5,
+  out: IO[str] | None = None,
+) -> TuningResult:
   """Runs a tuning study locally: each trial a `tensorfx train` process.
 
   Example:
@@ -152,8 +165,9 @@ def tune(study: StudySpec, module: str, output: str,
   parallel = study.parallel_trial_count if parallel is None else parallel
   for name, value in (('max_trials', max_trials), ('parallel', parallel)):
     if not isinstance(value, int) or value < 1:
-      raise ConfigurationError(f'{name} must be a positive integer. '
-                               f'Received: {name}={value!r}')
+      raise ConfigurationError(
+        f'{name} must be a positive integer. Received: {name}={value!r}'
+      )
   output = os.path.abspath(output)
   os.makedirs(output, exist_ok=True)
   if study.algorithm == 'GRID_SEARCH':
@@ -164,13 +178,20 @@ def tune(study: StudySpec, module: str, output: str,
     sampler = optuna.samplers.RandomSampler(seed=seed)
   else:
     sampler = optuna.samplers.TPESampler(seed=seed)
-  pruner = (optuna.pruners.MedianPruner(n_startup_trials=early_stopping_after)
-            if study.early_stopping else optuna.pruners.NopPruner())
+  pruner = (
+    optuna.pruners.MedianPruner(n_startup_trials=early_stopping_after)
+    if study.early_stopping
+    else optuna.pruners.NopPruner()
+  )
   storage = f'sqlite:///{os.path.join(output, STUDY_DB)}'
   record = optuna.create_study(
-      storage=storage, study_name=_NAME, sampler=sampler, pruner=pruner,
-      direction='maximize' if study.goal == 'MAXIMIZE' else 'minimize',
-      load_if_exists=True)
+    storage=storage,
+    study_name=_NAME,
+    sampler=sampler,
+    pruner=pruner,
+    direction='maximize' if study.goal == 'MAXIMIZE' else 'minimize',
+    load_if_exists=True,
+  )
   _check_same_study(record, study, output)
   _requeue_interrupted(optuna, record)
   table = _table.Table(study, out)
@@ -182,20 +203,40 @@ def tune(study: StudySpec, module: str, output: str,
   try:
     while True:
       done, failed = _counts(optuna, record)
-      while (failed < failure_limit and len(running) < parallel and
-             done + len(running) < max_trials):
+      while (
+        failed < failure_limit
+        and len(running) < parallel
+        and done + len(running) < max_trials
+      ):
         trial = record.ask()
         parameters = _space.suggest(trial, study.parameters)
         trial.set_user_attr('parameters', parameters)
         resumed = trial.user_attrs.get('resumes')
-        number = resumed + 1 if resumed is not None else 1 + max(
-            (t.user_attrs.get('trial', 0)
-             for t in record.get_trials(deepcopy=False)), default=0)
+        number = (
+          resumed + 1
+          if resumed is not None
+          else 1
+          + max(
+            (
+              t.user_attrs.get('trial', 0)
+              for t in record.get_trials(deepcopy=False)
+            ),
+            default=0,
+          )
+        )
         trial.set_user_attr('trial', number)
-        running[trial.number] = (trial, TrialRun(
-            number, os.path.join(output, str(number)), module,
-            list(trainer_args), parameters, _space.flags(parameters),
-            study.metric))
+        running[trial.number] = (
+          trial,
+          TrialRun(
+            number,
+            os.path.join(output, str(number)),
+            module,
+            list(trainer_args),
+            parameters,
+            _space.flags(parameters),
+            study.metric,
+          ),
+        )
       if not running:
         break
       time.sleep(poll_seconds)
@@ -217,18 +258,22 @@ def tune(study: StudySpec, module: str, output: str,
   _, failed = _counts(optuna, record)
   if failed >= failure_limit:
     raise TrainingError(
-        f'The study stopped: {failed} trial(s) failed (maxFailedTrials '
-        f'allows {study.max_failed_trial_count}; each trial\'s log is '
-        f'{output}/TRIAL/trial.log)')
+      f'The study stopped: {failed} trial(s) failed (maxFailedTrials '
+      f"allows {study.max_failed_trial_count}; each trial's log is "
+      f'{output}/TRIAL/trial.log)'
+    )
   if best is None:
-    raise TrainingError(f'No trial completed with a value of '
-                        f'{study.metric!r}: does the trainer report it? See '
-                        f'{output}/TRIAL/trial.log')
+    raise TrainingError(
+      f'No trial completed with a value of '
+      f'{study.metric!r}: does the trainer report it? See '
+      f'{output}/TRIAL/trial.log'
+    )
   return TuningResult(study, tuple(trials), best)
 
 
-def _step(optuna: Any, record: Any, study: StudySpec, trial: Any,
-          run: TrialRun) -> TrialResult | None:
+def _step(
+  optuna: Any, record: Any, study: StudySpec, trial: Any, run: TrialRun
+) -> TrialResult | None:
   """Looks at one running trial; its result once it has finished."""
   pruned = False
   for step, value in run.new_measurements():
@@ -247,8 +292,10 @@ def _step(optuna: Any, record: Any, study: StudySpec, trial: Any,
   if code == 0 and final is not None:
     record.tell(trial, final)
   else:
-    trial.set_user_attr('failure', f'exit code {code}' if code else
-                        f'no {study.metric!r} reported')
+    trial.set_user_attr(
+      'failure',
+      f'exit code {code}' if code else f'no {study.metric!r} reported',
+    )
     record.tell(trial, state=optuna.trial.TrialState.FAIL)
   return _result(optuna, record.trials[trial.number], study, run.directory)
 
@@ -264,24 +311,32 @@ def _final_value(study: StudySpec, path: str) -> float | None:
 
 
 def _check_same_study(record: Any, study: StudySpec, output: str) -> None:
-  spec = json.dumps({'metric': study.metric, 'goal': study.goal,
-                     'parameters': [p.to_json() for p in study.parameters],
-                     'algorithm': study.algorithm}, sort_keys=True)
+  spec = json.dumps(
+    {
+      'metric': study.metric,
+      'goal': study.goal,
+      'parameters': [p.to_json() for p in study.parameters],
+      'algorithm': study.algorithm,
+    },
+    sort_keys=True,
+  )
   known = record.user_attrs.get('study')
   if known is None:
     record.set_user_attr('study', spec)
   elif known != spec:
     raise ConfigurationError(
-        f'{output} holds another study (its metric, goal, parameters or '
-        'algorithm differ): give a new --output, or the study config it was '
-        f'started with. Received: {spec}; recorded: {known}')
+      f'{output} holds another study (its metric, goal, parameters or '
+      'algorithm differ): give a new --output, or the study config it was '
+      f'started with. Received: {spec}; recorded: {known}'
+    )
 
 
 def _requeue_interrupted(optuna: Any, record: Any) -> None:
   """Trials left running by a stopped study run again, in their directory."""
   interrupted = list(record.user_attrs.get('interrupted', []))
-  for trial in record.get_trials(deepcopy=False,
-                                 states=(optuna.trial.TrialState.RUNNING,)):
+  for trial in record.get_trials(
+    deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)
+  ):
     number = trial.user_attrs.get('trial', trial.number + 1)
     record.enqueue_trial(trial.params, user_attrs={'resumes': number - 1})
     record.tell(trial.number, state=optuna.trial.TrialState.FAIL)
@@ -305,54 +360,72 @@ def _counts(optuna: Any, record: Any) -> tuple[int, int]:
   return done, failed
 
 
-_STATES = {'COMPLETE': 'COMPLETE', 'PRUNED': 'STOPPED', 'FAIL': 'FAILED',
-           'RUNNING': 'RUNNING', 'WAITING': 'WAITING'}
+_STATES = {
+  'COMPLETE': 'COMPLETE',
+  'PRUNED': 'STOPPED',
+  'FAIL': 'FAILED',
+  'RUNNING': 'RUNNING',
+  'WAITING': 'WAITING',
+}
 
 
-def _result(optuna: Any, trial: Any, study: StudySpec,
-            directory: str) -> TrialResult:
+def _result(
+  optuna: Any, trial: Any, study: StudySpec, directory: str
+) -> TrialResult:
   del optuna
   value = trial.value
   if value is None and trial.intermediate_values:
     value = trial.intermediate_values[max(trial.intermediate_values)]
-  return TrialResult(int(trial.user_attrs.get('trial', trial.number + 1)),
-                     _STATES.get(trial.state.name, trial.state.name),
-                     dict(trial.user_attrs.get('parameters', {})),
-                     None if value is None else float(value), directory)
+  return TrialResult(
+    int(trial.user_attrs.get('trial', trial.number + 1)),
+    _STATES.get(trial.state.name, trial.state.name),
+    dict(trial.user_attrs.get('parameters', {})),
+    None if value is None else float(value),
+    directory,
+  )
 
 
-def _results(optuna: Any, record: Any, study: StudySpec,
-             output: str) -> list[TrialResult]:
+def _results(
+  optuna: Any, record: Any, study: StudySpec, output: str
+) -> list[TrialResult]:
   interrupted = set(record.user_attrs.get('interrupted', []))
   results = []
   for trial in record.get_trials(deepcopy=False):
-    if trial.number in interrupted or trial.state.name in ('RUNNING',
-                                                           'WAITING'):
+    if trial.number in interrupted or trial.state.name in (
+      'RUNNING',
+      'WAITING',
+    ):
       continue
     number = int(trial.user_attrs.get('trial', trial.number + 1))
-    results.append(_result(optuna, trial, study,
-                           os.path.join(output, str(number))))
+    results.append(
+      _result(optuna, trial, study, os.path.join(output, str(number)))
+    )
   return results
 
 
-def _best(study: StudySpec,
-          trials: Sequence[TrialResult]) -> TrialResult | None:
-  complete = [t for t in trials if t.state == 'COMPLETE' and
-              t.value is not None]
+def _best(
+  study: StudySpec, trials: Sequence[TrialResult]
+) -> TrialResult | None:
+  complete = [
+    t for t in trials if t.state == 'COMPLETE' and t.value is not None
+  ]
   if not complete:
     return None
   pick = max if study.goal == 'MAXIMIZE' else min
   return pick(complete, key=lambda t: t.value)  # type: ignore[arg-type,return-value]
 
 
-def _write_record(optuna: Any, record: Any, study: StudySpec,
-                  output: str) -> None:
+def _write_record(
+  optuna: Any, record: Any, study: StudySpec, output: str
+) -> None:
   """`study.json`: the study and its trials, for people and scripts."""
   trials = _results(optuna, record, study, output)
   best = _best(study, trials)
-  document = {'study': study.to_json(),
-              'trials': [dataclasses.asdict(t) for t in trials],
-              'best': best.trial if best else None}
+  document = {
+    'study': study.to_json(),
+    'trials': [dataclasses.asdict(t) for t in trials],
+    'best': best.trial if best else None,
+  }
   path = os.path.join(output, STUDY_JSON)
   with open(path + '.partial', 'w') as f:
     json.dump(document, f, indent=2, sort_keys=True)

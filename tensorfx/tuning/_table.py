@@ -22,11 +22,16 @@ class Table:
 
   def __init__(self, study: StudySpec, out: IO[str]) -> None:
     self._out = out
-    self._columns = ['trial', 'state', study.metric,
-                     *(p.name for p in study.parameters)]
-    self._widths = [max(len(c), w) for c, w in
-                    zip(self._columns, [5, 8, 8] + [8] * len(
-                        study.parameters))]
+    self._columns = [
+      'trial',
+      'state',
+      study.metric,
+      *(p.name for p in study.parameters),
+    ]
+    self._widths = [
+      max(len(c), w)
+      for c, w in zip(self._columns, [5, 8, 8] + [8] * len(study.parameters))
+    ]
     self._header = False
 
   def row(self, trial: TrialResult) -> None:
@@ -34,9 +39,12 @@ class Table:
       self._print(self._columns)
       self._header = True
     value = '-' if trial.value is None else f'{trial.value:.6g}'
-    cells = [str(trial.trial), trial.state, value,
-             *(_cell(trial.parameters.get(name))
-               for name in self._columns[3:])]
+    cells = [
+      str(trial.trial),
+      trial.state,
+      value,
+      *(_cell(trial.parameters.get(name)) for name in self._columns[3:]),
+    ]
     self._print(cells)
 
   def _print(self, cells: list[str]) -> None:

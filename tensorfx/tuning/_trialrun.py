@@ -31,9 +31,16 @@ class TrialRun:
     parameters: name -> value, as passed.
   """
 
-  def __init__(self, number: int, directory: str, module: str,
-               trainer_args: list[str], parameters: dict[str, Any],
-               flags: list[str], metric: str) -> None:
+  def __init__(
+    self,
+    number: int,
+    directory: str,
+    module: str,
+    trainer_args: list[str],
+    parameters: dict[str, Any],
+    flags: list[str],
+    metric: str,
+  ) -> None:
     self.number = number
     self.directory = directory
     self.parameters = parameters
@@ -45,17 +52,32 @@ class TrialRun:
     env[_hypertune.TRIAL_ID] = str(number)
     env[_hypertune.METRIC_TAG] = metric
     env[_hypertune.METRIC_FILE] = self.metrics_file
-    command = [sys.executable, '-m', 'tensorfx', 'train', '--module', module,
-               '--output', directory, *trainer_args, *flags]
+    command = [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      module,
+      '--output',
+      directory,
+      *trainer_args,
+      *flags,
+    ]
     # Open while the trial runs; closed when it ends (poll).
     self._log: IO[bytes] = open(  # noqa: SIM115
-        os.path.join(directory, LOG_FILE), "ab")
+      os.path.join(directory, LOG_FILE), 'ab'
+    )
     self._log.write(('$ ' + ' '.join(command) + '\n').encode())
     self._log.flush()
     # Its own process group, so stopping it stops whatever it started.
-    self._process = subprocess.Popen(command, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+    self._process = subprocess.Popen(
+      command,
+      env=env,
+      stdout=self._log,
+      stderr=subprocess.STDOUT,
+      start_new_session=True,
+    )
 
   def poll(self) -> int | None:
     """The exit code, or None while it runs."""
@@ -67,9 +89,11 @@ class TrialRun:
   def new_measurements(self) -> list[tuple[int, float]]:
     """The (step, value) measurements of the study's metric not yet read."""
     # By step, not by line: the file keeps only its last 100 lines.
-    new = [(step, value) for step, value
-           in measurements(self.metrics_file, self._metric)
-           if step > self._last_step]
+    new = [
+      (step, value)
+      for step, value in measurements(self.metrics_file, self._metric)
+      if step > self._last_step
+    ]
     if new:
       self._last_step = new[-1][0]
     return new
@@ -108,8 +132,9 @@ def measurements(path: str, metric: str) -> list[tuple[int, float]]:
     try:
       entry = json.loads(line)
       if metric in entry:
-        found.append((int(float(entry.get('global_step') or 0)),
-                      float(entry[metric])))
+        found.append(
+          (int(float(entry.get('global_step') or 0)), float(entry[metric]))
+        )
     except (ValueError, TypeError):
       continue  # A line another writer left; the service skips it too.
   return found

@@ -20,13 +20,24 @@ from conftest import ROOT
 def test_quick_cost_growth_measures_every_size_and_draws(tmp_path):
   figure = tmp_path / 'growth.png'
   result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'benchmarks', 'cost_growth.py'),
-       '--quick', '--data', str(tmp_path / 'data'), '--output',
-       str(tmp_path / 'results'), '--figure', str(figure)],
-      capture_output=True, text=True, timeout=900, check=False)
+    [
+      sys.executable,
+      os.path.join(ROOT, 'benchmarks', 'cost_growth.py'),
+      '--quick',
+      '--data',
+      str(tmp_path / 'data'),
+      '--output',
+      str(tmp_path / 'results'),
+      '--figure',
+      str(figure),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=900,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
-  report = json.loads((tmp_path / 'results' / 'cost_growth.json')
-                      .read_text())
+  report = json.loads((tmp_path / 'results' / 'cost_growth.json').read_text())
   assert [r['rows'] for r in report['analysis']] == [3000, 10000]
   assert [r['capacity'] for r in report['tables']] == [1024, 4096]
   for run in report['analysis'] + report['tables']:

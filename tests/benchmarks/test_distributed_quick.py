@@ -25,15 +25,29 @@ from conftest import ROOT
 def test_quick_distributed_comparison_measures_every_section(tmp_path):
   results = tmp_path / 'results'
   result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'benchmarks', 'distributed.py'),
-       '--quick', '--data', str(tmp_path / 'data'), '--output', str(results)],
-      capture_output=True, text=True, timeout=1500, check=False)
+    [
+      sys.executable,
+      os.path.join(ROOT, 'benchmarks', 'distributed.py'),
+      '--quick',
+      '--data',
+      str(tmp_path / 'data'),
+      '--output',
+      str(results),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=1500,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
   report = json.loads((results / 'distributed.json').read_text())
-  assert set(report['sections']) == {'parameter-servers', 'multi-worker',
-                                     'tables-hashed', 'tables-exact'}
-  assert report['sections']['parameter-servers']['cluster'] == \
-      'ps=1,workers=2'
+  assert set(report['sections']) == {
+    'parameter-servers',
+    'multi-worker',
+    'tables-hashed',
+    'tables-exact',
+  }
+  assert report['sections']['parameter-servers']['cluster'] == 'ps=1,workers=2'
   # The embedding path: tables split over two parameter servers.
   assert report['sections']['tables-exact']['cluster'] == 'ps=2,workers=2'
   for name, section in report['sections'].items():

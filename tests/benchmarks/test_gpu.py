@@ -25,10 +25,18 @@ GPU_PY = os.path.join(ROOT, 'benchmarks', 'gpu.py')
 
 def _has_gpu():
   probe = subprocess.run(
-      [sys.executable, '-c', 'import tensorflow as tf; '
-       "print(len(tf.config.list_physical_devices('GPU')))"],
-      capture_output=True, text=True, timeout=120, check=False,
-      env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
+    [
+      sys.executable,
+      '-c',
+      'import tensorflow as tf; '
+      "print(len(tf.config.list_physical_devices('GPU')))",
+    ],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+    env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'},
+  )
   return probe.stdout.strip() not in ('', '0')
 
 
@@ -36,8 +44,12 @@ def test_without_a_gpu_it_says_so_and_exits_2(tmp_path):
   if _has_gpu():
     pytest.skip('this machine has a GPU')
   result = subprocess.run(
-      [sys.executable, GPU_PY, '--output', str(tmp_path)],
-      capture_output=True, text=True, timeout=120, check=False)
+    [sys.executable, GPU_PY, '--output', str(tmp_path)],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+  )
   assert result.returncode == 2
   assert 'sees no GPU' in result.stderr and '--allow-cpu' in result.stderr
   assert not list(tmp_path.iterdir())
@@ -49,10 +61,23 @@ def test_on_a_gpu_every_pair_and_serving_is_measured(tmp_path):
   if not _has_gpu():
     pytest.skip('needs a GPU that TensorFlow sees')
   result = subprocess.run(
-      ['bash', os.path.join(ROOT, 'benchmarks', 'gpu.sh'), '--rows',
-       '40000', '--rounds', '1', '--data', str(tmp_path / 'data'),
-       '--output', str(tmp_path / 'out')],
-      capture_output=True, text=True, timeout=600, check=False)
+    [
+      'bash',
+      os.path.join(ROOT, 'benchmarks', 'gpu.sh'),
+      '--rows',
+      '40000',
+      '--rounds',
+      '1',
+      '--data',
+      str(tmp_path / 'data'),
+      '--output',
+      str(tmp_path / 'out'),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((tmp_path / 'out' / 'gpu.json').read_text())
   assert [s['batch'] for s in report['training']] == [1024, 8192]

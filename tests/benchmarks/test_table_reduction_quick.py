@@ -20,12 +20,24 @@ from conftest import ROOT
 @pytest.mark.cluster
 def test_both_reductions_are_measured():
   result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'benchmarks', 'table_reduction.py'),
-       '--capacity', '1000', '--steps', '20', '--batch', '16'],
-      capture_output=True, text=True, timeout=600, check=False)
+    [
+      sys.executable,
+      os.path.join(ROOT, 'benchmarks', 'table_reduction.py'),
+      '--capacity',
+      '1000',
+      '--steps',
+      '20',
+      '--batch',
+      '16',
+    ],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
-  rates = dict(re.findall(r'^(sparse|dense) .*?([\d.]+) steps/s$',
-                          result.stdout, re.M))
-  assert float(rates['sparse']) > 0 and float(rates['dense']) > 0, \
-      result.stdout
+  rates = dict(
+    re.findall(r'^(sparse|dense) .*?([\d.]+) steps/s$', result.stdout, re.M)
+  )
+  assert float(rates['sparse']) > 0 and float(rates['dense']) > 0, result.stdout
   assert re.search(r'^sparse / dense: \d+\.\d\d$', result.stdout, re.M)

@@ -40,6 +40,7 @@ def free_port():
 @pytest.fixture(scope='module')
 def _emulator_server():
   from gcp_storage_emulator.server import create_server
+
   port = free_port()
   server = create_server('127.0.0.1', port, in_memory=True)
   server.start()
@@ -47,8 +48,13 @@ def _emulator_server():
   server.stop()
 
 
-_REASONS = {429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 502: 'UNAVAILABLE',
-            503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED'}
+_REASONS = {
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+}
 
 
 def inject_fault(handler, faults):
@@ -66,13 +72,15 @@ def inject_fault(handler, faults):
     handler.rfile.read(length)  # The whole request, as a server reads it.
   if fault == 'reset':
     # Closed with SO_LINGER 0: the client sees a connection reset.
-    handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                  struct.pack('ii', 1, 0))
+    handler.connection.setsockopt(
+      socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)
+    )
     handler.close_connection = True
     handler.connection.close()
     return True
-  data = json.dumps(_status(fault, _REASONS.get(fault, 'UNKNOWN'),
-                            f'injected {fault}')).encode()
+  data = json.dumps(
+    _status(fault, _REASONS.get(fault, 'UNKNOWN'), f'injected {fault}')
+  ).encode()
   handler.send_response(fault)
   handler.send_header('Content-Type', 'application/json')
   handler.send_header('Content-Length', str(len(data)))
@@ -85,6 +93,7 @@ def inject_fault(handler, faults):
 def emulator_faults(monkeypatch):
   """A list of faults the storage emulator answers its next requests with."""
   from gcp_storage_emulator import server
+
   faults = []
   handle = server.Router.handle
 
@@ -100,6 +109,7 @@ def emulator_faults(monkeypatch):
 def fast_retries(monkeypatch):
   """Retries of cloud calls in milliseconds instead of seconds."""
   from tensorfx.cloud import _retry
+
   monkeypatch.setattr(_retry, 'INITIAL', 0.01)
   monkeypatch.setattr(_retry, 'MAXIMUM', 0.05)
 
@@ -112,18 +122,25 @@ def emulator(_emulator_server, monkeypatch):
   monkeypatch.setenv('STORAGE_EMULATOR_HOST', url)
   monkeypatch.setenv('GCS_RETRY_CONFIG_MAX_RETRIES', '1')
   from tensorfx import cloud
+
   client = cloud.storage_client(PROJECT)
   client.create_bucket(BUCKET)
   return client
 
 
-_CREATE = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+)/'
-                     r'(customJobs|hyperparameterTuningJobs)$')
-_GET = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+/'
-                  r'(?:customJobs|hyperparameterTuningJobs)/[^/]+)$')
+_CREATE = re.compile(
+  r'^/v1/(projects/[^/]+/locations/[^/]+)/'
+  r'(customJobs|hyperparameterTuningJobs)$'
+)
+_GET = re.compile(
+  r'^/v1/(projects/[^/]+/locations/[^/]+/'
+  r'(?:customJobs|hyperparameterTuningJobs)/[^/]+)$'
+)
 
-_CANCEL = re.compile(r'^/v1/(projects/[^/]+/locations/[^/]+/'
-                     r'(?:customJobs|hyperparameterTuningJobs)/[^/]+):cancel$')
+_CANCEL = re.compile(
+  r'^/v1/(projects/[^/]+/locations/[^/]+/'
+  r'(?:customJobs|hyperparameterTuningJobs)/[^/]+):cancel$'
+)
 
 
 class FakeVertex:
@@ -150,7 +167,6 @@ class FakeVertex:
     fake = self
 
     class Handler(http.server.BaseHTTPRequestHandler):
-
       def log_message(self, *args):
         pass
 
@@ -184,8 +200,12 @@ class FakeVertex:
           code, status, message = fake.create_error
           return self._answer(code, _status(code, status, message))
         name = f'{match[1]}/{match[2]}/{next(fake._ids)}'
-        job = dict(body, name=name, state='JOB_STATE_PENDING',
-                   createTime='2026-11-01T12:00:00Z')
+        job = dict(
+          body,
+          name=name,
+          state='JOB_STATE_PENDING',
+          createTime='2026-11-01T12:00:00Z',
+        )
         fake.jobs[name] = job
         return self._answer(200, job)
 
@@ -196,8 +216,9 @@ class FakeVertex:
         fake.requests.append(('GET', path, None))
         match = _GET.match(path)
         if not match or match[1] not in fake.jobs:
-          return self._answer(404, _status(404, 'NOT_FOUND',
-                                           f'{path} not found'))
+          return self._answer(
+            404, _status(404, 'NOT_FOUND', f'{path} not found')
+          )
         name = match[1]
         read = fake._reads.get(name, 0)
         fake._reads[name] = read + 1
@@ -212,9 +233,11 @@ class FakeVertex:
     self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     self.url = f'http://127.0.0.1:{self._server.server_port}'
     # A short poll interval: shutdown() waits up to one of them.
-    self._thread = threading.Thread(target=self._server.serve_forever,
-                                    kwargs={'poll_interval': 0.02},
-                                    daemon=True)
+    self._thread = threading.Thread(
+      target=self._server.serve_forever,
+      kwargs={'poll_interval': 0.02},
+      daemon=True,
+    )
     self._thread.start()
 
   def add_job(self, name, **fields):
@@ -248,6 +271,7 @@ def as_message(cls, body):
   reading the body back through the message type makes it comparable.
   """
   from google.protobuf import json_format
+
   message = cls.from_json(json.dumps(body))
   return json_format.MessageToDict(cls.pb(message))
 
@@ -275,7 +299,6 @@ class FakeLogging:
     fake = self
 
     class Handler(http.server.BaseHTTPRequestHandler):
-
       def log_message(self, *args):
         pass
 
@@ -298,9 +321,11 @@ class FakeLogging:
 
     self._server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     self.url = f'http://127.0.0.1:{self._server.server_port}'
-    self._thread = threading.Thread(target=self._server.serve_forever,
-                                    kwargs={'poll_interval': 0.02},
-                                    daemon=True)
+    self._thread = threading.Thread(
+      target=self._server.serve_forever,
+      kwargs={'poll_interval': 0.02},
+      daemon=True,
+    )
     self._thread.start()
 
   def _list(self, body):
@@ -309,13 +334,16 @@ class FakeLogging:
     text = body.get('filter', '')
     job = re.search(r'resource\.labels\.job_id="([^"]+)"', text)
     since = re.search(r'timestamp>="([^"]+)"', text)
-    entries = [e for e in self._visible
-               if (not job or e['resource']['labels']['job_id'] == job[1])
-               and (not since or _ts(e['timestamp']) >= _ts(since[1]))]
+    entries = [
+      e
+      for e in self._visible
+      if (not job or e['resource']['labels']['job_id'] == job[1])
+      and (not since or _ts(e['timestamp']) >= _ts(since[1]))
+    ]
     entries.sort(key=lambda e: _ts(e['timestamp']))
     start = int(body.get('pageToken') or 0)
     size = int(body.get('pageSize') or 50)
-    page = {'entries': entries[start:start + size]}
+    page = {'entries': entries[start : start + size]}
     if start + size < len(entries):
       page['nextPageToken'] = str(start + size)
     return page
@@ -327,6 +355,7 @@ class FakeLogging:
 
 def _ts(text):
   import datetime
+
   return datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
 
 

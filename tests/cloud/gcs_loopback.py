@@ -70,8 +70,11 @@ from typing import IO, Any, cast
 
 import pytest
 
-NAMES = ('www.googleapis.com', 'storage.googleapis.com',
-         'oauth2.googleapis.com')
+NAMES = (
+  'www.googleapis.com',
+  'storage.googleapis.com',
+  'oauth2.googleapis.com',
+)
 BUCKET = 'tensorfx-jobs'
 
 
@@ -90,6 +93,7 @@ def _repair_emulator() -> None:
       if request.data is None:
         request._data = b''
       return handler(request, response, storage, *args, **kwargs)
+
     return repaired
 
   read_raw = server._read_raw_data
@@ -120,14 +124,23 @@ def _repair_emulator() -> None:
     except NotFound:
       response.status = http.HTTPStatus.NOT_FOUND
       return
-    response.json({'kind': 'storage#storageLayout', 'bucket': name,
-                   'location': 'US', 'locationType': 'multi-region',
-                   'hierarchicalNamespace': {'enabled': False}})
+    response.json(
+      {
+        'kind': 'storage#storageLayout',
+        'bucket': name,
+        'location': 'US',
+        'locationType': 'multi-region',
+        'hierarchicalNamespace': {'enabled': False},
+      }
+    )
 
   server.HANDLERS = (
-      (r'^/storage/v1/b/(?P<bucket_name>[-.\w]+)/storageLayout$',
-       {server.GET: storage_layout}),
-      *server.HANDLERS)
+    (
+      r'^/storage/v1/b/(?P<bucket_name>[-.\w]+)/storageLayout$',
+      {server.GET: storage_layout},
+    ),
+    *server.HANDLERS,
+  )
   answer_json = server.Response.json
 
   def relinked(value, base):
@@ -138,7 +151,7 @@ def _repair_emulator() -> None:
     value = {k: relinked(v, base) for k, v in value.items()}
     link = value.get('mediaLink')
     if isinstance(link, str) and '/download/' in link:
-      value['mediaLink'] = base + link[link.index('/download/'):]
+      value['mediaLink'] = base + link[link.index('/download/') :]
     return value
 
   def json_from_here(response, obj):
@@ -177,22 +190,27 @@ def _handler_class() -> type:
 def serve(directory: str, host_fd: int) -> None:
   """Serves the emulator on 80, 443 and `host_fd` until stdin closes."""
   from gcp_storage_emulator.storage import Storage
+
   subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
   hosts = os.path.join(directory, 'hosts')
   with open(hosts, 'w') as f:
     f.write('127.0.0.1 localhost ' + ' '.join(NAMES) + '\n')
   subprocess.run(['mount', '--bind', hosts, '/etc/hosts'], check=True)
   # Every request, for a failing test to show (`GcsLoopback.log`).
-  logging.basicConfig(filename=os.path.join(directory, 'server.log'),
-                      level=logging.INFO, format='%(message)s')
+  logging.basicConfig(
+    filename=os.path.join(directory, 'server.log'),
+    level=logging.INFO,
+    format='%(message)s',
+  )
   _repair_emulator()
   storage = Storage(use_memory_fs=True)
   handler = functools.partial(_handler_class(), storage)
   plain = _Server(('127.0.0.1', 80), handler)
   tls = _Server(('127.0.0.1', 443), handler)
   context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-  context.load_cert_chain(os.path.join(directory, 'cert.pem'),
-                          os.path.join(directory, 'key.pem'))
+  context.load_cert_chain(
+    os.path.join(directory, 'cert.pem'), os.path.join(directory, 'key.pem')
+  )
   tls.socket = context.wrap_socket(tls.socket, server_side=True)
   outside = _Server(('127.0.0.1', 0), handler, bind_and_activate=False)
   outside.socket.close()
@@ -217,13 +235,23 @@ def unavailable() -> str | None:
     if not shutil.which(tool):
       return f'{tool} is not installed'
   probe = subprocess.run(
-      ['unshare', '-mn', 'sh', '-c',
-       'ip link set lo up && mount --bind /etc/hosts /etc/hosts'],
-      capture_output=True, text=True, check=False)
+    [
+      'unshare',
+      '-mn',
+      'sh',
+      '-c',
+      'ip link set lo up && mount --bind /etc/hosts /etc/hosts',
+    ],
+    capture_output=True,
+    text=True,
+    check=False,
+  )
   if probe.returncode:
-    return ('TensorFlow reaches a loopback GCS only from a private mount and '
-            'network namespace, and `unshare -mn` is not permitted here '
-            f'(it needs root): {probe.stderr.strip()}')
+    return (
+      'TensorFlow reaches a loopback GCS only from a private mount and '
+      'network namespace, and `unshare -mn` is not permitted here '
+      f'(it needs root): {probe.stderr.strip()}'
+    )
   return None
 
 
@@ -240,21 +268,45 @@ class GcsLoopback:
     self.bucket = bucket
     self._dir = directory
     subprocess.run(
-        ['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes',
-         '-days', '2', '-subj', f'/CN={NAMES[0]}',
-         '-addext', 'subjectAltName=' + ','.join(f'DNS:{n}' for n in NAMES),
-         '-keyout', os.path.join(directory, 'key.pem'),
-         '-out', os.path.join(directory, 'cert.pem')],
-        check=True, capture_output=True)
+      [
+        'openssl',
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        f'/CN={NAMES[0]}',
+        '-addext',
+        'subjectAltName=' + ','.join(f'DNS:{n}' for n in NAMES),
+        '-keyout',
+        os.path.join(directory, 'key.pem'),
+        '-out',
+        os.path.join(directory, 'cert.pem'),
+      ],
+      check=True,
+      capture_output=True,
+    )
     outside = socket.socket()
     outside.bind(('127.0.0.1', 0))
     outside.listen(64)
     self.url = 'http://127.0.0.1:%d' % outside.getsockname()[1]
     self._process = subprocess.Popen(
-        ['unshare', '-mn', sys.executable, os.path.abspath(__file__),
-         directory, str(outside.fileno())],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        pass_fds=[outside.fileno()])
+      [
+        'unshare',
+        '-mn',
+        sys.executable,
+        os.path.abspath(__file__),
+        directory,
+        str(outside.fileno()),
+      ],
+      stdin=subprocess.PIPE,
+      stdout=subprocess.PIPE,
+      text=True,
+      pass_fds=[outside.fileno()],
+    )
     outside.close()
     # Both pipes are set: Popen was given PIPE for them.
     self._stdin = cast(IO[str], self._process.stdin)
@@ -264,47 +316,69 @@ class GcsLoopback:
       self.close()
       raise RuntimeError(f'The loopback GCS server did not start: {line!r}')
     self.env = dict(
-        os.environ,
-        CURL_CA_BUNDLE=os.path.join(directory, 'cert.pem'),
-        GOOGLE_AUTH_TOKEN_FOR_TESTING='loopback',
-        NO_GCE_CHECK='true',
-        STORAGE_EMULATOR_HOST='http://127.0.0.1:80',
-        no_proxy='*')
+      os.environ,
+      CURL_CA_BUNDLE=os.path.join(directory, 'cert.pem'),
+      GOOGLE_AUTH_TOKEN_FOR_TESTING='loopback',
+      NO_GCE_CHECK='true',
+      STORAGE_EMULATOR_HOST='http://127.0.0.1:80',
+      no_proxy='*',
+    )
     self.client().create_bucket(bucket)
 
   def client(self) -> Any:
     """A google-cloud-storage client of the server, for the test process."""
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
-    return storage.Client(project='loopback',
-                          credentials=AnonymousCredentials(),
-                          client_options={'api_endpoint': self.url})
 
-  def run(self, args: list[str], *, check: bool = True, timeout: float = 300,
-          env: dict[str, str] | None = None,
-          cwd: str | None = None) -> subprocess.CompletedProcess:
+    return storage.Client(
+      project='loopback',
+      credentials=AnonymousCredentials(),
+      client_options={'api_endpoint': self.url},
+    )
+
+  def run(
+    self,
+    args: list[str],
+    *,
+    check: bool = True,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+  ) -> subprocess.CompletedProcess:
     """Runs `args` in the namespace (in `cwd`); a CompletedProcess of text.
 
     Raises:
       AssertionError: with `check`, when it fails; with its output's tail.
     """
     result = subprocess.run(
-        self.command(args, cwd), env=self.environment(env),
-        capture_output=True, text=True, check=False, timeout=timeout)
+      self.command(args, cwd),
+      env=self.environment(env),
+      capture_output=True,
+      text=True,
+      check=False,
+      timeout=timeout,
+    )
     if check and result.returncode:
       raise AssertionError(
-          f'{args} exited with {result.returncode}:\n{result.stdout[-3000:]}'
-          f'\n{result.stderr[-5000:]}\nThe server\'s last requests:\n'
-          f'{self.log()}')
+        f'{args} exited with {result.returncode}:\n{result.stdout[-3000:]}'
+        f"\n{result.stderr[-5000:]}\nThe server's last requests:\n"
+        f'{self.log()}'
+      )
     return result
 
   def command(self, args: list[str], cwd: str | None = None) -> list[str]:
     """`args` run inside the server's namespace, in `cwd` (for Popen)."""
-    return ['nsenter', '-t', str(self._process.pid), '-m', '-n',
-            f'--wd={cwd or os.getcwd()}', *args]
+    return [
+      'nsenter',
+      '-t',
+      str(self._process.pid),
+      '-m',
+      '-n',
+      f'--wd={cwd or os.getcwd()}',
+      *args,
+    ]
 
-  def environment(self,
-                  extra: dict[str, str] | None = None) -> dict[str, str]:
+  def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a child: this one, the server's, `extra`."""
     return dict(self.env, **(extra or {}))
 

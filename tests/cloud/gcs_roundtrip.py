@@ -15,7 +15,11 @@ found = {}
 
 # gfile: bytes in and out, listing, directories as prefixes, renames.
 gfile.makedirs(f'{root}/files/sub')
-for name, data in [('empty', b''), ('two', b'ab'), ('big', bytes(range(256)) * 4000)]:
+for name, data in [
+  ('empty', b''),
+  ('two', b'ab'),
+  ('big', bytes(range(256)) * 4000),
+]:
   with gfile.GFile(f'{root}/files/{name}', 'wb') as f:
     f.write(data)
   with gfile.GFile(f'{root}/files/{name}', 'rb') as f:
@@ -25,13 +29,15 @@ with gfile.GFile(f'{root}/files/two', 'ab') as f:
 with gfile.GFile(f'{root}/files/two', 'rb') as f:
   found['appended'] = f.read().decode()
 found['listdir'] = sorted(gfile.listdir(f'{root}/files'))
-found['glob'] = sorted(p[len(root):] for p in gfile.glob(f'{root}/files/*'))
+found['glob'] = sorted(p[len(root) :] for p in gfile.glob(f'{root}/files/*'))
 found['isdir_sub'] = gfile.isdir(f'{root}/files/sub')
 found['isdir_file'] = gfile.isdir(f'{root}/files/two')
 found['size_big'] = gfile.stat(f'{root}/files/big').length
 gfile.rename(f'{root}/files/two', f'{root}/files/moved')
-found['renamed'] = [gfile.exists(f'{root}/files/two'),
-                    gfile.exists(f'{root}/files/moved')]
+found['renamed'] = [
+  gfile.exists(f'{root}/files/two'),
+  gfile.exists(f'{root}/files/moved'),
+]
 gfile.makedirs(f'{root}/tree/a/b')
 with gfile.GFile(f'{root}/tree/a/b/leaf', 'w') as f:
   f.write('leaf')
@@ -49,8 +55,9 @@ found['lines'] = [int(x.numpy().split(b',')[1]) for x in lines][-1]
 with tf.io.TFRecordWriter(f'{root}/data/records.tfrecord') as w:
   for i in range(10):
     w.write(str(i).encode())
-records = tf.data.TFRecordDataset(tf.data.Dataset.list_files(
-    f'{root}/data/*.tfrecord'))
+records = tf.data.TFRecordDataset(
+  tf.data.Dataset.list_files(f'{root}/data/*.tfrecord')
+)
 found['records'] = [int(r.numpy()) for r in records]
 
 # Checkpoints: a manager keeping 2, restored into fresh variables.
@@ -62,19 +69,23 @@ for i in range(3):
   step.assign(i + 1)
   v.assign_add([1.0, 1.0])
   manager.save(checkpoint_number=i + 1)
-fresh = tf.train.Checkpoint(v=tf.Variable([0.0, 0.0]),
-                            step=tf.Variable(0, dtype=tf.int64))
+fresh = tf.train.Checkpoint(
+  v=tf.Variable([0.0, 0.0]), step=tf.Variable(0, dtype=tf.int64)
+)
 latest = tf.train.latest_checkpoint(f'{root}/ckpt')
 fresh.restore(latest).assert_consumed()
-found['checkpoint'] = [latest[len(root):], int(fresh.step.numpy()),
-                       fresh.v.numpy().tolist()]
+found['checkpoint'] = [
+  latest[len(root) :],
+  int(fresh.step.numpy()),
+  fresh.v.numpy().tolist(),
+]
 found['checkpoints_kept'] = sorted(
-    n for n in gfile.listdir(f'{root}/ckpt') if n.endswith('.index'))
+  n for n in gfile.listdir(f'{root}/ckpt') if n.endswith('.index')
+)
 
 
 # SavedModel: saved, loaded back and called.
 class Double(tf.Module):
-
   def __init__(self):
     super().__init__()
     self.k = tf.Variable(2.0)

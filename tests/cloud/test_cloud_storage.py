@@ -9,21 +9,36 @@ from tensorfx import ConfigurationError
 from tensorfx import cloud
 
 
-@pytest.mark.parametrize('uri, expected', [
+@pytest.mark.parametrize(
+  'uri, expected',
+  [
     ('gs://my-bucket/a/b.tar.gz', ('my-bucket', 'a/b.tar.gz')),
     ('gs://my-bucket', ('my-bucket', '')),
     ('gs://my-bucket/', ('my-bucket', '')),
     ('gs://my.bucket_1//x', ('my.bucket_1', 'x')),
-])
+  ],
+)
 def test_parse_gcs_uri(uri, expected):
   assert cloud.parse_gcs_uri(uri) == expected
 
 
-@pytest.mark.parametrize('uri', ['/tmp/x', 's3://bucket/x', 'gs://', 'gs://B',
-                                 'gs://ab/x', 'gs://bad bucket/x'])
+@pytest.mark.parametrize(
+  'uri',
+  [
+    '/tmp/x',
+    's3://bucket/x',
+    'gs://',
+    'gs://B',
+    'gs://ab/x',
+    'gs://bad bucket/x',
+  ],
+)
 def test_parse_gcs_uri_rejects_non_gs(uri):
-  with pytest.raises(ConfigurationError, match='Expected a Cloud Storage URI'
-                     r'.*Received: uri='):
+  with pytest.raises(
+    ConfigurationError,
+    match='Expected a Cloud Storage URI'
+    r'.*Received: uri=',
+  ):
     cloud.parse_gcs_uri(uri)
 
 
@@ -54,8 +69,7 @@ def test_upload_directory_keeps_relative_paths(emulator, tmp_path):
   (tmp_path / 'pkg' / 'data').mkdir(parents=True)
   (tmp_path / 'pkg' / 'a.py').write_text('a')
   (tmp_path / 'pkg' / 'data' / 'b.csv').write_text('b')
-  uris = cloud.upload_directory(tmp_path / 'pkg', f'gs://{BUCKET}/up',
-                                emulator)
+  uris = cloud.upload_directory(tmp_path / 'pkg', f'gs://{BUCKET}/up', emulator)
   assert uris == [f'gs://{BUCKET}/up/a.py', f'gs://{BUCKET}/up/data/b.csv']
   assert cloud.list_uris(f'gs://{BUCKET}/up', emulator) == uris
 
@@ -63,9 +77,10 @@ def test_upload_directory_keeps_relative_paths(emulator, tmp_path):
 def test_check_bucket(emulator):
   cloud.check_bucket(BUCKET, emulator)
   cloud.check_bucket(f'gs://{BUCKET}/some/prefix', emulator)
-  with pytest.raises(ConfigurationError,
-                     match='^staging bucket gs://no-such-bucket does not '
-                     'exist'):
+  with pytest.raises(
+    ConfigurationError,
+    match='^staging bucket gs://no-such-bucket does not exist',
+  ):
     cloud.check_bucket('gs://no-such-bucket/x', emulator)
 
 

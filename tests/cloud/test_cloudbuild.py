@@ -24,14 +24,21 @@ def _script(step):
 
 def _commands(text):
   """Command lines: no shebang, comments or blank lines."""
-  return [line.strip() for line in text.splitlines()
-          if line.strip() and not line.lstrip().startswith('#')]
+  return [
+    line.strip()
+    for line in text.splitlines()
+    if line.strip() and not line.lstrip().startswith('#')
+  ]
 
 
 def test_steps_in_order_on_python_311():
   build = _load()
-  assert [s['id'] for s in build['steps']] == ['test', 'build', 'publish',
-                                                'image']
+  assert [s['id'] for s in build['steps']] == [
+    'test',
+    'build',
+    'publish',
+    'image',
+  ]
   assert build['steps'][0]['name'] == 'python:3.11'
   assert build['steps'][1]['name'] == 'python:3.11'
 
@@ -49,10 +56,17 @@ def test_test_step_starts_in_the_repository_root():
   step = _load()['steps'][0]
   lines = _script(step).splitlines()
   # Everything up to the install, then where the script stands.
-  prefix = [line for line in lines if not line.startswith('pip install')] + ['pwd']
-  result = subprocess.run(['bash', '-c', '\n'.join(prefix), '.ci/run'],
-                          cwd=ROOT, capture_output=True, text=True,
-                          timeout=30, check=True)
+  prefix = [line for line in lines if not line.startswith('pip install')] + [
+    'pwd'
+  ]
+  result = subprocess.run(
+    ['bash', '-c', '\n'.join(prefix), '.ci/run'],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=30,
+    check=True,
+  )
   assert result.stdout.strip() == os.path.realpath(ROOT)
 
 
@@ -62,8 +76,9 @@ def test_build_and_publish_steps():
   assert 'pip install build' in build
   assert 'python -m build --sdist --wheel --outdir dist .' in build
   publish = steps[2]['args'][1]
-  assert publish == ('gcloud storage cp dist/*.tar.gz dist/*.whl '
-                     'gs://${_BUCKET}/tensorfx/')
+  assert publish == (
+    'gcloud storage cp dist/*.tar.gz dist/*.whl gs://${_BUCKET}/tensorfx/'
+  )
   # No default bucket: a build without _BUCKET fails rather than publishing
   # somewhere unintended.
   assert '_BUCKET' not in (_load().get('substitutions') or {})
@@ -72,9 +87,13 @@ def test_build_and_publish_steps():
 def test_only_user_substitutions_are_unescaped():
   """Every `$` Cloud Build would substitute is `_BUCKET`; the rest are $$."""
   import re
+
   with open(os.path.join(ROOT, 'cloudbuild.yaml')) as f:
-    text = '\n'.join(line for line in f.read().splitlines()
-                     if not line.lstrip().startswith('#'))
+    text = '\n'.join(
+      line
+      for line in f.read().splitlines()
+      if not line.lstrip().startswith('#')
+    )
   names = re.findall(r'(?<!\$)\$(?!\$)\{?(\w+)', text.replace('$$', ''))
   # PROJECT_ID is Cloud Build's own; _REGION has a default.
   assert set(names) == {'_BUCKET', '_REGION', 'PROJECT_ID'}
@@ -88,33 +107,49 @@ def test_image_step_pushes_the_images_submit_runs_on():
   in its requests by default.
   """
   from tensorfx import cloud
+
   step = _load()['steps'][3]
-  script = _script(step).replace('${_REGION}', 'europe-west4').replace(
-      '${PROJECT_ID}', 'my-project')
+  script = (
+    _script(step)
+    .replace('${_REGION}', 'europe-west4')
+    .replace('${PROJECT_ID}', 'my-project')
+  )
   fake = 'docker() { echo "docker $*"; }\n'
-  result = subprocess.run(['bash', '-c', fake + script], cwd=ROOT,
-                          capture_output=True, text=True, timeout=30,
-                          check=True)
+  result = subprocess.run(
+    ['bash', '-c', fake + script],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=30,
+    check=True,
+  )
   calls = result.stdout.splitlines()
   cpu = cloud.trainer_image('my-project', 'europe-west4')
   gpu = cloud.trainer_image('my-project', 'europe-west4', gpu=True)
   assert calls == [
-      f'docker build -t {cpu} .',
-      f'docker build --build-arg TENSORFLOW_EXTRA=and-cuda -t {gpu} .',
-      f'docker push {cpu}', f'docker push {gpu}']
+    f'docker build -t {cpu} .',
+    f'docker build --build-arg TENSORFLOW_EXTRA=and-cuda -t {gpu} .',
+    f'docker push {cpu}',
+    f'docker push {gpu}',
+  ]
 
 
 def test_dockerfile_installs_the_built_wheel_on_the_pinned_python():
   with open(os.path.join(ROOT, 'Dockerfile')) as f:
-    lines = [line.strip() for line in f.read().splitlines()
-             if line.strip() and not line.lstrip().startswith('#')]
+    lines = [
+      line.strip()
+      for line in f.read().splitlines()
+      if line.strip() and not line.lstrip().startswith('#')
+    ]
   with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
     requires = tomllib.load(f)['project']['requires-python']
   assert lines[0] == 'FROM python:3.11-slim'
   assert SpecifierSet(requires).contains('3.11')
   assert 'ARG TENSORFLOW_EXTRA=' in lines
   assert 'COPY dist/*.whl /tmp/wheels/' in lines
-  assert any('pip install /tmp/wheels/tensorfx_sdk-*.whl' in line for line in lines)
+  assert any(
+    'pip install /tmp/wheels/tensorfx_sdk-*.whl' in line for line in lines
+  )
   # Vertex replaces the entrypoint with the request's command; run by hand,
   # the image is the tensorfx command line.
   assert 'ENTRYPOINT ["python", "-m", "tensorfx"]' in lines

@@ -26,8 +26,10 @@ def roundtrip(gcs):
   prefix = 'roundtrip'
   result = gcs.run([sys.executable, SCRIPT, f'gs://{gcs.bucket}/{prefix}'])
   found = json.loads(result.stdout.strip().splitlines()[-1])
-  names = [b.name[len(prefix) + 1:]
-           for b in gcs.client().list_blobs(gcs.bucket, prefix=prefix + '/')]
+  names = [
+    b.name[len(prefix) + 1 :]
+    for b in gcs.client().list_blobs(gcs.bucket, prefix=prefix + '/')
+  ]
   return found, names
 
 
@@ -42,8 +44,12 @@ def test_gfile_reads_back_what_it_wrote(roundtrip):
 def test_gfile_directories_are_prefixes(roundtrip):
   found, names = roundtrip
   assert found['listdir'] == ['big', 'empty', 'sub/', 'two']
-  assert found['glob'] == ['/files/big', '/files/empty', '/files/sub',
-                           '/files/two']
+  assert found['glob'] == [
+    '/files/big',
+    '/files/empty',
+    '/files/sub',
+    '/files/two',
+  ]
   assert found['isdir_sub'] and not found['isdir_file']
   assert 'files/sub/' in names  # The marker object TensorFlow writes.
 

@@ -33,16 +33,16 @@ def _read(dataset, source='train', **kwargs):
     for batch in dataset[source].read(2, **kwargs):
       for name, values in batch.items():
         columns[name].extend(
-            v.decode() if isinstance(v, bytes) else v
-            for v in values.numpy().tolist())
+          v.decode() if isinstance(v, bytes) else v
+          for v in values.numpy().tolist()
+        )
   return dict(columns)
 
 
 def test_columns_are_matched_by_name_in_any_order(tmp_path):
   path = _write(tmp_path, 'a.csv', 'n,x,name\n1,0.5,a\n2,1.5,b\n')
   dataset = CsvDataSet(SCHEMA, header=True, train=path)
-  assert _read(dataset) == {'name': ['a', 'b'], 'x': [0.5, 1.5],
-                            'n': [1, 2]}
+  assert _read(dataset) == {'name': ['a', 'b'], 'x': [0.5, 1.5], 'n': [1, 2]}
 
 
 def test_extra_columns_are_ignored_and_logged_once(tmp_path, caplog):
@@ -52,8 +52,11 @@ def test_extra_columns_are_ignored_and_logged_once(tmp_path, caplog):
   with caplog.at_level(logging.INFO, logger='tensorfx'):
     assert _read(dataset)['n'] == [1, 2]
     _read(dataset)
-  ignored = [r.getMessage() for r in caplog.records
-             if 'Ignoring the columns' in r.getMessage()]
+  ignored = [
+    r.getMessage()
+    for r in caplog.records
+    if 'Ignoring the columns' in r.getMessage()
+  ]
   assert len(ignored) == 1
   assert "'id', 'note'" in ignored[0]
 
@@ -64,20 +67,30 @@ def test_shards_may_order_their_columns_differently(tmp_path):
   dataset = CsvDataSet(SCHEMA, header=True, train=[first, second])
   columns = _read(dataset)
   rows = sorted(zip(columns['name'], columns['x'], columns['n']))
-  assert rows == [('a', 0.5, 1), ('b', 1.5, 2), ('c', 2.5, 3),
-                  ('d', 3.5, 4), ('e', 4.5, 5)]
+  assert rows == [
+    ('a', 0.5, 1),
+    ('b', 1.5, 2),
+    ('c', 2.5, 3),
+    ('d', 3.5, 4),
+    ('e', 4.5, 5),
+  ]
   # Skipping bad records decodes each shard by its own header too.
-  skipping = CsvDataSet(SCHEMA, header=True, skip_bad_records=True,
-                        train=[first, second])
+  skipping = CsvDataSet(
+    SCHEMA, header=True, skip_bad_records=True, train=[first, second]
+  )
   assert sorted(_read(skipping)['n']) == [1, 2, 3, 4, 5]
 
 
 def test_a_field_missing_from_the_header_names_file_and_field(tmp_path):
   path = _write(tmp_path, 'a.csv', 'name,x\na,0.5\n')
   dataset = CsvDataSet(SCHEMA, header=True, train=path)
-  with pytest.raises(DataError, match=(
+  with pytest.raises(
+    DataError,
+    match=(
       rf"{path}:1: the header has no column for field 'n'; its columns "
-      r'are name, x\.')):
+      r'are name, x\.'
+    ),
+  ):
     _read(dataset)
 
 
@@ -100,8 +113,9 @@ def test_the_analysis_reads_each_file_by_its_header(tmp_path):
   dataset = CsvDataSet(SCHEMA, header=True, train=[first, second])
   with beam.Pipeline() as pipeline:
     batches = dataset['train'].record_batches(pipeline)
-    rows = (batches | beam.FlatMap(lambda b: b.to_pylist())
-            | beam.combiners.ToList())
+    rows = (
+      batches | beam.FlatMap(lambda b: b.to_pylist()) | beam.combiners.ToList()
+    )
     assert_that(rows, _check_rows)
 
 

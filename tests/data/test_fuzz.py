@@ -39,8 +39,9 @@ from tensorfx.data import Schema
 from tensorfx.data._csv import read_rows
 from tensorfx.data._validation import data_errors
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+ROOT = os.path.dirname(
+  os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 SAMPLES = os.path.join(ROOT, 'samples')
 CASES = int(os.environ.get('TENSORFX_FUZZ_CASES', '30'))
 SEED = int(os.environ.get('TENSORFX_FUZZ_SEED', '19'))
@@ -61,9 +62,9 @@ def _damage(rng, content):
     elif kind == 'insert':
       data.insert(at, byte)
     elif kind == 'delete' and at < len(data):
-      del data[at:at + rng.randint(1, 4)]
+      del data[at : at + rng.randint(1, 4)]
     else:
-      data[at:at] = data[at:at + rng.randint(1, 8)]
+      data[at:at] = data[at : at + rng.randint(1, 8)]
   return bytes(data)
 
 
@@ -84,9 +85,16 @@ def _tf_rows(path, skip=False):
       for batch in source.read(8):
         columns = {k: v.numpy().tolist() for k, v in batch.items()}
         for i in range(len(columns['species'])):
-          rows.append({k: (v[i].decode('utf-8', 'replace') if
-                           isinstance(v[i], bytes) else v[i])
-                       for k, v in columns.items()})
+          rows.append(
+            {
+              k: (
+                v[i].decode('utf-8', 'replace')
+                if isinstance(v[i], bytes)
+                else v[i]
+              )
+              for k, v in columns.items()
+            }
+          )
   except DataError as e:
     return e, source.bad_records
   return rows, source.bad_records
@@ -96,8 +104,11 @@ def _python_rows(path, skip=False):
   """The rows the Python (Beam) reader gives, or the DataError it raises."""
   skipped = []
   try:
-    rows = list(read_rows(path, IRIS_SCHEMA, skip_bad_records=skip,
-                          on_bad_record=skipped.append))
+    rows = list(
+      read_rows(
+        path, IRIS_SCHEMA, skip_bad_records=skip, on_bad_record=skipped.append
+      )
+    )
   except DataError as e:
     return e, skipped
   return rows, skipped
@@ -111,7 +122,8 @@ def _same_rows(a, b):
       return False
     for name in x:
       if name != 'species' and not math.isclose(
-          x[name], y[name], rel_tol=1e-6, abs_tol=1e-30):
+        x[name], y[name], rel_tol=1e-6, abs_tol=1e-30
+      ):
         return False
   return True
 
@@ -131,12 +143,21 @@ def _as_written(path):
       # A carriage return inside a line is dropped (tf.io.decode_csv's
       # rule, which the Python reader follows).
       line = line.replace('\r', '')
-      cells = (next(csv.reader([line], strict=True)) if '"' in line
-               else line.split(','))
+      cells = (
+        next(csv.reader([line], strict=True))
+        if '"' in line
+        else line.split(',')
+      )
       assert len(cells) == 5, line
-      rows.append({'species': cells[0], **{
-          field.name: float(cell) for field, cell in
-          zip(list(IRIS_SCHEMA)[1:], cells[1:])}})
+      rows.append(
+        {
+          'species': cells[0],
+          **{
+            field.name: float(cell)
+            for field, cell in zip(list(IRIS_SCHEMA)[1:], cells[1:])
+          },
+        }
+      )
   return rows
 
 
@@ -144,7 +165,9 @@ def _as_written(path):
 @pytest.mark.timeout(600)
 def test_csv_rows_with_random_byte_edits(tmp_path):
   rng = _cases('csv')
-  original = pathlib.Path(os.path.join(SAMPLES, 'iris', 'data', 'eval.csv')).read_bytes()
+  original = pathlib.Path(
+    os.path.join(SAMPLES, 'iris', 'data', 'eval.csv')
+  ).read_bytes()
   outcomes = collections.Counter()
   for case in range(CASES):
     path = str(tmp_path / f'case{case}.csv')
@@ -157,8 +180,9 @@ def test_csv_rows_with_random_byte_edits(tmp_path):
     if isinstance(python, DataError):
       # Named: the file and the line of the first bad row.
       assert re.match(rf'{re.escape(path)}:\d+: \S', str(python)), context
-      if 'not UTF-8 text' in str(python) and \
-          not isinstance(tensorflow, DataError):
+      if 'not UTF-8 text' in str(python) and not isinstance(
+        tensorflow, DataError
+      ):
         # Documented: the training reader reads the bytes of a discrete
         # cell as they are (checking costs it a third of its speed); the
         # analysis rejects the line.
@@ -172,8 +196,9 @@ def test_csv_rows_with_random_byte_edits(tmp_path):
       tf_kept, counted = _tf_rows(path, skip=True)
       assert not isinstance(python_kept, DataError), context
       assert not isinstance(tf_kept, DataError), (context, tf_kept)
-      assert skipped and all(re.match(rf'{re.escape(path)}:\d+: ', s)
-                             for s in skipped), context
+      assert skipped and all(
+        re.match(rf'{re.escape(path)}:\d+: ', s) for s in skipped
+      ), context
       assert _same_rows(tf_kept, python_kept), context
       assert counted == len(skipped), context
     else:
@@ -190,19 +215,27 @@ def test_csv_rows_with_random_byte_edits(tmp_path):
 
 
 def _write_records(path, compression):
-  rows = list(read_rows(os.path.join(SAMPLES, 'iris', 'data', 'eval.csv'),
-                        IRIS_SCHEMA))
+  rows = list(
+    read_rows(os.path.join(SAMPLES, 'iris', 'data', 'eval.csv'), IRIS_SCHEMA)
+  )
   options = tf.io.TFRecordOptions(compression_type=compression)
   with tf.io.TFRecordWriter(path, options) as writer:
     for row in rows:
-      feature = {'species': tf.train.Feature(bytes_list=tf.train.BytesList(
-          value=[row['species'].encode()]))}
+      feature = {
+        'species': tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[row['species'].encode()])
+        )
+      }
       for name, value in row.items():
         if name != 'species':
           feature[name] = tf.train.Feature(
-              float_list=tf.train.FloatList(value=[value]))
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
+            float_list=tf.train.FloatList(value=[value])
+          )
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(feature=feature)
+        ).SerializeToString()
+      )
   return len(rows)
 
 
@@ -251,8 +284,7 @@ def test_truncated_and_bit_flipped_tfrecords(tmp_path, compression):
     # With GZIP, what matters is where the data that still inflates ends.
     outcomes['read'] += 1
     if compression:
-      inflated = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(
-          bytes(data))
+      inflated = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(bytes(data))
       assert count == _records_before(plain, len(inflated)), what
     else:
       assert count == _records_before(plain, len(data)), what
@@ -269,7 +301,7 @@ def _records_before(plain, offset):
   while True:
     if offset - at < 12:
       return count
-    length = int.from_bytes(plain[at:at + 8], 'little')
+    length = int.from_bytes(plain[at : at + 8], 'little')
     at += 8 + 4 + length + 4
     if at > offset:
       return None
@@ -284,17 +316,23 @@ def _records_before(plain, offset):
 @pytest.mark.parametrize('sample', ['iris', 'census'])
 def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
   rng = _cases(f'yaml-{sample}')
-  schema_text = pathlib.Path(os.path.join(SAMPLES, sample, 'schema.yaml')).read_text()
-  features_text = pathlib.Path(os.path.join(SAMPLES, sample, 'features.yaml')).read_text()
+  schema_text = pathlib.Path(
+    os.path.join(SAMPLES, sample, 'schema.yaml')
+  ).read_text()
+  features_text = pathlib.Path(
+    os.path.join(SAMPLES, sample, 'features.yaml')
+  ).read_text()
   outcomes = collections.Counter()
   for case in range(CASES * 2):
     damaged_schema = rng.random() < 0.5
     schema_path = tmp_path / f'schema{case}.yaml'
     features_path = tmp_path / f'features{case}.yaml'
-    schema_path.write_text(fuzzing.delete(rng, schema_text) if damaged_schema
-                           else schema_text)
-    features_path.write_text(features_text if damaged_schema
-                             else fuzzing.delete(rng, features_text))
+    schema_path.write_text(
+      fuzzing.delete(rng, schema_text) if damaged_schema else schema_text
+    )
+    features_path.write_text(
+      features_text if damaged_schema else fuzzing.delete(rng, features_text)
+    )
     damaged = schema_path if damaged_schema else features_path
     try:
       DataSet(str(schema_path), features=str(features_path))
@@ -304,7 +342,8 @@ def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
       message = str(e)
       assert '\n' not in message.strip(), message
       assert str(damaged) in message or (
-          damaged_schema and str(features_path) in message), (case, message)
+        damaged_schema and str(features_path) in message
+      ), (case, message)
       outcomes['error'] += 1
     else:
       outcomes['valid'] += 1
@@ -314,7 +353,9 @@ def test_schema_and_features_yaml_with_random_deletions(tmp_path, sample):
 def test_features_naming_missing_fields(tmp_path):
   rng = _cases('missing-fields')
   schema = os.path.join(SAMPLES, 'census', 'schema.yaml')
-  text = pathlib.Path(os.path.join(SAMPLES, 'census', 'features.yaml')).read_text()
+  text = pathlib.Path(
+    os.path.join(SAMPLES, 'census', 'features.yaml')
+  ).read_text()
   names = sorted(set(re.findall(r'fields: (\w+)', text)))
   for case in range(CASES):
     gone = rng.choice(names)

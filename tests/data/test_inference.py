@@ -33,8 +33,12 @@ def test_csv_types_holes_and_tokens_from_the_values(tmp_path, capsys):
   text = _infer(capsys, str(path), '--header', '--na-values', 'NA')
   schema = Schema.parse(text)
   assert schema.field_names == ('Sepal_Length', 'kind', 'count', 'note')
-  assert [f.type.value for f in schema] == ['real', 'discrete', 'integer',
-                                            'discrete']
+  assert [f.type.value for f in schema] == [
+    'real',
+    'discrete',
+    'integer',
+    'discrete',
+  ]
   assert schema['Sepal_Length'].missing == 'mean'
   assert schema['count'].missing == 'mean'
   assert schema['kind'].missing is None  # Text: out of vocabulary.
@@ -55,32 +59,50 @@ def test_without_a_header_columns_are_numbered(tmp_path, capsys):
 def test_sample_reads_a_prefix(tmp_path, capsys):
   path = tmp_path / 'a.csv'
   path.write_text('x\n1\n2\noops\n')
-  assert Schema.parse(_infer(capsys, str(path), '--header', '--sample',
-                             '2'))['x'].type.value == 'integer'
-  assert Schema.parse(_infer(capsys, str(path), '--header'))[
-      'x'].type.value == 'discrete'
+  assert (
+    Schema.parse(_infer(capsys, str(path), '--header', '--sample', '2'))[
+      'x'
+    ].type.value
+    == 'integer'
+  )
+  assert (
+    Schema.parse(_infer(capsys, str(path), '--header'))['x'].type.value
+    == 'discrete'
+  )
 
 
 def test_parquet_types_come_from_the_columns(tmp_path, capsys):
   path = tmp_path / 'a.parquet'
-  pq.write_table(pa.table({'n': pa.array([1, None], pa.int64()),
-                           'x': [0.5, 1.0], 'c': ['p', 'q']}), path)
+  pq.write_table(
+    pa.table(
+      {'n': pa.array([1, None], pa.int64()), 'x': [0.5, 1.0], 'c': ['p', 'q']}
+    ),
+    path,
+  )
   schema = Schema.parse(_infer(capsys, str(path)))
   assert [(f.name, f.type.value, f.missing) for f in schema] == [
-      ('n', 'integer', 'mean'), ('x', 'real', None), ('c', 'discrete', None)]
+    ('n', 'integer', 'mean'),
+    ('x', 'real', None),
+    ('c', 'discrete', None),
+  ]
 
 
 def test_tfrecord_examples_with_lists_and_absent_features(tmp_path, capsys):
   path = str(tmp_path / 'a.tfrecord')
   with tf.io.TFRecordWriter(path) as writer:
     for values, label in (([1, 2], b'a'), ([3], None), ([], b'b')):
-      feature = {'ids': tf.train.Feature(int64_list=tf.train.Int64List(
-          value=values))}
+      feature = {
+        'ids': tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+      }
       if label is not None:
-        feature['label'] = tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[label]))
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
+        feature['label'] = tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[label])
+        )
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(feature=feature)
+        ).SerializeToString()
+      )
   schema = Schema.parse(_infer(capsys, path))
   assert schema['ids'].type.value == 'integer'
   assert schema['ids'].length == 0
@@ -89,11 +111,22 @@ def test_tfrecord_examples_with_lists_and_absent_features(tmp_path, capsys):
 
 def test_starter_features_name_the_target_and_train_shapes(tmp_path, capsys):
   path = tmp_path / 'a.csv'
-  path.write_text('y,x,c,big\n' + ''.join(
-      f'{i % 2},{i / 10},{"ab"[i % 2]},v{i}\n' for i in range(60)))
+  path.write_text(
+    'y,x,c,big\n'
+    + ''.join(f'{i % 2},{i / 10},{"ab"[i % 2]},v{i}\n' for i in range(60))
+  )
   schema_path, features_path = tmp_path / 's.yaml', tmp_path / 'f.yaml'
-  _infer(capsys, str(path), '--header', '--output', str(schema_path),
-         '--features', str(features_path), '--target', 'y')
+  _infer(
+    capsys,
+    str(path),
+    '--header',
+    '--output',
+    str(schema_path),
+    '--features',
+    str(features_path),
+    '--target',
+    'y',
+  )
   schema = Schema.load(str(schema_path))
   features = FeatureSet.load(str(features_path))
   features.validate(schema)
@@ -106,26 +139,35 @@ def test_bad_requests_are_named(tmp_path):
   path = tmp_path / 'a.csv'
   path.write_text('x\n1\n')
   with pytest.raises(DataError, match="The target 'y' is not a column"):
-    _inference.starter_features(_inferfiles.observe([str(path)], header=True),
-                                'y')
+    _inference.starter_features(
+      _inferfiles.observe([str(path)], header=True), 'y'
+    )
 
 
 # DataFrames: the same rules, and pandas' dtypes.
 
 
 def test_a_dataframe_with_holes_gets_missing_policies_and_reads():
-  frame = pd.DataFrame({
+  frame = pd.DataFrame(
+    {
       'text': pd.array(['a', None, 'b'], dtype='string'),
       'category': pd.Categorical(['x', None, 'y']),
       'count': pd.array([1, pd.NA, 3], dtype='Int64'),
       'flag': pd.array([True, None, False], dtype='boolean'),
       'real': [0.5, float('nan'), 1.5],
-      'whole': [1, 2, 3]})
+      'whole': [1, 2, 3],
+    }
+  )
   dataset = DataFrameDataSet(train=frame)
   schema = dataset.schema
   assert [(f.type.value, f.missing) for f in schema] == [
-      ('discrete', None), ('discrete', None), ('integer', 'mean'),
-      ('discrete', None), ('real', 'mean'), ('integer', None)]
+    ('discrete', None),
+    ('discrete', None),
+    ('integer', 'mean'),
+    ('discrete', None),
+    ('real', 'mean'),
+    ('integer', None),
+  ]
   batch = next(iter(dataset['train'].read(3)))
   assert batch['text'].numpy().tolist() == [b'a', b'', b'b']
   assert batch['category'].numpy().tolist() == [b'x', b'', b'y']
@@ -136,6 +178,9 @@ def test_a_dataframe_with_holes_gets_missing_policies_and_reads():
 
 
 def test_a_dataframe_source_must_be_a_dataframe():
-  with pytest.raises(DataError, match=r"no option 'shema' \(did you mean "
-                     r'schema\?\)'):
+  with pytest.raises(
+    DataError,
+    match=r"no option 'shema' \(did you mean "
+    r'schema\?\)',
+  ):
     DataFrameDataSet(train=pd.DataFrame({'x': [1]}), shema='s.yaml')

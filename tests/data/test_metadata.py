@@ -36,15 +36,20 @@ def test_parses_the_iris_format():
 
 
 def test_vocabulary_is_ordered_by_count_then_value():
-  metadata = Metadata(10, {
-      'c': {'type': 'discrete', 'count': 10,
-            'vocabulary': {'b': 3, 'z': 1, 'a': 3, 'c': 3}},
+  metadata = Metadata(
+    10,
+    {
+      'c': {
+        'type': 'discrete',
+        'count': 10,
+        'vocabulary': {'b': 3, 'z': 1, 'a': 3, 'c': 3},
+      },
       'l': {'type': 'discrete', 'vocabulary': ['y', 'x']},
-  })
+    },
+  )
   assert metadata.vocabulary('c') == ['a', 'b', 'c', 'z']
   assert metadata.vocabulary('l') == ['y', 'x']  # A list keeps its order.
-  assert Metadata.parse(IRIS).vocabulary('species') == ['setosa',
-                                                        'versicolor']
+  assert Metadata.parse(IRIS).vocabulary('species') == ['setosa', 'versicolor']
 
 
 def test_round_trip():
@@ -72,62 +77,92 @@ def test_is_read_only_and_copies_its_input():
 
 
 def test_unknown_field_names_it_and_the_known_ones():
-  with pytest.raises(DataError, match=re.escape(
+  with pytest.raises(
+    DataError,
+    match=re.escape(
       "Metadata: no statistics for field 'sepal'; the fields are "
-      "petal_length, species. Received: 'sepal'")):
+      "petal_length, species. Received: 'sepal'"
+    ),
+  ):
     Metadata.parse(IRIS).field('sepal')
 
 
 def test_vocabulary_of_a_numeric_field():
-  with pytest.raises(DataError, match=re.escape(
+  with pytest.raises(
+    DataError,
+    match=re.escape(
       'Metadata: fields.petal_length: the field has no vocabulary; only '
-      "discrete fields do. Received: type='real'")):
+      "discrete fields do. Received: type='real'"
+    ),
+  ):
     Metadata.parse(IRIS).vocabulary('petal_length')
 
 
-@pytest.mark.parametrize('text, message', [
-    ('{"instances": 1,\n "fields": {,}}',
-     'metadata.json:2:13: invalid JSON: Expecting property name enclosed in '
-     'double quotes.'),
-    ('',
-     'metadata.json:1:1: invalid JSON: Expecting value.'),
-    ('[1]',
-     "metadata.json: metadata must be a mapping with 'instances' and "
-     "'fields'. Received: [1]"),
-    ('{"fields": {}}',
-     "metadata.json: metadata needs 'instances'."),
-    ('{"instances": 3}',
-     "metadata.json: metadata needs 'fields'."),
-    ('{"instances": -1, "fields": {}}',
-     'metadata.json: instances: instances must be an integer >= 0. '
-     'Received: instances=-1'),
-    ('{"instances": 2.5, "fields": {}}',
-     'metadata.json: instances: instances must be an integer >= 0. '
-     'Received: instances=2.5'),
-    ('{"instances": 1, "fields": ["a"]}',
-     'metadata.json: fields: fields must be a mapping of field name to '
-     "statistics. Received: fields=['a']"),
-    ('{"instances": 1, "fields": {"a": 3}}',
-     'metadata.json: fields.a: statistics must be a mapping. Received: a=3'),
-    ('{"instances": 1, "fields": {"a": {"count": -3}}}',
-     'metadata.json: fields.a.count: count must be an integer >= 0. '
-     'Received: count=-3'),
-    ('{"instances": 1, "fields": {"a": {"vocabulary": {"x": "many"}}}}',
-     'metadata.json: fields.a.vocabulary: vocabulary must map values to '
-     'counts (integers >= 0), or list values in order. Received: '
-     "vocabulary={'x': 'many'}"),
-    ('{"instances": 1, "fields": {}, "rows": 1}',
-     "metadata.json: rows: unknown key 'rows'; accepted keys are instances, "
-     'fields. Received: rows=1'),
-])
+@pytest.mark.parametrize(
+  'text, message',
+  [
+    (
+      '{"instances": 1,\n "fields": {,}}',
+      'metadata.json:2:13: invalid JSON: Expecting property name enclosed in '
+      'double quotes.',
+    ),
+    ('', 'metadata.json:1:1: invalid JSON: Expecting value.'),
+    (
+      '[1]',
+      "metadata.json: metadata must be a mapping with 'instances' and "
+      "'fields'. Received: [1]",
+    ),
+    ('{"fields": {}}', "metadata.json: metadata needs 'instances'."),
+    ('{"instances": 3}', "metadata.json: metadata needs 'fields'."),
+    (
+      '{"instances": -1, "fields": {}}',
+      'metadata.json: instances: instances must be an integer >= 0. '
+      'Received: instances=-1',
+    ),
+    (
+      '{"instances": 2.5, "fields": {}}',
+      'metadata.json: instances: instances must be an integer >= 0. '
+      'Received: instances=2.5',
+    ),
+    (
+      '{"instances": 1, "fields": ["a"]}',
+      'metadata.json: fields: fields must be a mapping of field name to '
+      "statistics. Received: fields=['a']",
+    ),
+    (
+      '{"instances": 1, "fields": {"a": 3}}',
+      'metadata.json: fields.a: statistics must be a mapping. Received: a=3',
+    ),
+    (
+      '{"instances": 1, "fields": {"a": {"count": -3}}}',
+      'metadata.json: fields.a.count: count must be an integer >= 0. '
+      'Received: count=-3',
+    ),
+    (
+      '{"instances": 1, "fields": {"a": {"vocabulary": {"x": "many"}}}}',
+      'metadata.json: fields.a.vocabulary: vocabulary must map values to '
+      'counts (integers >= 0), or list values in order. Received: '
+      "vocabulary={'x': 'many'}",
+    ),
+    (
+      '{"instances": 1, "fields": {}, "rows": 1}',
+      "metadata.json: rows: unknown key 'rows'; accepted keys are instances, "
+      'fields. Received: rows=1',
+    ),
+  ],
+)
 def test_parse_errors_name_source_and_key(text, message):
   assert _error(text) == message
 
 
 def test_constructor_validates():
-  with pytest.raises(DataError, match=re.escape(
+  with pytest.raises(
+    DataError,
+    match=re.escape(
       'Metadata: instances: instances must be an integer >= 0. Received: '
-      "instances='many'")):
+      "instances='many'"
+    ),
+  ):
     Metadata('many', {})
 
 
@@ -137,7 +172,8 @@ def test_save_and_load_a_file(tmp_path):
   assert metadata.save(path) == path
   assert Metadata.load(path) == metadata
   assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == [
-      'stats.json']  # No temporary file left behind.
+    'stats.json'
+  ]  # No temporary file left behind.
 
 
 def test_save_and_load_a_directory(tmp_path):

@@ -95,24 +95,28 @@ features:
   fields: label
 """)
 # Rows 2-5 have holes; `nan` is missing for a real field that imputes.
-LINES = ['1,20,10.0,1.5,a,x,3,FR,yes',
-         '2,,20.0,,b,y,3,,no',
-         '3,40,,2.5,,y,,DE,yes',
-         '4,30,30.0,3.5,a,,4,US,no',
-         '5,50,nan,0.5,a,y,4,US,yes',
-         '6,35,25.0,0.0,b,y,4,US,no']
+LINES = [
+  '1,20,10.0,1.5,a,x,3,FR,yes',
+  '2,,20.0,,b,y,3,,no',
+  '3,40,,2.5,,y,,DE,yes',
+  '4,30,30.0,3.5,a,,4,US,no',
+  '5,50,nan,0.5,a,y,4,US,yes',
+  '6,35,25.0,0.0,b,y,4,US,no',
+]
 NAN, MIN = math.nan, _missing.INTEGER_MARKER
 # What every reader gives: the markers of imputed fields, '' for a discrete
 # field that says nothing, the default of a field that has one.
-RAW = {'id': [1, 2, 3, 4, 5, 6],
-       'age': [20, MIN, 40, 30, 50, 35],
-       'hours': [10.0, 20.0, NAN, 30.0, NAN, 25.0],
-       'gain': [1.5, NAN, 2.5, 3.5, 0.5, 0.0],
-       'work': ['a', 'b', '', 'a', 'a', 'b'],
-       'job': ['x', 'y', 'y', '', 'y', 'y'],
-       'size': [3, 3, MIN, 4, 4, 4],
-       'country': ['FR', 'US', 'DE', 'US', 'US', 'US'],
-       'label': ['yes', 'no', 'yes', 'no', 'yes', 'no']}
+RAW = {
+  'id': [1, 2, 3, 4, 5, 6],
+  'age': [20, MIN, 40, 30, 50, 35],
+  'hours': [10.0, 20.0, NAN, 30.0, NAN, 25.0],
+  'gain': [1.5, NAN, 2.5, 3.5, 0.5, 0.0],
+  'work': ['a', 'b', '', 'a', 'a', 'b'],
+  'job': ['x', 'y', 'y', '', 'y', 'y'],
+  'size': [3, 3, MIN, 4, 4, 4],
+  'country': ['FR', 'US', 'DE', 'US', 'US', 'US'],
+  'label': ['yes', 'no', 'yes', 'no', 'yes', 'no'],
+}
 
 
 def _same(actual, expected):
@@ -123,12 +127,15 @@ def _same(actual, expected):
       assert isinstance(a, float) and math.isnan(a), (actual, expected)
     else:
       assert a == pytest.approx(e) if isinstance(e, float) else a == e, (
-          actual, expected)
+        actual,
+        expected,
+      )
 
 
 def _plain(tensor):
-  return [v.decode() if isinstance(v, bytes) else v
-          for v in tensor.numpy().tolist()]
+  return [
+    v.decode() if isinstance(v, bytes) else v for v in tensor.numpy().tolist()
+  ]
 
 
 @pytest.fixture(scope='module')
@@ -149,7 +156,9 @@ def analyzed(tmp_path_factory, csv_path):
 # What a reader puts where a value is missing.
 
 
-@pytest.mark.parametrize('field,fill', [
+@pytest.mark.parametrize(
+  'field,fill',
+  [
     (SchemaField('x', 'integer', missing='median'), MIN),
     (SchemaField('x', 'integer', missing='zero'), MIN),
     (SchemaField('x', 'integer', default=7), 7),
@@ -160,7 +169,8 @@ def analyzed(tmp_path_factory, csv_path):
     (SchemaField('x', 'discrete', default='none'), 'none'),
     (SchemaField('x', 'discrete', missing='error'), None),
     (SchemaField('x', 'discrete', length=0), None),
-])
+  ],
+)
 def test_the_fill_value_of_each_kind_of_field(field, fill):
   assert _missing.fill_value(field) == fill
   real = SchemaField('r', 'real', missing='mean')
@@ -191,40 +201,61 @@ def test_tf_examples_without_a_feature_read_as_holes(tmp_path):
         if text in ('', 'nan'):
           continue  # Absent: a missing value.
         if field.type.value == 'integer':
-          value = tf.train.Feature(int64_list=tf.train.Int64List(
-              value=[int(text)]))
+          value = tf.train.Feature(
+            int64_list=tf.train.Int64List(value=[int(text)])
+          )
         elif field.type.value == 'real':
-          value = tf.train.Feature(float_list=tf.train.FloatList(
-              value=[float(text)]))
+          value = tf.train.Feature(
+            float_list=tf.train.FloatList(value=[float(text)])
+          )
         else:
-          value = tf.train.Feature(bytes_list=tf.train.BytesList(
-              value=[text.encode()]))
+          value = tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[text.encode()])
+          )
         feature[field.name] = value
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(feature=feature)
+        ).SerializeToString()
+      )
   dataset = ExamplesDataSet(SCHEMA, features=FEATURES, train=path)
 
   batch = next(iter(dataset['train'].read(batch_size=10)))
   for name, expected in RAW.items():
     _same(_plain(batch[name]), expected)
   # Serving parses a tf.Example with the same fill values.
-  serialized = [tf.train.Example(features=tf.train.Features(feature={
-      'id': tf.train.Feature(int64_list=tf.train.Int64List(value=[9]))}))
-                .SerializeToString()]
-  parsed = tf.io.parse_example(serialized, {
-      k: v for k, v in dataset.raw_feature_spec().items() if k != 'label'})
+  serialized = [
+    tf.train.Example(
+      features=tf.train.Features(
+        feature={
+          'id': tf.train.Feature(int64_list=tf.train.Int64List(value=[9]))
+        }
+      )
+    ).SerializeToString()
+  ]
+  parsed = tf.io.parse_example(
+    serialized,
+    {k: v for k, v in dataset.raw_feature_spec().items() if k != 'label'},
+  )
   assert _plain(parsed['age']) == [MIN]
   assert math.isnan(_plain(parsed['hours'])[0])
-  assert _plain(parsed['work']) == [''] and _plain(parsed['country']) == [
-      'US']
+  assert _plain(parsed['work']) == [''] and _plain(parsed['country']) == ['US']
 
 
 def test_dataframe_nan_and_none_read_as_holes():
-  frame = pd.DataFrame({
-      'id': [1, 2], 'age': [20, None], 'hours': [np.nan, 2.0],
-      'gain': [None, 1.0], 'work': [None, 'b'], 'job': ['x', np.nan],
-      'size': [3.0, np.nan], 'country': [np.nan, 'FR'],
-      'label': ['yes', 'no']})
+  frame = pd.DataFrame(
+    {
+      'id': [1, 2],
+      'age': [20, None],
+      'hours': [np.nan, 2.0],
+      'gain': [None, 1.0],
+      'work': [None, 'b'],
+      'job': ['x', np.nan],
+      'size': [3.0, np.nan],
+      'country': [np.nan, 'FR'],
+      'label': ['yes', 'no'],
+    }
+  )
   dataset = DataFrameDataSet(SCHEMA, features=FEATURES, train=frame)
 
   batch = next(iter(dataset['train'].read(batch_size=10)))
@@ -241,21 +272,27 @@ def test_dataframe_nan_and_none_read_as_holes():
 
 
 def test_a_missing_number_without_a_policy_is_an_error_naming_the_fixes(
-    tmp_path):
+  tmp_path,
+):
   schema = Schema([SchemaField('name', 'discrete'), SchemaField('x', 'real')])
   path = tmp_path / 'a.csv'
   path.write_text('a,1\nb,\n')
-  message = (f"{path}:2: column 'x' is empty; say what a missing x means in "
-             'the schema (missing: mean, median, mode or zero; or default: '
-             'VALUE), or fix the data')
+  message = (
+    f"{path}:2: column 'x' is empty; say what a missing x means in "
+    'the schema (missing: mean, median, mode or zero; or default: '
+    'VALUE), or fix the data'
+  )
 
   with pytest.raises(DataError) as info:
     with data_errors():
       list(CsvDataSet(schema, train=str(path))['train'].read(10))
   assert str(info.value) == message
   frame = pd.DataFrame({'name': ['a', 'b'], 'x': [1.0, None]})
-  with pytest.raises(DataError, match=r"DataFrame 'train': row 1: column "
-                     r"'x' is empty; say what a missing x means"):
+  with pytest.raises(
+    DataError,
+    match=r"DataFrame 'train': row 1: column "
+    r"'x' is empty; say what a missing x means",
+  ):
     DataFrameDataSet(schema, train=frame)['train'].columns()
 
 
@@ -268,8 +305,9 @@ def test_a_missing_target_is_an_error_or_a_skipped_bad_record(tmp_path):
     with data_errors():
       list(dataset['train'].read(20))
   assert str(info.value) == (
-      f"{path}:7: column 'label' is empty; every record needs it: fix the "
-      'data, or skip such records (--skip-bad-records)')
+    f"{path}:7: column 'label' is empty; every record needs it: fix the "
+    'data, or skip such records (--skip-bad-records)'
+  )
   dataset.skip_bad_records()
   with data_errors():
     rows = sum(int(b['id'].shape[0]) for b in dataset['train'].read(20))
@@ -280,8 +318,9 @@ def test_a_missing_target_is_an_error_or_a_skipped_bad_record(tmp_path):
 def test_the_analysis_skips_and_counts_a_missing_target(tmp_path):
   path = tmp_path / 'a.csv'
   path.write_text('\n'.join(LINES + ['7,20,1.0,1.0,a,x,3,US,']) + '\n')
-  dataset = CsvDataSet(SCHEMA, features=FEATURES, train=str(path),
-                       skip_bad_records=True)
+  dataset = CsvDataSet(
+    SCHEMA, features=FEATURES, train=str(path), skip_bad_records=True
+  )
 
   metadata = dataset.analyze(str(tmp_path / 'analysis'))
   assert metadata.instances == len(LINES)
@@ -296,26 +335,38 @@ def test_the_analysis_names_the_line_of_a_missing_target(tmp_path):
   with pytest.raises(DataError) as info:
     dataset.analyze(str(tmp_path / 'analysis'))
   assert str(info.value) == (
-      f"{path}:4: column 'label' is empty; every record needs it: fix the "
-      'data, or skip such records (--skip-bad-records)')
+    f"{path}:4: column 'label' is empty; every record needs it: fix the "
+    'data, or skip such records (--skip-bad-records)'
+  )
 
 
 # The schema and feature set say what is allowed.
 
 
-@pytest.mark.parametrize('kwargs,message', [
-    ({'type': 'discrete', 'missing': 'mean'},
-     "missing: mean needs a numeric field; 'x' is discrete (use mode, or a "
-     "default). Received: missing='mean'"),
-    ({'type': 'real', 'missing': 'average'},
-     'unknown missing policy; missing must be one of mean, median, mode, '
-     "zero, error. Received: missing='average'"),
-    ({'type': 'real', 'missing': 'mean', 'default': 0.0},
-     'give either missing (a policy) or default (a constant), not both. '
-     "Received: missing='mean'"),
-    ({'type': 'real', 'missing': 'mean', 'length': 0},
-     'missing applies to single-valued fields (length 1)'),
-])
+@pytest.mark.parametrize(
+  'kwargs,message',
+  [
+    (
+      {'type': 'discrete', 'missing': 'mean'},
+      "missing: mean needs a numeric field; 'x' is discrete (use mode, or a "
+      "default). Received: missing='mean'",
+    ),
+    (
+      {'type': 'real', 'missing': 'average'},
+      'unknown missing policy; missing must be one of mean, median, mode, '
+      "zero, error. Received: missing='average'",
+    ),
+    (
+      {'type': 'real', 'missing': 'mean', 'default': 0.0},
+      'give either missing (a policy) or default (a constant), not both. '
+      "Received: missing='mean'",
+    ),
+    (
+      {'type': 'real', 'missing': 'mean', 'length': 0},
+      'missing applies to single-valued fields (length 1)',
+    ),
+  ],
+)
 def test_bad_missing_policies_are_named(kwargs, message):
   with pytest.raises(DataError, match=re.escape(message)):
     SchemaField('x', **kwargs)
@@ -328,30 +379,40 @@ def test_policies_are_written_back_and_read_case_blind():
   assert 'missing: mean' in schema.format()
 
 
-@pytest.mark.parametrize('field,problem', [
+@pytest.mark.parametrize(
+  'field,problem',
+  [
     ('x', "'x' allows none: give it missing: mean, median, mode or zero"),
-    ('d', "'d' fills them with its default: use missing: zero (or mean, "
-          'median, mode) instead'),
-])
+    (
+      'd',
+      "'d' fills them with its default: use missing: zero (or mean, "
+      'median, mode) instead',
+    ),
+  ],
+)
 def test_an_indicator_needs_holes_that_reach_the_transform(field, problem):
-  schema = Schema([SchemaField('x', 'real'),
-                   SchemaField('d', 'real', default=0.0)])
+  schema = Schema(
+    [SchemaField('x', 'real'), SchemaField('d', 'real', default=0.0)]
+  )
   features = FeatureSet.parse(
-      f'features:\n- name: m\n  type: indicator\n  fields: {field}\n',
-      'features.yaml')
-  with pytest.raises(DataError, match=re.escape(
+    f'features:\n- name: m\n  type: indicator\n  fields: {field}\n',
+    'features.yaml',
+  )
+  with pytest.raises(
+    DataError,
+    match=re.escape(
       "features.yaml:4: features[0].fields: feature 'm': an indicator "
       'feature needs a field '
-
-      f'whose missing values reach the transform; {problem}')):
+      f'whose missing values reach the transform; {problem}'
+    ),
+  ):
     features.validate(schema)
 
 
 # The transform graph imputes what the analysis computed.
 
 
-def test_the_transform_imputes_the_statistics_of_the_values_present(
-    analyzed):
+def test_the_transform_imputes_the_statistics_of_the_values_present(analyzed):
   batch = next(iter(analyzed.transform(analyzed['train'].read(10))))
   values = {name: _plain(tensor) for name, tensor in batch.items()}
 
@@ -383,17 +444,25 @@ def test_metadata_counts_the_holes_apart(analyzed):
 
 
 def _is_hole(value):
-  return value == '' or value == MIN or (
-      isinstance(value, float) and math.isnan(value))
+  return (
+    value == ''
+    or value == MIN
+    or (isinstance(value, float) and math.isnan(value))
+  )
 
 
 def test_the_same_holes_from_a_dataframe_transform_the_same(analyzed):
-  columns = {name: [None if _is_hole(v) else v for v in values]
-             for name, values in RAW.items()}
+  columns = {
+    name: [None if _is_hole(v) else v for v in values]
+    for name, values in RAW.items()
+  }
   columns['country'][1] = None  # Its default, US, fills it.
-  dataset = DataFrameDataSet(SCHEMA, features=FEATURES,
-                             metadata=analyzed.analysis_dir,
-                             eval=pd.DataFrame(columns))
+  dataset = DataFrameDataSet(
+    SCHEMA,
+    features=FEATURES,
+    metadata=analyzed.analysis_dir,
+    eval=pd.DataFrame(columns),
+  )
 
   expected = next(iter(analyzed.transform(analyzed['train'].read(10))))
   actual = next(iter(dataset.transform(dataset['eval'].read(10))))
@@ -402,8 +471,7 @@ def test_the_same_holes_from_a_dataframe_transform_the_same(analyzed):
 
 
 def test_dataset_knows_where_its_analysis_is(analyzed):
-  assert os.path.isfile(os.path.join(analyzed.analysis_dir,
-                                     'fingerprint.json'))
+  assert os.path.isfile(os.path.join(analyzed.analysis_dir, 'fingerprint.json'))
 
 
 def test_with_several_targets_a_nan_default_target_may_be_missing(tmp_path):
@@ -424,9 +492,16 @@ features:
   path = str(tmp_path / 'a.tfrecord')
   with tf.io.TFRecordWriter(path) as writer:
     for values in ({'x': 1.0, 'y1': 2.0}, {'x': 2.0, 'y2': 4.0}):
-      writer.write(tf.train.Example(features=tf.train.Features(feature={
-          k: tf.train.Feature(float_list=tf.train.FloatList(value=[v]))
-          for k, v in values.items()})).SerializeToString())
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(
+            feature={
+              k: tf.train.Feature(float_list=tf.train.FloatList(value=[v]))
+              for k, v in values.items()
+            }
+          )
+        ).SerializeToString()
+      )
   dataset = ExamplesDataSet(schema, features=features, train=path)
   with data_errors():
     [batch] = list(dataset['train'].read(2))
@@ -436,10 +511,12 @@ features:
   csv = tmp_path / 'a.csv'
   csv.write_text('1.0,2.0,\n2.0,nan,4.0\n')
   with data_errors():
-    [batch] = list(CsvDataSet(schema, features=features,
-                              train=str(csv))['train'].read(2))
+    [batch] = list(
+      CsvDataSet(schema, features=features, train=str(csv))['train'].read(2)
+    )
   assert math.isnan(batch['y2'].numpy()[0]) and math.isnan(
-      batch['y1'].numpy()[1])
+    batch['y1'].numpy()[1]
+  )
   single = FeatureSet.parse("""\
 features:
 - {name: x, type: identity, fields: x}

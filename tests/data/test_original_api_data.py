@@ -32,8 +32,9 @@ SAMPLE = os.path.join(ROOT, 'samples', 'original_iris')
 
 
 def _schema():
-  return Schema.create(SchemaField.discrete('c'), SchemaField.integer('n'),
-                       SchemaField.real('x'))
+  return Schema.create(
+    SchemaField.discrete('c'), SchemaField.integer('n'), SchemaField.real('x')
+  )
 
 
 def test_schema_field_factories_make_typed_fields():
@@ -42,16 +43,26 @@ def test_schema_field_factories_make_typed_fields():
   assert SchemaField.discrete('c').type is SchemaFieldType.discrete
   # Lower- and upper-case members are the same members.
   assert SchemaFieldType.integer is SchemaFieldType.INTEGER
-  assert list(SchemaFieldType) == [SchemaFieldType.INTEGER,
-                                   SchemaFieldType.REAL,
-                                   SchemaFieldType.DISCRETE]
+  assert list(SchemaFieldType) == [
+    SchemaFieldType.INTEGER,
+    SchemaFieldType.REAL,
+    SchemaFieldType.DISCRETE,
+  ]
   assert SchemaField.real('x', default=0).default == 0.0
 
 
 def test_schema_create_takes_fields_one_by_one_or_as_a_list():
   schema = _schema()
-  assert Schema.create([SchemaField.discrete('c'), SchemaField.integer('n'),
-                        SchemaField.real('x')]) == schema
+  assert (
+    Schema.create(
+      [
+        SchemaField.discrete('c'),
+        SchemaField.integer('n'),
+        SchemaField.real('x'),
+      ]
+    )
+    == schema
+  )
   assert len(schema) == 3
   assert schema['n'].type is SchemaFieldType.integer
   assert schema[0].name == 'c' and schema[2].name == 'x'
@@ -77,22 +88,24 @@ def test_feature_factories_and_lower_case_types():
   scaled = Feature.scale('s', 'x', range=(-1, 1))
   assert (scaled.params['min'], scaled.params['max']) == (-1.0, 1.0)
   assert Feature.one_hot('o', 'c').type is FeatureType.one_hot
-  assert Feature.bucketize('b', 'n', [1, 5]).params['boundaries'] == (1.0,
-                                                                      5.0)
+  assert Feature.bucketize('b', 'n', [1, 5]).params['boundaries'] == (1.0, 5.0)
   with pytest.raises(DataError, match='Feature.log'):
     Feature.scale('s', 'x', log=True)
 
 
 def test_concatenate_takes_features_one_by_one_or_as_a_list():
   children = [Feature.scale('a', 'x'), Feature.log('b', 'n')]
-  assert Feature.concatenate('X', *children) == \
-      Feature.concatenate('X', children)
+  assert Feature.concatenate('X', *children) == Feature.concatenate(
+    'X', children
+  )
   assert Feature.concatenate('X', *children).fields == ['x', 'n']
 
 
 def test_feature_set_create_parse_and_fields_lists():
-  features = [Feature.concatenate('X', Feature.scale('a', 'x')),
-              Feature.target('t', 'c')]
+  features = [
+    Feature.concatenate('X', Feature.scale('a', 'x')),
+    Feature.target('t', 'c'),
+  ]
   created = FeatureSet.create(features)
   assert created == FeatureSet.create(*features)
   assert len(created) == 2 and created['t'].fields == ['c']
@@ -105,26 +118,37 @@ def test_feature_set_create_parse_and_fields_lists():
 
 def test_names_inside_a_concat_may_repeat_as_in_the_original_sample():
   features = FeatureSet.create(
-      Feature.concatenate('X', Feature.scale('sl', 'x'),
-                          Feature.scale('sl', 'n')),
-      Feature.target('Y', 'c'))
+    Feature.concatenate(
+      'X', Feature.scale('sl', 'x'), Feature.scale('sl', 'n')
+    ),
+    Feature.target('Y', 'c'),
+  )
   features.validate(_schema())
   assert features['X'].fields == ['x', 'n']
   # Not at the top level, and not for features named by their vocabulary.
   with pytest.raises(DataError, match='duplicate feature name'):
     FeatureSet.create(Feature.target('Y', 'c'), Feature.identity('Y', 'x'))
   with pytest.raises(DataError, match='duplicate feature name'):
-    FeatureSet.create(Feature.concatenate(
-        'X', Feature.one_hot('v', 'c'), Feature.one_hot('v', 'n')))
+    FeatureSet.create(
+      Feature.concatenate(
+        'X', Feature.one_hot('v', 'c'), Feature.one_hot('v', 'n')
+      )
+    )
 
 
 def test_dataset_of_sources_schema_metadata_features(tmp_path):
-  features = FeatureSet.create(Feature.concatenate('X', Feature.scale('a',
-                                                                      'x')),
-                               Feature.target('t', 'c'))
-  dataset = DataSet({'train': CsvDataSource(str(tmp_path / 'none-*.csv')),
-                     'eval': CsvDataSource(str(tmp_path / 'e.csv'))},
-                    _schema(), None, features)
+  features = FeatureSet.create(
+    Feature.concatenate('X', Feature.scale('a', 'x')), Feature.target('t', 'c')
+  )
+  dataset = DataSet(
+    {
+      'train': CsvDataSource(str(tmp_path / 'none-*.csv')),
+      'eval': CsvDataSource(str(tmp_path / 'e.csv')),
+    },
+    _schema(),
+    None,
+    features,
+  )
   assert len(dataset) == 2
   assert dataset.sources == ['train', 'eval']
   assert dataset['train'].schema.field_names == ('c', 'n', 'x')
@@ -146,11 +170,11 @@ def test_a_bare_data_source_reads_nothing_yet():
 
 
 def test_csv_dataset_of_csv_sources_reads_them_by_its_schema():
-  dataset = CsvDataSet(os.path.join(SAMPLE, 'data', 'schema.yaml'),
-                       train=CsvDataSource(os.path.join(SAMPLE, 'data',
-                                                        'train.csv')),
-                       eval=CsvDataSource(os.path.join(SAMPLE, 'data',
-                                                       'eval.csv')))
+  dataset = CsvDataSet(
+    os.path.join(SAMPLE, 'data', 'schema.yaml'),
+    train=CsvDataSource(os.path.join(SAMPLE, 'data', 'train.csv')),
+    eval=CsvDataSource(os.path.join(SAMPLE, 'data', 'eval.csv')),
+  )
   assert dataset.sources == ['train', 'eval']
   batch = next(iter(dataset['eval'].read(batch_size=4)))
   assert batch['species'].numpy().tolist()[0] == b'setosa'
@@ -159,15 +183,16 @@ def test_csv_dataset_of_csv_sources_reads_them_by_its_schema():
 
 def test_examples_dataset_reads_the_original_tfrecord_files():
   data = os.path.join(SAMPLE, 'data')
-  dataset = ExamplesDataSet(os.path.join(data, 'schema.yaml'),
-                            train=os.path.join(data, 'train.tfrecord'),
-                            eval=ExamplesDataSource(os.path.join(
-                                data, 'eval.tfrecord')),
-                            metadata=os.path.join(data, 'metadata.json'),
-                            features=os.path.join(SAMPLE, 'trainer',
-                                                  'features.yaml'))
-  rows = sum(int(b['species'].shape[0])
-             for b in dataset['eval'].read(batch_size=8))
+  dataset = ExamplesDataSet(
+    os.path.join(data, 'schema.yaml'),
+    train=os.path.join(data, 'train.tfrecord'),
+    eval=ExamplesDataSource(os.path.join(data, 'eval.tfrecord')),
+    metadata=os.path.join(data, 'metadata.json'),
+    features=os.path.join(SAMPLE, 'trainer', 'features.yaml'),
+  )
+  rows = sum(
+    int(b['species'].shape[0]) for b in dataset['eval'].read(batch_size=8)
+  )
   with open(os.path.join(data, 'eval.csv')) as f:
     assert rows == sum(1 for line in f if line.strip())
   # The original's metadata.json is statistics, not an analysis.
@@ -175,11 +200,15 @@ def test_examples_dataset_reads_the_original_tfrecord_files():
 
 
 def test_dataframe_dataset_infers_category_columns_as_discrete():
-  frame = pd.DataFrame({'c': pd.Series(['a', 'b', 'a'], dtype='category'),
-                        'x': np.array([1.0, 2.0, 3.0])})
-  features = FeatureSet.create(Feature.concatenate('X', Feature.scale('s',
-                                                                      'x')),
-                               Feature.target('t', 'c'))
+  frame = pd.DataFrame(
+    {
+      'c': pd.Series(['a', 'b', 'a'], dtype='category'),
+      'x': np.array([1.0, 2.0, 3.0]),
+    }
+  )
+  features = FeatureSet.create(
+    Feature.concatenate('X', Feature.scale('s', 'x')), Feature.target('t', 'c')
+  )
   dataset = DataFrameDataSet(features=features, train=frame, eval=frame)
   assert dataset.schema['c'].type is SchemaFieldType.discrete
   assert dataset.schema.fields == ['c', 'x']

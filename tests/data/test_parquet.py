@@ -34,17 +34,22 @@ def _read(dataset, **kwargs):
     for batch in dataset['train'].read(2, **kwargs):
       for name, values in batch.items():
         columns[name].extend(
-            v.decode() if isinstance(v, bytes) else v
-            for v in values.numpy().tolist())
+          v.decode() if isinstance(v, bytes) else v
+          for v in values.numpy().tolist()
+        )
   return dict(columns)
 
 
 def test_columns_by_name_and_nulls_as_missing_values(tmp_path):
-  path = _write(tmp_path, {
+  path = _write(
+    tmp_path,
+    {
       'n': pa.array([1, None, 3], pa.int32()),
       'extra': ['p', 'q', 'r'],
       'x': [0.5, None, float('nan')],
-      'name': pa.array(['a', None, 'c']).dictionary_encode()})
+      'name': pa.array(['a', None, 'c']).dictionary_encode(),
+    },
+  )
   columns = _read(ParquetDataSet(SCHEMA, train=path))
   assert columns['name'] == ['a', '', 'c']
   assert columns['n'] == [1, 7, 3]
@@ -53,10 +58,8 @@ def test_columns_by_name_and_nulls_as_missing_values(tmp_path):
 
 
 def test_several_files_shuffled_and_repeated(tmp_path):
-  first = _write(tmp_path, {'name': ['a', 'b'], 'x': [1.0, 2.0],
-                            'n': [1, 2]})
-  second = _write(tmp_path, {'x': [3.0], 'n': [3], 'name': ['c']},
-                  'b.parquet')
+  first = _write(tmp_path, {'name': ['a', 'b'], 'x': [1.0, 2.0], 'n': [1, 2]})
+  second = _write(tmp_path, {'x': [3.0], 'n': [3], 'name': ['c']}, 'b.parquet')
   dataset = ParquetDataSet(SCHEMA, train=[first, second])
   columns = _read(dataset, epochs=2, shuffle=True, seed=3)
   assert sorted(columns['n']) == [1, 1, 2, 2, 3, 3]
@@ -65,15 +68,21 @@ def test_several_files_shuffled_and_repeated(tmp_path):
 def test_a_null_the_field_cannot_take_names_file_row_and_column(tmp_path):
   schema = Schema.parse('fields:\n- {name: x, type: real}\n')
   path = _write(tmp_path, {'x': [1.0, 2.0, None]})
-  with pytest.raises(DataError, match=rf"{path}: row 3: column 'x' is null; "
-                     'say what a missing x means'):
+  with pytest.raises(
+    DataError,
+    match=rf"{path}: row 3: column 'x' is null; "
+    'say what a missing x means',
+  ):
     _read(ParquetDataSet(schema, train=path))
 
 
 def test_a_missing_or_mistyped_column_is_named(tmp_path):
   path = _write(tmp_path, {'name': ['a'], 'x': ['text'], 'n': [1]})
-  with pytest.raises(DataError, match=rf"{path}: column 'x' holds string, "
-                     'not numbers'):
+  with pytest.raises(
+    DataError,
+    match=rf"{path}: column 'x' holds string, "
+    'not numbers',
+  ):
     _read(ParquetDataSet(SCHEMA, train=path))
   path = _write(tmp_path, {'name': ['a'], 'n': [1]}, 'b.parquet')
   with pytest.raises(DataError, match=rf"{path}: no column 'x'"):
@@ -81,13 +90,16 @@ def test_a_missing_or_mistyped_column_is_named(tmp_path):
 
 
 def test_the_analysis_reads_arrow_record_batches(tmp_path):
-  path = _write(tmp_path, {'name': ['a', None], 'x': [0.5, None],
-                           'n': [None, 2]})
+  path = _write(
+    tmp_path, {'name': ['a', None], 'x': [0.5, None], 'n': [None, 2]}
+  )
   dataset = ParquetDataSet(SCHEMA, train=path)
   with beam.Pipeline() as pipeline:
-    rows = (dataset['train'].record_batches(pipeline)
-            | beam.FlatMap(lambda b: b.to_pylist())
-            | beam.combiners.ToList())
+    rows = (
+      dataset['train'].record_batches(pipeline)
+      | beam.FlatMap(lambda b: b.to_pylist())
+      | beam.combiners.ToList()
+    )
     assert_that(rows, _check_rows)
 
 

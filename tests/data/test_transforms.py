@@ -129,12 +129,12 @@ features:
 # Training rows: label counts cat 3, dog 2, bird 1; color red 3, blue 2,
 # green 1 (so vocabularies are in that order).
 ROWS = [
-    (1, 'cat', 10.0, 'red', 1.0, 0),
-    (2, 'dog', 20.0, 'red', 2.0, 1),
-    (3, 'cat', 30.0, 'blue', 3.0, 2),
-    (4, 'cat', 40.0, 'red', 4.0, 3),
-    (5, 'dog', 50.0, 'blue', 5.0, 4),
-    (6, 'bird', 60.0, 'green', 6.0, 10),
+  (1, 'cat', 10.0, 'red', 1.0, 0),
+  (2, 'dog', 20.0, 'red', 2.0, 1),
+  (3, 'cat', 30.0, 'blue', 3.0, 2),
+  (4, 'cat', 40.0, 'red', 4.0, 3),
+  (5, 'dog', 50.0, 'blue', 5.0, 4),
+  (6, 'bird', 60.0, 'green', 6.0, 10),
 ]
 # Transformed: the training rows, then one with an unseen label and color.
 BATCH = ROWS + [(7, 'fish', 70.0, 'purple', 3.5, 2)]
@@ -144,7 +144,7 @@ COLUMNS = {name: [row[i] for row in BATCH] for i, name in enumerate(NAMES)}
 LABELS = ['cat', 'dog', 'bird']
 COLORS = ['red', 'blue', 'green']
 X_MEAN = sum(row[4] for row in ROWS) / len(ROWS)
-X_STD = math.sqrt(sum((row[4] - X_MEAN)**2 for row in ROWS) / len(ROWS))
+X_STD = math.sqrt(sum((row[4] - X_MEAN) ** 2 for row in ROWS) / len(ROWS))
 
 
 def _index(vocabulary, value, oov):
@@ -166,11 +166,14 @@ def dataset(tmp_path_factory):
   directory = tmp_path_factory.mktemp('transforms')
   (directory / 'schema.yaml').write_text(SCHEMA)
   (directory / 'features.yaml').write_text(FEATURES)
-  (directory / 'train.csv').write_text(''.join(
-      ','.join(str(v) for v in row) + '\n' for row in ROWS))
-  dataset = CsvDataSet(str(directory / 'schema.yaml'),
-                       features=str(directory / 'features.yaml'),
-                       train=str(directory / 'train.csv'))
+  (directory / 'train.csv').write_text(
+    ''.join(','.join(str(v) for v in row) + '\n' for row in ROWS)
+  )
+  dataset = CsvDataSet(
+    str(directory / 'schema.yaml'),
+    features=str(directory / 'features.yaml'),
+    train=str(directory / 'train.csv'),
+  )
   dataset.analyze(str(directory / 'analysis'))
   return dataset
 
@@ -184,10 +187,17 @@ def layer(dataset):
 @pytest.fixture(scope='module')
 def transformed(layer):
   """BATCH through the transform graph: feature name -> list of values."""
-  dtypes = {'id': tf.int64, 'n': tf.int64, 'price': tf.float32,
-            'x': tf.float32, 'label': tf.string, 'color': tf.string}
-  raw = {name: tf.constant(values, dtypes[name])
-         for name, values in COLUMNS.items()}
+  dtypes = {
+    'id': tf.int64,
+    'n': tf.int64,
+    'price': tf.float32,
+    'x': tf.float32,
+    'label': tf.string,
+    'color': tf.string,
+  }
+  raw = {
+    name: tf.constant(values, dtypes[name]) for name, values in COLUMNS.items()
+  }
   return {name: value.numpy().tolist() for name, value in layer(raw).items()}
 
 
@@ -205,33 +215,38 @@ def test_key_and_identity_pass_values_through(transformed):
 
 def test_targets_index_labels_and_unseen_labels_map_to_minus_one(transformed):
   assert transformed['label_t'] == [0, 1, 0, 0, 1, 2, -1]
-  assert transformed['label_t'] == [_index(LABELS, v, -1)
-                                    for v in COLUMNS['label']]
+  assert transformed['label_t'] == [
+    _index(LABELS, v, -1) for v in COLUMNS['label']
+  ]
   assert transformed['price_t'] == pytest.approx(COLUMNS['price'])
 
 
 def test_scale_maps_the_training_range_to_min_max(transformed):
   assert transformed['scaled'] == pytest.approx(
-      [-1.0 + 2.0 * (x - 1.0) / (6.0 - 1.0) for x in COLUMNS['x']])
+    [-1.0 + 2.0 * (x - 1.0) / (6.0 - 1.0) for x in COLUMNS['x']]
+  )
   assert transformed['scaled'][0] == -1.0
   assert transformed['scaled'][5] == 1.0
 
 
 def test_zscore_uses_the_training_mean_and_std(transformed):
   assert transformed['z'] == pytest.approx(
-      [(x - X_MEAN) / X_STD for x in COLUMNS['x']], rel=1e-5)
+    [(x - X_MEAN) / X_STD for x in COLUMNS['x']], rel=1e-5
+  )
 
 
 def test_log_adds_the_offset(transformed):
   assert transformed['logged'] == pytest.approx(
-      [math.log(n + 0.5) for n in COLUMNS['n']], rel=1e-6)
+    [math.log(n + 0.5) for n in COLUMNS['n']], rel=1e-6
+  )
 
 
 def test_bucketize_with_boundaries(transformed):
   # A value on a boundary goes to the bucket above it.
   assert transformed['bucketed'] == [0, 1, 1, 2, 2, 3, 1]
-  assert transformed['bucketed'] == [bisect.bisect_right([1, 2.5, 10], n)
-                                     for n in COLUMNS['n']]
+  assert transformed['bucketed'] == [
+    bisect.bisect_right([1, 2.5, 10], n) for n in COLUMNS['n']
+  ]
 
 
 def test_bucketize_into_quantiles_of_the_training_data(transformed):
@@ -241,12 +256,14 @@ def test_bucketize_into_quantiles_of_the_training_data(transformed):
 
 def test_onehot_over_the_vocabulary_with_an_oov_bucket(transformed):
   assert transformed['color_onehot'] == [
-      _one_hot(_index(COLORS, c, 3), 4) for c in COLUMNS['color']]
+    _one_hot(_index(COLORS, c, 3), 4) for c in COLUMNS['color']
+  ]
 
 
 def test_onehot_top_k_without_oov_buckets(transformed):
-  assert transformed['color_top1'] == [[1.0] if c == 'red' else [0.0]
-                                       for c in COLUMNS['color']]
+  assert transformed['color_top1'] == [
+    [1.0] if c == 'red' else [0.0] for c in COLUMNS['color']
+  ]
 
 
 def test_unseen_values_map_to_oov_buckets(transformed):
@@ -273,21 +290,26 @@ def test_hash_of_strings_and_of_integers(transformed):
 
 def test_cross_hashes_the_joined_values(transformed):
   assert transformed['crossed'] == _hash(
-      [f'{c}\x1f{n}' for c, n in zip(COLUMNS['color'], COLUMNS['n'])], 11)
+    [f'{c}\x1f{n}' for c, n in zip(COLUMNS['color'], COLUMNS['n'])], 11
+  )
   # The same pair always lands in the same bucket.
   assert transformed['crossed'][2] == transformed['crossed'][6]
 
 
 def test_concat_joins_children_and_one_hot_encodes_categorical_ones(
-    transformed):
+  transformed,
+):
   hashes = _hash(COLUMNS['color'], 3)
   expected = [
-      [math.log(x + 1.0)] + _one_hot(bisect.bisect_right([2], n), 2) +
-      _one_hot(_index(COLORS, c, 3), 4) + _one_hot(h, 3)
-      for x, n, c, h in zip(COLUMNS['x'], COLUMNS['n'], COLUMNS['color'],
-                            hashes)]
-  assert np.array(transformed['X']) == pytest.approx(np.array(expected),
-                                                     rel=1e-6)
+    [math.log(x + 1.0)]
+    + _one_hot(bisect.bisect_right([2], n), 2)
+    + _one_hot(_index(COLORS, c, 3), 4)
+    + _one_hot(h, 3)
+    for x, n, c, h in zip(COLUMNS['x'], COLUMNS['n'], COLUMNS['color'], hashes)
+  ]
+  assert np.array(transformed['X']) == pytest.approx(
+    np.array(expected), rel=1e-6
+  )
 
 
 def test_describe(dataset):
@@ -295,28 +317,35 @@ def test_describe(dataset):
     return TransformedFeature(name, FeatureType(kind), **kwargs)
 
   assert dataset.transformed_features == {
-      'key': feature('key', 'key', dense_width=1),
-      'label_t': feature('label_t', 'target', dense_width=1, cardinality=3,
-                         vocabulary=('cat', 'dog', 'bird')),
-      'price_t': feature('price_t', 'target', dense_width=1),
-      'raw_x': feature('raw_x', 'identity', dense_width=1),
-      'raw_n': feature('raw_n', 'identity', dense_width=1),
-      'raw_color': feature('raw_color', 'identity', dense_width=1),
-      'scaled': feature('scaled', 'scale', dense_width=1),
-      'z': feature('z', 'zscore', dense_width=1),
-      'logged': feature('logged', 'log', dense_width=1),
-      'bucketed': feature('bucketed', 'bucketize', cardinality=4),
-      'quantiles': feature('quantiles', 'bucketize', cardinality=3),
-      'color_onehot': feature('color_onehot', 'onehot', dense_width=4),
-      'color_top1': feature('color_top1', 'onehot', dense_width=1),
-      'color_embed': feature('color_embed', 'embedding', cardinality=4,
-                             embedding_dim=4),
-      'color_hashed_embed': feature('color_hashed_embed', 'embedding',
-                                    cardinality=7, embedding_dim=2),
-      'color_hash': feature('color_hash', 'hash', cardinality=5),
-      'n_hash': feature('n_hash', 'hash', cardinality=5),
-      'crossed': feature('crossed', 'cross', cardinality=11),
-      'X': feature('X', 'concat', dense_width=10),
+    'key': feature('key', 'key', dense_width=1),
+    'label_t': feature(
+      'label_t',
+      'target',
+      dense_width=1,
+      cardinality=3,
+      vocabulary=('cat', 'dog', 'bird'),
+    ),
+    'price_t': feature('price_t', 'target', dense_width=1),
+    'raw_x': feature('raw_x', 'identity', dense_width=1),
+    'raw_n': feature('raw_n', 'identity', dense_width=1),
+    'raw_color': feature('raw_color', 'identity', dense_width=1),
+    'scaled': feature('scaled', 'scale', dense_width=1),
+    'z': feature('z', 'zscore', dense_width=1),
+    'logged': feature('logged', 'log', dense_width=1),
+    'bucketed': feature('bucketed', 'bucketize', cardinality=4),
+    'quantiles': feature('quantiles', 'bucketize', cardinality=3),
+    'color_onehot': feature('color_onehot', 'onehot', dense_width=4),
+    'color_top1': feature('color_top1', 'onehot', dense_width=1),
+    'color_embed': feature(
+      'color_embed', 'embedding', cardinality=4, embedding_dim=4
+    ),
+    'color_hashed_embed': feature(
+      'color_hashed_embed', 'embedding', cardinality=7, embedding_dim=2
+    ),
+    'color_hash': feature('color_hash', 'hash', cardinality=5),
+    'n_hash': feature('n_hash', 'hash', cardinality=5),
+    'crossed': feature('crossed', 'cross', cardinality=11),
+    'X': feature('X', 'concat', dense_width=10),
   }
   assert dataset.transformed_features['label_t'].categorical
   assert dataset.transformed_features['crossed'].categorical
@@ -332,16 +361,18 @@ def test_transformed_values_fit_the_described_features(dataset, transformed):
       assert values.shape == (len(BATCH), described.dense_width), name
 
 
-def test_transform_applies_the_graph_to_read_batches(dataset, layer,
-                                                    transformed):
+def test_transform_applies_the_graph_to_read_batches(
+  dataset, layer, transformed
+):
   raw = dataset['train'].read(batch_size=4)
   batches = list(dataset.transform(raw, layer=layer))
 
   assert [len(b['label_t']) for b in batches] == [4, 2]
   for name in ('label_t', 'scaled', 'color_embed', 'crossed', 'X'):
     values = np.concatenate([b[name].numpy() for b in batches])
-    np.testing.assert_allclose(values, transformed[name][:len(ROWS)],
-                               rtol=1e-6, err_msg=name)
+    np.testing.assert_allclose(
+      values, transformed[name][: len(ROWS)], rtol=1e-6, err_msg=name
+    )
 
 
 def test_preprocessing_needs_a_feature_set():
@@ -365,7 +396,7 @@ fields:
   length: 0
 """)
   assert raw_feature_spec(schema) == {
-      'a': tf.io.FixedLenFeature([], tf.float32),
-      'b': tf.io.FixedLenFeature([3], tf.int64),
-      'c': tf.io.VarLenFeature(tf.string),
+    'a': tf.io.FixedLenFeature([], tf.float32),
+    'b': tf.io.FixedLenFeature([3], tf.int64),
+    'c': tf.io.VarLenFeature(tf.string),
   }

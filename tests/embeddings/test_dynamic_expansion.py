@@ -42,8 +42,15 @@ def _table_and_trainer(capacity=4, **kwargs):
   step = tf.Variable(0, dtype=tf.int64)
   optimizer = embeddings.LazyAdam(0.1)
   table = embeddings.EmbeddingTable(
-      'items', dim=4, capacity=capacity, hashing='exact', step_counter=step,
-      optimizer=optimizer, dynamic_expansion=True, **kwargs)
+    'items',
+    dim=4,
+    capacity=capacity,
+    hashing='exact',
+    step_counter=step,
+    optimizer=optimizer,
+    dynamic_expansion=True,
+    **kwargs,
+  )
   table.build()
   optimizer.build(table.shards)
 
@@ -60,24 +67,27 @@ def _table_and_trainer(capacity=4, **kwargs):
 
 def _state(table, optimizer, keys):
   rows = table.rows(keys).numpy()
-  return {'rows': rows, 'vectors': table.lookup(keys).numpy(),
-          'm': optimizer._m_slots[0].numpy()[rows],
-          'v': optimizer._v_slots[0].numpy()[rows],
-          'count': table.statistics(keys)['count'].numpy()}
+  return {
+    'rows': rows,
+    'vectors': table.lookup(keys).numpy(),
+    'm': optimizer._m_slots[0].numpy()[rows],
+    'v': optimizer._v_slots[0].numpy()[rows],
+    'count': table.statistics(keys)['count'].numpy(),
+  }
 
 
 def test_a_table_grows_past_its_capacity_keeping_rows_and_slots(tmp_path):
   table, step, optimizer, train = _table_and_trainer(capacity=4)
-  train(1, 2, 3)                       # 3 of 4 rows: not yet past 0.8
+  train(1, 2, 3)  # 3 of 4 rows: not yet past 0.8
   assert (table.current_capacity(), int(table.expansions.numpy())) == (4, 0)
   first = _state(table, optimizer, _keys(1, 2, 3))
-  train(4)                             # 4 of 4: doubles, in the step
+  train(4)  # 4 of 4: doubles, in the step
   assert (table.current_capacity(), int(table.expansions.numpy())) == (8, 1)
   # The rows and slots already there did not move or change.
   after = _state(table, optimizer, _keys(1, 2, 3))
   for name in ('rows', 'vectors', 'm', 'v', 'count'):
     np.testing.assert_array_equal(after[name], first[name], err_msg=name)
-  train(5, 6, 7, 8)                    # 8 of 8: 16
+  train(5, 6, 7, 8)  # 8 of 8: 16
   train(9, 10, 11)
   assert table.current_capacity() == 16 and table.capacity == 4
   keys = _keys(*range(1, 12))
@@ -93,38 +103,59 @@ def test_a_table_grows_past_its_capacity_keeping_rows_and_slots(tmp_path):
   # A restart from the checkpoint: the table of the same configuration
   # grows to the saved rows and continues with every key.
   saved = _state(table, optimizer, keys)
-  path = tf.train.Checkpoint(step=step, table=table,
-                             optimizer=optimizer).write(str(tmp_path / 'ck'))
+  path = tf.train.Checkpoint(step=step, table=table, optimizer=optimizer).write(
+    str(tmp_path / 'ck')
+  )
   again, again_step, again_optimizer, train_again = _table_and_trainer(4)
-  tf.train.Checkpoint(step=again_step, table=again,
-                      optimizer=again_optimizer).read(
-                          path).assert_existing_objects_matched()
+  tf.train.Checkpoint(
+    step=again_step, table=again, optimizer=again_optimizer
+  ).read(path).assert_existing_objects_matched()
   assert again.current_capacity() == 16
   assert int(again.expansions.numpy()) == 2
   restored = _state(again, again_optimizer, keys)
   for name, value in saved.items():
     np.testing.assert_array_equal(restored[name], value, err_msg=name)
   train_again(12, 13)
-  assert sorted(again.rows(_keys(12, 13)).numpy().tolist()) == sorted(
-      set(range(17)) - {4} - set(rows.tolist()))[:2]
+  assert (
+    sorted(again.rows(_keys(12, 13)).numpy().tolist())
+    == sorted(set(range(17)) - {4} - set(rows.tolist()))[:2]
+  )
   assert int(again.live_rows()) == 13
 
 
 def test_dynamic_expansion_needs_exact_keys_and_a_threshold_in_range():
   with pytest.raises(ConfigurationError, match="give hashing='exact'"):
     embeddings.EmbeddingTable('t', dim=2, capacity=4, dynamic_expansion=True)
-  with pytest.raises(ConfigurationError, match=r'expansion_threshold must be '
-                     r'a share of the rows in \(0, 1\]'):
-    embeddings.EmbeddingTable('t', dim=2, capacity=4, hashing='exact',
-                              dynamic_expansion=True, expansion_threshold=2)
-  with pytest.raises(ConfigurationError, match='its optimizer must grow its '
-                     'slots with the rows.*Received: optimizer=Adam'):
-    embeddings.EmbeddingTable('t', dim=2, capacity=4, hashing='exact',
-                              dynamic_expansion=True,
-                              optimizer=tf_keras.optimizers.Adam())
+  with pytest.raises(
+    ConfigurationError,
+    match=r'expansion_threshold must be '
+    r'a share of the rows in \(0, 1\]',
+  ):
+    embeddings.EmbeddingTable(
+      't',
+      dim=2,
+      capacity=4,
+      hashing='exact',
+      dynamic_expansion=True,
+      expansion_threshold=2,
+    )
+  with pytest.raises(
+    ConfigurationError,
+    match='its optimizer must grow its '
+    'slots with the rows.*Received: optimizer=Adam',
+  ):
+    embeddings.EmbeddingTable(
+      't',
+      dim=2,
+      capacity=4,
+      hashing='exact',
+      dynamic_expansion=True,
+      optimizer=tf_keras.optimizers.Adam(),
+    )
   table = embeddings.EmbeddingTable.from_params(
-      'item', {'dim': 2, 'capacity': 8, 'hashing': 'exact',
-               'dynamic_expansion': True})
+    'item',
+    {'dim': 2, 'capacity': 8, 'hashing': 'exact', 'dynamic_expansion': True},
+  )
   assert table.dynamic_expansion
 
 
@@ -133,21 +164,22 @@ class _Builder(training.ModelBuilder):
 
   def build_input(self, source, batch, epochs, shuffle):
     keys = tf.data.Dataset.range(10_000).map(lambda i: i // 2)
-    return tf.data.Dataset.zip({'keys': keys, 'y': keys.map(
-        lambda k: tf.cast(k % 2, tf.float32))}).batch(batch)
+    return tf.data.Dataset.zip(
+      {'keys': keys, 'y': keys.map(lambda k: tf.cast(k % 2, tf.float32))}
+    ).batch(batch)
 
   def build_inference(self, inputs, training):
     if not hasattr(self, 'table'):
       self.table = embeddings.EmbeddingTable(
-          'keys', dim=4, capacity=16, hashing='exact',
-          dynamic_expansion=True)
+        'keys', dim=4, capacity=16, hashing='exact', dynamic_expansion=True
+      )
       self.dense = tf_keras.layers.Dense(1)
-    return self.dense(self.table.lookup(inputs['keys'],
-                                        training=training))[:, 0]
+    return self.dense(self.table.lookup(inputs['keys'], training=training))[
+      :, 0
+    ]
 
   def build_training(self, global_steps, inputs, inferences):
-    return (tf.reduce_mean(tf.square(inferences - inputs['y'])),
-            self.optimizer)
+    return (tf.reduce_mean(tf.square(inferences - inputs['y'])), self.optimizer)
 
 
 def _scalars(directory):
@@ -157,24 +189,31 @@ def _scalars(directory):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
         found.setdefault(value.tag, []).append(
-            float(tf.make_ndarray(value.tensor)))
+          float(tf.make_ndarray(value.tensor))
+        )
   return found
 
 
 def test_the_engine_s_training_loop_grows_the_table_without_stopping(
-    tmp_path, caplog):
-  builder = _Builder(training.ModelArguments.parse(
-      ['--batch-size', '16', '--seed', '1']), None)
+  tmp_path, caplog
+):
+  builder = _Builder(
+    training.ModelArguments.parse(['--batch-size', '16', '--seed', '1']), None
+  )
   engine_state.of(builder).strategy = tf.distribute.get_strategy()
-  engine_state.of(builder).global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
+  engine_state.of(builder).global_step = tf.Variable(
+    0, dtype=tf.int64, trainable=False
+  )
   train = builder.build_training_graph()
   iterator = iter(train.dataset)
   # The trainer's callback of the table's fill, with a real summary writer.
   summaries = _summaries.Summaries(str(tmp_path))
   fill = table_fill.TableFillCallback()
-  fill.set_context(_callbacks.RunContext(builder=builder,
-                                         output=str(tmp_path),
-                                         summaries=summaries))
+  fill.set_context(
+    _callbacks.RunContext(
+      builder=builder, output=str(tmp_path), summaries=summaries
+    )
+  )
   fill.on_train_begin({'step': 0})
   # One call of the loop: 12 steps in one tf.function call (96 keys).
   _, steps = train.loop(iterator, tf.constant(12, tf.int64))
@@ -198,14 +237,17 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping(
   assert scalars['embeddings/keys/fill'] == [0.75]
 
 
-_PS_SCRIPT = r'''
+_PS_SCRIPT = (
+  r"""
 import json, socket
 import tensorflow as tf
 from tensorfx import embeddings, training
 from tensorfx.embeddings import _expansion
 
 num_ps = 1
-''' + in_process_cluster(1) + r'''
+"""
+  + in_process_cluster(1)
+  + r"""
 _expansion.start_rows({'items': 129})  # the job grew it once before
 with strategy.scope():
   fresh = embeddings.EmbeddingTable('fresh', dim=8, capacity=64,
@@ -221,7 +263,8 @@ print(json.dumps({t.name: {
     'free': int(t._keys.indexes[0].free_rows()),
     'stack': t._keys.indexes[0].free.shape.as_list(),
 } for t in (fresh, grown)}))
-'''
+"""
+)
 
 
 @pytest.mark.slow
@@ -230,13 +273,27 @@ def test_under_parameter_servers_a_table_has_the_fixed_rows_its_job_grew_to():
   # Remote execution cannot pass a variable whose shape is not fully known:
   # there the table's rows are fixed, as many as the job grew it to (the
   # chief grows it by restarting in place; see test_table_training).
-  result = subprocess.run([sys.executable, '-c', _PS_SCRIPT],
-                          capture_output=True, text=True, timeout=300,
-                          check=False)
+  result = subprocess.run(
+    [sys.executable, '-c', _PS_SCRIPT],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   tables = json.loads(result.stdout.strip().splitlines()[-1])
-  assert tables['fresh'] == {'shape': [65, 8], 'in_step': False,
-                             'capacity': 64, 'free': 64, 'stack': [64]}
+  assert tables['fresh'] == {
+    'shape': [65, 8],
+    'in_step': False,
+    'capacity': 64,
+    'free': 64,
+    'stack': [64],
+  }
   # The grown rows past the default row wait for the restore to free them.
-  assert tables['items'] == {'shape': [129, 8], 'in_step': False,
-                             'capacity': 128, 'free': 64, 'stack': [128]}
+  assert tables['items'] == {
+    'shape': [129, 8],
+    'in_step': False,
+    'capacity': 128,
+    'free': 64,
+    'stack': [128],
+  }

@@ -15,8 +15,9 @@ from tensorfx.training import ModelArguments
 PACKAGE = pathlib.Path(embeddings.__file__).parent
 
 
-class MixinLast(nn.FeedForwardClassificationArguments,
-                embeddings.EmbeddingArguments):
+class MixinLast(
+  nn.FeedForwardClassificationArguments, embeddings.EmbeddingArguments
+):
   """The README's order: the model's arguments, then the mixin."""
 
 
@@ -37,22 +38,33 @@ class OwnFlags(MixinLast):
   def process(self):
     super().process()
     if self.towers < 1:
-      raise ConfigurationError(f'--towers must be positive. Received: '
-                               f'--towers={self.towers}')
+      raise ConfigurationError(
+        f'--towers must be positive. Received: --towers={self.towers}'
+      )
 
 
 @pytest.mark.parametrize('cls', [MixinLast, MixinFirst, OwnFlags])
 def test_the_mixin_adds_its_flags_in_any_base_order(cls):
-  args = cls.parse(['--embedding-optimizer', 'FTRL',
-                    '--embedding-learning-rate', '0.05',
-                    '--learning-rate', '0.2'])
+  args = cls.parse(
+    [
+      '--embedding-optimizer',
+      'FTRL',
+      '--embedding-learning-rate',
+      '0.05',
+      '--learning-rate',
+      '0.2',
+    ]
+  )
   assert args.embedding_optimizer == 'ftrl'
   assert args.embedding_learning_rate == 0.05
   assert args.learning_rate == 0.2
   assert args.to_dict()['embedding_optimizer'] == 'ftrl'
-  with pytest.raises(ConfigurationError, match='--embedding-learning-rate '
-                     'must be a positive number. Received: '
-                     '--embedding-learning-rate=-1.0'):
+  with pytest.raises(
+    ConfigurationError,
+    match='--embedding-learning-rate '
+    'must be a positive number. Received: '
+    '--embedding-learning-rate=-1.0',
+  ):
     cls.parse(['--embedding-learning-rate', '-1'])
 
 
@@ -75,9 +87,12 @@ def test_settings_and_parser_functions_work_without_an_arguments_class():
   _args.add_arguments(parser)  # once only
   args = parser.parse_args(['--embedding-optimizer', 'sgd'])
   assert _args.EmbeddingSettings.from_args(args) == _args.EmbeddingSettings(
-      optimizer='sgd', learning_rate=None)
-  assert _args.EmbeddingSettings.from_args(
-      argparse.Namespace()) == _args.EmbeddingSettings()
+    optimizer='sgd', learning_rate=None
+  )
+  assert (
+    _args.EmbeddingSettings.from_args(argparse.Namespace())
+    == _args.EmbeddingSettings()
+  )
 
 
 def _imports(path):
@@ -92,8 +107,16 @@ def _imports(path):
 
 
 def test_embeddings_import_no_higher_layer():
-  higher = ('tensorfx.training', 'tensorfx.models', 'tensorfx.cloud',
-            'tensorfx.tools', 'tensorfx.prediction', 'tensorfx.data')
-  found = {path.name: [n for n in _imports(path) if n.startswith(higher)]
-           for path in sorted(PACKAGE.glob('*.py'))}
+  higher = (
+    'tensorfx.training',
+    'tensorfx.models',
+    'tensorfx.cloud',
+    'tensorfx.tools',
+    'tensorfx.prediction',
+    'tensorfx.data',
+  )
+  found = {
+    path.name: [n for n in _imports(path) if n.startswith(higher)]
+    for path in sorted(PACKAGE.glob('*.py'))
+  }
   assert {name: bad for name, bad in found.items() if bad} == {}

@@ -48,17 +48,23 @@ features:
 """)
   features.validate(SCHEMA)
   assert dict(features['item'].params) == {
-      'dim': 8, 'capacity': 1000, 'admit_after': 2, 'evict_after_steps': 500}
-  assert dict(features['history'].params) == {'table': 'item',
-                                              'combiner': 'sqrtn'}
+    'dim': 8,
+    'capacity': 1000,
+    'admit_after': 2,
+    'evict_after_steps': 500,
+  }
+  assert dict(features['history'].params) == {
+    'table': 'item',
+    'combiner': 'sqrtn',
+  }
   assert [f.table for f in features] == ['item', 'item', None]
   # Raw keys pass through the transform unchanged: the table hashes them.
-  raw = {'item': tf.constant([7, 8], tf.int64),
-         'history': tf.sparse.from_dense(tf.constant([[1, 2], [0, 0]],
-                                                     tf.int64)),
-         'user': tf.constant([1, 2], tf.int64)}
-  assert _transforms._transform(
-      features['item'], raw, SCHEMA) is raw['item']
+  raw = {
+    'item': tf.constant([7, 8], tf.int64),
+    'history': tf.sparse.from_dense(tf.constant([[1, 2], [0, 0]], tf.int64)),
+    'user': tf.constant([1, 2], tf.int64),
+  }
+  assert _transforms._transform(features['item'], raw, SCHEMA) is raw['item']
   assert FeatureSet.parse(features.format()) == features
 
 
@@ -89,11 +95,15 @@ features:
 """)
   features.validate(SCHEMA)
   assert FeatureSet.parse(features.format()) == features
-  item = embeddings.EmbeddingTable.from_params('item',
-                                               features['item'].params)
-  assert (item.hashing, item.capacity, item.dim, item.admit_after,
-          item.evict_after_steps, item.combiner) == ('exact', 1000, 8, 2,
-                                                     500, 'mean')
+  item = embeddings.EmbeddingTable.from_params('item', features['item'].params)
+  assert (
+    item.hashing,
+    item.capacity,
+    item.dim,
+    item.admit_after,
+    item.evict_after_steps,
+    item.combiner,
+  ) == ('exact', 1000, 8, 2, 500, 'mean')
   assert item._evict_every == 50
   config = item._initializer.get_config()
   assert type(item._initializer).__name__ == 'TruncatedNormal'
@@ -102,60 +112,94 @@ features:
   item.lookup(tf.constant([5, 5], tf.int64), training=True)
   assert item.rows(tf.constant([5, 6], tf.int64)).numpy().tolist() == [0, -1]
   assert 0 < abs(item.embeddings.numpy()[0]).max() <= 0.04  # 2 stddev
-  user = embeddings.EmbeddingTable.from_params('user',
-                                               features['user'].params)
+  user = embeddings.EmbeddingTable.from_params('user', features['user'].params)
   assert user.hashing == 'fingerprint'
   user.build()
   assert not user.embeddings.numpy().any()
 
 
-@pytest.mark.parametrize('yaml,problem', [
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  hashing: md5',
-     'hashing must be one of mod, fingerprint, exact'),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  initializer: [1, 2]',
-     "initializer must be a tf_keras initializer's name"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  initializer: {name: zeros}',
-     "initializer must be a tf_keras initializer's name"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  evict_every_steps: 3',
-     "'evict_every_steps' needs 'evict_after_steps'"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  hashing: exact',
-     "'hashing' needs an embedding table: give the feature 'capacity'"),
-    ('- name: a\n  type: embedding\n  fields: user\n  table: b\n'
-     '  initializer: zeros',
-     "'initializer' belongs to the table's own feature"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  admit_after: 3',
-     "'admit_after' needs an embedding table: give the feature 'capacity'"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  top_k: 3',
-     "'top_k' needs a vocabulary; a table hashes raw keys itself"),
-    ('- name: a\n  type: embedding\n  fields: user\n  table: b\n  dim: 3',
-     "'dim' belongs to the table's own feature"),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  combiner: max', 'combiner must be one of sum, mean, sqrtn'),
-    ('- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
-     '  capacity: 5\n  table: b', "'table' shares another feature's table"),
-])
+@pytest.mark.parametrize(
+  'yaml,problem',
+  [
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  hashing: md5',
+      'hashing must be one of mod, fingerprint, exact',
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  initializer: [1, 2]',
+      "initializer must be a tf_keras initializer's name",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  initializer: {name: zeros}',
+      "initializer must be a tf_keras initializer's name",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  evict_every_steps: 3',
+      "'evict_every_steps' needs 'evict_after_steps'",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  hashing: exact',
+      "'hashing' needs an embedding table: give the feature 'capacity'",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  table: b\n'
+      '  initializer: zeros',
+      "'initializer' belongs to the table's own feature",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  admit_after: 3',
+      "'admit_after' needs an embedding table: give the feature 'capacity'",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  top_k: 3',
+      "'top_k' needs a vocabulary; a table hashes raw keys itself",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  table: b\n  dim: 3',
+      "'dim' belongs to the table's own feature",
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n  combiner: max',
+      'combiner must be one of sum, mean, sqrtn',
+    ),
+    (
+      '- name: a\n  type: embedding\n  fields: user\n  dim: 2\n'
+      '  capacity: 5\n  table: b',
+      "'table' shares another feature's table",
+    ),
+  ],
+)
 def test_bad_table_parameters_are_located_errors(yaml, problem):
   with pytest.raises(DataError, match=r'f\.yaml:\d+: .*' + problem):
     FeatureSet.parse(f'features:\n{yaml}\n', source='f.yaml')
 
 
-@pytest.mark.parametrize('yaml,problem', [
-    ('- name: h\n  type: embedding\n  fields: history\n  table: nope',
-     "'nope' must be an embedding feature with its own table"),
-    ('- name: t\n  type: embedding\n  fields: tags\n  table: item\n'
-     '- name: item\n  type: embedding\n  dim: 2\n  capacity: 9',
-     'must both be integers or both be strings'),
-    ('- name: X\n  type: concat\n  features:\n  - name: i\n'
-     '    type: embedding\n    fields: item\n    dim: 2\n    capacity: 9',
-     'an embedding table over raw keys cannot be part of a concat'),
-])
+@pytest.mark.parametrize(
+  'yaml,problem',
+  [
+    (
+      '- name: h\n  type: embedding\n  fields: history\n  table: nope',
+      "'nope' must be an embedding feature with its own table",
+    ),
+    (
+      '- name: t\n  type: embedding\n  fields: tags\n  table: item\n'
+      '- name: item\n  type: embedding\n  dim: 2\n  capacity: 9',
+      'must both be integers or both be strings',
+    ),
+    (
+      '- name: X\n  type: concat\n  features:\n  - name: i\n'
+      '    type: embedding\n    fields: item\n    dim: 2\n    capacity: 9',
+      'an embedding table over raw keys cannot be part of a concat',
+    ),
+  ],
+)
 def test_tables_are_checked_against_the_feature_set(yaml, problem):
   features = FeatureSet.parse(f'features:\n{yaml}\n', source='f.yaml')
   with pytest.raises(DataError, match=problem):
@@ -165,22 +209,32 @@ def test_tables_are_checked_against_the_feature_set(yaml, problem):
 def test_list_fields_are_served_as_text():
   text = _listtext.text_schema(SCHEMA)
   assert [(f.type.value, f.length) for f in text] == [
-      ('integer', 1), ('integer', 1), ('discrete', 1), ('discrete', 1),
-      ('discrete', 1)]
-  parsed = _listtext.parse_lists({
+    ('integer', 1),
+    ('integer', 1),
+    ('discrete', 1),
+    ('discrete', 1),
+    ('discrete', 1),
+  ]
+  parsed = _listtext.parse_lists(
+    {
       'user': tf.constant([1, 2], tf.int64),
       'history': tf.constant(['7 8 9', '']),
       'tags': tf.constant([' a  b', 'c']),
       'pair': tf.constant(['0.5 1', '2 3']),
-  }, SCHEMA)
+    },
+    SCHEMA,
+  )
   assert parsed['user'].numpy().tolist() == [1, 2]
   history = parsed['history']
   assert isinstance(history, tf.SparseTensor)
   assert history.values.numpy().tolist() == [7, 8, 9]
   assert history.dense_shape.numpy().tolist() == [2, 3]
   assert tf.sparse.to_dense(parsed['tags'], '').numpy().tolist() == [
-      [b'a', b'b'], [b'c', b'']]
+    [b'a', b'b'],
+    [b'c', b''],
+  ]
   assert parsed['pair'].numpy().tolist() == [[0.5, 1.0], [2.0, 3.0]]
-  with pytest.raises(tf.errors.InvalidArgumentError, match="field 'pair' "
-                     'needs 2 values'):
+  with pytest.raises(
+    tf.errors.InvalidArgumentError, match="field 'pair' needs 2 values"
+  ):
     _listtext.parse_lists({'pair': tf.constant(['1 2 3'])}, SCHEMA)

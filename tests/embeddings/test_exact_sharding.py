@@ -17,12 +17,13 @@ import pytest
 from ps_cluster_script import in_process_cluster
 
 pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.slow,
-    pytest.mark.xdist_group('test_exact_sharding'),
+  pytest.mark.cluster,
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_exact_sharding'),
 ]
 
-_SCRIPT = r'''
+_SCRIPT = (
+  r"""
 import json, socket, sys
 import numpy as np
 import tensorflow as tf
@@ -31,7 +32,9 @@ from tensorfx import embeddings, training
 num_ps, capacity = int(sys.argv[1]), int(sys.argv[2])
 restore, save, first = sys.argv[3], sys.argv[4], int(sys.argv[5])
 
-''' + in_process_cluster(2) + r'''
+"""
+  + in_process_cluster(2)
+  + r'''
 with strategy.scope():
   step = tf.Variable(0, dtype=tf.int64, name='step')
   optimizer = embeddings.LazyAdam(0.05)
@@ -104,13 +107,26 @@ checkpoint.write(save + '/ckpt')
 np.savez(save + '/keys.npz', **by_key(keys, entries))
 print(json.dumps(report))
 '''
+)
 
 
 def _run(num_ps, capacity, restore, save, first):
   result = subprocess.run(
-      [sys.executable, '-c', _SCRIPT, str(num_ps), str(capacity),
-       str(restore), str(save), str(first)],
-      capture_output=True, text=True, timeout=240, check=False)
+    [
+      sys.executable,
+      '-c',
+      _SCRIPT,
+      str(num_ps),
+      str(capacity),
+      str(restore),
+      str(save),
+      str(first),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=240,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -121,14 +137,16 @@ def runs(tmp_path_factory):
   two, grown, again = root / 'two', root / 'grown', root / 'again'
   for path in (two, grown, again):
     path.mkdir()
-  return {'two': _run(2, 12000, '-', two, 0),
-          'grown': _run(1, 24000, two, grown, 40),
-          'again': _run(2, 24000, grown, again, 80)}
+  return {
+    'two': _run(2, 12000, '-', two, 0),
+    'grown': _run(1, 24000, two, grown, 40),
+    'again': _run(2, 24000, grown, again, 80),
+  }
 
 
 def test_concurrent_workers_never_give_two_keys_one_row(runs):
   first = runs['two']
-  assert first['shards'] == [6001, 6000]   # the default row is the last
+  assert first['shards'] == [6001, 6000]  # the default row is the last
   layout = first['layout']
   assert len(layout['indexes']) == 2 and min(layout['indexes']) > 0
   assert layout['distinct'] and layout['partition']
@@ -142,8 +160,13 @@ def test_a_larger_capacity_over_other_servers_keeps_every_key(runs):
   assert len(grown['restored_layout']['indexes']) == 1
   assert grown['restored_layout']['held'] == runs['two']['layout']['held']
   assert grown['restored_layout']['partition']
-  assert grown['restored'] == {'keys': True, 'vectors': True, 'm': True,
-                               'counts': True, 'last': True}
+  assert grown['restored'] == {
+    'keys': True,
+    'vectors': True,
+    'm': True,
+    'counts': True,
+    'last': True,
+  }
   # Training goes on: new keys, rows from the larger capacity.
   assert grown['layout']['distinct'] and grown['layout']['partition']
   assert grown['steps'] == 80
@@ -154,4 +177,3 @@ def test_a_larger_capacity_over_other_servers_keeps_every_key(runs):
   assert min(again['restored_layout']['indexes']) > 0
   assert again['layout']['distinct'] and again['layout']['partition']
   assert again['steps'] == 120
-

@@ -18,10 +18,11 @@ class _Arguments(ModelArguments, embeddings.EmbeddingArguments):
 
 def _train(optimizer, batches, dim=3):
   """Trains a fresh table on `batches` of keys; returns (table, values)."""
-  table = embeddings.EmbeddingTable('t', dim=dim, capacity=ROWS,
-                                    optimizer=optimizer)
+  table = embeddings.EmbeddingTable(
+    't', dim=dim, capacity=ROWS, optimizer=optimizer
+  )
   table.build()
-  table.counts.assign(tf.ones([ROWS], tf.int32))   # every key admitted
+  table.counts.assign(tf.ones([ROWS], tf.int32))  # every key admitted
   optimizer.build(table.shards)
   snapshots = [table.embeddings.numpy()]
 
@@ -47,15 +48,22 @@ def _changed(before, after):
   return sorted(np.nonzero((before != after).any(axis=1))[0].tolist())
 
 
-@pytest.mark.parametrize('optimizer', [
+@pytest.mark.parametrize(
+  'optimizer',
+  [
     lambda: embeddings.LazyAdam(0.1),
     lambda: embeddings.SparseAdagrad(0.1),
     lambda: embeddings.SparseFtrl(0.1),
-], ids=['lazy-adam', 'adagrad', 'ftrl'])
+  ],
+  ids=['lazy-adam', 'adagrad', 'ftrl'],
+)
 def test_only_the_rows_looked_up_change(optimizer):
   _, snapshots = _train(optimizer(), [[1, 3, 3], [5], [1]])
   assert [_changed(a, b) for a, b in zip(snapshots, snapshots[1:])] == [
-      [1, 3], [5], [1]]
+    [1, 3],
+    [5],
+    [1],
+  ]
 
 
 def test_lazy_adam_moments_of_untouched_rows_stay_zero():
@@ -81,7 +89,7 @@ def test_lazy_adam_follows_adam_on_the_rows_it_updates():
     g = np.array([[keys.count(r) * (r + 1.0)] * 3 for r in rows])
     m[rows] = b1 * m[rows] + (1 - b1) * g
     v[rows] = b2 * v[rows] + (1 - b2) * g * g
-    rate = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+    rate = lr * np.sqrt(1 - b2**t) / (1 - b1**t)
     w[rows] -= rate * m[rows] / (np.sqrt(v[rows]) + eps)
     np.testing.assert_allclose(snapshots[t], w, rtol=1e-5, atol=1e-6)
 
@@ -101,10 +109,12 @@ def test_adagrad_and_ftrl_match_keras_on_the_rows_they_update():
   _, ours = _train(embeddings.SparseAdagrad(0.1, epsilon=0.0), keys)
   _, keras = _train(tf_keras.optimizers.Adagrad(0.1, epsilon=0.0), keys)
   np.testing.assert_allclose(ours[-1], keras[-1], rtol=1e-5)
-  _, ours = _train(embeddings.SparseFtrl(0.1, l1_regularization_strength=0.01),
-                   keys)
-  _, keras = _train(tf_keras.optimizers.Ftrl(
-      0.1, l1_regularization_strength=0.01), keys)
+  _, ours = _train(
+    embeddings.SparseFtrl(0.1, l1_regularization_strength=0.01), keys
+  )
+  _, keras = _train(
+    tf_keras.optimizers.Ftrl(0.1, l1_regularization_strength=0.01), keys
+  )
   # Keras' FTRL rewrites every row (untouched ones to zero); the rows
   # looked up agree.
   np.testing.assert_allclose(ours[-1][[2, 4]], keras[-1][[2, 4]], rtol=1e-5)
@@ -122,12 +132,20 @@ def test_reset_slots_returns_rows_to_their_initial_slots():
   assert accumulator[2].tolist() == [0.5] * 3 and not linear[2].any()
 
 
-@pytest.mark.parametrize('flag,kind', [
-    ('lazy-adam', 'LazyAdam'), ('adam', 'Adam'), ('adagrad', 'SparseAdagrad'),
-    ('ftrl', 'SparseFtrl'), ('sgd', 'SGD')])
+@pytest.mark.parametrize(
+  'flag,kind',
+  [
+    ('lazy-adam', 'LazyAdam'),
+    ('adam', 'Adam'),
+    ('adagrad', 'SparseAdagrad'),
+    ('ftrl', 'SparseFtrl'),
+    ('sgd', 'SGD'),
+  ],
+)
 def test_build_sparse_optimizer_follows_the_flags(flag, kind):
   args = _Arguments.parse(
-      ['--embedding-optimizer', flag, '--embedding-learning-rate', '0.05'])
+    ['--embedding-optimizer', flag, '--embedding-learning-rate', '0.05']
+  )
   optimizer = embeddings.build_sparse_optimizer(args)
   assert type(optimizer).__name__ == kind
   assert float(optimizer.learning_rate) == pytest.approx(0.05)
@@ -146,18 +164,23 @@ def test_sparse_learning_rate_defaults_to_the_dense_one():
   assert config['config']['decay_rate'] == 0.5
   # --embedding-learning-rate wins over both.
   args = _Arguments.parse(['--embedding-learning-rate', '0.3'])
-  assert float(embeddings.build_sparse_optimizer(
-      args, schedule).learning_rate) == pytest.approx(0.3)
+  assert float(
+    embeddings.build_sparse_optimizer(args, schedule).learning_rate
+  ) == pytest.approx(0.3)
 
 
 def test_bad_optimizer_arguments_name_them():
-  with pytest.raises(ConfigurationError,
-                     match='--embedding-learning-rate must be a positive '
-                     'number'):
+  with pytest.raises(
+    ConfigurationError,
+    match='--embedding-learning-rate must be a positive number',
+  ):
     _Arguments.parse(['--embedding-learning-rate', '0'])
-  with pytest.raises(ConfigurationError, match='learning_rate_power must be '
-                     '<= 0. Received: learning_rate_power=0.5'):
+  with pytest.raises(
+    ConfigurationError,
+    match='learning_rate_power must be <= 0. Received: learning_rate_power=0.5',
+  ):
     embeddings.SparseFtrl(learning_rate_power=0.5)
-  with pytest.raises(ConfigurationError, match='initial_accumulator_value '
-                     'must be >= 0'):
+  with pytest.raises(
+    ConfigurationError, match='initial_accumulator_value must be >= 0'
+  ):
     embeddings.SparseAdagrad(initial_accumulator_value=-1.0)

@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-_SCRIPT = r'''
+_SCRIPT = r"""
 import json, os, sys
 import numpy as np
 index = int(sys.argv[1])
@@ -73,7 +73,7 @@ print(json.dumps({
     'changed': np.nonzero((before != after).any(axis=1))[0].tolist(),
     'moments': np.nonzero(moments.any(axis=1))[0].tolist(),
 }))
-'''
+"""
 
 
 def _port():
@@ -87,19 +87,31 @@ def _run_workers(script, *args, lines=1, chief=False):
 
   With `chief`, the first is a chief (as in a tensorfx job's TF_CONFIG).
   """
-  tasks = [('chief', 0), ('worker', 0)] if chief else [('worker', 0),
-                                                       ('worker', 1)]
+  tasks = (
+    [('chief', 0), ('worker', 0)] if chief else [('worker', 0), ('worker', 1)]
+  )
   cluster = {}
   for kind, _ in tasks:
     cluster.setdefault(kind, []).append(f'127.0.0.1:{_port()}')
   processes = []
   try:
     for index, (kind, task) in enumerate(tasks):
-      env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', TF_CONFIG=json.dumps(
-          {'cluster': cluster, 'task': {'type': kind, 'index': task}}))
-      processes.append(subprocess.Popen(
-          [sys.executable, '-c', script, str(index), *args], env=env,
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+      env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL='3',
+        TF_CONFIG=json.dumps(
+          {'cluster': cluster, 'task': {'type': kind, 'index': task}}
+        ),
+      )
+      processes.append(
+        subprocess.Popen(
+          [sys.executable, '-c', script, str(index), *args],
+          env=env,
+          stdout=subprocess.PIPE,
+          stderr=subprocess.PIPE,
+          text=True,
+        )
+      )
     outputs = [p.communicate(timeout=240) for p in processes]
   finally:
     for p in processes:
@@ -109,8 +121,10 @@ def _run_workers(script, *args, lines=1, chief=False):
     assert p.returncode == 0, err[-3000:]
   if lines == 1:
     return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
-  return [[json.loads(line) for line in out.strip().splitlines()[-lines:]]
-          for out, _ in outputs]
+  return [
+    [json.loads(line) for line in out.strip().splitlines()[-lines:]]
+    for out, _ in outputs
+  ]
 
 
 def test_replicas_keep_identical_tables_and_statistics():
@@ -211,7 +225,8 @@ print(json.dumps({'threads_added': threads}))
 @pytest.mark.cluster
 def test_exact_keys_agree_across_workers_and_train():
   (first, first_threads), (second, second_threads) = _run_workers(
-      _EXACT_SCRIPT, lines=2, chief=True)
+    _EXACT_SCRIPT, lines=2, chief=True
+  )
   assert first['kind'] == 'CollectiveAllReduceStrategy'  # multi-worker
   # 119 calls of the step (one step each) leave no threads behind: a
   # collective timeout once held a thread per collective for 300 s, and

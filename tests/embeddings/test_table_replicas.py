@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-_SCRIPT = textwrap.dedent('''
+_SCRIPT = textwrap.dedent("""
     import tensorflow as tf
     cpu = tf.config.list_physical_devices('CPU')[0]
     tf.config.set_logical_device_configuration(
@@ -31,14 +31,19 @@ _SCRIPT = textwrap.dedent('''
         table.build()
       except ConfigurationError as e:
         print('REFUSED', e)
-''')
+""")
 
 
 def test_exact_keys_with_replicas_in_one_process_are_refused(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-c', _SCRIPT], capture_output=True, text=True,
-      timeout=120, check=False, cwd=tmp_path,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+    [sys.executable, '-c', _SCRIPT],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+    cwd=tmp_path,
+    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   message = result.stdout.split('REFUSED', 1)[1]
   assert "'items'" in message and 'MultiWorkerMirroredStrategy' in message

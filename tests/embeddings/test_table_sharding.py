@@ -15,12 +15,13 @@ import pytest
 from ps_cluster_script import in_process_cluster
 
 pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.slow,
-    pytest.mark.xdist_group('test_table_sharding'),
+  pytest.mark.cluster,
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_table_sharding'),
 ]
 
-_SCRIPT = r'''
+_SCRIPT = (
+  r"""
 import json, socket, sys
 import numpy as np
 import tensorflow as tf
@@ -28,7 +29,9 @@ from tensorfx import embeddings, training
 
 num_ps, restore, save = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
-''' + in_process_cluster(1) + r'''
+"""
+  + in_process_cluster(1)
+  + r"""
 with strategy.scope():
   step = tf.Variable(0, dtype=tf.int64, name='step')
   optimizer = embeddings.LazyAdam(0.05)
@@ -84,13 +87,18 @@ report['counts'] = [int(after['counts'][r]) for r in (5, 17, 25, 10001)]
 checkpoint.write(save + '/ckpt')
 np.savez(save + '/state.npz', **after)
 print(json.dumps(report))
-'''
+"""
+)
 
 
 def _run(num_ps, restore, save):
   result = subprocess.run(
-      [sys.executable, '-c', _SCRIPT, str(num_ps), str(restore), str(save)],
-      capture_output=True, text=True, timeout=180, check=False)
+    [sys.executable, '-c', _SCRIPT, str(num_ps), str(restore), str(save)],
+    capture_output=True,
+    text=True,
+    timeout=180,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -101,18 +109,24 @@ def runs(tmp_path_factory):
   two, one, again = root / 'two', root / 'one', root / 'again'
   for path in (two, one, again):
     path.mkdir()
-  return {'two': _run(2, '-', two), 'one': _run(1, two, one),
-          'again': _run(2, one, again)}
+  return {
+    'two': _run(2, '-', two),
+    'one': _run(1, two, one),
+    'again': _run(2, one, again),
+  }
 
 
 def test_the_table_is_split_across_parameter_servers(runs):
   # Round-robin placement: the first shard goes to the next free server.
   devices, rows = zip(*runs['two']['shards'])
-  assert sorted(devices) == ['/job:ps/replica:0/task:0/device:CPU:0',
-                             '/job:ps/replica:0/task:1/device:CPU:0']
+  assert sorted(devices) == [
+    '/job:ps/replica:0/task:0/device:CPU:0',
+    '/job:ps/replica:0/task:1/device:CPU:0',
+  ]
   assert rows == (10001, 10000)
   assert runs['one']['shards'] == [
-      ['/job:ps/replica:0/task:0/device:CPU:0', 20001]]
+    ['/job:ps/replica:0/task:0/device:CPU:0', 20001]
+  ]
 
 
 def test_only_looked_up_rows_train_on_parameter_servers(runs):

@@ -15,9 +15,11 @@ def functional_model(features, classes=3):
   hidden = tf_keras.layers.Dense(16, activation='relu')(features['X'])
   scores = tf_keras.layers.Dense(classes, activation='softmax')(hidden)
   model = tf_keras.Model(features, scores)
-  model.compile(optimizer=tf_keras.optimizers.Adam(0.02),
-                loss='sparse_categorical_crossentropy',
-                metrics=['accuracy'])
+  model.compile(
+    optimizer=tf_keras.optimizers.Adam(0.02),
+    loss='sparse_categorical_crossentropy',
+    metrics=['accuracy'],
+  )
   return model
 
 
@@ -36,8 +38,8 @@ class Classifier(tf_keras.Model):
   def __init__(self, classes):
     super().__init__()
     self.hidden = tf_keras.layers.Dense(
-        16, activation='relu',
-        kernel_regularizer=tf_keras.regularizers.L2(1e-4))
+      16, activation='relu', kernel_regularizer=tf_keras.regularizers.L2(1e-4)
+    )
     self.logits = tf_keras.layers.Dense(classes)
 
   def call(self, inputs, training=False):
@@ -51,7 +53,8 @@ class SubclassedIris(KerasModelBuilder):
     del inputs  # A subclassed model builds on its first call.
     model = Classifier(3)
     model.compile(
-        optimizer=tf_keras.optimizers.Adam(0.02),
-        loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name='acc')])
+      optimizer=tf_keras.optimizers.Adam(0.02),
+      loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name='acc')],
+    )
     return model

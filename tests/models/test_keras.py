@@ -38,12 +38,24 @@ STEPS = 200
 
 def _train(builder_class, output, dataset, callbacks=(), *flags):
   args, job = training.ModelArguments.parse(
-      iris_args(output, '--max-steps', str(STEPS), '--batch-size', '32',
-                '--seed', '1', '--eval-interval-steps', '50',
-                '--log-interval-steps', '25', *flags), parse_job=True)
+    iris_args(
+      output,
+      '--max-steps',
+      str(STEPS),
+      '--batch-size',
+      '32',
+      '--seed',
+      '1',
+      '--eval-interval-steps',
+      '50',
+      '--log-interval-steps',
+      '25',
+      *flags,
+    ),
+    parse_job=True,
+  )
   builder = builder_class(args, dataset)
-  model = training.ModelTrainer(callbacks=list(callbacks)).train(builder,
-                                                                 job)
+  model = training.ModelTrainer(callbacks=list(callbacks)).train(builder, job)
   return builder, model
 
 
@@ -63,22 +75,27 @@ def functional_run(tmp_path_factory, iris_dataset_factory):
   root = tmp_path_factory.mktemp('keras-functional')
   epochs = root / 'epochs.csv'
   callbacks = [
-      tf_keras.callbacks.CSVLogger(str(epochs)),
-      # A new rate at each epoch's begin: 0.02, 0.01, 0.0067, ...
-      tf_keras.callbacks.LearningRateScheduler(
-          lambda epoch, lr: 0.02 / (epoch + 1)),
-      tf_keras.callbacks.BackupAndRestore(str(root / 'unused'),
-                                          save_freq=50),
+    tf_keras.callbacks.CSVLogger(str(epochs)),
+    # A new rate at each epoch's begin: 0.02, 0.01, 0.0067, ...
+    tf_keras.callbacks.LearningRateScheduler(
+      lambda epoch, lr: 0.02 / (epoch + 1)
+    ),
+    tf_keras.callbacks.BackupAndRestore(str(root / 'unused'), save_freq=50),
   ]
-  builder, model = _train(keras_iris.FunctionalIris, root / 'output',
-                          iris_dataset_factory(), callbacks,
-                          '--checkpoint-interval-secs', '3600',
-                          '--keep-checkpoints', '10')
+  builder, model = _train(
+    keras_iris.FunctionalIris,
+    root / 'output',
+    iris_dataset_factory(),
+    callbacks,
+    '--checkpoint-interval-secs',
+    '3600',
+    '--keep-checkpoints',
+    '10',
+  )
   return root, builder, model
 
 
-def test_a_functional_fit_model_trains_and_serves_raw_instances(
-    functional_run):
+def test_a_functional_fit_model_trains_and_serves_raw_instances(functional_run):
   root, builder, model = functional_run
   metrics = _metrics(root / 'output')
   # The compiled metric, evaluated by tensorfx beside its loss.
@@ -112,8 +129,7 @@ def test_csv_logger_writes_an_epoch_per_validation(functional_run):
   assert float(rows[-1]['val_loss']) < float(rows[0]['val_loss'])
 
 
-def test_learning_rate_scheduler_sets_the_rate_of_each_epoch(
-    functional_run):
+def test_learning_rate_scheduler_sets_the_rate_of_each_epoch(functional_run):
   _, builder, _ = functional_run
   # Four epochs ended; the fifth began with 0.02 / 5.
   rate = float(builder.keras_model.optimizer.learning_rate.numpy())
@@ -123,20 +139,28 @@ def test_learning_rate_scheduler_sets_the_rate_of_each_epoch(
 def test_backup_and_restore_saves_at_its_frequency(functional_run):
   root, _, _ = functional_run
   checkpoints = root / 'output' / 'checkpoints'
-  steps = sorted(int(p.name[len('ckpt-'):-len('.index')])
-                 for p in checkpoints.glob('ckpt-*.index'))
+  steps = sorted(
+    int(p.name[len('ckpt-') : -len('.index')])
+    for p in checkpoints.glob('ckpt-*.index')
+  )
   # --checkpoint-interval-secs 3600: only BackupAndRestore's saves and
   # the final one.
   assert steps == [50, 100, 150, 200]
 
 
 def test_a_subclassed_model_with_logits_and_reduce_lr_on_plateau(
-    tmp_path, iris_dataset_factory):
+  tmp_path, iris_dataset_factory
+):
   # min_delta 10: no validation counts as an improvement after the first.
   plateau = tf_keras.callbacks.ReduceLROnPlateau(
-      monitor='val_loss', factor=0.5, patience=1, min_delta=10.0)
-  builder, model = _train(keras_iris.SubclassedIris, tmp_path / 'out',
-                          iris_dataset_factory(), [plateau])
+    monitor='val_loss', factor=0.5, patience=1, min_delta=10.0
+  )
+  builder, model = _train(
+    keras_iris.SubclassedIris,
+    tmp_path / 'out',
+    iris_dataset_factory(),
+    [plateau],
+  )
   metrics = _metrics(tmp_path / 'out')
   assert metrics['acc'] >= 0.9
   predictions = model.predict(INSTANCES)
@@ -154,15 +178,18 @@ def test_a_subclassed_model_with_logits_and_reduce_lr_on_plateau(
 
 @pytest.mark.slow
 def test_a_second_run_resumes_the_keras_model_and_its_optimizer(
-    tmp_path, iris_dataset_factory):
+  tmp_path, iris_dataset_factory
+):
   runs = []
   for steps in ('20', '40'):
     args, job = training.ModelArguments.parse(
-        iris_args(tmp_path / 'out', '--max-steps', steps, '--seed', '1'),
-        parse_job=True)
+      iris_args(tmp_path / 'out', '--max-steps', steps, '--seed', '1'),
+      parse_job=True,
+    )
     # Training data only: nothing to validate.
-    builder = keras_iris.FunctionalIris(args, iris_dataset_factory(
-        train=os.path.join(IRIS, 'data', 'train.csv')))
+    builder = keras_iris.FunctionalIris(
+      args, iris_dataset_factory(train=os.path.join(IRIS, 'data', 'train.csv'))
+    )
     training.ModelTrainer().train(builder, job)
     runs.append(builder)
   first, second = (b.keras_model for b in runs)
@@ -194,8 +221,11 @@ class PetalWidth(KerasModelBuilder):
     hidden = tf_keras.layers.Dense(16, activation='relu')(inputs['X'])
     value = tf_keras.layers.Dense(1)(hidden)
     model = tf_keras.Model(inputs, value)
-    model.compile(optimizer=tf_keras.optimizers.Adam(0.02), loss='mse',
-                  metrics=[tf_keras.metrics.MeanAbsoluteError(name='mae')])
+    model.compile(
+      optimizer=tf_keras.optimizers.Adam(0.02),
+      loss='mse',
+      metrics=[tf_keras.metrics.MeanAbsoluteError(name='mae')],
+    )
     return model
 
 
@@ -203,42 +233,52 @@ class PetalWidth(KerasModelBuilder):
 def test_a_keras_regressor_trains_and_serves_values(tmp_path):
   features = tmp_path / 'features.yaml'
   features.write_text(REGRESSION_FEATURES)
-  argv = iris_args(tmp_path / 'out', '--max-steps', '300', '--seed', '3',
-                   '--batch-size', '32')
+  argv = iris_args(
+    tmp_path / 'out', '--max-steps', '300', '--seed', '3', '--batch-size', '32'
+  )
   argv[argv.index('--data-features') + 1] = str(features)
   args, job = training.ModelArguments.parse(argv, parse_job=True)
-  dataset = data.CsvDataSet(args.data_schema, train=args.data_train,
-                            eval=args.data_eval, features=args.data_features)
+  dataset = data.CsvDataSet(
+    args.data_schema,
+    train=args.data_train,
+    eval=args.data_eval,
+    features=args.data_features,
+  )
   model = training.ModelTrainer().train(PetalWidth(args, dataset), job)
   assert _metrics(tmp_path / 'out')['mae'] < 0.25
   # species,sepal_length,sepal_width,petal_length[,petal_width]: the
   # target column may be left out.
-  values = [p['value'] for p in model.predict(
-      ['setosa,5.0,3.4,1.5', 'virginica,6.7,3.0,5.2'])]
+  values = [
+    p['value']
+    for p in model.predict(['setosa,5.0,3.4,1.5', 'virginica,6.7,3.0,5.2'])
+  ]
   assert values[0] == pytest.approx(0.2, abs=0.25)
   assert values[1] == pytest.approx(2.1, abs=0.4)
 
 
 class Uncompiled(KerasModelBuilder):
-
   def build_model(self, inputs):
     return keras_iris.Classifier(3)
 
 
 class NotAModel(KerasModelBuilder):
-
   def build_model(self, inputs):
     return tf_keras.layers.Dense(3)
 
 
-@pytest.mark.parametrize('builder_class, message', [
+@pytest.mark.parametrize(
+  'builder_class, message',
+  [
     (Uncompiled, 'must return a compiled model: call model.compile('),
     (NotAModel, 'must return a tf_keras.Model'),
-])
+  ],
+)
 def test_build_model_must_return_a_compiled_tf_keras_model(
-    builder_class, message, iris_dataset_factory):
-  builder = builder_class(training.ModelArguments.parse([]),
-                          iris_dataset_factory())
+  builder_class, message, iris_dataset_factory
+):
+  builder = builder_class(
+    training.ModelArguments.parse([]), iris_dataset_factory()
+  )
   with pytest.raises(ConfigurationError, match=message.replace('(', r'\(')):
     builder.build_graph_interfaces(training.Configuration.local())
 
@@ -254,10 +294,12 @@ class Frozen(KerasModelBuilder):
 
 
 def test_a_frozen_layer_stays_out_of_the_trained_variables(
-    iris_dataset_factory):
+  iris_dataset_factory,
+):
   builder = Frozen(training.ModelArguments.parse([]), iris_dataset_factory())
   interface, _, _ = builder.build_graph_interfaces(
-      training.Configuration.local())
+    training.Configuration.local()
+  )
   frozen = {id(v) for v in builder.keras_model.layers[1].weights}
   trained = {id(v) for v in interface.variables}
   assert len(frozen) == 2
@@ -268,8 +310,9 @@ def test_a_frozen_layer_stays_out_of_the_trained_variables(
 def test_terminate_on_nan_stops_the_run(tmp_path):
   callback = training.KerasCallback(tf_keras.callbacks.TerminateOnNaN())
   optimizer = tf_keras.optimizers.SGD(0.1)
-  context = training.RunContext(builder=_Trained(optimizer),
-                                output=str(tmp_path))
+  context = training.RunContext(
+    builder=_Trained(optimizer), output=str(tmp_path)
+  )
   callback.set_context(context)
   callback.on_train_begin({'step': 0})
   callback.on_step_end(10, {'loss': 0.5})
@@ -282,22 +325,30 @@ def test_terminate_on_nan_stops_the_run(tmp_path):
 def test_a_keras_callback_drives_the_optimizer_of_any_builder(tmp_path):
   # Not a Keras model: the callback's model holds the training optimizer.
   optimizer = tf_keras.optimizers.SGD(0.1)
-  context = training.RunContext(builder=_Trained(optimizer),
-                                output=str(tmp_path))
-  plateau = tf_keras.callbacks.ReduceLROnPlateau(monitor='val_loss',
-                                                 factor=0.1, patience=1)
+  context = training.RunContext(
+    builder=_Trained(optimizer), output=str(tmp_path)
+  )
+  plateau = tf_keras.callbacks.ReduceLROnPlateau(
+    monitor='val_loss', factor=0.1, patience=1
+  )
   callback = training.KerasCallback(plateau)
   callback.set_context(context)
   callback.on_train_begin({'step': 0})
   for step, loss in ((10, 1.0), (20, 1.0)):
-    callback.on_evaluate_end(step, training.EvaluationResults(
-        step, {'eval': {'loss': loss}}, {'eval': 30}, {'eval': 0.1},
-        ('eval', 'loss', 'min')))
+    callback.on_evaluate_end(
+      step,
+      training.EvaluationResults(
+        step,
+        {'eval': {'loss': loss}},
+        {'eval': 30},
+        {'eval': 0.1},
+        ('eval', 'loss', 'min'),
+      ),
+    )
   assert float(optimizer.learning_rate.numpy()) == pytest.approx(0.01)
 
 
-def test_keras_callbacks_in_the_list_are_adapted_and_others_refused(
-    tmp_path):
+def test_keras_callbacks_in_the_list_are_adapted_and_others_refused(tmp_path):
   context = training.RunContext(builder=None, output=str(tmp_path))
   callbacks = CallbackList([tf_keras.callbacks.TerminateOnNaN()], context)
   assert isinstance(callbacks.callbacks[0], training.KerasCallback)

@@ -29,7 +29,7 @@ INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 LABELS = ['virginica', 'setosa', 'versicolor']
 
 # Trains the unchanged model; prints the strategy and what was learnt.
-_TRAIN = textwrap.dedent('''
+_TRAIN = textwrap.dedent("""
     import yaml
     import keras_iris
 
@@ -49,31 +49,48 @@ _TRAIN = textwrap.dedent('''
           'labels': [p['label'] for p in model.predict(INSTANCES)],
           'steps': int(builder.global_step.numpy()),
       }))
-''').replace('INSTANCES', repr(INSTANCES))
+""").replace('INSTANCES', repr(INSTANCES))
 
-_MIRRORED = PREAMBLE + _TRAIN + textwrap.dedent('''
+_MIRRORED = (
+  PREAMBLE
+  + _TRAIN
+  + textwrap.dedent("""
     train(Mirrored.local(), json.loads(sys.argv[3]), analysis)
-''')
+""")
+)
 
-_PARAMETER_SERVERS = textwrap.dedent('''
+_PARAMETER_SERVERS = (
+  textwrap.dedent("""
     import json, os, socket, sys
     import tensorflow as tf
     from tensorfx import data, training
 
     num_ps = 1
-''') + in_process_cluster(2) + _TRAIN + textwrap.dedent('''
+""")
+  + in_process_cluster(2)
+  + _TRAIN
+  + textwrap.dedent("""
     argv, analysis = json.loads(sys.argv[1])
     train(chief, argv, analysis)
-''')
+""")
+)
 
 
 def _run(argv):
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [ROOT, HERE, os.environ.get('PYTHONPATH', '')]),
-             GRPC_FAIL_FAST='use_caller')
-  result = subprocess.run([sys.executable, *argv], capture_output=True,
-                          text=True, timeout=600, env=env, check=False,
-                          cwd=ROOT)
+  env = dict(
+    os.environ,
+    PYTHONPATH=os.pathsep.join([ROOT, HERE, os.environ.get('PYTHONPATH', '')]),
+    GRPC_FAIL_FAST='use_caller',
+  )
+  result = subprocess.run(
+    [sys.executable, *argv],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    env=env,
+    check=False,
+    cwd=ROOT,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -81,11 +98,13 @@ def _run(argv):
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_keras_model_trains_unchanged_on_mirrored_replicas(
-    tmp_path, iris_analysis):
+  tmp_path, iris_analysis
+):
   script = tmp_path / 'mirrored.py'
   script.write_text(_MIRRORED)
-  argv = iris_args(tmp_path / 'out', '--max-steps', '200', '--batch-size',
-                   '32', '--seed', '1')
+  argv = iris_args(
+    tmp_path / 'out', '--max-steps', '200', '--batch-size', '32', '--seed', '1'
+  )
   found = _run([str(script), IRIS, iris_analysis, json.dumps(argv)])
   assert (found['strategy'], found['replicas']) == ('MirroredStrategy', 2)
   assert found['steps'] == 200
@@ -96,9 +115,19 @@ def test_a_keras_model_trains_unchanged_on_mirrored_replicas(
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_keras_model_trains_unchanged_on_parameter_servers(
-    tmp_path, iris_analysis):
-  argv = iris_args(tmp_path / 'out', '--max-steps', '300', '--batch-size',
-                   '32', '--seed', '1', '--steps-per-closure', '10')
+  tmp_path, iris_analysis
+):
+  argv = iris_args(
+    tmp_path / 'out',
+    '--max-steps',
+    '300',
+    '--batch-size',
+    '32',
+    '--seed',
+    '1',
+    '--steps-per-closure',
+    '10',
+  )
   found = _run(['-c', _PARAMETER_SERVERS, json.dumps([argv, iris_analysis])])
   assert found['strategy'] == 'ParameterServerStrategyV2'
   # Workers step asynchronously: at least the steps asked for.
@@ -108,7 +137,7 @@ def test_a_keras_model_trains_unchanged_on_parameter_servers(
 
 
 # A trainer module, as `tensorfx train --module` runs it in every task.
-_TRAINER_MODULE = textwrap.dedent('''
+_TRAINER_MODULE = textwrap.dedent("""
     import tensorfx as tfx
     import keras_iris
 
@@ -120,29 +149,54 @@ _TRAINER_MODULE = textwrap.dedent('''
         keras_iris.FunctionalIris(args, dataset), job)
     if model is not None:
       print('labels', [p['label'] for p in model.predict(INSTANCES)])
-''').replace('INSTANCES', repr(INSTANCES))
+""").replace('INSTANCES', repr(INSTANCES))
 
 
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_keras_model_trains_unchanged_on_multi_worker_mirrored(
-    tmp_path, iris_analysis):
+  tmp_path, iris_analysis
+):
   trainer = tmp_path / 'keras_trainer.py'
   trainer.write_text(_TRAINER_MODULE)
   output = tmp_path / 'out'
-  command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
-             str(trainer), '--cluster', 'workers=2',
-             *iris_args(output, '--data-metadata', iris_analysis,
-                        '--max-steps', '300', '--batch-size', '32',
-                        '--seed', '1')]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=os.pathsep.join(
-      [ROOT, HERE, os.environ.get('PYTHONPATH', '')]))
+  command = [
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    str(trainer),
+    '--cluster',
+    'workers=2',
+    *iris_args(
+      output,
+      '--data-metadata',
+      iris_analysis,
+      '--max-steps',
+      '300',
+      '--batch-size',
+      '32',
+      '--seed',
+      '1',
+    ),
+  ]
+  env = dict(
+    os.environ,
+    TF_CPP_MIN_LOG_LEVEL='3',
+    PYTHONPATH=os.pathsep.join([ROOT, HERE, os.environ.get('PYTHONPATH', '')]),
+  )
   # Its own session: whatever happens, the launcher and its tasks are
   # killed together at the end.
-  process = subprocess.Popen(command, env=env, cwd=ROOT, text=True,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT,
-                             start_new_session=True)
+  process = subprocess.Popen(
+    command,
+    env=env,
+    cwd=ROOT,
+    text=True,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    start_new_session=True,
+  )
   try:
     text, _ = process.communicate(timeout=600)
   finally:

@@ -128,15 +128,32 @@ def _train(root, holes):
   root.mkdir()
   generate.write_csv(root / 'train.csv', train)
   generate.write_csv(root / 'eval.csv', evaluation)
-  args, job = nn.FeedForwardClassificationArguments.parse([
-      '--output', str(root / 'output'), '--max-steps', '1500',
-      '--batch-size', '64', '--hidden-layers:1', '32', '--hidden-layers:2',
-      '16', '--seed', '3', '--log-level', 'warning'], parse_job=True)
-  dataset = CsvDataSet(SCHEMA, features=FEATURES,
-                       train=str(root / 'train.csv'),
-                       eval=str(root / 'eval.csv'))
-  model = ModelTrainer().train(nn.FeedForwardClassification(args, dataset),
-                               job)
+  args, job = nn.FeedForwardClassificationArguments.parse(
+    [
+      '--output',
+      str(root / 'output'),
+      '--max-steps',
+      '1500',
+      '--batch-size',
+      '64',
+      '--hidden-layers:1',
+      '32',
+      '--hidden-layers:2',
+      '16',
+      '--seed',
+      '3',
+      '--log-level',
+      'warning',
+    ],
+    parse_job=True,
+  )
+  dataset = CsvDataSet(
+    SCHEMA,
+    features=FEATURES,
+    train=str(root / 'train.csv'),
+    eval=str(root / 'eval.csv'),
+  )
+  model = ModelTrainer().train(nn.FeedForwardClassification(args, dataset), job)
   record = yaml.safe_load((root / 'output' / 'job.yaml').read_text())
   return record, model, evaluation
 
@@ -160,17 +177,20 @@ def test_holes_cost_at_most_one_point_of_accuracy(tmp_path, holed):
   full, _, _ = _train(tmp_path / 'full', holes=False)
   assert record['status'] == full['status'] == 'completed'
   accuracy = record['metrics']['accuracy']
-  majority = max(sum(r['income_bracket'] == generate.HIGH
-                     for r in evaluation) / EVAL,
-                 sum(r['income_bracket'] == generate.LOW
-                     for r in evaluation) / EVAL)
+  majority = max(
+    sum(r['income_bracket'] == generate.HIGH for r in evaluation) / EVAL,
+    sum(r['income_bracket'] == generate.LOW for r in evaluation) / EVAL,
+  )
   assert accuracy > majority + 0.05, (accuracy, majority)
   assert abs(accuracy - full['metrics']['accuracy']) <= 0.01, (
-      accuracy, full['metrics'])
+    accuracy,
+    full['metrics'],
+  )
   # Raw lines with empty cells predict as well as the evaluation measured.
   predicted = model.predict([_line(row) for row in evaluation])
-  right = sum(p['label'] == row['income_bracket']
-              for p, row in zip(predicted, evaluation))
+  right = sum(
+    p['label'] == row['income_bracket'] for p, row in zip(predicted, evaluation)
+  )
   assert right / EVAL == pytest.approx(accuracy, abs=0.005)
 
 
@@ -182,11 +202,11 @@ def test_serving_imputes_what_training_computed(holed):
   vocabulary = stats['marital_status']['vocabulary']
   # Each hole, and the value the analysis computed for it.
   computed = {
-      'education_num': round(stats['education_num']['mean']),
-      'marital_status': max(vocabulary, key=vocabulary.get),
-      'capital_gain': 0.0,
-      'hours_per_week': stats['hours_per_week']['mean'],
-      'workclass': 'Atlantis',  # Unseen, as '' is: the OOV bucket.
+    'education_num': round(stats['education_num']['mean']),
+    'marital_status': max(vocabulary, key=vocabulary.get),
+    'capital_gain': 0.0,
+    'hours_per_week': stats['hours_per_week']['mean'],
+    'workclass': 'Atlantis',  # Unseen, as '' is: the OOV bucket.
   }
   lines = []
   for name, value in computed.items():
@@ -194,7 +214,8 @@ def test_serving_imputes_what_training_computed(holed):
   outputs = model.predict(lines)
   for index, name in enumerate(computed):
     assert outputs[2 * index]['scores'] == pytest.approx(
-        outputs[2 * index + 1]['scores'], abs=1e-5), name
+      outputs[2 * index + 1]['scores'], abs=1e-5
+    ), name
   # The median (approximate): one of the ages between the quartiles.
   hole = model.predict([_line(dict(row, age=''))])[0]['scores']
   ages = model.predict([_line(dict(row, age=age)) for age in range(28, 50)])
@@ -216,12 +237,10 @@ def test_every_serving_input_reads_holes_alike(holed):
       elif index % 3 == 1:
         instance[name] = None
       elif index % 3 == 2:
-        instance[name] = math.nan if SCHEMA[name].type.value == 'real' \
-            else None
+        instance[name] = math.nan if SCHEMA[name].type.value == 'real' else None
       # Else: the key is left out.
     as_dicts.append(instance)
-  assert _scores(model.predict(as_dicts)) == pytest.approx(csv_scores,
-                                                           abs=1e-6)
+  assert _scores(model.predict(as_dicts)) == pytest.approx(csv_scores, abs=1e-6)
 
   examples = []
   for row in rows:
@@ -231,18 +250,21 @@ def test_every_serving_input_reads_holes_alike(holed):
       if value == '' or field.name == 'income_bracket':
         continue  # Absent.
       if field.type.value == 'integer':
-        feature[field.name] = tf.train.Feature(int64_list=tf.train.Int64List(
-            value=[int(value)]))
+        feature[field.name] = tf.train.Feature(
+          int64_list=tf.train.Int64List(value=[int(value)])
+        )
       elif field.type.value == 'real':
-        feature[field.name] = tf.train.Feature(float_list=tf.train.FloatList(
-            value=[float(value)]))
+        feature[field.name] = tf.train.Feature(
+          float_list=tf.train.FloatList(value=[float(value)])
+        )
       else:
-        feature[field.name] = tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[value.encode()]))
-    examples.append(tf.train.Example(features=tf.train.Features(
-        feature=feature)))
-  assert _scores(model.predict(examples)) == pytest.approx(csv_scores,
-                                                           abs=1e-6)
+        feature[field.name] = tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[value.encode()])
+        )
+    examples.append(
+      tf.train.Example(features=tf.train.Features(feature=feature))
+    )
+  assert _scores(model.predict(examples)) == pytest.approx(csv_scores, abs=1e-6)
 
 
 def test_the_command_line_and_the_bare_saved_model_read_holes(holed, tmp_path):
@@ -250,28 +272,48 @@ def test_the_command_line_and_the_bare_saved_model_read_holes(holed, tmp_path):
   rows = [r for r in evaluation[:200] if '' in r.values()][:4]
   lines = [_line(r) for r in rows]
   expected = [p['label'] for p in model.predict(lines)]
-  instance = {name: (None if row_value == '' else row_value)
-              for name, row_value in rows[0].items() if name in SERVING}
+  instance = {
+    name: (None if row_value == '' else row_value)
+    for name, row_value in rows[0].items()
+    if name in SERVING
+  }
   source = tmp_path / 'instances.txt'
   source.write_text('\n'.join(lines + [json.dumps(instance)]) + '\n')
 
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'predict', '--model', model.path,
-       '--input', str(source)], capture_output=True, text=True, timeout=300,
-      check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'predict',
+      '--model',
+      model.path,
+      '--input',
+      str(source),
+    ],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-2000:]
   outputs = [json.loads(line) for line in result.stdout.splitlines()]
   assert [o['label'] for o in outputs] == expected + expected[:1]
 
-  code = f'''
+  code = f"""
 import json, sys
 import tensorflow as tf
 model = tf.saved_model.load({model.path!r})
 out = model.signatures['serving_default'](csv=tf.constant({lines!r}))
 assert 'tensorfx' not in sys.modules
 print(json.dumps([v.decode() for v in out['label'].numpy()]))
-'''
-  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                          text=True, timeout=300, check=False)
+"""
+  result = subprocess.run(
+    [sys.executable, '-c', code],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-2000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == expected

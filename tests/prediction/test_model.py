@@ -49,14 +49,17 @@ def test_csv_lines_with_target_and_mixed(model):
 def test_outputs_come_sorted_by_name(model):
   # A signature's outputs are a map: without a fixed order the keys came
   # back in any of their orders, one per process.
-  for outputs in (model.predict(INSTANCES[:1]),
-                  model.predict([dict(zip(FIELDS, (6.3, 3.3, 6.0, 2.5)))])):
+  for outputs in (
+    model.predict(INSTANCES[:1]),
+    model.predict([dict(zip(FIELDS, (6.3, 3.3, 6.0, 2.5)))]),
+  ):
     assert list(outputs[0]) == ['classes', 'label', 'scores']
 
 
 def test_dict_instances(model):
-  instances = [dict(zip(FIELDS, map(float, line.split(','))))
-               for line in INSTANCES]
+  instances = [
+    dict(zip(FIELDS, map(float, line.split(',')))) for line in INSTANCES
+  ]
   assert _labels(model.predict(instances)) == EXPECTED
   assert model.features == FIELDS
 
@@ -64,32 +67,51 @@ def test_dict_instances(model):
 def test_example_instances(model):
   examples = []
   for line in INSTANCES:
-    feature = {name: tf.train.Feature(float_list=tf.train.FloatList(
-        value=[float(v)])) for name, v in zip(FIELDS, line.split(','))}
-    examples.append(tf.train.Example(
-        features=tf.train.Features(feature=feature)))
+    feature = {
+      name: tf.train.Feature(float_list=tf.train.FloatList(value=[float(v)]))
+      for name, v in zip(FIELDS, line.split(','))
+    }
+    examples.append(
+      tf.train.Example(features=tf.train.Features(feature=feature))
+    )
   assert _labels(model.predict(examples)) == EXPECTED
   serialized = [e.SerializeToString() for e in examples]
   assert _labels(model.predict(serialized)) == EXPECTED
 
 
 def test_bad_instances_are_named(model):
-  with pytest.raises(DataError, match=r'instance:2: expected 5 \(or 4\) '
-                     'columns, found 3'):
+  with pytest.raises(
+    DataError,
+    match=r'instance:2: expected 5 \(or 4\) '
+    'columns, found 3',
+  ):
     model.predict(['6.3,3.3,6,2.5', '1,2,3'])
-  with pytest.raises(DataError, match=r"instance:1: column 'petal_width' is "
-                     'not a real number: x'):
+  with pytest.raises(
+    DataError,
+    match=r"instance:1: column 'petal_width' is "
+    'not a real number: x',
+  ):
     model.predict(['6.3,3.3,6,x'])
-  with pytest.raises(DataError, match="instance 2: missing feature "
-                     "'petal_width'; say what a missing petal_width means in "
-                     'the schema'):
-    model.predict([dict(zip(FIELDS, [1.0] * 4)), dict(zip(FIELDS[:3],
-                                                          [1.0] * 3))])
-  with pytest.raises(DataError, match=r"instance:1: column 'petal_width' is "
-                     'empty; say what a missing petal_width means'):
+  with pytest.raises(
+    DataError,
+    match='instance 2: missing feature '
+    "'petal_width'; say what a missing petal_width means in "
+    'the schema',
+  ):
+    model.predict(
+      [dict(zip(FIELDS, [1.0] * 4)), dict(zip(FIELDS[:3], [1.0] * 3))]
+    )
+  with pytest.raises(
+    DataError,
+    match=r"instance:1: column 'petal_width' is "
+    'empty; say what a missing petal_width means',
+  ):
     model.predict(['6.3,3.3,6,'])
-  with pytest.raises(DataError, match=r"instance 1: feature 'sepal_width' "
-                     r'has no value \(None, NaN or ""\)'):
+  with pytest.raises(
+    DataError,
+    match=r"instance 1: feature 'sepal_width' "
+    r'has no value \(None, NaN or ""\)',
+  ):
     model.predict([dict(zip(FIELDS, [1.0, float('nan'), 1.0, 1.0]))])
   with pytest.raises(DataError, match='one kind'):
     model.predict(['6.3,3.3,6,2.5', {'a': 1}])
@@ -109,16 +131,21 @@ def test_missing_model_is_named(tmp_path):
 def test_saved_model_serves_without_tensorfx(iris_model):
   """A fresh process with plain TensorFlow (no tensorfx, no tf.Transform)."""
   output, _ = iris_model
-  code = f'''
+  code = f"""
 import json, sys
 import tensorflow as tf
-model = tf.saved_model.load({output + "/model"!r})
+model = tf.saved_model.load({output + '/model'!r})
 out = model.signatures['serving_default'](csv=tf.constant({INSTANCES!r}))
 assert 'tensorfx' not in sys.modules and 'tensorflow_transform' not in sys.modules
 print(json.dumps([v.decode() for v in out['label'].numpy()]))
-'''
-  result = subprocess.run([sys.executable, '-c', code], capture_output=True,
-                          text=True, timeout=120, check=False)
+"""
+  result = subprocess.run(
+    [sys.executable, '-c', code],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-2000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == EXPECTED
 
@@ -127,15 +154,26 @@ def _train_versioned(output, dataset, steps):
   from conftest import iris_args
   from tensorfx import training
   from tensorfx.models import nn
+
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--hidden-layers:1', '8', '--max-steps', str(steps),
-                '--export-versioned'), parse_job=True)
+    iris_args(
+      output,
+      '--hidden-layers:1',
+      '8',
+      '--max-steps',
+      str(steps),
+      '--export-versioned',
+    ),
+    parse_job=True,
+  )
   return training.ModelTrainer().train(
-      nn.FeedForwardClassification(args, dataset), job)
+    nn.FeedForwardClassification(args, dataset), job
+  )
 
 
 def test_versioned_export_has_tensorflow_servings_layout(
-    tmp_path, iris_dataset_factory):
+  tmp_path, iris_dataset_factory
+):
   output = tmp_path / 'job'
   first = _train_versioned(output, iris_dataset_factory(), 4)
   assert first.path == str(output / 'model' / '4')
@@ -150,8 +188,7 @@ def test_versioned_export_has_tensorflow_servings_layout(
     assert (base / version / 'variables' / 'variables.index').is_file()
     assert glob.glob(str(base / version / 'variables' / 'variables.data-*'))
     loaded = tf.saved_model.load(str(base / version))
-    outputs = loaded.signatures['serving_default'](
-        csv=tf.constant(INSTANCES))
+    outputs = loaded.signatures['serving_default'](csv=tf.constant(INSTANCES))
     assert outputs['scores'].shape == (3, 3)
   # Model.load takes the base path and serves its highest version, as
   # TensorFlow Serving does.
@@ -164,7 +201,8 @@ def test_versioned_export_has_tensorflow_servings_layout(
 
 
 def test_versioned_export_replaces_an_unversioned_model(
-    tmp_path, iris_model, iris_dataset_factory):
+  tmp_path, iris_model, iris_dataset_factory
+):
   source, _ = iris_model
   output = tmp_path / 'job'
   shutil.copytree(f'{source}/model', output / 'model')
@@ -175,6 +213,9 @@ def test_versioned_export_replaces_an_unversioned_model(
 def test_a_directory_without_a_model_or_versions_is_named(tmp_path):
   (tmp_path / 'base' / 'not-a-version').mkdir(parents=True)
   (tmp_path / 'base' / '3.partial').mkdir()
-  with pytest.raises(DataError, match=r"Cannot load the model at '.*base': "
-                     r'it holds no saved_model.pb, nor version directories'):
+  with pytest.raises(
+    DataError,
+    match=r"Cannot load the model at '.*base': "
+    r'it holds no saved_model.pb, nor version directories',
+  ):
     prediction.Model.load(str(tmp_path / 'base'))

@@ -28,14 +28,18 @@ HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 
 def _start(*args):
   process = subprocess.Popen(
-      [sys.executable, '-m', 'tensorfx', *args], cwd=SAMPLE,
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+    [sys.executable, '-m', 'tensorfx', *args],
+    cwd=SAMPLE,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  )
   output = {}
   reader = threading.Thread(
-      target=lambda: output.update(zip(('out', 'err'),
-                                       process.communicate())),
-      daemon=True)
+    target=lambda: output.update(zip(('out', 'err'), process.communicate())),
+    daemon=True,
+  )
   reader.start()
   return process, reader, output
 
@@ -57,22 +61,59 @@ def run(tmp_path_factory):
   output = tmp_path_factory.mktemp('gematria') / 'hsw'
   started = []
   try:
-    started.append(_start(
-        'train', '--module', 'trainer', '--output', str(output), '--config',
-        'hsw.yaml', '--data-train', 'data/train.tfrecord.gz',
-        'data/more.tfrecord.gz', '--skip-bad-records', '--max-steps', '400',
-        '--checkpoint-interval-secs', '5', '--seed', '1'))
-    started.append(_start(
-        'evaluate', '--module', 'trainer', '--output', str(output),
-        '--config', 'hsw.yaml', '--follow', '--data-eval',
-        'data/eval.tfrecord.gz'))
+    started.append(
+      _start(
+        'train',
+        '--module',
+        'trainer',
+        '--output',
+        str(output),
+        '--config',
+        'hsw.yaml',
+        '--data-train',
+        'data/train.tfrecord.gz',
+        'data/more.tfrecord.gz',
+        '--skip-bad-records',
+        '--max-steps',
+        '400',
+        '--checkpoint-interval-secs',
+        '5',
+        '--seed',
+        '1',
+      )
+    )
+    started.append(
+      _start(
+        'evaluate',
+        '--module',
+        'trainer',
+        '--output',
+        str(output),
+        '--config',
+        'hsw.yaml',
+        '--follow',
+        '--data-eval',
+        'data/eval.tfrecord.gz',
+      )
+    )
     trained = _finish(started[0])
     followed = _finish(started[1])
-    predicted = _finish(_start(
-        'predict', '--module', 'trainer', '--job-dir', str(output),
-        '--config', 'hsw.yaml', '--input', 'data/eval.tfrecord.gz',
-        'data/predict.tfrecord.gz', '--output',
-        str(output / 'predicted.tfrecord')))
+    predicted = _finish(
+      _start(
+        'predict',
+        '--module',
+        'trainer',
+        '--job-dir',
+        str(output),
+        '--config',
+        'hsw.yaml',
+        '--input',
+        'data/eval.tfrecord.gz',
+        'data/predict.tfrecord.gz',
+        '--output',
+        str(output / 'predicted.tfrecord'),
+      )
+    )
   finally:
     for process, _, _ in started:
       if process.poll() is None:
@@ -82,8 +123,10 @@ def run(tmp_path_factory):
 
 def _examples(path):
   compression = 'GZIP' if str(path).endswith('.gz') else None
-  return [tf.train.Example.FromString(r.numpy())
-          for r in tf.data.TFRecordDataset(str(path), compression)]
+  return [
+    tf.train.Example.FromString(r.numpy())
+    for r in tf.data.TFRecordDataset(str(path), compression)
+  ]
 
 
 def _value(example, name):
@@ -107,16 +150,20 @@ def test_training_skipped_the_bad_records(run):
 
 def test_the_follower_evaluated_each_checkpoint_once(run):
   output, _, followed, _ = run
-  results = [json.loads(line) for line in followed['out'].splitlines()
-             if line.startswith('{')]
+  results = [
+    json.loads(line)
+    for line in followed['out'].splitlines()
+    if line.startswith('{')
+  ]
   steps = [r['step'] for r in results]
   assert steps and steps == sorted(set(steps)) and steps[-1] == 400
   last = results[-1]['results']['eval']
   # The loss is the mean absolute percentage error (a fraction), as trained.
   assert last['loss'] == pytest.approx(last['mape'] / 100, rel=1e-3)
   assert last['mape'] < 10
-  state = json.loads((output / 'summaries' / 'eval' /
-                      'evaluated.json').read_text())
+  state = json.loads(
+    (output / 'summaries' / 'eval' / 'evaluated.json').read_text()
+  )
   assert state['evaluated'] == steps
   assert (output / 'best_model' / 'saved_model.pb').exists()
 
@@ -124,8 +171,9 @@ def test_the_follower_evaluated_each_checkpoint_once(run):
 def test_predictions_are_added_to_the_records(run):
   output, _, _, predicted = run
   assert 'Predicted' in predicted['err']
-  inputs = (_examples(os.path.join(SAMPLE, 'data', 'eval.tfrecord.gz')) +
-            _examples(os.path.join(SAMPLE, 'data', 'predict.tfrecord.gz')))
+  inputs = _examples(
+    os.path.join(SAMPLE, 'data', 'eval.tfrecord.gz')
+  ) + _examples(os.path.join(SAMPLE, 'data', 'predict.tfrecord.gz'))
   outputs = _examples(output / 'predicted.tfrecord')
   assert len(outputs) == len(inputs)
   for source, result in zip(inputs, outputs):
@@ -135,8 +183,7 @@ def test_predictions_are_added_to_the_records(run):
     assert _value(result, 'block') == _value(source, 'block_id')
     assert _value(result, 'value') > 0
   # Measured on Haswell: the model's error is a fraction of the spread's.
-  haswell = [e for e in outputs
-             if _value(e, 'source') == HASWELL.encode()]
+  haswell = [e for e in outputs if _value(e, 'source') == HASWELL.encode()]
   truth = np.array([_value(e, 'throughput') for e in haswell])
   values = np.array([_value(e, 'value') for e in haswell])
   error = np.mean(np.abs(values - truth) / truth)
@@ -146,17 +193,24 @@ def test_predictions_are_added_to_the_records(run):
 
 def test_generate_writes_the_checked_in_data(tmp_path):
   result = subprocess.run(
-      [sys.executable, 'generate.py', '--output', str(tmp_path)], cwd=SAMPLE,
-      capture_output=True, text=True, timeout=300, check=False)
+    [sys.executable, 'generate.py', '--output', str(tmp_path)],
+    cwd=SAMPLE,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   for name in ('train', 'eval', 'more', 'predict'):
     made = tmp_path / f'{name}.tfrecord.gz'
     kept = os.path.join(SAMPLE, 'data', f'{name}.tfrecord.gz')
     # Compared as protos: a map's serialized order may differ.
-    made_records = [_parsed(r.numpy()) for r in
-                    tf.data.TFRecordDataset(str(made), 'GZIP')]
-    kept_records = [_parsed(r.numpy()) for r in
-                    tf.data.TFRecordDataset(kept, 'GZIP')]
+    made_records = [
+      _parsed(r.numpy()) for r in tf.data.TFRecordDataset(str(made), 'GZIP')
+    ]
+    kept_records = [
+      _parsed(r.numpy()) for r in tf.data.TFRecordDataset(kept, 'GZIP')
+    ]
     assert made_records == kept_records, name
 
 

@@ -16,8 +16,11 @@ def test_iris_sample_trains_and_predicts(iris_sample_run):
   output, result = iris_sample_run
   assert result.returncode == 0, result.stderr[-3000:]
   predictions = ast.literal_eval(result.stdout.strip().splitlines()[-1])
-  assert [p['label'] for p in predictions] == ['virginica', 'setosa',
-                                               'versicolor']
+  assert [p['label'] for p in predictions] == [
+    'virginica',
+    'setosa',
+    'versicolor',
+  ]
   job = yaml.safe_load((output / 'job.yaml').read_text())
   assert job['status'] == 'completed'
   assert job['metrics']['accuracy'] >= 0.93
@@ -37,10 +40,16 @@ def test_the_readme_shows_what_the_command_prints(iris_sample_run):
   assert result.returncode == 0, result.stderr[-3000:]
   with open(os.path.join(ROOT, 'README.md')) as f:
     text = f.read()
-  shown = re.search(r'The first command above prints \(timings vary\):\n\n'
-                    r'```\n(.*?)\n```', text, re.S)[1].splitlines()
-  printed = [_shape(line, output) for line in
-             (result.stderr + result.stdout).splitlines()]
+  shown = re.search(
+    r'The first command above prints \(timings vary\):\n\n'
+    r'```\n(.*?)\n```',
+    text,
+    re.S,
+  )[1].splitlines()
+  printed = [
+    _shape(line, output)
+    for line in (result.stderr + result.stdout).splitlines()
+  ]
   # Every line the README shows, in order, as the run printed it (but for
   # times, rates, losses and scores); the predictions keys in their order.
   at = 0

@@ -20,8 +20,8 @@ from conftest import ROOT
 from tensorfx.data import Metadata
 
 pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xdist_group('test_original_census'),
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_original_census'),
 ]
 
 SAMPLES = os.path.join(ROOT, 'samples')
@@ -36,9 +36,13 @@ def run(tmp_path_factory):
   """
   output = tmp_path_factory.mktemp('original') / 'output'
   result = subprocess.run(
-      ['sh', 'original_census/run.sh', '--output', str(output), '--seed',
-       '1'], cwd=SAMPLES, capture_output=True, text=True, timeout=900,
-      check=False)
+    ['sh', 'original_census/run.sh', '--output', str(output), '--seed', '1'],
+    cwd=SAMPLES,
+    capture_output=True,
+    text=True,
+    timeout=900,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   return output, result.stderr
 
@@ -67,8 +71,11 @@ def test_its_metadata_json_reads_as_metadata():
 
 def test_it_trains_unchanged_analyzing_instead_of_the_legacy_metadata(run):
   output, log = run
-  legacy = [line for line in log.splitlines()
-            if "holds the original tensorfx's statistics" in line]
+  legacy = [
+    line
+    for line in log.splitlines()
+    if "holds the original tensorfx's statistics" in line
+  ]
   assert len(legacy) == 1, log[-3000:]
   assert 'original_census/data/metadata.json' in legacy[0]
   assert 'Traceback' not in log
@@ -76,32 +83,70 @@ def test_it_trains_unchanged_analyzing_instead_of_the_legacy_metadata(run):
   assert job['status'] == 'completed'
   labels = [row[0] for row in _rows('eval.csv')]
   majority = max(labels.count(v) for v in set(labels)) / len(labels)
-  assert job['metrics']['accuracy'] > majority + 0.03, (job['metrics'],
-                                                        majority)
+  assert job['metrics']['accuracy'] > majority + 0.03, (
+    job['metrics'],
+    majority,
+  )
 
 
 def test_the_model_predicts_raw_lines_with_empty_cells(run):
   output, _ = run
   lines = [','.join(row) for row in _rows('eval.csv') if '' in row][:6]
   unlabeled = [line.split(',', 1)[1] for line in lines]
-  instance = dict(zip(
-      ['age', 'workclass', 'education_num', 'marital_status', 'occupation',
-       'relationship', 'race', 'gender', 'capital_gain', 'capital_loss',
-       'hours_per_week', 'native_country'],
-      [45, None, 13, 'Married-civ-spouse', None, 'Husband', 'White', 'Male',
-       0, 0.0, 40.0, None]))
+  instance = dict(
+    zip(
+      [
+        'age',
+        'workclass',
+        'education_num',
+        'marital_status',
+        'occupation',
+        'relationship',
+        'race',
+        'gender',
+        'capital_gain',
+        'capital_loss',
+        'hours_per_week',
+        'native_country',
+      ],
+      [
+        45,
+        None,
+        13,
+        'Married-civ-spouse',
+        None,
+        'Husband',
+        'White',
+        'Male',
+        0,
+        0.0,
+        40.0,
+        None,
+      ],
+    )
+  )
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'predict', '--model',
-       str(output / 'model')], input='\n'.join(
-           lines + unlabeled + [json.dumps(instance)]) + '\n',
-      capture_output=True, text=True, timeout=300, check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'predict',
+      '--model',
+      str(output / 'model'),
+    ],
+    input='\n'.join(lines + unlabeled + [json.dumps(instance)]) + '\n',
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   outputs = [json.loads(line) for line in result.stdout.splitlines()]
   assert len(outputs) == 2 * len(lines) + 1
   # With or without the label column: the same prediction (the records
   # come back with their predictions added, the label only where given).
   predicted = [(o['label'], o['scores']) for o in outputs]
-  labeled, unlabeled = predicted[:len(lines)], predicted[len(lines):-1]
+  labeled, unlabeled = predicted[: len(lines)], predicted[len(lines) : -1]
   assert [p[0] for p in labeled] == [p[0] for p in unlabeled]
   # Equal up to float rounding: the instances share batches differently.
   for (_, given), (_, without) in zip(labeled, unlabeled):

@@ -31,18 +31,47 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_original_iris')]
 def _tfx_train(module, suffix, output, *extra, max_steps='600'):
   """Runs the sample's run script's command line: (returncode, log)."""
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx.tools.tfx', 'train', '--module',
-       module, '--output', str(output), *extra,
-       '--data-train', f'data/train.{suffix}',
-       '--data-eval', f'data/eval.{suffix}',
-       '--data-schema', 'data/schema.yaml',
-       '--data-metadata', 'data/metadata.json',
-       '--data-features', 'trainer/features.yaml',
-       '--log-level-tensorflow', 'ERROR', '--log-level', 'INFO',
-       '--batch-size', '5', '--max-steps', max_steps,
-       '--checkpoint-interval-secs', '30',
-       '--hidden-layers:1', '20', '--hidden-layers:2', '10'],
-      cwd=SAMPLE, capture_output=True, text=True, timeout=900, check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx.tools.tfx',
+      'train',
+      '--module',
+      module,
+      '--output',
+      str(output),
+      *extra,
+      '--data-train',
+      f'data/train.{suffix}',
+      '--data-eval',
+      f'data/eval.{suffix}',
+      '--data-schema',
+      'data/schema.yaml',
+      '--data-metadata',
+      'data/metadata.json',
+      '--data-features',
+      'trainer/features.yaml',
+      '--log-level-tensorflow',
+      'ERROR',
+      '--log-level',
+      'INFO',
+      '--batch-size',
+      '5',
+      '--max-steps',
+      max_steps,
+      '--checkpoint-interval-secs',
+      '30',
+      '--hidden-layers:1',
+      '20',
+      '--hidden-layers:2',
+      '10',
+    ],
+    cwd=SAMPLE,
+    capture_output=True,
+    text=True,
+    timeout=900,
+    check=False,
+  )
   return result.returncode, result.stderr + result.stdout
 
 
@@ -69,14 +98,25 @@ def test_the_csv_trainer_trains_through_the_tfx_tool(csv_job):
   assert job['arguments']['hidden_layers'] == [20, 10]
 
 
-def test_tfx_predict_writes_a_json_line_per_instance(csv_job, tmp_path,
-                                                     capsys):
+def test_tfx_predict_writes_a_json_line_per_instance(csv_job, tmp_path, capsys):
   output, _ = csv_job
   instances = tmp_path / 'instances.csv'
   instances.write_text('\n'.join(INSTANCES) + '\n')
   predictions = tmp_path / 'predictions.json'
-  assert tfx.main(['predict', '--model', str(output / 'model'), '--input',
-                   str(instances), '--output', str(predictions)]) == 0
+  assert (
+    tfx.main(
+      [
+        'predict',
+        '--model',
+        str(output / 'model'),
+        '--input',
+        str(instances),
+        '--output',
+        str(predictions),
+      ]
+    )
+    == 0
+  )
   lines = [json.loads(line) for line in predictions.read_text().splitlines()]
   assert [line['label'] for line in lines] == EXPECTED
   capsys.readouterr()
@@ -95,7 +135,8 @@ def test_the_examples_trainer_reads_the_original_tfrecords(tmp_path):
 
 def test_the_dataframe_client_trains_and_predicts_in_process(tmp_path):
   spec = importlib.util.spec_from_file_location(
-      'original_iris_df', os.path.join(SAMPLE, 'trainer', 'df.py'))
+    'original_iris_df', os.path.join(SAMPLE, 'trainer', 'df.py')
+  )
   client = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(client)
   predictions = client.main(str(tmp_path / 'df'), max_steps=600)
@@ -107,8 +148,9 @@ def test_the_dataframe_client_trains_and_predicts_in_process(tmp_path):
 @pytest.mark.cluster
 def test_distributed_trains_on_a_local_master_worker_and_ps(tmp_path):
   output = tmp_path / 'distributed'
-  code, log = _tfx_train('trainer.csv', 'csv', output, '--distributed',
-                         max_steps='40')
+  code, log = _tfx_train(
+    'trainer.csv', 'csv', output, '--distributed', max_steps='40'
+  )
   assert code == 0, log[-3000:]
   for role in ('[chief   ]', '[worker-0]', '[ps-0    ]'):
     assert role in log, role

@@ -22,7 +22,7 @@ from tensorfx.tools import _launch
 # Each task appends its TF_CONFIG to TASKS/NAME.jsonl. The chief fails
 # (exit 3) until TASKS/chief-may-finish exists, then exits 0; the others
 # run until killed.
-_TASK = '''
+_TASK = """
 import json, os, sys, time
 config = json.loads(os.environ['TF_CONFIG'])
 task = config['task']
@@ -40,7 +40,7 @@ if name == 'chief':
     time.sleep(0.05)
   sys.exit(0)
 time.sleep(600)
-'''
+"""
 
 
 def _configs(folder, name):
@@ -68,13 +68,17 @@ def cluster(tmp_path):
     counts = counts or {'chief': 1, 'worker': 2, 'ps': 1, 'evaluator': 0}
     stream = io.StringIO()
     local = _launch.LocalCluster(
-        [sys.executable, '-c', _TASK, str(tmp_path)], counts, stream,
-        restarts=restarts)
+      [sys.executable, '-c', _TASK, str(tmp_path)],
+      counts,
+      stream,
+      restarts=restarts,
+    )
     local.start()
     started.append(local)
     result = {}
     thread = threading.Thread(
-        target=lambda: result.setdefault('code', local.wait()), daemon=True)
+      target=lambda: result.setdefault('code', local.wait()), daemon=True
+    )
     thread.start()
     return local, stream, thread, result
 
@@ -96,8 +100,10 @@ def test_a_killed_task_restarts_with_the_same_tf_config(cluster, tmp_path):
   assert local.processes['worker-1'].pid != first.pid
   before, after = _configs(tmp_path, 'worker-1')
   assert before == after  # Same role, index and cluster addresses.
-  assert f'restarted worker-1 (pid {local.processes["worker-1"].pid}) ' \
-      'after it was killed by signal 9 (restart 1 of 2)' in stream.getvalue()
+  assert (
+    f'restarted worker-1 (pid {local.processes["worker-1"].pid}) '
+    'after it was killed by signal 9 (restart 1 of 2)' in stream.getvalue()
+  )
 
   # A chief that fails is restarted too; its exit code 0 ends the cluster.
   (tmp_path / 'chief-fails').touch()
@@ -144,12 +150,30 @@ def test_without_restarts_the_cluster_ends_with_the_chief(cluster, tmp_path):
 
 def test_restart_needs_a_cluster_and_a_count():
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-       '--output', '/tmp/x', '--restart', '2'],
-      capture_output=True, text=True, timeout=60, check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      'trainer',
+      '--output',
+      '/tmp/x',
+      '--restart',
+      '2',
+    ],
+    capture_output=True,
+    text=True,
+    timeout=60,
+    check=False,
+  )
   assert result.returncode == 1
-  assert 'tensorfx train: error: --restart restarts the tasks of a local ' \
-      'cluster: give --cluster too. Received: --restart 2' in result.stderr
-  with pytest.raises(ConfigurationError, match='--restart must be a '
-                     'non-negative integer. Received: --restart=-1'):
+  assert (
+    'tensorfx train: error: --restart restarts the tasks of a local '
+    'cluster: give --cluster too. Received: --restart 2' in result.stderr
+  )
+  with pytest.raises(
+    ConfigurationError,
+    match='--restart must be a non-negative integer. Received: --restart=-1',
+  ):
     _launch.run_local_cluster(['true'], 'workers=1', restarts=-1)

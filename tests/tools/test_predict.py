@@ -22,30 +22,57 @@ from tensorfx.tools import main
 pytestmark = pytest.mark.slow
 
 # The flags the shared iris model (conftest.iris_model) was trained with.
-_TRAINER_FLAGS = ['--data-train', 'data/train.csv', '--data-schema',
-                  'schema.yaml', '--data-features', 'features.yaml',
-                  '--hidden-layers:1', '20', '--hidden-layers:2', '10']
+_TRAINER_FLAGS = [
+  '--data-train',
+  'data/train.csv',
+  '--data-schema',
+  'schema.yaml',
+  '--data-features',
+  'features.yaml',
+  '--hidden-layers:1',
+  '20',
+  '--hidden-layers:2',
+  '10',
+]
 
 
 def _run(*args, stdin=None):
-  return subprocess.run([sys.executable, '-m', 'tensorfx', *args],
-                        capture_output=True, text=True, cwd=IRIS, input=stdin,
-                        timeout=600, check=False)
+  return subprocess.run(
+    [sys.executable, '-m', 'tensorfx', *args],
+    capture_output=True,
+    text=True,
+    cwd=IRIS,
+    input=stdin,
+    timeout=600,
+    check=False,
+  )
 
 
-def test_from_a_checkpoint_without_writing_a_model(iris_model, iris_analysis,
-                                                   tmp_path):
+def test_from_a_checkpoint_without_writing_a_model(
+  iris_model, iris_analysis, tmp_path
+):
   output, model = iris_model
   rows = _rows()
-  write_records(tmp_path / 'eval.tfrecord.gz', [example(r) for r in rows],
-                'GZIP')
+  write_records(
+    tmp_path / 'eval.tfrecord.gz', [example(r) for r in rows], 'GZIP'
+  )
   before = sorted(os.listdir(output))
-  result = _run('predict', '--module', 'trainer', '--job-dir', output,
-                '--checkpoint', os.path.join(output, 'checkpoints',
-                                             'ckpt-300'),
-                '--input', str(tmp_path / 'eval.tfrecord.gz'),
-                '--output', str(tmp_path / 'predicted.tfrecord'),
-                *_TRAINER_FLAGS, '--data-metadata', iris_analysis)
+  result = _run(
+    'predict',
+    '--module',
+    'trainer',
+    '--job-dir',
+    output,
+    '--checkpoint',
+    os.path.join(output, 'checkpoints', 'ckpt-300'),
+    '--input',
+    str(tmp_path / 'eval.tfrecord.gz'),
+    '--output',
+    str(tmp_path / 'predicted.tfrecord'),
+    *_TRAINER_FLAGS,
+    '--data-metadata',
+    iris_analysis,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Predicted 30 of 30 records' in result.stderr
   assert sorted(os.listdir(output)) == before  # No model written.
@@ -56,35 +83,50 @@ def test_from_a_checkpoint_without_writing_a_model(iris_model, iris_analysis,
   for got, want in zip(predicted, expected):
     features = got.features.feature
     assert _values(features['label']) == [want['label'].encode()]
-    np.testing.assert_allclose(_values(features['scores']), want['scores'],
-                               rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(
+      _values(features['scores']), want['scores'], rtol=1e-4, atol=1e-7
+    )
 
 
 def test_lines_from_stdin_to_stdout(iris_model):
   output, _ = iris_model
-  lines = ['6.3,3.3,6,2.5', '{"sepal_length": 4.4, "sepal_width": 3, '
-           '"petal_length": 1.3, "petal_width": 0.2}', 'setosa,5,3.6,1.4,0.2']
-  result = _run('predict', '--model', os.path.join(output, 'model'),
-                stdin='\n'.join(lines) + '\n')
+  lines = [
+    '6.3,3.3,6,2.5',
+    '{"sepal_length": 4.4, "sepal_width": 3, '
+    '"petal_length": 1.3, "petal_width": 0.2}',
+    'setosa,5,3.6,1.4,0.2',
+  ]
+  result = _run(
+    'predict',
+    '--model',
+    os.path.join(output, 'model'),
+    stdin='\n'.join(lines) + '\n',
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   out = [json.loads(line) for line in result.stdout.splitlines()]
   assert [o['label'] for o in out] == ['virginica', 'setosa', 'setosa']
   assert out[1]['sepal_length'] == 4.4
   assert out[2]['species'] == 'setosa'
   # A bad line is named by its number.
-  result = _run('predict', '--model', os.path.join(output, 'model'),
-                stdin='6.3,3.3,6,2.5\n6.3,x,6,2.5\n')
+  result = _run(
+    'predict',
+    '--model',
+    os.path.join(output, 'model'),
+    stdin='6.3,3.3,6,2.5\n6.3,x,6,2.5\n',
+  )
   assert result.returncode == 1
-  assert "<stdin>:2: column 'sepal_width' is not a real number" in \
-      result.stderr
+  assert "<stdin>:2: column 'sepal_width' is not a real number" in result.stderr
 
 
 def _big_input(path, count):
   """`count` iris records, each with a 4 KB payload, GZIP-compressed."""
   rows = _rows()
   payload = b'x' * 4096
-  write_records(path, (example(rows[i % len(rows)], id=i, payload=payload)
-                       for i in range(count)), 'GZIP')
+  write_records(
+    path,
+    (example(rows[i % len(rows)], id=i, payload=payload) for i in range(count)),
+    'GZIP',
+  )
 
 
 def _peak_rss_mb(args, tty=False):
@@ -93,9 +135,11 @@ def _peak_rss_mb(args, tty=False):
   if tty:
     master, slave = pty.openpty()
   process = subprocess.Popen(
-      [sys.executable, '-m', 'tensorfx', *args], cwd=IRIS,
-      stdout=subprocess.DEVNULL,
-      stderr=slave if tty else subprocess.PIPE)
+    [sys.executable, '-m', 'tensorfx', *args],
+    cwd=IRIS,
+    stdout=subprocess.DEVNULL,
+    stderr=slave if tty else subprocess.PIPE,
+  )
   chunks = []
   if tty:
     os.close(slave)
@@ -114,7 +158,8 @@ def _peak_rss_mb(args, tty=False):
     reader.start()
   else:
     reader = threading.Thread(
-        target=lambda: chunks.append(process.stderr.read()), daemon=True)
+      target=lambda: chunks.append(process.stderr.read()), daemon=True
+    )
     reader.start()
   try:
     _, status, usage = os.wait4(process.pid, 0)
@@ -138,16 +183,33 @@ def test_memory_does_not_grow_with_the_input(iris_model, tmp_path):
   model = os.path.join(output, 'model')
   _big_input(tmp_path / 'small.tfrecord.gz', 2000)
   _big_input(tmp_path / 'large.tfrecord.gz', 20000)  # 80 MB of payload.
-  small, _ = _peak_rss_mb(['predict', '--model', model, '--input',
-                           str(tmp_path / 'small.tfrecord.gz'), '--output',
-                           str(tmp_path / 'small-out.tfrecord.gz')])
-  large, stderr = _peak_rss_mb(['predict', '--model', model, '--input',
-                                str(tmp_path / 'large.tfrecord.gz'),
-                                '--output',
-                                str(tmp_path / 'large-out.tfrecord.gz')])
+  small, _ = _peak_rss_mb(
+    [
+      'predict',
+      '--model',
+      model,
+      '--input',
+      str(tmp_path / 'small.tfrecord.gz'),
+      '--output',
+      str(tmp_path / 'small-out.tfrecord.gz'),
+    ]
+  )
+  large, stderr = _peak_rss_mb(
+    [
+      'predict',
+      '--model',
+      model,
+      '--input',
+      str(tmp_path / 'large.tfrecord.gz'),
+      '--output',
+      str(tmp_path / 'large-out.tfrecord.gz'),
+    ]
+  )
   assert 'Predicted 20000 of 20000 records' in stderr
   # Holding the records would add 80 MB or more; streaming adds nothing.
-  print(f"peak RSS: {small:.0f} MB for 2,000 records, {large:.0f} MB for 20,000")
+  print(
+    f'peak RSS: {small:.0f} MB for 2,000 records, {large:.0f} MB for 20,000'
+  )
   assert large - small < 30, (small, large)
   last = read_examples(tmp_path / 'large-out.tfrecord.gz', 'GZIP')[-1]
   assert _values(last.features.feature['id']) == [19999]
@@ -157,49 +219,102 @@ def test_memory_does_not_grow_with_the_input(iris_model, tmp_path):
 def test_one_key_order_in_every_process(iris_model):
   output, _ = iris_model
   # Keys out of schema order, and one the schema lacks.
-  lines = ''.join(json.dumps({'note': f'row {i}', 'petal_width': 2.5,
-                              'petal_length': 6.0, 'sepal_width': 3.3,
-                              'sepal_length': 6.3}) + '\n' for i in range(3))
+  lines = ''.join(
+    json.dumps(
+      {
+        'note': f'row {i}',
+        'petal_width': 2.5,
+        'petal_length': 6.0,
+        'sepal_width': 3.3,
+        'sepal_length': 6.3,
+      }
+    )
+    + '\n'
+    for i in range(3)
+  )
   orders = []
   for seed in ('1', '2'):
     result = subprocess.run(
-        [sys.executable, '-m', 'tensorfx', 'predict', '--model',
-         os.path.join(output, 'model')], capture_output=True, text=True,
-        cwd=IRIS, input=lines, timeout=600, check=False,
-        env={**os.environ, 'PYTHONHASHSEED': seed})
+      [
+        sys.executable,
+        '-m',
+        'tensorfx',
+        'predict',
+        '--model',
+        os.path.join(output, 'model'),
+      ],
+      capture_output=True,
+      text=True,
+      cwd=IRIS,
+      input=lines,
+      timeout=600,
+      check=False,
+      env={**os.environ, 'PYTHONHASHSEED': seed},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    orders.append([list(json.loads(line))
-                   for line in result.stdout.splitlines()])
+    orders.append(
+      [list(json.loads(line)) for line in result.stdout.splitlines()]
+    )
   assert orders[0] == orders[1]
   # The input echoed in schema order (then the rest), the outputs sorted.
-  assert orders[0] == [['sepal_length', 'sepal_width', 'petal_length',
-                        'petal_width', 'note', 'classes', 'label',
-                        'scores']] * 3
+  assert (
+    orders[0]
+    == [
+      [
+        'sepal_length',
+        'sepal_width',
+        'petal_length',
+        'petal_width',
+        'note',
+        'classes',
+        'label',
+        'scores',
+      ]
+    ]
+    * 3
+  )
 
 
 def test_a_progress_bar_on_a_terminal(iris_model, tmp_path):
   output, _ = iris_model
   write_records(tmp_path / 'in.tfrecord', [example(r) for r in _rows()] * 40)
-  _, text = _peak_rss_mb(['predict', '--model',
-                          os.path.join(output, 'model'), '--input',
-                          str(tmp_path / 'in.tfrecord'), '--output',
-                          str(tmp_path / 'out.jsonl'), '--batch-size', '50'],
-                         tty=True)
+  _, text = _peak_rss_mb(
+    [
+      'predict',
+      '--model',
+      os.path.join(output, 'model'),
+      '--input',
+      str(tmp_path / 'in.tfrecord'),
+      '--output',
+      str(tmp_path / 'out.jsonl'),
+      '--batch-size',
+      '50',
+    ],
+    tty=True,
+  )
   # Redrawn in place: the bar, the share of the input, the records.
   assert '\r\x1b[K[' in text
   assert '100%' in text and '1,200 records' in text
   assert len((tmp_path / 'out.jsonl').read_text().splitlines()) == 1200
 
 
-@pytest.mark.parametrize('argv, message', [
+@pytest.mark.parametrize(
+  'argv, message',
+  [
     ([], 'tensorfx predict needs a model: --model DIR'),
     (['--model', 'm', '--module', 'trainer'], 'needs a model'),
-    (['--module', 'trainer'], 'needs both --module (the trainer) and '
-     '--job-dir'),
-    (['--model', 'm', '--data-train', 'x'], 'With --model, tensorfx predict '
-     'takes no trainer arguments. Received: --data-train x'),
+    (
+      ['--module', 'trainer'],
+      'needs both --module (the trainer) and --job-dir',
+    ),
+    (
+      ['--model', 'm', '--data-train', 'x'],
+      'With --model, tensorfx predict '
+      'takes no trainer arguments. Received: --data-train x',
+    ),
     (['--model', 'm', '--batch-size', '0'], '--batch-size must be a positive'),
-])
+  ],
+)
 def test_usage_errors(argv, message, capsys):
   assert main(['predict', *argv]) == 1
   assert message in capsys.readouterr().err
@@ -208,9 +323,13 @@ def test_usage_errors(argv, message, capsys):
 def test_a_trainer_needs_predict_input():
   from tensorfx._errors import ConfigurationError
   from tensorfx.training import ModelArguments
-  with pytest.raises(ConfigurationError, match='--action predict needs the '
-                     'records to predict: --predict-input'):
+
+  with pytest.raises(
+    ConfigurationError,
+    match='--action predict needs the records to predict: --predict-input',
+  ):
     ModelArguments.parse(['--action', 'predict'])
-  args = ModelArguments.parse(['--action', 'predict', '--predict-input',
-                               'a.tfrecord', 'b-*.tfrecord.gz'])
+  args = ModelArguments.parse(
+    ['--action', 'predict', '--predict-input', 'a.tfrecord', 'b-*.tfrecord.gz']
+  )
   assert args.predict_input == ['a.tfrecord', 'b-*.tfrecord.gz']

@@ -14,12 +14,30 @@ from tensorfx.tools import tfx
 
 
 def test_train_runs_tensorfx_train_with_an_absolute_output():
-  command = tfx.translate(['train', '--module', 'trainer.csv', '--output',
-                           'out', '--max-steps', '10', '--hidden-layers:1',
-                           '20'])
-  assert command == ['train', '--module', 'trainer.csv', '--output',
-                     os.path.abspath('out'), '--max-steps', '10',
-                     '--hidden-layers:1', '20']
+  command = tfx.translate(
+    [
+      'train',
+      '--module',
+      'trainer.csv',
+      '--output',
+      'out',
+      '--max-steps',
+      '10',
+      '--hidden-layers:1',
+      '20',
+    ]
+  )
+  assert command == [
+    'train',
+    '--module',
+    'trainer.csv',
+    '--output',
+    os.path.abspath('out'),
+    '--max-steps',
+    '10',
+    '--hidden-layers:1',
+    '20',
+  ]
 
 
 def test_distributed_runs_a_master_a_worker_and_a_parameter_server():
@@ -33,16 +51,39 @@ def test_train_output_defaults_to_output_as_the_original():
 
 
 def test_predict_reads_csv_instances_in_batches():
-  assert tfx.translate(['predict', '--model', 'job/model', '--input',
-                        'in.csv', '--output', 'out.json']) == [
-                            'predict', '--model', 'job/model',
-                            '--batch-size', '10', '--format', 'csv',
-                            '--input', 'in.csv', '--output', 'out.json']
+  assert tfx.translate(
+    [
+      'predict',
+      '--model',
+      'job/model',
+      '--input',
+      'in.csv',
+      '--output',
+      'out.json',
+    ]
+  ) == [
+    'predict',
+    '--model',
+    'job/model',
+    '--batch-size',
+    '10',
+    '--format',
+    'csv',
+    '--input',
+    'in.csv',
+    '--output',
+    'out.json',
+  ]
 
 
 def test_scaffold_passes_its_flags_on():
   assert tfx.translate(['scaffold', '--dir', 'p', '--model', 'custom']) == [
-      'scaffold', '--model', 'custom', '--dir', 'p']
+    'scaffold',
+    '--model',
+    'custom',
+    '--dir',
+    'p',
+  ]
 
 
 def test_unknown_flags_of_predict_are_errors(capsys):
@@ -53,12 +94,19 @@ def test_unknown_flags_of_predict_are_errors(capsys):
 
 
 def test_it_runs_as_a_module_and_requires_a_command():
-  result = subprocess.run([sys.executable, '-m', 'tensorfx.tools.tfx',
-                           '--help'], capture_output=True, text=True,
-                          check=False)
+  result = subprocess.run(
+    [sys.executable, '-m', 'tensorfx.tools.tfx', '--help'],
+    capture_output=True,
+    text=True,
+    check=False,
+  )
   assert result.returncode == 0
   for command in ('train', 'predict', 'scaffold'):
     assert command in result.stdout
-  result = subprocess.run([sys.executable, '-m', 'tensorfx.tools.tfx'],
-                          capture_output=True, text=True, check=False)
+  result = subprocess.run(
+    [sys.executable, '-m', 'tensorfx.tools.tfx'],
+    capture_output=True,
+    text=True,
+    check=False,
+  )
   assert result.returncode == 2 and 'COMMAND' in result.stderr

@@ -25,7 +25,7 @@ from mirrored_script import PREAMBLE
 
 pytestmark = pytest.mark.slow
 
-_SCRIPT = PREAMBLE + textwrap.dedent('''
+_SCRIPT = PREAMBLE + textwrap.dedent("""
 
 
     def run(config, steps, *flags):
@@ -56,18 +56,25 @@ _SCRIPT = PREAMBLE + textwrap.dedent('''
         'single_large': run(training.Configuration.local(), 1,
                             '--batch-size', '32'),
     }))
-''')
+""")
 
 
 def test_accumulation_over_two_replicas_equals_one_large_batch(
-    tmp_path, iris_analysis):
+  tmp_path, iris_analysis
+):
   script = tmp_path / 'mirrored.py'
   script.write_text(_SCRIPT)
-  env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep +
-             os.environ.get('PYTHONPATH', ''))
-  result = subprocess.run([sys.executable, str(script), IRIS, iris_analysis],
-                          capture_output=True, text=True, timeout=600,
-                          env=env, check=False)
+  env = dict(
+    os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')
+  )
+  result = subprocess.run(
+    [sys.executable, str(script), IRIS, iris_analysis],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    env=env,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
   runs = json.loads(result.stdout.strip().splitlines()[-1])
   accumulated = runs['accumulated']
@@ -83,8 +90,12 @@ def test_accumulation_over_two_replicas_equals_one_large_batch(
       np.testing.assert_array_equal(initial, runs[other]['initial'][name])
     final = np.array(accumulated['final'][name])
     for other in ('mirrored_large', 'single_large'):
-      np.testing.assert_allclose(final, runs[other]['final'][name],
-                                 rtol=1e-5, atol=1e-6,
-                                 err_msg=f'{name} vs {other}')
+      np.testing.assert_allclose(
+        final,
+        runs[other]['final'][name],
+        rtol=1e-5,
+        atol=1e-6,
+        err_msg=f'{name} vs {other}',
+      )
     changed |= not np.allclose(final, initial)
   assert changed

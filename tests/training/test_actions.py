@@ -19,9 +19,10 @@ _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 
 
 def _builder(output, dataset, *flags):
-  args, job = nn.FeedForwardClassificationArguments.parse(iris_args(
-      output, '--hidden-layers:1', '8', '--seed', '2', *flags),
-      parse_job=True)
+  args, job = nn.FeedForwardClassificationArguments.parse(
+    iris_args(output, '--hidden-layers:1', '8', '--seed', '2', *flags),
+    parse_job=True,
+  )
   return nn.FeedForwardClassification(args, dataset), job
 
 
@@ -29,8 +30,14 @@ def _builder(output, dataset, *flags):
 def trained(tmp_path_factory, iris_dataset_factory):
   """A job trained 6 steps with checkpoints at 3 and 6: (output, Model)."""
   output = tmp_path_factory.mktemp('actions') / 'job'
-  builder, job = _builder(output, iris_dataset_factory(), '--max-steps', '6',
-                          '--checkpoint-interval-steps', '3')
+  builder, job = _builder(
+    output,
+    iris_dataset_factory(),
+    '--max-steps',
+    '6',
+    '--checkpoint-interval-steps',
+    '3',
+  )
   return output, training.ModelTrainer().train(builder, job)
 
 
@@ -52,42 +59,60 @@ def test_evaluate_a_given_checkpoint(trained, iris_dataset_factory):
   output, _ = trained
   builder, job = _builder(output, iris_dataset_factory())
   summary = training.ModelTrainer().evaluate(
-      builder, job, str(output / 'checkpoints' / 'ckpt-3'))
+    builder, job, str(output / 'checkpoints' / 'ckpt-3')
+  )
   assert summary['step'] == 3
   during_training = dict(_scalars(output / 'summaries' / 'eval')['loss'])
-  assert summary['results']['eval']['loss'] == pytest.approx(
-      during_training[3])
+  assert summary['results']['eval']['loss'] == pytest.approx(during_training[3])
 
 
 def test_export_a_checkpoint(trained, iris_dataset_factory, tmp_path):
   output, model = trained
   builder, job = _builder(output, iris_dataset_factory())
-  latest = training.ModelTrainer().export(builder, job,
-                                          directory=str(tmp_path / 'latest'))
+  latest = training.ModelTrainer().export(
+    builder, job, directory=str(tmp_path / 'latest')
+  )
   assert (tmp_path / 'latest' / 'assets.extra' / 'schema.yaml').exists()
   for a, b in zip(latest.predict(_INSTANCES), model.predict(_INSTANCES)):
     np.testing.assert_allclose(a['scores'], b['scores'], rtol=1e-6)
   builder, job = _builder(output, iris_dataset_factory())
   earlier = training.ModelTrainer().export(
-      builder, job, str(output / 'checkpoints' / 'ckpt-3'),
-      str(tmp_path / 'earlier'))
-  assert any(not np.allclose(a['scores'], b['scores']) for a, b in zip(
-      earlier.predict(_INSTANCES), model.predict(_INSTANCES)))
+    builder,
+    job,
+    str(output / 'checkpoints' / 'ckpt-3'),
+    str(tmp_path / 'earlier'),
+  )
+  assert any(
+    not np.allclose(a['scores'], b['scores'])
+    for a, b in zip(earlier.predict(_INSTANCES), model.predict(_INSTANCES))
+  )
 
 
-def test_action_flags_drive_train(trained, iris_dataset_factory, tmp_path,
-                                  capsys):
+def test_action_flags_drive_train(
+  trained, iris_dataset_factory, tmp_path, capsys
+):
   output, model = trained
-  builder, job = _builder(output, iris_dataset_factory(), '--action',
-                          'evaluate', '--checkpoint',
-                          str(output / 'checkpoints'))
+  builder, job = _builder(
+    output,
+    iris_dataset_factory(),
+    '--action',
+    'evaluate',
+    '--checkpoint',
+    str(output / 'checkpoints'),
+  )
   with pytest.raises(SystemExit) as exited:
     training.ModelTrainer().train(builder, job)
   assert exited.value.code == 0
   printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
   assert printed['step'] == 6 and 'accuracy' in printed['results']['eval']
-  builder, job = _builder(output, iris_dataset_factory(), '--action',
-                          'export', '--export-dir', str(tmp_path / 'model'))
+  builder, job = _builder(
+    output,
+    iris_dataset_factory(),
+    '--action',
+    'export',
+    '--export-dir',
+    str(tmp_path / 'model'),
+  )
   exported = training.ModelTrainer().train(builder, job)
   assert len(exported.predict(_INSTANCES)) == 3
   assert (tmp_path / 'model' / 'saved_model.pb').exists()
@@ -97,10 +122,17 @@ def test_action_flags_drive_train(trained, iris_dataset_factory, tmp_path,
 def test_evaluate_is_recorded_as_its_own_run(trained, iris_dataset_factory):
   pytest.importorskip('mlflow')
   from mlflow.tracking import MlflowClient
+
   output, _ = trained
   uri = f'sqlite:///{output.parent / "actions.db"}'
-  builder, job = _builder(output, iris_dataset_factory(), '--experiment',
-                          'evaluations', '--tracking-uri', uri)
+  builder, job = _builder(
+    output,
+    iris_dataset_factory(),
+    '--experiment',
+    'evaluations',
+    '--tracking-uri',
+    uri,
+  )
   summary = training.ModelTrainer().evaluate(builder, job)
   client = MlflowClient(tracking_uri=uri)
   experiment = client.get_experiment_by_name('evaluations')
@@ -110,11 +142,13 @@ def test_evaluate_is_recorded_as_its_own_run(trained, iris_dataset_factory):
   assert run.info.status == 'FINISHED'
   history = client.get_metric_history(run.info.run_id, 'eval/loss')
   assert [(m.step, m.value) for m in history] == [
-      (6, pytest.approx(summary['results']['eval']['loss']))]
+    (6, pytest.approx(summary['results']['eval']['loss']))
+  ]
 
 
 def test_evaluate_needs_a_checkpoint(tmp_path, iris_dataset_factory):
   builder, job = _builder(tmp_path, iris_dataset_factory())
-  with pytest.raises(ConfigurationError,
-                     match='--checkpoint must name a checkpoint'):
+  with pytest.raises(
+    ConfigurationError, match='--checkpoint must name a checkpoint'
+  ):
     training.ModelTrainer().evaluate(builder, job)

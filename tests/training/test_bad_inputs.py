@@ -25,10 +25,25 @@ _TRAIN = os.path.join(IRIS, 'data', 'train.csv')
 
 
 def _train(output, *flags, env=None, metadata=None):
-  command = [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-             '--output', str(output), '--data-eval', 'data/eval.csv',
-             '--data-schema', 'schema.yaml', '--hidden-layers:1', '8',
-             '--max-steps', '40', *flags]
+  command = [
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    'trainer',
+    '--output',
+    str(output),
+    '--data-eval',
+    'data/eval.csv',
+    '--data-schema',
+    'schema.yaml',
+    '--hidden-layers:1',
+    '8',
+    '--max-steps',
+    '40',
+    *flags,
+  ]
   if metadata:
     command += ['--data-metadata', metadata]
   if '--data-train' not in flags:
@@ -38,8 +53,15 @@ def _train(output, *flags, env=None, metadata=None):
   environ = dict(os.environ)
   environ.pop('TF_CONFIG', None)
   environ.update(env or {})
-  return subprocess.run(command, cwd=IRIS, env=environ, capture_output=True,
-                        text=True, timeout=300, check=False)
+  return subprocess.run(
+    command,
+    cwd=IRIS,
+    env=environ,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
 
 
 def _error_line(result):
@@ -56,49 +78,69 @@ def test_a_damaged_row_is_named_or_skipped(tmp_path, iris_analysis):
   lines[number] = lines[number].replace('.', ',', 1)
   bad = tmp_path / 'train.csv'
   bad.write_text('\n'.join(lines) + '\n')
-  result = _train(tmp_path / 'job', '--data-train', str(bad),
-                  metadata=iris_analysis)
+  result = _train(
+    tmp_path / 'job', '--data-train', str(bad), metadata=iris_analysis
+  )
   assert _error_line(result) == (
-      f'tensorfx train: error: {bad}:{number + 1}: expected 5 columns, '
-      'found 6')
+    f'tensorfx train: error: {bad}:{number + 1}: expected 5 columns, found 6'
+  )
   assert not (tmp_path / 'job' / 'model').exists()
-  assert yaml.safe_load((tmp_path / 'job' / 'job.yaml').read_text())[
-      'status'] == 'failed'
+  assert (
+    yaml.safe_load((tmp_path / 'job' / 'job.yaml').read_text())['status']
+    == 'failed'
+  )
 
-  result = _train(tmp_path / 'skip', '--data-train', str(bad),
-                  '--skip-bad-records', metadata=iris_analysis)
+  result = _train(
+    tmp_path / 'skip',
+    '--data-train',
+    str(bad),
+    '--skip-bad-records',
+    metadata=iris_analysis,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   record = yaml.safe_load((tmp_path / 'skip' / 'job.yaml').read_text())
   assert record['status'] == 'completed'
   # Counted each time the row is read (once per pass over the data).
   assert record['bad_records']['train'] >= 1
-  assert 'Skipped a bad record' in result.stderr or \
-      'bad record' in result.stderr
+  assert (
+    'Skipped a bad record' in result.stderr or 'bad record' in result.stderr
+  )
 
 
 def test_training_data_with_no_record_is_an_error(tmp_path, iris_analysis):
   # A partial upload that ended before its first line.
   empty = tmp_path / 'train.csv'
   empty.write_bytes(b'')
-  result = _train(tmp_path / 'job', '--data-train', str(empty),
-                  metadata=iris_analysis)
+  result = _train(
+    tmp_path / 'job', '--data-train', str(empty), metadata=iris_analysis
+  )
   assert _error_line(result).startswith(
-      'tensorfx train: error: The training data ended before the first '
-      'training step (at step 0): it yielded no batch.')
+    'tensorfx train: error: The training data ended before the first '
+    'training step (at step 0): it yielded no batch.'
+  )
   assert not (tmp_path / 'job' / 'model').exists()
 
 
 def test_bad_tf_config_and_features_are_named(tmp_path, iris_analysis):
-  result = _train(tmp_path / 'a', metadata=iris_analysis, env={
+  result = _train(
+    tmp_path / 'a',
+    metadata=iris_analysis,
+    env={
       'TF_CONFIG': '{"cluster": {"chief": ["h:1"], "worker": ["h:2", "h:2"]},'
-                   ' "task": {"type": "worker", "index": 0}}'})
+      ' "task": {"type": "worker", "index": 0}}'
+    },
+  )
   assert _error_line(result).startswith(
-      'tensorfx train: error: TF_CONFIG key `cluster.worker[1]` must differ '
-      'from `cluster.worker[0]`')
+    'tensorfx train: error: TF_CONFIG key `cluster.worker[1]` must differ '
+    'from `cluster.worker[0]`'
+  )
 
   features = tmp_path / 'features.yaml'
-  features.write_text(pathlib.Path(os.path.join(IRIS, 'features.yaml')).read_text()
-                      .replace('name: petal_length', 'name: petal_lenght'))
+  features.write_text(
+    pathlib.Path(os.path.join(IRIS, 'features.yaml'))
+    .read_text()
+    .replace('name: petal_length', 'name: petal_lenght')
+  )
   result = _train(tmp_path / 'b', '--data-features', str(features))
   line = _error_line(result)
   assert line.startswith(f'tensorfx train: error: {features}:')

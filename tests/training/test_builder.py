@@ -49,44 +49,48 @@ class Recording(nn.FeedForwardClassification):
 
 def test_hook_order(tmp_path, iris_dataset_factory):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(tmp_path, '--max-steps', '4', '--log-interval-steps', '2'),
-      parse_job=True)
+    iris_args(tmp_path, '--max-steps', '4', '--log-interval-steps', '2'),
+    parse_job=True,
+  )
   builder = Recording(args, iris_dataset_factory())
   training.ModelTrainer().train(builder, job)
-  serving_trace = [('build_inference', False, False),
-                   ('build_output', None, False)]
+  serving_trace = [
+    ('build_inference', False, False),
+    ('build_output', None, False),
+  ]
   assert builder.calls == [
-      # The training input, then one eager pass that creates every
-      # variable (layers, optimizer slots, metrics) under the strategy.
-      ('build_input', 'train', True),
-      ('build_inference', False, True),
-      ('build_training', None, True),
-      ('build_output', None, True),
-      ('build_evaluation', None, True),
-      # A fresh model (no checkpoint to resume) is initialized once.
-      ('build_init', None, True),
-      # The training step is traced once, however many steps run.
-      ('build_inference', True, False),
-      ('build_training', None, False),
-      # Three serving signatures (CSV, tf.Example, features), traced right
-      # after the first training call: a model that cannot be served fails
-      # within the first minute, without delaying step 1.
-      *serving_trace * 3,
-      # The final evaluation: a fresh pass over the eval source, traced.
-      ('build_input', 'eval', True),
-      ('build_inference', False, False),
-      ('build_output', None, False),
-      ('build_training', None, False),
-      ('build_evaluation', None, False),
-      # Export reuses the traced signatures: no further calls.
+    # The training input, then one eager pass that creates every
+    # variable (layers, optimizer slots, metrics) under the strategy.
+    ('build_input', 'train', True),
+    ('build_inference', False, True),
+    ('build_training', None, True),
+    ('build_output', None, True),
+    ('build_evaluation', None, True),
+    # A fresh model (no checkpoint to resume) is initialized once.
+    ('build_init', None, True),
+    # The training step is traced once, however many steps run.
+    ('build_inference', True, False),
+    ('build_training', None, False),
+    # Three serving signatures (CSV, tf.Example, features), traced right
+    # after the first training call: a model that cannot be served fails
+    # within the first minute, without delaying step 1.
+    *serving_trace * 3,
+    # The final evaluation: a fresh pass over the eval source, traced.
+    ('build_input', 'eval', True),
+    ('build_inference', False, False),
+    ('build_output', None, False),
+    ('build_training', None, False),
+    ('build_evaluation', None, False),
+    # Export reuses the traced signatures: no further calls.
   ]
 
 
 def test_build_init_is_skipped_when_resuming(tmp_path, iris_dataset_factory):
   argv = iris_args(tmp_path, '--max-steps', '2')
   for expected in (1, 0):
-    args, job = nn.FeedForwardClassificationArguments.parse(argv,
-                                                            parse_job=True)
+    args, job = nn.FeedForwardClassificationArguments.parse(
+      argv, parse_job=True
+    )
     builder = Recording(args, iris_dataset_factory())
     training.ModelTrainer().train(builder, job)
     assert [c[0] for c in builder.calls].count('build_init') == expected
@@ -97,15 +101,16 @@ class _NoModel(training.ModelBuilder):
 
 
 def test_missing_hooks_name_themselves(tmp_path, iris_dataset_factory):
-  args, job = training.ModelArguments.parse(iris_args(tmp_path),
-                                            parse_job=True)
-  with pytest.raises(NotImplementedError, match=r'_NoModel must implement '
-                     r'build_inference\(inputs, training\)'):
+  args, job = training.ModelArguments.parse(iris_args(tmp_path), parse_job=True)
+  with pytest.raises(
+    NotImplementedError,
+    match=r'_NoModel must implement '
+    r'build_inference\(inputs, training\)',
+  ):
     training.ModelTrainer().train(_NoModel(args, iris_dataset_factory()), job)
 
 
 class _NoVariables(training.ModelBuilder):
-
   def build_inference(self, inputs, training):
     return inputs['X']
 
@@ -114,23 +119,21 @@ class _NoVariables(training.ModelBuilder):
 
 
 def test_builder_without_variables_is_rejected(tmp_path, iris_dataset_factory):
-  args, job = training.ModelArguments.parse(iris_args(tmp_path),
-                                            parse_job=True)
+  args, job = training.ModelArguments.parse(iris_args(tmp_path), parse_job=True)
   with pytest.raises(ConfigurationError, match='created no trainable'):
-    training.ModelTrainer().train(_NoVariables(args, iris_dataset_factory()),
-                                  job)
+    training.ModelTrainer().train(
+      _NoVariables(args, iris_dataset_factory()), job
+    )
 
 
 def test_strategy_is_available_only_after_building(iris_dataset_factory):
-  builder = _NoModel(training.ModelArguments.default(),
-                     iris_dataset_factory())
+  builder = _NoModel(training.ModelArguments.default(), iris_dataset_factory())
   with pytest.raises(ConfigurationError, match='build_graph_interfaces'):
     _ = builder.strategy
 
 
 def test_default_optimizer_uses_learning_rate(iris_dataset_factory):
-  args = nn.FeedForwardClassificationArguments.parse(['--learning-rate',
-                                                      '0.5'])
+  args = nn.FeedForwardClassificationArguments.parse(['--learning-rate', '0.5'])
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   assert isinstance(builder.optimizer, tf_keras.optimizers.Adam)
   assert float(builder.optimizer.learning_rate) == pytest.approx(0.5)
@@ -138,17 +141,21 @@ def test_default_optimizer_uses_learning_rate(iris_dataset_factory):
 
 
 def test_training_loop_takes_every_batch_once_across_calls(
-    tmp_path, iris_dataset_factory):
+  tmp_path, iris_dataset_factory
+):
   # 120 rows in batches of 16: 7 full batches and one of 8. Calls of 3
   # steps each must run 3, 3, then the last 2 (the data ends), losing no
   # batch between calls to the look-ahead of the loop's end test.
-  args = nn.FeedForwardClassificationArguments.parse(iris_args(
-      tmp_path, '--no-shuffle', '--epochs', '1', '--batch-size', '16'))
+  args = nn.FeedForwardClassificationArguments.parse(
+    iris_args(tmp_path, '--no-shuffle', '--epochs', '1', '--batch-size', '16')
+  )
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   interface, _, _ = builder.build_graph_interfaces(
-      training.Configuration.local())
+    training.Configuration.local()
+  )
   iterator = iter(interface.dataset)
-  ran = [int(interface.loop(iterator, tf.constant(3, tf.int64))[1])
-         for _ in range(4)]
+  ran = [
+    int(interface.loop(iterator, tf.constant(3, tf.int64))[1]) for _ in range(4)
+  ]
   assert ran == [3, 3, 2, 0]
   assert int(interface.global_step.numpy()) == 8

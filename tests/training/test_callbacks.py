@@ -25,8 +25,12 @@ class Recording(training.Callback):
     self.calls.append((self.name, 'on_train_begin', logs['step']))
 
   def on_step_end(self, step, logs):
-    assert set(logs) >= {'loss', 'examples_per_sec', 'steps_per_sec',
-                         'learning_rate'}
+    assert set(logs) >= {
+      'loss',
+      'examples_per_sec',
+      'steps_per_sec',
+      'learning_rate',
+    }
     self.calls.append((self.name, 'on_step_end', step))
 
   def on_checkpoint(self, step, path):
@@ -58,7 +62,8 @@ class WithCallbacks(nn.FeedForwardClassification):
 
 def _train(tmp_path, dataset, callbacks=(), builder_callbacks=(), *extra):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(tmp_path, '--hidden-layers:1', '8', *extra), parse_job=True)
+    iris_args(tmp_path, '--hidden-layers:1', '8', *extra), parse_job=True
+  )
   builder = WithCallbacks(args, dataset)
   builder.callbacks = builder_callbacks
   model = training.ModelTrainer(callbacks=list(callbacks)).train(builder, job)
@@ -69,16 +74,36 @@ def test_callback_order(tmp_path, iris_dataset_factory):
   calls = []
   trainer_callback = Recording('trainer', calls)
   builder_callback = Recording('builder', calls)
-  _train(tmp_path, iris_dataset_factory(), [trainer_callback],
-         [builder_callback], '--max-steps', '4', '--log-interval-steps', '2',
-         '--checkpoint-interval-steps', '2', '--keep-best-checkpoints', '3')
-  events = [('on_train_begin', 0),
-            ('on_step_end', 2), ('on_checkpoint', 2), ('on_evaluate_end', 2),
-            ('on_step_end', 4), ('on_checkpoint', 4), ('on_evaluate_end', 4),
-            ('on_train_end', 'completed')]
+  _train(
+    tmp_path,
+    iris_dataset_factory(),
+    [trainer_callback],
+    [builder_callback],
+    '--max-steps',
+    '4',
+    '--log-interval-steps',
+    '2',
+    '--checkpoint-interval-steps',
+    '2',
+    '--keep-best-checkpoints',
+    '3',
+  )
+  events = [
+    ('on_train_begin', 0),
+    ('on_step_end', 2),
+    ('on_checkpoint', 2),
+    ('on_evaluate_end', 2),
+    ('on_step_end', 4),
+    ('on_checkpoint', 4),
+    ('on_evaluate_end', 4),
+    ('on_train_end', 'completed'),
+  ]
   # Each event reaches the trainer's callbacks, then the builder's.
-  assert calls == [(who, event, detail) for event, detail in events
-                   for who in ('trainer', 'builder')]
+  assert calls == [
+    (who, event, detail)
+    for event, detail in events
+    for who in ('trainer', 'builder')
+  ]
   logs = trainer_callback.end_logs
   assert logs['status'] == 'completed' and logs['step'] == 4
   assert logs['model'] == str(tmp_path / 'model')
@@ -86,7 +111,6 @@ def test_callback_order(tmp_path, iris_dataset_factory):
 
 
 class StopAt(training.Callback):
-
   def __init__(self, step):
     super().__init__()
     self.step = step
@@ -102,8 +126,16 @@ class StopAt(training.Callback):
 
 def test_a_callback_stops_training(tmp_path, iris_dataset_factory):
   stop = StopAt(3)
-  _, model = _train(tmp_path, iris_dataset_factory(), [stop], (),
-                    '--max-steps', '100', '--log-interval-steps', '1')
+  _, model = _train(
+    tmp_path,
+    iris_dataset_factory(),
+    [stop],
+    (),
+    '--max-steps',
+    '100',
+    '--log-interval-steps',
+    '1',
+  )
   assert stop.end_logs['status'] == 'stopped'
   assert stop.end_logs['reason'] == 'reached step 3'
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
@@ -116,7 +148,6 @@ def test_a_callback_stops_training(tmp_path, iris_dataset_factory):
 
 
 class Failing(training.Callback):
-
   def __init__(self):
     super().__init__()
     self.end_logs = None
@@ -129,11 +160,20 @@ class Failing(training.Callback):
 
 
 def test_a_failing_callback_fails_the_run_and_still_ends(
-    tmp_path, iris_dataset_factory):
+  tmp_path, iris_dataset_factory
+):
   failing = Failing()
   with pytest.raises(RuntimeError, match='callback failed at step 2'):
-    _train(tmp_path, iris_dataset_factory(), [failing], (),
-           '--max-steps', '4', '--log-interval-steps', '2')
+    _train(
+      tmp_path,
+      iris_dataset_factory(),
+      [failing],
+      (),
+      '--max-steps',
+      '4',
+      '--log-interval-steps',
+      '2',
+    )
   assert failing.end_logs['status'] == 'failed'
   assert 'callback failed at step 2' in failing.end_logs['error']
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
@@ -142,9 +182,11 @@ def test_a_failing_callback_fails_the_run_and_still_ends(
 
 
 def test_trainer_rejects_what_is_not_a_callback():
-  with pytest.raises(ConfigurationError,
-                     match=r'callbacks must be tensorfx.training.Callback '
-                     r'instances. Received: <object'):
+  with pytest.raises(
+    ConfigurationError,
+    match=r'callbacks must be tensorfx.training.Callback '
+    r'instances. Received: <object',
+  ):
     training.ModelTrainer(callbacks=[object()])
 
 
@@ -152,23 +194,28 @@ def test_evaluate_tells_the_callbacks(tmp_path, iris_dataset_factory):
   _train(tmp_path, iris_dataset_factory(), (), (), '--max-steps', '4')
   calls = []
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(tmp_path, '--hidden-layers:1', '8'), parse_job=True)
+    iris_args(tmp_path, '--hidden-layers:1', '8'), parse_job=True
+  )
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   seen = []
 
   class Results(training.Callback):
-
     def on_evaluate_end(self, step, results):
       seen.append((step, results.checkpoint, dict(results['eval'])))
 
   summary = training.ModelTrainer(
-      callbacks=[Results(), Recording('x', calls)]).evaluate(builder, job)
+    callbacks=[Results(), Recording('x', calls)]
+  ).evaluate(builder, job)
   assert seen == [(4, summary['checkpoint'], summary['results']['eval'])]
-  assert [c[1] for c in calls] == ['on_train_begin', 'on_evaluate_end',
-                                   'on_train_end']
+  assert [c[1] for c in calls] == [
+    'on_train_begin',
+    'on_evaluate_end',
+    'on_train_end',
+  ]
 
 
 def test_builder_hook_defaults_to_no_callbacks(iris_dataset_factory):
   builder = nn.FeedForwardClassification(
-      nn.FeedForwardClassificationArguments.default(), iris_dataset_factory())
+    nn.FeedForwardClassificationArguments.default(), iris_dataset_factory()
+  )
   assert builder.build_callbacks() == []

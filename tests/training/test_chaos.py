@@ -31,14 +31,25 @@ def test_a_killed_task_of_each_kind_is_survived(tmp_path, iris_analysis):
   # previous one (after the chief's resume, for chief and ps kills), so all
   # four land by step ~450 even when each resume loses a checkpoint
   # interval (100), well before the 800th.
-  run = chaos.ChaosRun(tmp_path / 'job', iris_analysis, max_steps=800,
-                       checkpoint_interval=100, kill_every_steps=(30, 60),
-                       kinds=chaos.KINDS, kills=len(chaos.KINDS), seed=3)
+  run = chaos.ChaosRun(
+    tmp_path / 'job',
+    iris_analysis,
+    max_steps=800,
+    checkpoint_interval=100,
+    kill_every_steps=(30, 60),
+    kinds=chaos.KINDS,
+    kills=len(chaos.KINDS),
+    seed=3,
+  )
   report = run.run(timeout=420)
   text = '\n'.join(run.lines[-60:])
   assert chaos.problems(report) == [], text
-  assert report['kills'] == {'worker': 1, 'evaluator': 1, 'ps': 1,
-                             'chief': 1}, text
+  assert report['kills'] == {
+    'worker': 1,
+    'evaluator': 1,
+    'ps': 1,
+    'chief': 1,
+  }, text
   # Every kill was followed by a restart (the chief twice: once for its own
   # kill, once after failing over the lost parameter server).
   assert report['restarts'] >= 5, text

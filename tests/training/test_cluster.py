@@ -12,13 +12,18 @@ from tensorfx.training import _cluster
 def test_a_script_is_replaced_by_the_same_command(monkeypatch):
   calls = []
   monkeypatch.setattr(os, 'execv', lambda *a: calls.append(a))
-  monkeypatch.setattr(sys, 'orig_argv',
-                      ['python3', '-m', 'tensorfx', 'train', '--output', 'o'])
+  monkeypatch.setattr(
+    sys, 'orig_argv', ['python3', '-m', 'tensorfx', 'train', '--output', 'o']
+  )
   monkeypatch.delitem(sys.modules, 'ipykernel', raising=False)
   monkeypatch.delattr(sys, 'ps1', raising=False)
   _cluster.restart_in_place()
-  assert calls == [(sys.executable, [sys.executable, '-m', 'tensorfx',
-                                     'train', '--output', 'o'])]
+  assert calls == [
+    (
+      sys.executable,
+      [sys.executable, '-m', 'tensorfx', 'train', '--output', 'o'],
+    )
+  ]
 
 
 def test_an_interactive_session_is_told_to_run_again(monkeypatch):

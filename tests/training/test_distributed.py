@@ -31,18 +31,48 @@ class Cluster:
   """A `tensorfx train --cluster` run whose output lines are collected."""
 
   def __init__(self, output, cluster, analysis, *extra):
-    command = [sys.executable, '-m', 'tensorfx', 'train', '--module',
-               'trainer', '--output', str(output), '--cluster', cluster,
-               '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
-               '--data-schema', 'schema.yaml', '--data-features',
-               'features.yaml', '--data-metadata', analysis,
-               '--hidden-layers:1', '20', '--hidden-layers:2', '10',
-               '--log-interval-steps', '50', '--seed', '7', *extra]
+    command = [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      'trainer',
+      '--output',
+      str(output),
+      '--cluster',
+      cluster,
+      '--data-train',
+      'data/train.csv',
+      '--data-eval',
+      'data/eval.csv',
+      '--data-schema',
+      'schema.yaml',
+      '--data-features',
+      'features.yaml',
+      '--data-metadata',
+      analysis,
+      '--hidden-layers:1',
+      '20',
+      '--hidden-layers:2',
+      '10',
+      '--log-interval-steps',
+      '50',
+      '--seed',
+      '7',
+      *extra,
+    ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
     self.process = subprocess.Popen(
-        command, cwd=IRIS, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, bufsize=1,
-        start_new_session=True)
+      command,
+      cwd=IRIS,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      text=True,
+      bufsize=1,
+      start_new_session=True,
+    )
     self.lines = []
     self.pids = {}
     self._reader = threading.Thread(target=self._read, daemon=True)
@@ -132,14 +162,22 @@ def _job(output):
 
 
 def _step(output):
-  return int(tf.train.latest_checkpoint(str(output / 'checkpoints'))
-             .rsplit('-', 1)[1])
+  return int(
+    tf.train.latest_checkpoint(str(output / 'checkpoints')).rsplit('-', 1)[1]
+  )
 
 
 def test_parameter_servers_with_evaluator_survive_a_killed_worker(
-    cluster, tmp_path):
-  run = cluster('ps', 'ps=1,workers=2,evaluator=1', '--max-steps', '1500',
-                '--checkpoint-interval-steps', '300')
+  cluster, tmp_path
+):
+  run = cluster(
+    'ps',
+    'ps=1,workers=2,evaluator=1',
+    '--max-steps',
+    '1500',
+    '--checkpoint-interval-steps',
+    '300',
+  )
   run.wait_for(r'\[chief\s*\] .*step 300/1500')
   run.kill('worker-0')
   assert run.wait() == 0, run.text[-4000:]
@@ -148,13 +186,19 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
   assert _job(output)['global_step'] >= 1500
   # The chief's export and the evaluator's best model both serve.
   from tensorfx import prediction
+
   for name in ('model', 'best_model'):
     model = prediction.Model.load(str(output / name))
-    labels = [p['label'] for p in model.predict(
-        ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2'])]
+    labels = [
+      p['label']
+      for p in model.predict(
+        ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
+      )
+    ]
     assert labels == ['virginica', 'setosa', 'versicolor'], name
   evaluated = yaml.safe_load(
-      (output / 'summaries' / 'eval' / 'evaluated.json').read_text())
+    (output / 'summaries' / 'eval' / 'evaluated.json').read_text()
+  )
   assert evaluated['evaluated'] == sorted(set(evaluated['evaluated']))
   assert evaluated['evaluated'][-1] == _step(output)
   assert evaluated['best'] >= 0.93
@@ -164,35 +208,75 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
 def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   # The evaluator evaluates as the chief would: every target, the interval,
   # step 0 first, the batches asked for, the best metric and the K best.
-  run = cluster('ev', 'evaluator=1', '--max-steps', '300',
-                '--checkpoint-interval-steps', '50', '--keep-checkpoints', '10',
-                '--eval-interval-steps', '100', '--validate-first',
-                '--eval-batches', '2', '--eval-batch-size', '5',
-                '--eval-target', 'holdout', 'data=data/eval.csv', 'batches=1',
-                'batch_size=8',
-                '--best-metric', 'holdout/accuracy:max',
-                '--keep-best-checkpoints', '2', '--eval-slices', 'species')
+  run = cluster(
+    'ev',
+    'evaluator=1',
+    '--max-steps',
+    '300',
+    '--checkpoint-interval-steps',
+    '50',
+    '--keep-checkpoints',
+    '10',
+    '--eval-interval-steps',
+    '100',
+    '--validate-first',
+    '--eval-batches',
+    '2',
+    '--eval-batch-size',
+    '5',
+    '--eval-target',
+    'holdout',
+    'data=data/eval.csv',
+    'batches=1',
+    'batch_size=8',
+    '--best-metric',
+    'holdout/accuracy:max',
+    '--keep-best-checkpoints',
+    '2',
+    '--eval-slices',
+    'species',
+  )
   assert run.wait() == 0, run.text[-4000:]
   output = tmp_path / 'ev'
   evaluated = yaml.safe_load(
-      (output / 'summaries' / 'eval' / 'evaluated.json').read_text())
+    (output / 'summaries' / 'eval' / 'evaluated.json').read_text()
+  )
   assert evaluated['evaluated'] == [0, 100, 200, 300]
   evaluator = [line for line in run.lines if line.startswith('[evaluator')]
-  assert sum('Evaluation at step' in line and 'on 10 examples' in line
-             for line in evaluator) == 4, '\n'.join(evaluator)
-  assert sum('Validation holdout at step' in line and 'on 8 examples' in line
-             for line in evaluator) == 4, '\n'.join(evaluator)
+  assert (
+    sum(
+      'Evaluation at step' in line and 'on 10 examples' in line
+      for line in evaluator
+    )
+    == 4
+  ), '\n'.join(evaluator)
+  assert (
+    sum(
+      'Validation holdout at step' in line and 'on 8 examples' in line
+      for line in evaluator
+    )
+    == 4
+  ), '\n'.join(evaluator)
   # The chief left validation to the evaluator.
-  assert not any('Evaluation at step' in line for line in run.lines
-                 if line.startswith('[chief'))
-  holdout = dict(_scalars(str(output / 'summaries' / 'eval_holdout'))
-                 ['accuracy'])
+  assert not any(
+    'Evaluation at step' in line
+    for line in run.lines
+    if line.startswith('[chief')
+  )
+  holdout = dict(
+    _scalars(str(output / 'summaries' / 'eval_holdout'))['accuracy']
+  )
   assert sorted(holdout) == [0, 100, 200, 300]
-  assert sorted(dict(_scalars(str(output / 'summaries' / 'eval'))['loss'])) \
-      == [0, 100, 200, 300]
+  assert sorted(dict(_scalars(str(output / 'summaries' / 'eval'))['loss'])) == [
+    0,
+    100,
+    200,
+    300,
+  ]
   # The best two by holdout accuracy are kept; the best model is the best.
   kept = yaml.safe_load(
-      (output / 'checkpoints' / 'best' / 'best.json').read_text())['best']
+    (output / 'checkpoints' / 'best' / 'best.json').read_text()
+  )['best']
   ranked = sorted(holdout.items(), key=lambda item: -item[1])
   assert [e['value'] for e in kept] == [v for _, v in ranked[:2]]
   assert evaluated['best'] == ranked[0][1]
@@ -201,9 +285,12 @@ def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   # --eval-slices: each target's slices, of the same examples as the target.
   for directory, examples in (('eval', 10), ('eval_holdout', 8)):
     scalars = _scalars(str(output / 'summaries' / directory))
-    counts = [dict(values) for tag, values in scalars.items()
-              if tag.startswith(f'{directory}/slice/species=')
-              and tag.endswith('/examples')]
+    counts = [
+      dict(values)
+      for tag, values in scalars.items()
+      if tag.startswith(f'{directory}/slice/species=')
+      and tag.endswith('/examples')
+    ]
     assert counts, sorted(scalars)
     for step in (0, 100, 200, 300):
       assert sum(c.get(step, 0) for c in counts) == examples
@@ -219,8 +306,11 @@ def test_multi_worker_mirrored(cluster, tmp_path):
   assert job['metrics']['accuracy'] >= 0.93
   assert not (output / '.workers').exists()
   # The chief prints the predictions; the tasks' lines interleave.
-  assert any('virginica' in line for line in run.text.splitlines()
-             if line.startswith('[chief'))
+  assert any(
+    'virginica' in line
+    for line in run.text.splitlines()
+    if line.startswith('[chief')
+  )
   # No TensorFlow noise: the engine votes in a traced function, and the
   # evaluation's read of a distributed dataset warns nothing.
   assert 'eagerly has significant overhead' not in run.text
@@ -238,15 +328,16 @@ def test_multi_worker_mirrored_lost_worker_is_named(cluster, tmp_path):
   assert run.wait(timeout=120) == 1, run.text[-4000:]
   # The peer's connection resets or its heartbeats stop, whichever TensorFlow
   # notices first.
-  assert re.search(r'Task worker 0 of the cluster stopped answering \(.+\)\. '
-                   'Restart the job: it resumes from the last checkpoint',
-                   run.text), run.text[-4000:]
+  assert re.search(
+    r'Task worker 0 of the cluster stopped answering \(.+\)\. '
+    'Restart the job: it resumes from the last checkpoint',
+    run.text,
+  ), run.text[-4000:]
   assert _job(tmp_path / 'mwlost')['status'] == 'failed'
   run.assert_all_exited()
 
 
-def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster,
-                                                           tmp_path):
+def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster, tmp_path):
   args = ('--max-steps', '1500', '--checkpoint-interval-steps', '300')
   run = cluster('chief', 'ps=1,workers=1', *args)
   match = run.wait_for(r'\[chief\s*\] .*step (\d+)/1500')
@@ -279,7 +370,8 @@ def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster,
 
 
 def test_lost_parameter_server_fails_clearly_and_restart_resumes(
-    cluster, tmp_path):
+  cluster, tmp_path
+):
   args = ('--max-steps', '1000', '--checkpoint-interval-steps', '200')
   run = cluster('lostps', 'ps=1,workers=1', *args)
   run.wait_for(r'Saved checkpoint .*ckpt-\d+')
@@ -301,24 +393,50 @@ def test_unreachable_task_is_named(tmp_path, iris_analysis, monkeypatch):
   """A chief whose parameter server never comes up fails with its address."""
   import json
   import socket
+
   ports = []
   for _ in range(3):
     with socket.socket() as s:
       s.bind(('127.0.0.1', 0))
       ports.append(s.getsockname()[1])
-  config = {'cluster': {'chief': [f'127.0.0.1:{ports[0]}'],
-                        'worker': [f'127.0.0.1:{ports[1]}'],
-                        'ps': [f'127.0.0.1:{ports[2]}']},
-            'task': {'type': 'chief', 'index': 0}}
+  config = {
+    'cluster': {
+      'chief': [f'127.0.0.1:{ports[0]}'],
+      'worker': [f'127.0.0.1:{ports[1]}'],
+      'ps': [f'127.0.0.1:{ports[2]}'],
+    },
+    'task': {'type': 'chief', 'index': 0},
+  }
   env = dict(os.environ, TF_CONFIG=json.dumps(config))
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-       '--output', str(tmp_path), '--data-train', 'data/train.csv',
-       '--data-eval', 'data/eval.csv', '--data-schema', 'schema.yaml',
-       '--data-features', 'features.yaml', '--data-metadata', iris_analysis,
-       '--cluster-timeout-secs', '3'],
-      cwd=IRIS, env=env, capture_output=True, text=True, timeout=120,
-      check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      'trainer',
+      '--output',
+      str(tmp_path),
+      '--data-train',
+      'data/train.csv',
+      '--data-eval',
+      'data/eval.csv',
+      '--data-schema',
+      'schema.yaml',
+      '--data-features',
+      'features.yaml',
+      '--data-metadata',
+      iris_analysis,
+      '--cluster-timeout-secs',
+      '3',
+    ],
+    cwd=IRIS,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+  )
   assert result.returncode == 1
-  assert f'Cannot reach worker task 0 at 127.0.0.1:{ports[1]}' in \
-      result.stderr
+  assert f'Cannot reach worker task 0 at 127.0.0.1:{ports[1]}' in result.stderr

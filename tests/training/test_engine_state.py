@@ -19,13 +19,24 @@ from tensorfx import data
 from tensorfx import training
 from tensorfx.models import nn
 
-RELEASE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       'testdata', 'checkpoint-0.1.0')
+RELEASE = os.path.join(
+  os.path.dirname(os.path.abspath(__file__)), 'testdata', 'checkpoint-0.1.0'
+)
 # The resumed run (a module fixture) is made once, on one xdist worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_engine_state')]
 # The arguments the release checkpoint was trained with (its README).
-RELEASE_ARGS = ('--batch-size', '16', '--hidden-layers:1', '4', '--seed', '1',
-                '--keep-checkpoints', '1', '--eval-interval-steps', '10')
+RELEASE_ARGS = (
+  '--batch-size',
+  '16',
+  '--hidden-layers:1',
+  '4',
+  '--seed',
+  '1',
+  '--keep-checkpoints',
+  '1',
+  '--eval-interval-steps',
+  '10',
+)
 
 
 class OwnAttributes(training.ModelBuilder):
@@ -42,8 +53,11 @@ class OwnAttributes(training.ModelBuilder):
     return self.logits(self.hidden(inputs['X']))
 
   def build_training(self, global_steps, inputs, inferences):
-    loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
-        inputs['Y'], inferences, from_logits=True))
+    loss = tf.reduce_mean(
+      tf_keras.losses.sparse_categorical_crossentropy(
+        inputs['Y'], inferences, from_logits=True
+      )
+    )
     return loss, self.adam
 
   def build_evaluation(self, inputs, outputs):
@@ -53,15 +67,20 @@ class OwnAttributes(training.ModelBuilder):
 
 def _attributes(builder):
   # TensorFlow's own tracking bookkeeping (`_self_*`) is not the model's.
-  return {name: value for name, value in vars(builder).items()
-          if not name.startswith('_self_')}
+  return {
+    name: value
+    for name, value in vars(builder).items()
+    if not name.startswith('_self_')
+  }
 
 
-def test_train_leaves_the_builder_as_it_was_made(tmp_path,
-                                                 iris_dataset_factory):
+def test_train_leaves_the_builder_as_it_was_made(
+  tmp_path, iris_dataset_factory
+):
   args, job = training.ModelArguments.parse(
-      iris_args(tmp_path, '--max-steps', '6', '--eval-interval-steps', '3'),
-      parse_job=True)
+    iris_args(tmp_path, '--max-steps', '6', '--eval-interval-steps', '3'),
+    parse_job=True,
+  )
   builder = OwnAttributes(args, iris_dataset_factory())
   made = _attributes(builder)
   model = training.ModelTrainer().train(builder, job)
@@ -100,12 +119,15 @@ def _release_output(directory):
 
 def _release_builder(output, *extra):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, *RELEASE_ARGS, *extra), parse_job=True)
-  dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                            metadata=os.path.join(output, 'analysis'),
-                            features=os.path.join(IRIS, 'features.yaml'),
-                            train=os.path.join(IRIS, 'data', 'train.csv'),
-                            eval=os.path.join(IRIS, 'data', 'eval.csv'))
+    iris_args(output, *RELEASE_ARGS, *extra), parse_job=True
+  )
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    metadata=os.path.join(output, 'analysis'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=os.path.join(IRIS, 'data', 'train.csv'),
+    eval=os.path.join(IRIS, 'data', 'eval.csv'),
+  )
   return nn.FeedForwardClassification(args, dataset), job
 
 
@@ -122,7 +144,10 @@ def resumed(tmp_path_factory):
 def test_release_checkpoint_resumes_with_its_optimizer_state(resumed):
   output, builder, model = resumed
   assert model.predict(['6.3,3.3,6,2.5'])[0]['label'] in (
-      'setosa', 'versicolor', 'virginica')
+    'setosa',
+    'versicolor',
+    'virginica',
+  )
   with open(os.path.join(output, 'job.yaml')) as f:
     record = yaml.safe_load(f)
   assert record['status'] == 'completed' and record['global_step'] == 30

@@ -31,9 +31,12 @@ def small_disk(tmp_path):
   """A 4 MiB tmpfs, unmounted after the test."""
   mount = tmp_path / 'disk'
   mount.mkdir()
-  result = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs',
-                           str(mount)], capture_output=True, text=True,
-                          check=False)
+  result = subprocess.run(
+    ['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', str(mount)],
+    capture_output=True,
+    text=True,
+    check=False,
+  )
   if result.returncode != 0:
     pytest.skip(f'cannot mount a size-capped tmpfs here: {result.stderr}')
   yield mount
@@ -52,32 +55,67 @@ def _fill(mount, leave):
 
 
 def _train(output, mount, max_steps, iris_analysis):
-  env = dict(os.environ, AIP_CHECKPOINT_DIR=str(mount / 'checkpoints'),
-             AIP_MODEL_DIR=str(mount / 'model'))
+  env = dict(
+    os.environ,
+    AIP_CHECKPOINT_DIR=str(mount / 'checkpoints'),
+    AIP_MODEL_DIR=str(mount / 'model'),
+  )
   env.pop('TENSORFX_FAULT', None)
   return subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'train', '--module', 'trainer',
-       '--output', str(output), '--data-train', 'data/train.csv',
-       '--data-eval', 'data/eval.csv', '--data-schema', 'schema.yaml',
-       '--data-features', 'features.yaml', '--data-metadata', iris_analysis,
-       '--hidden-layers:1', '8', '--seed', '9',
-       '--checkpoint-interval-steps', '50', '--max-steps', str(max_steps)],
-      cwd=IRIS, env=env, capture_output=True, text=True, timeout=300,
-      check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'train',
+      '--module',
+      'trainer',
+      '--output',
+      str(output),
+      '--data-train',
+      'data/train.csv',
+      '--data-eval',
+      'data/eval.csv',
+      '--data-schema',
+      'schema.yaml',
+      '--data-features',
+      'features.yaml',
+      '--data-metadata',
+      iris_analysis,
+      '--hidden-layers:1',
+      '8',
+      '--seed',
+      '9',
+      '--checkpoint-interval-steps',
+      '50',
+      '--max-steps',
+      str(max_steps),
+    ],
+    cwd=IRIS,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
 
 
 def _last_line(result):
   return result.stderr.strip().splitlines()[-1]
 
 
-def test_full_disk_during_checkpoint_and_export(small_disk, tmp_path,
-                                                iris_analysis):
+def test_full_disk_during_checkpoint_and_export(
+  small_disk, tmp_path, iris_analysis
+):
   output = tmp_path / 'job'
   checkpoints = small_disk / 'checkpoints'
   result = _train(output, small_disk, 100, iris_analysis)
   assert result.returncode == 0, result.stderr[-3000:]
-  before = [p['scores'] for p in prediction.Model.load(
-      str(small_disk / 'model')).predict(_INSTANCES)]
+  before = [
+    p['scores']
+    for p in prediction.Model.load(str(small_disk / 'model')).predict(
+      _INSTANCES
+    )
+  ]
 
   # No room at all: the checkpoint of step 150 cannot be written.
   _fill(small_disk, 0)
@@ -85,10 +123,11 @@ def test_full_disk_during_checkpoint_and_export(small_disk, tmp_path,
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
   assert _last_line(result) == (
-      f'tensorfx train: error: Cannot write the checkpoint {checkpoints}/'
-      'ckpt-150: the disk is full (No space left on device). Free space (or '
-      'write --output to a larger disk) and run the same command again: it '
-      f'resumes from {checkpoints}/ckpt-100, which is intact.')
+    f'tensorfx train: error: Cannot write the checkpoint {checkpoints}/'
+    'ckpt-150: the disk is full (No space left on device). Free space (or '
+    'write --output to a larger disk) and run the same command again: it '
+    f'resumes from {checkpoints}/ckpt-100, which is intact.'
+  )
   assert not (checkpoints / 'ckpt-150_temp').exists()
   assert _damaged.problem(str(checkpoints / 'ckpt-100')) is None
   record = yaml.safe_load((output / 'job.yaml').read_text())
@@ -103,12 +142,17 @@ def test_full_disk_during_checkpoint_and_export(small_disk, tmp_path,
   assert f'Resumed from {checkpoints}/ckpt-100 at step 100' in result.stderr
   assert 'Traceback' not in result.stderr
   assert _last_line(result).startswith(
-      f'tensorfx train: error: Cannot export the model to {small_disk}/model:'
-      ' the disk is full (No space left on device).')
+    f'tensorfx train: error: Cannot export the model to {small_disk}/model:'
+    ' the disk is full (No space left on device).'
+  )
   assert not (small_disk / 'model.partial').exists()
   assert _damaged.problem(str(checkpoints / 'ckpt-200')) is None
-  kept = [p['scores'] for p in prediction.Model.load(
-      str(small_disk / 'model')).predict(_INSTANCES)]
+  kept = [
+    p['scores']
+    for p in prediction.Model.load(str(small_disk / 'model')).predict(
+      _INSTANCES
+    )
+  ]
   np.testing.assert_allclose(kept, before, rtol=1e-6)
 
   # Room again: the same command exports the last checkpoint.
@@ -116,8 +160,13 @@ def test_full_disk_during_checkpoint_and_export(small_disk, tmp_path,
   result = _train(output, small_disk, 200, iris_analysis)
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Already trained to step 200' in result.stderr
-  after = [p['scores'] for p in prediction.Model.load(
-      str(small_disk / 'model')).predict(_INSTANCES)]
+  after = [
+    p['scores']
+    for p in prediction.Model.load(str(small_disk / 'model')).predict(
+      _INSTANCES
+    )
+  ]
   assert not np.allclose(after, before)
-  assert yaml.safe_load((output / 'job.yaml').read_text())['status'] == \
-      'completed'
+  assert (
+    yaml.safe_load((output / 'job.yaml').read_text())['status'] == 'completed'
+  )

@@ -30,38 +30,80 @@ CASES = int(os.environ.get('TENSORFX_FUZZ_CASES', '30'))
 SEED = int(os.environ.get('TENSORFX_FUZZ_SEED', '19'))
 
 _VALID = [
-    {'cluster': {'chief': ['10.0.0.1:2222'], 'worker': ['10.0.0.2:2222',
-                                                          '10.0.0.3:2222'],
-                 'ps': ['10.0.0.4:2222'], 'evaluator': ['10.0.0.5:2222']},
-     'task': {'type': 'worker', 'index': 1}, 'environment': 'cloud'},
-    {'cluster': {'master': ['m:2222'], 'worker': ['w:2222'], 'ps': ['p:2222']},
-     'task': {'type': 'master', 'index': 0, 'trial': '3'},
-     'environment': 'cloud', 'job': {'scale_tier': 'CUSTOM'}},
-    {'cluster': {'workerpool0': ['c:2222'], 'workerpool1': ['w:2222'],
-                 'workerpool2': ['p:2222']},
-     'task': {'type': 'workerpool1', 'index': 0}},
-    {'task': {'type': 'evaluator', 'index': 0}},
-    {},
+  {
+    'cluster': {
+      'chief': ['10.0.0.1:2222'],
+      'worker': ['10.0.0.2:2222', '10.0.0.3:2222'],
+      'ps': ['10.0.0.4:2222'],
+      'evaluator': ['10.0.0.5:2222'],
+    },
+    'task': {'type': 'worker', 'index': 1},
+    'environment': 'cloud',
+  },
+  {
+    'cluster': {'master': ['m:2222'], 'worker': ['w:2222'], 'ps': ['p:2222']},
+    'task': {'type': 'master', 'index': 0, 'trial': '3'},
+    'environment': 'cloud',
+    'job': {'scale_tier': 'CUSTOM'},
+  },
+  {
+    'cluster': {
+      'workerpool0': ['c:2222'],
+      'workerpool1': ['w:2222'],
+      'workerpool2': ['p:2222'],
+    },
+    'task': {'type': 'workerpool1', 'index': 0},
+  },
+  {'task': {'type': 'evaluator', 'index': 0}},
+  {},
 ]
-_KEYS = ['cluster', 'task', 'type', 'index', 'trial', 'environment', 'job',
-         'chief', 'master', 'worker', 'ps', 'evaluator', 'workerpool1', 'x']
+_KEYS = [
+  'cluster',
+  'task',
+  'type',
+  'index',
+  'trial',
+  'environment',
+  'job',
+  'chief',
+  'master',
+  'worker',
+  'ps',
+  'evaluator',
+  'workerpool1',
+  'x',
+]
 
 
 def _random_value(rng, depth=0):
-  kind = rng.choice(['int', 'neg', 'big', 'float', 'str', 'addr', 'none',
-                     'bool', 'list', 'dict'] if depth < 3 else
-                    ['int', 'str', 'none', 'addr'])
+  kind = rng.choice(
+    [
+      'int',
+      'neg',
+      'big',
+      'float',
+      'str',
+      'addr',
+      'none',
+      'bool',
+      'list',
+      'dict',
+    ]
+    if depth < 3
+    else ['int', 'str', 'none', 'addr']
+  )
   if kind == 'int':
     return rng.randint(0, 3)
   if kind == 'neg':
     return -rng.randint(1, 5)
   if kind == 'big':
-    return 2**rng.randint(31, 70)
+    return 2 ** rng.randint(31, 70)
   if kind == 'float':
     return rng.choice([0.5, 1.0, float('1e300')])
   if kind == 'str':
-    return rng.choice(['', 'chief', 'worker', 'ps', 'local', 'cloud', '0',
-                       'a b', '\u00e9'])
+    return rng.choice(
+      ['', 'chief', 'worker', 'ps', 'local', 'cloud', '0', 'a b', '\u00e9']
+    )
   if kind == 'addr':
     return rng.choice(['h:1', 'h:99999', ':2222', 'h', 'h:x', '[::1]:2222'])
   if kind == 'none':
@@ -70,8 +112,10 @@ def _random_value(rng, depth=0):
     return rng.random() < 0.5
   if kind == 'list':
     return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
-  return {rng.choice(_KEYS): _random_value(rng, depth + 1)
-          for _ in range(rng.randint(0, 3))}
+  return {
+    rng.choice(_KEYS): _random_value(rng, depth + 1)
+    for _ in range(rng.randint(0, 3))
+  }
 
 
 def _mutate(rng, value):
@@ -107,8 +151,11 @@ def _tf_config(rng):
     return json.dumps(_random_value(rng))
   text = json.dumps(rng.choice(_VALID))
   at = rng.randrange(len(text) + 1)
-  return text[:at] + rng.choice(['', '}', '"', ',', 'x']) + \
-      text[at + rng.randint(0, 3):]
+  return (
+    text[:at]
+    + rng.choice(['', '}', '"', ',', 'x'])
+    + text[at + rng.randint(0, 3) :]
+  )
 
 
 @pytest.mark.timeout(300)
@@ -124,13 +171,25 @@ def test_random_tf_config(monkeypatch):
       message = str(e)
       assert message.startswith('TF_CONFIG'), (text, message)
       assert '\n' not in message, (text, message)
-      assert re.search(r'key `[^`]+`|not valid JSON|must hold a JSON '
-                       r'object', message), (text, message)
+      assert re.search(
+        r'key `[^`]+`|not valid JSON|must hold a JSON '
+        r'object',
+        message,
+      ), (text, message)
       outcomes['error'] += 1
       continue
     # A configuration that parses answers every question about it.
-    for name in ('task', 'cluster', 'master', 'worker', 'param_server',
-                 'evaluator', 'distributed', 'device', 'strategy_kind'):
+    for name in (
+      'task',
+      'cluster',
+      'master',
+      'worker',
+      'param_server',
+      'evaluator',
+      'distributed',
+      'device',
+      'strategy_kind',
+    ):
       getattr(config, name)
     config.to_dict()
     outcomes['valid'] += 1
@@ -179,13 +238,13 @@ def test_run_yaml_with_random_deletions(tmp_path):
     try:
       with contextlib.redirect_stderr(stderr):
         nn.FeedForwardClassificationArguments.parse(
-            ['--config', str(path), '--output', str(tmp_path / 'out')])
+          ['--config', str(path), '--output', str(tmp_path / 'out')]
+        )
     except ConfigurationError as e:
       message = str(e)
       assert '\n' not in message.strip(), (text, message)
       # The file and line.
-      assert re.match(rf'{re.escape(str(path))}:\d+', message), (text,
-                                                                  message)
+      assert re.match(rf'{re.escape(str(path))}:\d+', message), (text, message)
       outcomes['error'] += 1
     except SystemExit as e:
       # argparse's own error (a value from the file it rejects): it must

@@ -24,7 +24,7 @@ from mirrored_script import PREAMBLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gradient_norm')]
 
-_SCRIPT = PREAMBLE + textwrap.dedent('''
+_SCRIPT = PREAMBLE + textwrap.dedent("""
     from tensorfx.training._callbacks import model_summary
 
 
@@ -58,18 +58,24 @@ _SCRIPT = PREAMBLE + textwrap.dedent('''
         'mirrored': run(Mirrored.local()),
         'mirrored_clipped': run(Mirrored.local(), '--clip-norm', '0.01'),
     }))
-''')
+""")
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, iris_analysis):
   script = tmp_path_factory.mktemp('norm') / 'norm.py'
   script.write_text(_SCRIPT)
-  env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep +
-             os.environ.get('PYTHONPATH', ''))
-  result = subprocess.run([sys.executable, str(script), IRIS, iris_analysis],
-                          capture_output=True, text=True, timeout=600,
-                          env=env, check=False)
+  env = dict(
+    os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')
+  )
+  result = subprocess.run(
+    [sys.executable, str(script), IRIS, iris_analysis],
+    capture_output=True,
+    text=True,
+    timeout=600,
+    env=env,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -86,16 +92,34 @@ def test_the_norm_is_the_global_batch_gradients(runs):
 
 def test_the_norm_is_taken_before_clipping(runs):
   assert runs['mirrored_clipped']['reported'] == pytest.approx(
-      runs['single']['expected'], rel=1e-5)
+    runs['single']['expected'], rel=1e-5
+  )
 
 
 def test_the_summary_names_each_replicas_device(runs):
   lines = runs['mirrored']['summary']
-  assert lines[0] == ('Model FeedForwardClassification under '
-                      'MirroredStrategy: 2 variable groups')
+  assert lines[0] == (
+    'Model FeedForwardClassification under MirroredStrategy: 2 variable groups'
+  )
   # 4 inputs -> 4 hidden units -> 3 classes, mirrored on both CPUs.
-  assert lines[2].split() == ['hidden1', '20', 'kernel', '4x4,', 'bias',
-                              '4', 'CPU:0,', 'CPU:1']
-  assert lines[3].split() == ['output', '15', 'kernel', '4x3,', 'bias',
-                              '3', 'CPU:0,', 'CPU:1']
+  assert lines[2].split() == [
+    'hidden1',
+    '20',
+    'kernel',
+    '4x4,',
+    'bias',
+    '4',
+    'CPU:0,',
+    'CPU:1',
+  ]
+  assert lines[3].split() == [
+    'output',
+    '15',
+    'kernel',
+    '4x3,',
+    'bias',
+    '3',
+    'CPU:0,',
+    'CPU:1',
+  ]
   assert lines[4] == '  total 35 parameters (35 trainable, 0 not)'

@@ -56,14 +56,23 @@ class _Stuck(nn.FeedForwardClassification):
 
 
 def test_nan_restore_goes_back_to_the_checkpoint_and_trains_on(
-    tmp_path, iris_dataset_factory):
-  builder, _ = _train(tmp_path, iris_dataset_factory(), '--max-steps', '12',
-                      '--checkpoint-interval-steps', '5',
-                      '--log-interval-steps', '3', '--nan-restore', '1',
-                      builder_type=_NanOnce)
+  tmp_path, iris_dataset_factory
+):
+  builder, _ = _train(
+    tmp_path,
+    iris_dataset_factory(),
+    '--max-steps',
+    '12',
+    '--checkpoint-interval-steps',
+    '5',
+    '--log-interval-steps',
+    '3',
+    '--nan-restore',
+    '1',
+    builder_type=_NanOnce,
+  )
   assert int(builder.global_step.numpy()) == 12
-  assert all(np.isfinite(v.numpy()).all()
-             for v in builder.trainable_variables)
+  assert all(np.isfinite(v.numpy()).all() for v in builder.trainable_variables)
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
   assert job['status'] == 'completed'
   # The NaN came at step 7; training went back to ckpt-5 and on to 12.
@@ -73,44 +82,72 @@ def test_nan_restore_goes_back_to_the_checkpoint_and_trains_on(
 
 def test_nan_restore_is_bounded(tmp_path, iris_dataset_factory):
   # Before the first periodic checkpoint: the guard wrote one at step 0.
-  with pytest.raises(TrainingError,
-                     match=r'loss is nan at step 7 after 2 restores '
-                     r'\(--nan-restore 2\)'):
-    _train(tmp_path, iris_dataset_factory(), '--max-steps', '20',
-           '--nan-restore', '2', builder_type=_Exploding)
-  assert tf.train.latest_checkpoint(tmp_path / 'checkpoints').endswith(
-      'ckpt-0')
+  with pytest.raises(
+    TrainingError,
+    match=r'loss is nan at step 7 after 2 restores '
+    r'\(--nan-restore 2\)',
+  ):
+    _train(
+      tmp_path,
+      iris_dataset_factory(),
+      '--max-steps',
+      '20',
+      '--nan-restore',
+      '2',
+      builder_type=_Exploding,
+    )
+  assert tf.train.latest_checkpoint(tmp_path / 'checkpoints').endswith('ckpt-0')
 
 
-def test_loss_above_thres_loss_is_a_distinct_error(tmp_path,
-                                                   iris_dataset_factory):
-  with pytest.raises(HighLossError,
-                     match=r'loss is 10\d\d\.?\d* at step 4, above '
-                     r'--thres-loss 100') as raised:
-    _train(tmp_path, iris_dataset_factory(), '--max-steps', '20',
-           '--log-interval-steps', '10', '--thres-loss', '100',
-           builder_type=_Diverging)
+def test_loss_above_thres_loss_is_a_distinct_error(
+  tmp_path, iris_dataset_factory
+):
+  with pytest.raises(
+    HighLossError,
+    match=r'loss is 10\d\d\.?\d* at step 4, above '
+    r'--thres-loss 100',
+  ) as raised:
+    _train(
+      tmp_path,
+      iris_dataset_factory(),
+      '--max-steps',
+      '20',
+      '--log-interval-steps',
+      '10',
+      '--thres-loss',
+      '100',
+      builder_type=_Diverging,
+    )
   assert isinstance(raised.value, TrainingError)
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
   assert job['status'] == 'failed'
   assert job['error'].startswith('HighLossError')
 
 
-def test_thres_loss_lets_a_normal_run_through(tmp_path,
-                                              iris_dataset_factory):
-  builder, _ = _train(tmp_path, iris_dataset_factory(), '--max-steps', '6',
-                      '--thres-loss', '100')
+def test_thres_loss_lets_a_normal_run_through(tmp_path, iris_dataset_factory):
+  builder, _ = _train(
+    tmp_path, iris_dataset_factory(), '--max-steps', '6', '--thres-loss', '100'
+  )
   assert int(builder.global_step.numpy()) == 6
 
 
 def test_a_step_that_does_not_advance_the_global_step_fails(
-    tmp_path, iris_dataset_factory):
-  with pytest.raises(TrainingError,
-                     match='5 training steps advanced the global step from '
-                     '0 to 0'):
-    _train(tmp_path, iris_dataset_factory(), '--max-steps', '10',
-           '--log-interval-steps', '5', '--steps-per-loop', '5',
-           builder_type=_Stuck)
+  tmp_path, iris_dataset_factory
+):
+  with pytest.raises(
+    TrainingError, match='5 training steps advanced the global step from 0 to 0'
+  ):
+    _train(
+      tmp_path,
+      iris_dataset_factory(),
+      '--max-steps',
+      '10',
+      '--log-interval-steps',
+      '5',
+      '--steps-per-loop',
+      '5',
+      builder_type=_Stuck,
+    )
 
 
 def test_guard_decisions():
@@ -120,8 +157,9 @@ def test_guard_decisions():
   assert guard.check(1.5, 10, 0, 10) == _guards.OK
   assert guard.check(float('inf'), 12, 10, 2) == _guards.RESTORE
   assert guard.restores == [12]
-  with pytest.raises(TrainingError, match='loss is nan at step 13 after 1 '
-                     'restores'):
+  with pytest.raises(
+    TrainingError, match='loss is nan at step 13 after 1 restores'
+  ):
     guard.check(float('nan'), 13, 12, 1, checkpoint='/c/ckpt-10')
   with pytest.raises(HighLossError, match='above --thres-loss 2'):
     guard.check(2.5, 14, 13, 1)

@@ -23,8 +23,9 @@ from tensorfx.training import TaskSpec
 
 
 def test_parse_job_reads_as_the_pair_and_as_the_arguments():
-  job = ModelArguments.parse(['--output', '/tmp/j', '--batch-size', '7'],
-                             parse_job=True)
+  job = ModelArguments.parse(
+    ['--output', '/tmp/j', '--batch-size', '7'], parse_job=True
+  )
   args, output = job  # tensorfx's (and the original's first) form.
   assert (args.batch_size, output) == (7, '/tmp/j')
   assert (job.batch_size, job.output) == (7, '/tmp/j')  # the last form.
@@ -39,10 +40,14 @@ def test_default_arguments_take_hidden_layer_tuples_set_afterwards():
   args.batch_size = 5
   args.checkpoint_interval_secs = 1
   args.hidden_layers = [('l1', 20, 'relu'), ('l2', 10, 'tanh')]
-  assert hidden_layers(args.hidden_layers) == [('l1', 20, 'relu'),
-                                                  ('l2', 10, 'tanh')]
-  assert hidden_layers([20, 10]) == [('hidden1', 20, 'relu'),
-                                        ('hidden2', 10, 'relu')]
+  assert hidden_layers(args.hidden_layers) == [
+    ('l1', 20, 'relu'),
+    ('l2', 10, 'tanh'),
+  ]
+  assert hidden_layers([20, 10]) == [
+    ('hidden1', 20, 'relu'),
+    ('hidden2', 10, 'relu'),
+  ]
   with pytest.raises(ConfigurationError, match='positive number of units'):
     hidden_layers([('l1', 0, 'relu')])
   with pytest.raises(ConfigurationError, match=r'hidden_layers\[0\]'):
@@ -51,16 +56,20 @@ def test_default_arguments_take_hidden_layer_tuples_set_afterwards():
 
 def test_a_builder_without_a_dataset_says_where_to_give_it():
   builder = nn.FeedForwardClassification(
-      nn.FeedForwardClassificationArguments.parse(['--output', 'o'],
-                                                  parse_job=True))
+    nn.FeedForwardClassificationArguments.parse(
+      ['--output', 'o'], parse_job=True
+    )
+  )
   assert builder.args.output == 'o'  # The arguments, not the pair.
-  with pytest.raises(ConfigurationError,
-                     match=r'train\(builder, dataset, output\)'):
+  with pytest.raises(
+    ConfigurationError, match=r'train\(builder, dataset, output\)'
+  ):
     _ = builder.dataset
 
 
-@pytest.mark.parametrize('environ', [
-    {}, {'TF_CONFIG': ''}, {'TF_CONFIG': '{}'}])
+@pytest.mark.parametrize(
+  'environ', [{}, {'TF_CONFIG': ''}, {'TF_CONFIG': '{}'}]
+)
 def test_single_node_reports_the_master_task(environ):
   for config in (Configuration.local(), Configuration.environment(environ)):
     assert config.task.type == 'master' and config.master
@@ -73,24 +82,38 @@ def test_single_node_reports_the_master_task(environ):
 
 
 def test_a_cluster_of_empty_jobs_is_accepted_as_the_original_did():
-  config = Configuration.environment({'TF_CONFIG': json.dumps({
-      'cluster': {'hosts': []}, 'task': {'type': 'master'}})})
+  config = Configuration.environment(
+    {
+      'TF_CONFIG': json.dumps(
+        {'cluster': {'hosts': []}, 'task': {'type': 'master'}}
+      )
+    }
+  )
   assert config.distributed and config.master
   assert config.task.type == 'master'
   # It trains as a lone chief all the same.
   assert config.strategy_kind == 'default' and config.device == ''
-  empty = Configuration.environment({'TF_CONFIG': json.dumps({
-      'cluster': {}, 'task': {'type': 'master'}})})
+  empty = Configuration.environment(
+    {'TF_CONFIG': json.dumps({'cluster': {}, 'task': {'type': 'master'}})}
+  )
   assert not empty.distributed
   # A cluster with tasks still may not hold an empty job.
   with pytest.raises(ConfigurationError, match='cluster.worker'):
-    Configuration.environment({'TF_CONFIG': json.dumps({
-        'cluster': {'chief': ['c:1'], 'worker': []},
-        'task': {'type': 'chief'}})})
+    Configuration.environment(
+      {
+        'TF_CONFIG': json.dumps(
+          {
+            'cluster': {'chief': ['c:1'], 'worker': []},
+            'task': {'type': 'chief'},
+          }
+        )
+      }
+    )
 
 
 class _Recording(nn.FeedForwardClassification):
   """Records each call of build_init (a class list: one per test run)."""
+
   calls: ClassVar[list] = []
 
   def build_init(self, restored=False):
@@ -100,6 +123,7 @@ class _Recording(nn.FeedForwardClassification):
 
 class _FreshOnly(nn.FeedForwardClassification):
   """An override written before build_init took `restored`."""
+
   calls: ClassVar[list] = []
 
   def build_init(self):
@@ -109,24 +133,39 @@ class _FreshOnly(nn.FeedForwardClassification):
 
 def _args(*extra):
   return nn.FeedForwardClassificationArguments.parse(
-      ['--max-steps', '3', '--batch-size', '10', '--hidden-layers', '4',
-       '--checkpoint-interval-secs', '600', '--log-level', 'ERROR', *extra])
+    [
+      '--max-steps',
+      '3',
+      '--batch-size',
+      '10',
+      '--hidden-layers',
+      '4',
+      '--checkpoint-interval-secs',
+      '600',
+      '--log-level',
+      'ERROR',
+      *extra,
+    ]
+  )
 
 
 @pytest.mark.slow
-def test_build_init_runs_fresh_then_after_the_restore(iris_dataset_factory,
-                                                      tmp_path):
+def test_build_init_runs_fresh_then_after_the_restore(
+  iris_dataset_factory, tmp_path
+):
   output = str(tmp_path / 'job')
   trainer = ModelTrainer(Configuration.local())
   trainer.train(_Recording(_args()), iris_dataset_factory(), output)
-  trainer.train(_Recording(_args('--max-steps', '6')),
-                iris_dataset_factory(), output=output)
+  trainer.train(
+    _Recording(_args('--max-steps', '6')), iris_dataset_factory(), output=output
+  )
   assert _Recording.calls == [False, True]
   # An override without `restored` is called for fresh models only.
   fresh = str(tmp_path / 'fresh')
   trainer.train(_FreshOnly(_args()), iris_dataset_factory(), fresh)
-  trainer.train(_FreshOnly(_args('--max-steps', '6')),
-                iris_dataset_factory(), fresh)
+  trainer.train(
+    _FreshOnly(_args('--max-steps', '6')), iris_dataset_factory(), fresh
+  )
   assert _FreshOnly.calls == ['fresh']
 
 
@@ -135,10 +174,14 @@ def test_the_interfaces_hold_their_traced_graphs(iris_dataset_factory):
   builder = nn.FeedForwardClassification(_args())
   builder.use_dataset(iris_dataset_factory())
   training, evaluation, prediction = builder.build_graph_interfaces(
-      Configuration.local())
+    Configuration.local()
+  )
   types = {}
-  for name, interface in (('training', training), ('evaluation', evaluation),
-                          ('prediction', prediction)):
+  for name, interface in (
+    ('training', training),
+    ('evaluation', evaluation),
+    ('prediction', prediction),
+  ):
     types[name] = {op.type for op in interface.graph.get_operations()}
   # The loops are while loops over their iterators; serving parses CSV
   # lines and runs the model on them.

@@ -28,32 +28,47 @@ import tfutils_model as tm
 pytestmark = pytest.mark.xdist_group('test_params_semantics')
 
 DB, COLL = 'semantics', 'mlp'
-VALID = {'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},
-         'targets': {'func': tm.top1}}
+VALID = {
+  'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},
+  'targets': {'func': tm.top1},
+}
 
 
 def _save(exp_id, **extra):
-  return {'dbname': DB, 'collname': COLL, 'exp_id': exp_id,
-          'save_metrics_freq': 5, 'save_valid_freq': 10,
-          'cache_filters_freq': 10, 'save_filters_freq': 20, **extra}
+  return {
+    'dbname': DB,
+    'collname': COLL,
+    'exp_id': exp_id,
+    'save_metrics_freq': 5,
+    'save_valid_freq': 10,
+    'cache_filters_freq': 10,
+    'save_filters_freq': 20,
+    **extra,
+  }
 
 
 def _train(num_steps, **extra):
-  return {'data_params': {'func': tm.blobs, 'batch_size': 32,
-                          'split': 'train'},
-          'num_steps': num_steps, 'validate_first': False, **extra}
+  return {
+    'data_params': {'func': tm.blobs, 'batch_size': 32, 'split': 'train'},
+    'num_steps': num_steps,
+    'validate_first': False,
+    **extra,
+  }
 
 
 def _run(exp_id, num_steps=20, save=None, **params):
   params.setdefault('model_params', {'func': tm.mlp, 'hidden': 8})
   params.setdefault('learning_rate_params', {'learning_rate': 0.1})
   return training.train_from_params(
-      save_params=_save(exp_id, **(save or {})),
-      train_params=params.pop('train_params', _train(num_steps)), **params)
+    save_params=_save(exp_id, **(save or {})),
+    train_params=params.pop('train_params', _train(num_steps)),
+    **params,
+  )
 
 
 def _client(home):
   from mlflow.tracking import MlflowClient
+
   return MlflowClient(f'sqlite:///{home}/mlruns.db')
 
 
@@ -61,8 +76,10 @@ def _runs(home, exp_id):
   client = _client(home)
   experiment = client.get_experiment_by_name(f'{DB}/{COLL}')
   return client.search_runs(
-      [experiment.experiment_id], f"tags.`tfutils.exp_id` = '{exp_id}'",
-      order_by=['attributes.start_time ASC'])
+    [experiment.experiment_id],
+    f"tags.`tfutils.exp_id` = '{exp_id}'",
+    order_by=['attributes.start_time ASC'],
+  )
 
 
 @pytest.fixture(scope='module')
@@ -83,41 +100,55 @@ def trained(home):
 def test_mlflow_and_its_embedded_store_are_default_dependencies():
   with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
     dependencies = tomllib.load(f)['project']['dependencies']
-  names = {d.split('>')[0].split('=')[0].split('~')[0].strip().lower()
-           for d in dependencies}
+  names = {
+    d.split('>')[0].split('=')[0].split('~')[0].strip().lower()
+    for d in dependencies
+  }
   # do_save defaults to True: the record store must come with the package.
   assert {'mlflow-skinny', 'sqlalchemy', 'alembic'} <= names
 
 
 def test_validation_keeps_the_per_batch_results_and_the_mean_on_request(
-    trained, home):
+  trained, home
+):
   # tfutils' agg_func default is the identity: a list per key.
   top1 = trained['validation']['valid']['top1']
   assert isinstance(top1, list) and len(top1) == 3  # 300 examples / 100
   assert np.mean(top1) > 0.7
   # The store holds numbers: the list's mean.
-  run, = _runs(home, 'h8')
+  (run,) = _runs(home, 'h8')
   history = _client(home).get_metric_history(run.info.run_id, 'valid/top1')
   assert history[-1].step == 20
   assert history[-1].value == pytest.approx(np.mean(top1))
   # agg_func 'mean': the documented switch.
   tested = training.test_from_params(
-      load_params={'dbname': DB, 'collname': COLL, 'exp_id': 'h8'},
-      model_params={'func': tm.mlp, 'hidden': 8},
-      validation_params={'valid': dict(VALID, agg_func='mean')},
-      save_params={'dbname': DB, 'collname': COLL, 'exp_id': 'h8_test',
-                   'do_save': False})
+    load_params={'dbname': DB, 'collname': COLL, 'exp_id': 'h8'},
+    model_params={'func': tm.mlp, 'hidden': 8},
+    validation_params={'valid': dict(VALID, agg_func='mean')},
+    save_params={
+      'dbname': DB,
+      'collname': COLL,
+      'exp_id': 'h8_test',
+      'do_save': False,
+    },
+  )
   assert tested['results']['valid']['top1'] == pytest.approx(np.mean(top1))
 
 
 def test_queries_select_the_checkpoint_as_mongodb_did(trained, home):
   def loaded(query, **load):
     tested = training.test_from_params(
-        load_params={'dbname': DB, 'collname': COLL, 'exp_id': 'h8',
-                     'query': query, **load},
-        model_params={'func': tm.mlp, 'hidden': 8},
-        validation_params={'valid': dict(VALID, agg_func='mean')},
-        dont_run=True)
+      load_params={
+        'dbname': DB,
+        'collname': COLL,
+        'exp_id': 'h8',
+        'query': query,
+        **load,
+      },
+      model_params={'func': tm.mlp, 'hidden': 8},
+      validation_params={'valid': dict(VALID, agg_func='mean')},
+      dont_run=True,
+    )
     return os.path.basename(tested['checkpoint']), tested['checkpoint']
 
   assert loaded({'step': {'$lte': 15}})[0] == 'ckpt-10'
@@ -128,11 +159,19 @@ def test_queries_select_the_checkpoint_as_mongodb_did(trained, home):
   name, path = loaded({'saved_filters': True, 'step': {'$lt': 20}})
   assert name == 'ckpt-0' and '/saved/' in path
   # Recorded parameters and tags, searched in the store.
-  assert loaded({'params.model_params.hidden': 8,
-                 'train_params.num_steps': {'$gte': 20},
-                 'tags.tfutils.exp_id': 'h8'})[0] == 'ckpt-20'
-  with pytest.raises(ConfigurationError,
-                     match=r"load_params\['query'\]: no checkpoint matches"):
+  assert (
+    loaded(
+      {
+        'params.model_params.hidden': 8,
+        'train_params.num_steps': {'$gte': 20},
+        'tags.tfutils.exp_id': 'h8',
+      }
+    )[0]
+    == 'ckpt-20'
+  )
+  with pytest.raises(
+    ConfigurationError, match=r"load_params\['query'\]: no checkpoint matches"
+  ):
     loaded({'params.model_params.hidden': {'$in': [16, 32]}})
   with pytest.raises(ConfigurationError, match='no checkpoint matches'):
     loaded({'step': {'$gt': 20}})
@@ -147,7 +186,8 @@ def test_do_restore_false_starts_the_exp_id_from_scratch(trained, home):
   assert len(aside) == 1
   assert os.path.exists(os.path.join(output, aside[0], 'ckpt-20.index'))
   assert tf.train.latest_checkpoint(
-      os.path.join(output, 'checkpoints')).endswith('ckpt-10')
+    os.path.join(output, 'checkpoints')
+  ).endswith('ckpt-10')
   # The store records a new run, marked as a fresh start.
   first, second = _runs(home, 'h8')
   assert second.info.run_id == fresh['run_id'] != first.info.run_id
@@ -160,58 +200,86 @@ def test_a_custom_train_loop_runs_each_step(home):
 
   def train_loop(sess, train_targets, scale=1):
     results = sess.run(train_targets)
-    calls.append((sorted(train_targets), results['loss'] * scale,
-                  results['train_accuracy']))
+    calls.append(
+      (
+        sorted(train_targets),
+        results['loss'] * scale,
+        results['train_accuracy'],
+      )
+    )
     return results
 
-  result = _run('loop', num_steps=12, train_params=_train(
-      12, targets={'func': tm.train_accuracy},
-      train_loop={'func': train_loop, 'scale': 2}))
+  result = _run(
+    'loop',
+    num_steps=12,
+    train_params=_train(
+      12,
+      targets={'func': tm.train_accuracy},
+      train_loop={'func': train_loop, 'scale': 2},
+    ),
+  )
   assert result['step'] == 12 and len(calls) == 12
   names, loss, accuracy = calls[-1]
   assert names == ['learning_rate', 'loss', 'optimizer', 'train_accuracy']
   assert 0 < loss < 4 and 0 <= accuracy <= 1
   # The engine's loop ran around it: its checkpoints are there.
-  assert tf.train.latest_checkpoint(os.path.join(
-      result['output'], 'checkpoints')).endswith('ckpt-12')
+  assert tf.train.latest_checkpoint(
+    os.path.join(result['output'], 'checkpoints')
+  ).endswith('ckpt-12')
 
   def no_step(sess, train_targets):
     del sess, train_targets
 
-  with pytest.raises(ConfigurationError,
-                     match=r"train_params\['train_loop'\]\['func'\] ran no "
-                     'training step'):
-    _run('loop_none', num_steps=2,
-         train_params=_train(2, train_loop={'func': no_step}))
+  with pytest.raises(
+    ConfigurationError,
+    match=r"train_params\['train_loop'\]\['func'\] ran no "
+    'training step',
+  ):
+    _run(
+      'loop_none',
+      num_steps=2,
+      train_params=_train(2, train_loop={'func': no_step}),
+    )
 
 
 def _variables(output):
   reader = tf.train.load_checkpoint(os.path.join(output, 'checkpoints'))
   from tensorfx.training import _restore
-  return {name: reader.get_tensor(keys[0]) for name, keys in
-          _restore.checkpoint_names(reader).items()}
+
+  return {
+    name: reader.get_tensor(keys[0])
+    for name, keys in _restore.checkpoint_names(reader).items()
+  }
 
 
 class _Initial(training.Callback):
-
   def on_train_begin(self, logs):
-    self.values = {v.name.split(':')[0]: v.numpy() for v in
-                   self.context.builder.model_variables.created}
+    self.values = {
+      v.name.split(':')[0]: v.numpy()
+      for v in self.context.builder.model_variables.created
+    }
 
 
 def test_clip_optimizer_trains_only_its_trainable_names(home):
   initial = _Initial()
-  result = _run('clip_names', num_steps=5, callbacks=[initial],
-                optimizer_params={'optimizer': 'ClipOptimizer',
-                                  'optimizer_class':
-                                      tf.compat.v1.train.MomentumOptimizer,
-                                  'momentum': 0.9, 'clip': True,
-                                  'trainable_names': ['logits']})
+  result = _run(
+    'clip_names',
+    num_steps=5,
+    callbacks=[initial],
+    optimizer_params={
+      'optimizer': 'ClipOptimizer',
+      'optimizer_class': tf.compat.v1.train.MomentumOptimizer,
+      'momentum': 0.9,
+      'clip': True,
+      'trainable_names': ['logits'],
+    },
+  )
   final = _variables(result['output'])
   for name in ('hidden/weights', 'hidden/biases'):
     np.testing.assert_array_equal(final[name], initial.values[name])
-  assert not np.array_equal(final['logits/weights'],
-                            initial.values['logits/weights'])
+  assert not np.array_equal(
+    final['logits/weights'], initial.values['logits/weights']
+  )
 
 
 class _ScaledSGD:
@@ -226,29 +294,43 @@ class _ScaledSGD:
 
   def apply_gradients(self, grads_and_vars, global_step=None):
     return self.inner.apply_gradients(
-        [(g * self.scale, v) for g, v in grads_and_vars], global_step)
+      [(g * self.scale, v) for g, v in grads_and_vars], global_step
+    )
 
 
-@pytest.mark.parametrize('optimizer', [
-    {'optimizer': tf.compat.v1.train.ProximalAdagradOptimizer,
-     'l1_regularization_strength': 0.001},
+@pytest.mark.parametrize(
+  'optimizer',
+  [
+    {
+      'optimizer': tf.compat.v1.train.ProximalAdagradOptimizer,
+      'l1_regularization_strength': 0.001,
+    },
     {'optimizer': _ScaledSGD, 'scale': 0.5},
-], ids=['proximal_adagrad', 'users_class'])
+  ],
+  ids=['proximal_adagrad', 'users_class'],
+)
 def test_other_tf1_optimizer_classes_train_and_checkpoint(optimizer, home):
   name = 'tf1_' + getattr(optimizer['optimizer'], '__name__', 'x')
   initial = _Initial()
-  result = _run(name, num_steps=10, callbacks=[initial],
-                optimizer_params=optimizer,
-                validation_params={'valid': dict(VALID, agg_func='mean')})
+  result = _run(
+    name,
+    num_steps=10,
+    callbacks=[initial],
+    optimizer_params=optimizer,
+    validation_params={'valid': dict(VALID, agg_func='mean')},
+  )
   assert result['validation']['valid']['top1'] > 0.5
   final = _variables(result['output'])
-  assert not np.array_equal(final['hidden/weights'],
-                            initial.values['hidden/weights'])
+  assert not np.array_equal(
+    final['hidden/weights'], initial.values['hidden/weights']
+  )
   # The optimizer's slots are in the checkpoint (resuming keeps them).
-  reader = tf.train.load_checkpoint(os.path.join(result['output'],
-                                                 'checkpoints'))
-  slots = [k for k in reader.get_variable_to_shape_map()
-           if '.OPTIMIZER_SLOT' in k]
+  reader = tf.train.load_checkpoint(
+    os.path.join(result['output'], 'checkpoints')
+  )
+  slots = [
+    k for k in reader.get_variable_to_shape_map() if '.OPTIMIZER_SLOT' in k
+  ]
   assert slots
 
 
@@ -288,12 +370,22 @@ _PLAIN = textwrap.dedent('''
 
 @pytest.mark.slow
 def test_without_mlflow_nothing_asked_of_the_store_needs_it(tmp_path):
-  env = dict(os.environ, TFUTILS_HOME=str(tmp_path), PYTHONPATH=os.pathsep.join(
-      [ROOT, os.path.dirname(os.path.abspath(__file__))] +
-      [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
+  env = dict(
+    os.environ,
+    TFUTILS_HOME=str(tmp_path),
+    PYTHONPATH=os.pathsep.join(
+      [ROOT, os.path.dirname(os.path.abspath(__file__))]
+      + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
+    ),
+  )
   env.pop('MLFLOW_TRACKING_URI', None)
-  done = subprocess.run([sys.executable, '-c', _PLAIN], env=env,
-                        capture_output=True, text=True, timeout=300,
-                        check=False)
+  done = subprocess.run(
+    [sys.executable, '-c', _PLAIN],
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert done.returncode == 0, done.stderr[-4000:]
   assert done.stdout.strip().splitlines()[-1] == 'OK 5 5 3'

@@ -15,14 +15,22 @@ def test_percentiles_are_within_a_bin_of_numpy_over_batches():
   metrics = error_percentiles([50, 90])
   for start in range(0, 5000, 700):
     for metric in metrics:
-      metric.update_state(target[start:start + 700],
-                          prediction[start:start + 700])
+      metric.update_state(
+        target[start : start + 700], prediction[start : start + 700]
+      )
   absolute = np.abs(prediction - target)
-  expected = [np.percentile(absolute, 50), np.percentile(absolute, 90),
-              np.percentile(absolute / target, 50),
-              np.percentile(absolute / target, 90)]
-  assert [m.name for m in metrics] == ['abs_error_p50', 'abs_error_p90',
-                                       'rel_error_p50', 'rel_error_p90']
+  expected = [
+    np.percentile(absolute, 50),
+    np.percentile(absolute, 90),
+    np.percentile(absolute / target, 50),
+    np.percentile(absolute / target, 90),
+  ]
+  assert [m.name for m in metrics] == [
+    'abs_error_p50',
+    'abs_error_p90',
+    'rel_error_p50',
+    'rel_error_p90',
+  ]
   for metric, value in zip(metrics, expected):
     assert float(metric.result()) == pytest.approx(value, rel=0.025)
   metrics[0].reset_state()

@@ -7,7 +7,6 @@ from tensorfx.training._progress import Progress
 
 
 class _Terminal(io.StringIO):
-
   def isatty(self):
     return True
 
@@ -32,11 +31,12 @@ def test_pipe_gets_log_lines(caplog):
   logger.addHandler(caplog.handler)
   try:
     with caplog.at_level(logging.INFO, logger='tensorfx'):
-      progress.update(5)              # between log intervals: silent
+      progress.update(5)  # between log intervals: silent
       progress.update(10, loss=1.5, examples_per_sec=99.0)
   finally:
     logger.removeHandler(caplog.handler)
   assert stream.getvalue() == ''
   # Once, or twice where the logger also propagates to caplog's root.
   assert {r.getMessage() for r in caplog.records} == {
-      'step 10  loss 1.5  99 examples/s'}
+    'step 10  loss 1.5  99 examples/s'
+  }

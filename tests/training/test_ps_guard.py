@@ -63,14 +63,30 @@ else:
 '''
 
 
-def test_a_runaway_loss_inside_a_closure_stops_the_job(tmp_path,
-                                                        iris_analysis):
-  argv = iris_args(tmp_path, '--max-steps', '40', '--steps-per-closure', '10',
-                   '--thres-loss', '1000', '--log-interval-steps', '20',
-                   '--hidden-layers:1', '8', '--seed', '1')
+def test_a_runaway_loss_inside_a_closure_stops_the_job(tmp_path, iris_analysis):
+  argv = iris_args(
+    tmp_path,
+    '--max-steps',
+    '40',
+    '--steps-per-closure',
+    '10',
+    '--thres-loss',
+    '1000',
+    '--log-interval-steps',
+    '20',
+    '--hidden-layers:1',
+    '8',
+    '--seed',
+    '1',
+  )
   result = subprocess.run(
-      [sys.executable, '-c', _SCRIPT, json.dumps([argv, iris_analysis])],
-      capture_output=True, text=True, timeout=240, check=False, cwd=ROOT)
+    [sys.executable, '-c', _SCRIPT, json.dumps([argv, iris_analysis])],
+    capture_output=True,
+    text=True,
+    timeout=240,
+    check=False,
+    cwd=ROOT,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   error = json.loads(result.stdout.strip().splitlines()[-1])['error']
   # Step 16 is the 6th of its closure's 10: before, only the last loss of

@@ -26,13 +26,16 @@ def _write(tmp_path, text, name='run.yaml'):
 
 
 def test_every_flag_from_the_file(tmp_path):
-  path = _write(tmp_path, """\
+  path = _write(
+    tmp_path,
+    """\
       data-train: [a.csv, b.csv]
       batch_size: 16
       shuffle: false
       learning_rate: 1e-3
       hidden-layers: [20, 10]
-      """)
+      """,
+  )
   args = Arguments.parse(['--config', path])
   assert args.data_train == ['a.csv', 'b.csv']
   assert args.batch_size == 16
@@ -44,13 +47,17 @@ def test_every_flag_from_the_file(tmp_path):
 
 
 def test_command_line_overrides_the_file(tmp_path):
-  path = _write(tmp_path, """\
+  path = _write(
+    tmp_path,
+    """\
       batch_size: 16
       max_steps: 50
       hidden_layers: [20, 10]
-      """)
-  args = Arguments.parse(['--batch-size', '8', f'--config={path}',
-                          '--hidden-layers:2', '5'])
+      """,
+  )
+  args = Arguments.parse(
+    ['--batch-size', '8', f'--config={path}', '--hidden-layers:2', '5']
+  )
   assert args.batch_size == 8
   assert args.max_steps == 50
   # An indexed flag replaces one item of the file's list.
@@ -60,7 +67,9 @@ def test_command_line_overrides_the_file(tmp_path):
 
 
 def test_sections_map_to_flags(tmp_path):
-  path = _write(tmp_path, """\
+  path = _write(
+    tmp_path,
+    """\
       data:
         train: [t.csv]
         schema: schema.yaml
@@ -83,13 +92,16 @@ def test_sections_map_to_flags(tmp_path):
         interval_secs: 5
       job:
         max_steps: 10
-      """)
+      """,
+  )
   args = Arguments.parse(['--config', path])
   assert args.data_train == ['t.csv']
   assert args.data_schema == 'schema.yaml'
   assert args.hidden_layers == [4]
-  assert (args.loss, args.loss_normalization) == ('mean_absolute_error',
-                                                'percentage_error')
+  assert (args.loss, args.loss_normalization) == (
+    'mean_absolute_error',
+    'percentage_error',
+  )
   assert args.learning_rate == pytest.approx(0.1)
   assert args.learning_rate_schedule == 'cosine'
   assert args.warmup_steps == 3
@@ -113,58 +125,75 @@ def test_output_from_the_file_satisfies_parse_job(tmp_path):
 
 
 def test_unknown_key_names_file_line_and_key(tmp_path):
-  path = _write(tmp_path, """\
+  path = _write(
+    tmp_path,
+    """\
       max_steps: 5
       optimizer:
         name: sgd
         clip_nrom: 1
-      """)
-  with pytest.raises(ConfigurationError,
-                     match=rf"^{path}:4: unknown key 'optimizer.clip_nrom'.*"
-                     r'Did you mean clip_norm\?'):
+      """,
+  )
+  with pytest.raises(
+    ConfigurationError,
+    match=rf"^{path}:4: unknown key 'optimizer.clip_nrom'.*"
+    r'Did you mean clip_norm\?',
+  ):
     Arguments.parse(['--config', path])
 
 
 def test_unknown_top_level_key_and_section(tmp_path):
   path = _write(tmp_path, 'batch_size: 2\nbatch_sise: 3\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf"^{path}:2: unknown key 'batch_sise'"):
+  with pytest.raises(
+    ConfigurationError, match=rf"^{path}:2: unknown key 'batch_sise'"
+  ):
     Arguments.parse(['--config', path])
   path = _write(tmp_path, 'training:\n  steps: 3\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf"^{path}:1: unknown key 'training'"):
+  with pytest.raises(
+    ConfigurationError, match=rf"^{path}:1: unknown key 'training'"
+  ):
     Arguments.parse(['--config', path])
 
 
 def test_bad_values_name_file_line_and_key(tmp_path):
   path = _write(tmp_path, 'batch_size: 2\nmax_steps: 1.5\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf'^{path}:2: max_steps expects a value of type '
-                     r'int\. Received: max_steps=1\.5'):
+  with pytest.raises(
+    ConfigurationError,
+    match=rf'^{path}:2: max_steps expects a value of type '
+    r'int\. Received: max_steps=1\.5',
+  ):
     Arguments.parse(['--config', path])
   path = _write(tmp_path, 'optimizer:\n  name: lion\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf'^{path}:2: optimizer.name expects one of adam'):
+  with pytest.raises(
+    ConfigurationError, match=rf'^{path}:2: optimizer.name expects one of adam'
+  ):
     Arguments.parse(['--config', path])
   path = _write(tmp_path, 'shuffle: 3\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf'^{path}:1: shuffle expects true or false'):
+  with pytest.raises(
+    ConfigurationError, match=rf'^{path}:1: shuffle expects true or false'
+  ):
     Arguments.parse(['--config', path])
   path = _write(tmp_path, 'batch_size: [1, 2]\n')
-  with pytest.raises(ConfigurationError,
-                     match=rf'^{path}:1: batch_size expects a single value'):
+  with pytest.raises(
+    ConfigurationError, match=rf'^{path}:1: batch_size expects a single value'
+  ):
     Arguments.parse(['--config', path])
 
 
 def test_a_flag_set_twice_in_the_file(tmp_path):
-  path = _write(tmp_path, """\
+  path = _write(
+    tmp_path,
+    """\
       clip_norm: 1
       optimizer:
         clip_norm: 2
-      """)
-  with pytest.raises(ConfigurationError,
-                     match=rf'^{path}:3: optimizer.clip_norm sets --clip-norm, '
-                     'already set by clip_norm at line 1'):
+      """,
+  )
+  with pytest.raises(
+    ConfigurationError,
+    match=rf'^{path}:3: optimizer.clip_norm sets --clip-norm, '
+    'already set by clip_norm at line 1',
+  ):
     Arguments.parse(['--config', path])
 
 
@@ -197,7 +226,8 @@ def test_empty_file_changes_nothing(tmp_path):
   args = Arguments.parse(['--config', path])
   defaults = Arguments.default().to_dict()
   assert {k: v for k, v in args.to_dict().items() if k != 'config'} == {
-      k: v for k, v in defaults.items() if k != 'config'}
+    k: v for k, v in defaults.items() if k != 'config'
+  }
 
 
 def test_find_config():
@@ -208,12 +238,32 @@ def test_find_config():
 
 
 def test_print_config_is_a_run_configuration_giving_the_same_arguments(
-    tmp_path, capsys):
-  argv = ['--data-train', 'a.csv', 'b.csv', '--max-steps', '50',
-          '--no-shuffle', '--optimizer', 'sgd', '--momentum', '0.9',
-          '--eval-target', 'holdout', 'data=h.csv', 'batches=2',
-          '--restore-rename', 'x=y', '--warm-start', '/tmp/w',
-          '--hidden-layers:1', '20', '--hidden-layers:2', '10']
+  tmp_path, capsys
+):
+  argv = [
+    '--data-train',
+    'a.csv',
+    'b.csv',
+    '--max-steps',
+    '50',
+    '--no-shuffle',
+    '--optimizer',
+    'sgd',
+    '--momentum',
+    '0.9',
+    '--eval-target',
+    'holdout',
+    'data=h.csv',
+    'batches=2',
+    '--restore-rename',
+    'x=y',
+    '--warm-start',
+    '/tmp/w',
+    '--hidden-layers:1',
+    '20',
+    '--hidden-layers:2',
+    '10',
+  ]
   with pytest.raises(SystemExit) as exit_info:
     Arguments.parse(argv + ['--print-config'])
   assert exit_info.value.code == 0
@@ -223,5 +273,6 @@ def test_print_config_is_a_run_configuration_giving_the_same_arguments(
   path.write_text(printed)
   again = Arguments.parse(['--config', str(path)])
   expected = Arguments.parse(argv).to_dict()
-  assert {k: v for k, v in again.to_dict().items() if k != 'config'} == \
-      {k: v for k, v in expected.items() if k != 'config'}
+  assert {k: v for k, v in again.to_dict().items() if k != 'config'} == {
+    k: v for k, v in expected.items() if k != 'config'
+  }

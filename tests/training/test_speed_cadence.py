@@ -14,9 +14,13 @@ from tensorfx.training import _loop
 
 def _sizes(step_seconds, calls, **cadence_args):
   """The steps asked of each call when a step takes `step_seconds`."""
-  cadence = _cadence.Cadence(max_steps=None, log_every=1000,
-                             checkpoint_secs=1e9, validate=False,
-                             **cadence_args)
+  cadence = _cadence.Cadence(
+    max_steps=None,
+    log_every=1000,
+    checkpoint_secs=1e9,
+    validate=False,
+    **cadence_args,
+  )
   sizes, step = [], 0
   for _ in range(calls):
     size = cadence.bound(step)
@@ -29,8 +33,8 @@ def _sizes(step_seconds, calls, **cadence_args):
 
 
 def test_fast_steps_run_more_steps_per_call_than_slow_ones():
-  fast = _sizes(0.002, 5)    # 2 ms a step
-  slow = _sizes(0.25, 5)     # 250 ms a step
+  fast = _sizes(0.002, 5)  # 2 ms a step
+  slow = _sizes(0.25, 5)  # 250 ms a step
   # A traced call, a measured one, then calls of about 0.5 s.
   assert fast[:2] == slow[:2] == [1, 1]
   assert fast[2:] == [250] * 3
@@ -39,13 +43,14 @@ def test_fast_steps_run_more_steps_per_call_than_slow_ones():
 
 
 def test_calls_stop_at_the_next_event():
-  cadence = _cadence.Cadence(max_steps=1000, log_every=100,
-                             checkpoint_secs=1e9, eval_steps=30)
+  cadence = _cadence.Cadence(
+    max_steps=1000, log_every=100, checkpoint_secs=1e9, eval_steps=30
+  )
   cadence.observe(1, 5.0)
-  cadence.observe(1, 1e-5)   # a very fast step: thousands a call
-  assert cadence.bound(0) == 30            # the validation at step 30
-  assert cadence.bound(90) == 10           # the log line at step 100
-  assert cadence.bound(995) == 5           # the last step
+  cadence.observe(1, 1e-5)  # a very fast step: thousands a call
+  assert cadence.bound(0) == 30  # the validation at step 30
+  assert cadence.bound(90) == 10  # the log line at step 100
+  assert cadence.bound(995) == 5  # the last step
 
 
 def test_steps_per_loop_and_multi_worker_keep_fixed_sizes():
@@ -67,18 +72,25 @@ def test_the_loop_sizes_calls_from_their_real_time():
       state['step'] += count
       return _loop.StepResult(step=state['step'], ran=count, loss=1.0)
 
-    cadence = _cadence.Cadence(max_steps=40, log_every=40,
-                               checkpoint_secs=1e9, validate=False)
+    cadence = _cadence.Cadence(
+      max_steps=40, log_every=40, checkpoint_secs=1e9, validate=False
+    )
     cadence.steps_per_call.target_seconds = 0.2
     callbacks = _callbacks.CallbackList(
-        [], _callbacks.RunContext(builder=None, output=None))
-    _loop.TrainingLoop(steps, lambda: state['step'], cadence, callbacks,
-                       save=lambda: (state['step'], None),
-                       evaluate=lambda step: None).run()
+      [], _callbacks.RunContext(builder=None, output=None)
+    )
+    _loop.TrainingLoop(
+      steps,
+      lambda: state['step'],
+      cadence,
+      callbacks,
+      save=lambda: (state['step'], None),
+      evaluate=lambda step: None,
+    ).run()
     return asked
 
   fast = run(0.0)
-  slow = run(0.05)   # 4 steps fill a 0.2 s call
+  slow = run(0.05)  # 4 steps fill a 0.2 s call
   assert fast[:2] == [1, 1] and fast[2] == 38
   assert slow[:2] == [1, 1]
   assert max(slow[2:]) <= 5 and sum(slow) == 40

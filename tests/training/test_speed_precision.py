@@ -20,21 +20,35 @@ from tensorfx.training._engine import state as engine_state
 
 def _train(output, dataset, *flags, builder_type=nn.FeedForwardClassification):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--hidden-layers:1', '16', '--batch-size', '16',
-                '--max-steps', '300', '--seed', '2', *flags),
-      parse_job=True)
+    iris_args(
+      output,
+      '--hidden-layers:1',
+      '16',
+      '--batch-size',
+      '16',
+      '--max-steps',
+      '300',
+      '--seed',
+      '2',
+      *flags,
+    ),
+    parse_job=True,
+  )
   builder = builder_type(args, dataset)
   model = training.ModelTrainer().train(builder, job)
   return builder, model
 
 
-@pytest.mark.parametrize('precision, compute', [('mixed_float16', 'float16'),
-                                                ('mixed_bfloat16', 'bfloat16')])
-def test_mixed_precision_trains_and_exports_float32(tmp_path,
-                                                    iris_dataset_factory,
-                                                    precision, compute):
-  builder, model = _train(tmp_path, iris_dataset_factory(), '--precision',
-                          precision)
+@pytest.mark.parametrize(
+  'precision, compute',
+  [('mixed_float16', 'float16'), ('mixed_bfloat16', 'bfloat16')],
+)
+def test_mixed_precision_trains_and_exports_float32(
+  tmp_path, iris_dataset_factory, precision, compute
+):
+  builder, model = _train(
+    tmp_path, iris_dataset_factory(), '--precision', precision
+  )
   layers = builder._layers
   assert [layer.compute_dtype for layer in layers] == [compute] * 2
   assert all(v.dtype == tf.float32 for v in builder.trainable_variables)
@@ -47,21 +61,26 @@ def test_mixed_precision_trains_and_exports_float32(tmp_path,
   outputs = saved.signatures['serving_default'].structured_outputs
   assert outputs['scores'].dtype == tf.float32
   scores = saved.signatures['serving_default'](
-      csv=tf.constant(['6.3,3.3,6,2.5', '5.0,3.4,1.5,0.2']))['scores']
+    csv=tf.constant(['6.3,3.3,6,2.5', '5.0,3.4,1.5,0.2'])
+  )['scores']
   assert scores.dtype == tf.float32
-  np.testing.assert_allclose(tf.reduce_sum(scores, axis=1), [1, 1],
-                             rtol=1e-5)
-  predictions = model.predict(['6.3,3.3,6,2.5', '5.0,3.4,1.5,0.2',
-                               '5.9,3.0,4.2,1.5'])
-  assert [p['label'] for p in predictions] == ['virginica', 'setosa',
-                                               'versicolor']
+  np.testing.assert_allclose(tf.reduce_sum(scores, axis=1), [1, 1], rtol=1e-5)
+  predictions = model.predict(
+    ['6.3,3.3,6,2.5', '5.0,3.4,1.5,0.2', '5.9,3.0,4.2,1.5']
+  )
+  assert [p['label'] for p in predictions] == [
+    'virginica',
+    'setosa',
+    'versicolor',
+  ]
 
   scale = engine_state.of(builder).loss_scale_optimizer
   if precision == 'mixed_float16':
     assert isinstance(scale, tf_keras.mixed_precision.LossScaleOptimizer)
     # Checkpointed, so a resumed job keeps its scale.
-    names = [name for name, _ in tf.train.list_variables(
-        str(tmp_path / 'checkpoints'))]
+    names = [
+      name for name, _ in tf.train.list_variables(str(tmp_path / 'checkpoints'))
+    ]
     assert any('loss_scale' in name for name in names), names
   else:
     assert scale is None  # bfloat16 has float32's range: no scaling.
@@ -75,17 +94,25 @@ class _LargeLoss(nn.FeedForwardClassification):
     return loss * 1000.0, optimizer
 
 
-def test_float16_overflow_lowers_the_loss_scale(tmp_path,
-                                                iris_dataset_factory):
-  builder, _ = _train(tmp_path, iris_dataset_factory(), '--precision',
-                      'mixed_float16', '--max-steps', '40',
-                      '--learning-rate', '0.0001', builder_type=_LargeLoss)
+def test_float16_overflow_lowers_the_loss_scale(tmp_path, iris_dataset_factory):
+  builder, _ = _train(
+    tmp_path,
+    iris_dataset_factory(),
+    '--precision',
+    'mixed_float16',
+    '--max-steps',
+    '40',
+    '--learning-rate',
+    '0.0001',
+    builder_type=_LargeLoss,
+  )
   scale = float(engine_state.of(builder).loss_scale_optimizer.loss_scale)
   # 2**15 at the start; halved at every overflowing step, which is skipped
   # rather than applied: the variables stay finite.
-  assert scale < 2 ** 15
-  assert all(np.all(np.isfinite(v.numpy()))
-             for v in builder.trainable_variables)
+  assert scale < 2**15
+  assert all(
+    np.all(np.isfinite(v.numpy())) for v in builder.trainable_variables
+  )
   assert int(builder.global_step.numpy()) == 40
 
 

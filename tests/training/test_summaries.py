@@ -36,7 +36,6 @@ pytestmark = pytest.mark.xdist_group('test_summaries')
 
 
 class _Records(logging.Handler):
-
   def __init__(self):
     super().__init__()
     self.lines = []
@@ -47,14 +46,16 @@ class _Records(logging.Handler):
 
 def _train(output, dataset, *extra):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--hidden-layers:1', '8', '--batch-size', '16',
-                *extra), parse_job=True)
+    iris_args(output, '--hidden-layers:1', '8', '--batch-size', '16', *extra),
+    parse_job=True,
+  )
   records = _Records()
   logger = logging.getLogger('tensorfx')
   logger.addHandler(records)
   try:
-    training.ModelTrainer().train(nn.FeedForwardClassification(args, dataset),
-                                  job)
+    training.ModelTrainer().train(
+      nn.FeedForwardClassification(args, dataset), job
+    )
   finally:
     logger.removeHandler(records)
   return records.lines
@@ -65,21 +66,34 @@ def run(tmp_path_factory, iris_dataset_factory):
   """12 steps, logged every 4, a warm-up to step 8, steps 5-7 profiled."""
   # In a directory of jobs, as TensorBoard opens several to compare them.
   output = tmp_path_factory.mktemp('jobs') / 'first'
-  lines = _train(output, iris_dataset_factory(), '--max-steps', '12',
-                 '--log-interval-steps', '4', '--warmup-steps', '8',
-                 '--learning-rate', '0.04', '--profile-steps', '5,7')
+  lines = _train(
+    output,
+    iris_dataset_factory(),
+    '--max-steps',
+    '12',
+    '--log-interval-steps',
+    '4',
+    '--warmup-steps',
+    '8',
+    '--learning-rate',
+    '0.04',
+    '--profile-steps',
+    '5,7',
+  )
   return output, lines
 
 
 def _events(directory):
   """[(step, tag, plugin name, summary value)] of `directory`'s events."""
   found = []
-  for path in sorted(glob.glob(os.path.join(directory,
-                                            'events.out.tfevents.*'))):
+  for path in sorted(
+    glob.glob(os.path.join(directory, 'events.out.tfevents.*'))
+  ):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        found.append((event.step, value.tag,
-                      value.metadata.plugin_data.plugin_name, value))
+        found.append(
+          (event.step, value.tag, value.metadata.plugin_data.plugin_name, value)
+        )
   return found
 
 
@@ -88,15 +102,21 @@ def _scalars(directory):
   for step, tag, plugin, value in _events(directory):
     if plugin == 'scalars':
       scalars.setdefault(tag, []).append(
-          (step, float(tf.make_ndarray(value.tensor))))
+        (step, float(tf.make_ndarray(value.tensor)))
+      )
   return scalars
 
 
 def test_training_scalars_besides_the_loss(run):
   output, _ = run
   train = _scalars(output / 'summaries' / 'train')
-  for tag in ('loss', 'learning_rate', 'gradient_norm', 'steps_per_sec',
-              'examples_per_sec'):
+  for tag in (
+    'loss',
+    'learning_rate',
+    'gradient_norm',
+    'steps_per_sec',
+    'examples_per_sec',
+  ):
     assert [step for step, _ in train[tag]] == [4, 8, 12], tag
   # The linear warm-up reaches --learning-rate at step 8, then stays.
   rates = [value for _, value in train['learning_rate']]
@@ -108,8 +128,9 @@ def test_training_scalars_besides_the_loss(run):
   steps_per_sec = [value for _, value in train['steps_per_sec']]
   examples_per_sec = [value for _, value in train['examples_per_sec']]
   assert all(s > 0 for s in steps_per_sec)
-  assert examples_per_sec == pytest.approx([s * 16 for s in steps_per_sec],
-                                           rel=1e-5)
+  assert examples_per_sec == pytest.approx(
+    [s * 16 for s in steps_per_sec], rel=1e-5
+  )
 
 
 def _hparams_records(directory):
@@ -117,13 +138,11 @@ def _hparams_records(directory):
   records = {}
   for _, tag, plugin, value in _events(directory):
     if plugin == hparams_metadata.PLUGIN_NAME:
+      md = hparams_metadata
       parse = {
-          hparams_metadata.EXPERIMENT_TAG:
-              hparams_metadata.parse_experiment_plugin_data,
-          hparams_metadata.SESSION_START_INFO_TAG:
-              hparams_metadata.parse_session_start_info_plugin_data,
-          hparams_metadata.SESSION_END_INFO_TAG:
-              hparams_metadata.parse_session_end_info_plugin_data,
+        md.EXPERIMENT_TAG: md.parse_experiment_plugin_data,
+        md.SESSION_START_INFO_TAG: md.parse_session_start_info_plugin_data,
+        md.SESSION_END_INFO_TAG: md.parse_session_end_info_plugin_data,
       }[tag]
       records[tag] = parse(value.metadata.plugin_data.content)
   return records
@@ -143,17 +162,31 @@ def test_hparams_records_read_back_with_the_plugin_protos(run):
   experiment = records[hparams_metadata.EXPERIMENT_TAG]
   assert {h.name for h in experiment.hparam_infos} == set(hparams)
   metrics = {(m.name.group, m.name.tag) for m in experiment.metric_infos}
-  assert {('train', 'loss'), ('train', 'gradient_norm'),
-          ('train', 'learning_rate'), ('train', 'steps_per_sec'),
-          ('eval', 'loss'), ('eval', 'accuracy')} <= metrics
+  assert {
+    ('train', 'loss'),
+    ('train', 'gradient_norm'),
+    ('train', 'learning_rate'),
+    ('train', 'steps_per_sec'),
+    ('eval', 'loss'),
+    ('eval', 'accuracy'),
+  } <= metrics
   end = records[hparams_metadata.SESSION_END_INFO_TAG]
   assert end.status == api_pb2.STATUS_SUCCESS
 
 
 def test_profile_of_the_asked_steps(run):
   output, lines = run
-  traces = glob.glob(str(output / 'summaries' / 'train' / 'plugins' /
-                         'profile' / '*' / '*.xplane.pb'))
+  traces = glob.glob(
+    str(
+      output
+      / 'summaries'
+      / 'train'
+      / 'plugins'
+      / 'profile'
+      / '*'
+      / '*.xplane.pb'
+    )
+  )
   assert len(traces) == 1
   assert 'Profiling steps 5 to 7' in lines
   try:
@@ -166,8 +199,11 @@ def test_profile_of_the_asked_steps(run):
   calls = 0
   for plane in space.planes:
     names = {m.id: m.name for m in plane.event_metadata.values()}
-    calls += sum(names.get(e.metadata_id) == 'loop'
-                 for line in plane.lines for e in line.events)
+    calls += sum(
+      names.get(e.metadata_id) == 'loop'
+      for line in plane.lines
+      for e in line.events
+    )
   # One call of the training loop (steps 5 to 7, the cadence split it
   # there): not the calls around it, not the log, checkpoint, evaluation.
   assert calls == 1
@@ -176,22 +212,38 @@ def test_profile_of_the_asked_steps(run):
 def test_model_summary_is_logged_before_training(run):
   output, lines = run
   start = lines.index(
-      'Model FeedForwardClassification under the default strategy: 2 '
-      'variable groups')
-  summary = lines[start + 1:start + 5]
+    'Model FeedForwardClassification under the default strategy: 2 '
+    'variable groups'
+  )
+  summary = lines[start + 1 : start + 5]
   # Iris: 4 inputs -> 8 hidden units -> 3 classes.
-  assert summary[1].split() == ['hidden1', '40', 'kernel', '4x8,', 'bias',
-                                '8', 'CPU:0']
-  assert summary[2].split() == ['output', '27', 'kernel', '8x3,', 'bias',
-                                '3', 'CPU:0']
+  assert summary[1].split() == [
+    'hidden1',
+    '40',
+    'kernel',
+    '4x8,',
+    'bias',
+    '8',
+    'CPU:0',
+  ]
+  assert summary[2].split() == [
+    'output',
+    '27',
+    'kernel',
+    '8x3,',
+    'bias',
+    '3',
+    'CPU:0',
+  ]
   assert summary[3] == '  total 67 parameters (67 trainable, 0 not)'
   # Adam: m and v per parameter, and its iteration count.
   assert lines[start + 5] == '  optimizer state 135 values (not parameters)'
-  assert start < lines.index('Training from step 0 to 12, 16 examples per '
-                             'step')
-  text = [value for _, tag, plugin, value in
-          _events(output / 'summaries' / 'train')
-          if tag == 'model_summary' and plugin == 'text']
+  assert start < lines.index('Training from step 0 to 12, 16 examples per step')
+  text = [
+    value
+    for _, tag, plugin, value in _events(output / 'summaries' / 'train')
+    if tag == 'model_summary' and plugin == 'text'
+  ]
   assert len(text) == 1
   assert 'hidden1' in tf.make_ndarray(text[0].tensor).item().decode()
 
@@ -205,8 +257,10 @@ def _free_port():
 def _request(port, path, body=None, timeout=10):
   data = json.dumps(body).encode() if body is not None else None
   request = urllib.request.Request(
-      f'http://127.0.0.1:{port}{path}', data=data,
-      headers={'Content-Type': 'application/json'})
+    f'http://127.0.0.1:{port}{path}',
+    data=data,
+    headers={'Content-Type': 'application/json'},
+  )
   with urllib.request.urlopen(request, timeout=timeout) as response:
     content = response.read()
     if response.headers.get('Content-Encoding') == 'gzip':
@@ -215,17 +269,37 @@ def _request(port, path, body=None, timeout=10):
 
 
 @pytest.mark.slow
-def test_tensorboard_shows_one_hparams_row_per_run(run,
-                                                   iris_dataset_factory):
+def test_tensorboard_shows_one_hparams_row_per_run(run, iris_dataset_factory):
   first, _ = run
   logdir = first.parent
-  _train(logdir / 'second', iris_dataset_factory(), '--max-steps', '4',
-         '--log-interval-steps', '4', '--learning-rate', '0.2')
+  _train(
+    logdir / 'second',
+    iris_dataset_factory(),
+    '--max-steps',
+    '4',
+    '--log-interval-steps',
+    '4',
+    '--learning-rate',
+    '0.2',
+  )
   port = _free_port()
   server = subprocess.Popen(
-      [sys.executable, '-m', 'tensorboard.main', '--logdir', str(logdir),
-       '--host', '127.0.0.1', '--port', str(port), '--load_fast', 'false'],
-      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    [
+      sys.executable,
+      '-m',
+      'tensorboard.main',
+      '--logdir',
+      str(logdir),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      str(port),
+      '--load_fast',
+      'false',
+    ],
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
   try:
     deadline = time.monotonic() + 120
     while True:
@@ -237,31 +311,47 @@ def test_tensorboard_shows_one_hparams_row_per_run(run,
         pass
       assert server.poll() is None and time.monotonic() < deadline
       time.sleep(0.5)
-    groups = json.loads(_request(
-        port, '/data/plugin/hparams/session_groups', {
-            'experimentName': '', 'startIndex': 0, 'sliceSize': 100,
-            'allowedStatuses': ['STATUS_UNKNOWN', 'STATUS_SUCCESS',
-                                'STATUS_FAILURE', 'STATUS_RUNNING'],
-            'colParams': [{'hparam': 'learning_rate'},
-                          {'metric': {'group': 'eval', 'tag': 'accuracy'}}],
-        }))['sessionGroups']
+    groups = json.loads(
+      _request(
+        port,
+        '/data/plugin/hparams/session_groups',
+        {
+          'experimentName': '',
+          'startIndex': 0,
+          'sliceSize': 100,
+          'allowedStatuses': [
+            'STATUS_UNKNOWN',
+            'STATUS_SUCCESS',
+            'STATUS_FAILURE',
+            'STATUS_RUNNING',
+          ],
+          'colParams': [
+            {'hparam': 'learning_rate'},
+            {'metric': {'group': 'eval', 'tag': 'accuracy'}},
+          ],
+        },
+      )
+    )['sessionGroups']
     rows = {g['sessions'][0]['name']: g for g in groups}
     assert set(rows) == {'first/summaries', 'second/summaries'}
     assert rows['second/summaries']['hparams']['learning_rate'] == 0.2
-    accuracy = {(m['name']['group'], m['name']['tag']): m for m in
-                rows['second/summaries']['metricValues']}[('eval',
-                                                           'accuracy')]
+    accuracy = {
+      (m['name']['group'], m['name']['tag']): m
+      for m in rows['second/summaries']['metricValues']
+    }[('eval', 'accuracy')]
     final = _scalars(logdir / 'second' / 'summaries' / 'eval')['accuracy']
     assert (accuracy['trainingStep'], accuracy['value']) == pytest.approx(
-        final[-1])
+      final[-1]
+    )
     try:
       import tensorboard_plugin_profile  # noqa: F401  (importable is what is checked)
     except ImportError:
       return  # The profile extra is not installed here.
     # The profile extra's plugin lists the profile of the first run.
     profiles = json.loads(_request(port, '/data/plugin/profile/runs'))
-    assert any(name.startswith('first/summaries/train') for name in
-               profiles), profiles
+    assert any(name.startswith('first/summaries/train') for name in profiles), (
+      profiles
+    )
   finally:
     server.terminate()
     try:
@@ -275,18 +365,25 @@ def test_tensorboard_shows_one_hparams_row_per_run(run,
 def test_profile_steps_are_checked(value):
   if value == '':
     # An empty value is no profile, not an error.
-    assert _settings.Settings.from_args(training.ModelArguments.parse(
-        ['--profile-steps', value])).summaries.profile_steps is None
+    assert (
+      _settings.Settings.from_args(
+        training.ModelArguments.parse(['--profile-steps', value])
+      ).summaries.profile_steps
+      is None
+    )
     return
-  with pytest.raises(ConfigurationError,
-                     match=f'--profile-steps must be FIRST,LAST.*Received: '
-                     f'--profile-steps={value}'):
+  with pytest.raises(
+    ConfigurationError,
+    match=f'--profile-steps must be FIRST,LAST.*Received: '
+    f'--profile-steps={value}',
+  ):
     training.ModelArguments.parse(['--profile-steps', value])
 
 
 def test_one_step_profiles_that_step():
-  settings = _settings.Settings.from_args(training.ModelArguments.parse(
-      ['--profile-steps', '9']))
+  settings = _settings.Settings.from_args(
+    training.ModelArguments.parse(['--profile-steps', '9'])
+  )
   assert settings.summaries.profile_steps == (9, 9)
 
 
@@ -318,31 +415,47 @@ def test_step_hooks_split_the_calls_and_run_between_them():
     return _loop.StepResult(step=position[0], ran=num_steps, loss=1.0)
 
   loop = _loop.TrainingLoop(
-      steps, lambda: position[0],
-      _cadence.Cadence(max_steps=12, log_every=4, checkpoint_secs=1e9,
-                       measured=False,
-                       validate=False),
-      _Callbacks(events), save=lambda: (position[0], None),
-      evaluate=lambda step: None)
-  loop.at_step(4, lambda step: events.append(('before', step)),
-               when='before')
+    steps,
+    lambda: position[0],
+    _cadence.Cadence(
+      max_steps=12,
+      log_every=4,
+      checkpoint_secs=1e9,
+      measured=False,
+      validate=False,
+    ),
+    _Callbacks(events),
+    save=lambda: (position[0], None),
+    evaluate=lambda step: None,
+  )
+  loop.at_step(4, lambda step: events.append(('before', step)), when='before')
   loop.at_step(7, lambda step: events.append(('after', step)))
   loop.run()
   assert events == [
-      ('call', 0, 4), ('log', 4), ('before', 4),
-      ('call', 4, 7), ('after', 7),
-      ('call', 7, 8), ('log', 8),
-      ('call', 8, 12), ('log', 12)]
+    ('call', 0, 4),
+    ('log', 4),
+    ('before', 4),
+    ('call', 4, 7),
+    ('after', 7),
+    ('call', 7, 8),
+    ('log', 8),
+    ('call', 8, 12),
+    ('log', 12),
+  ]
 
 
 def test_model_summary_counts_unnamed_variables_apart():
   # Two unnamed scalars share the name `Variable`: they are two variables,
   # not the shards of one.
   from tensorfx.training._callbacks import model_summary
+
   group = model_summary.Group('model')
   for _ in range(2):
     group.add('Variable', tf.Variable(1.0))
   group.add('kernel', tf.Variable(tf.zeros([3, 2])))
   assert group.parameters == 8
-  assert dict(group.shapes) == {'Variable': [], 'Variable_1': [],
-                                'kernel': [3, 2]}
+  assert dict(group.shapes) == {
+    'Variable': [],
+    'Variable_1': [],
+    'kernel': [3, 2],
+  }

@@ -20,7 +20,7 @@ from conftest import iris_args
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-_SCRIPT = r'''
+_SCRIPT = r"""
 import json, logging, socket, sys
 import tensorflow as tf
 from tensorfx import data, training
@@ -58,32 +58,50 @@ chief = training.Configuration(training.TaskSpec('chief', 0), cluster)
 training.ModelTrainer(chief).train(nn.FeedForwardClassification(args, dataset),
                                    output)
 print(json.dumps(Lines.lines))
-'''
+"""
 
 
-def test_summary_and_scalars_under_parameter_servers(tmp_path,
-                                                     iris_analysis):
+def test_summary_and_scalars_under_parameter_servers(tmp_path, iris_analysis):
   output = tmp_path / 'job'
   # A 4x300 kernel (4,800 bytes) is split over both servers at 1 KiB.
-  argv = iris_args(output, '--hidden-layers', '300', '--max-steps', '20',
-                   '--log-interval-steps', '10', '--steps-per-closure', '5',
-                   '--min-shard-bytes', '1024')
-  env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep +
-             os.environ.get('PYTHONPATH', ''), GRPC_FAIL_FAST='use_caller')
+  argv = iris_args(
+    output,
+    '--hidden-layers',
+    '300',
+    '--max-steps',
+    '20',
+    '--log-interval-steps',
+    '10',
+    '--steps-per-closure',
+    '5',
+    '--min-shard-bytes',
+    '1024',
+  )
+  env = dict(
+    os.environ,
+    PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''),
+    GRPC_FAIL_FAST='use_caller',
+  )
   result = subprocess.run(
-      [sys.executable, '-c', _SCRIPT, json.dumps([argv, iris_analysis])],
-      capture_output=True, text=True, timeout=300, env=env, check=False)
+    [sys.executable, '-c', _SCRIPT, json.dumps([argv, iris_analysis])],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    env=env,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-4000:]
   lines = json.loads(result.stdout.strip().splitlines()[-1])
-  start = lines.index('Model FeedForwardClassification under '
-                      'ParameterServerStrategyV2: 2 variable groups')
+  start = lines.index(
+    'Model FeedForwardClassification under '
+    'ParameterServerStrategyV2: 2 variable groups'
+  )
   hidden, out = lines[start + 2].split(), lines[start + 3].split()
   # The kernel's two shards, one on each server, counted as one variable.
   assert hidden[:6] == ['hidden1', '1,500', 'kernel', '4x300,', 'bias', '300']
   assert ' '.join(hidden[6:]) == 'ps:0/CPU:0, ps:1/CPU:0'
   assert out[:6] == ['output', '903', 'kernel', '300x3,', 'bias', '3']
-  assert lines[start + 4] == '  total 2,403 parameters (2,403 trainable, ' \
-      '0 not)'
+  assert lines[start + 4] == '  total 2,403 parameters (2,403 trainable, 0 not)'
   norms = []
   for path in glob.glob(str(output / 'summaries' / 'train' / 'events.*')):
     for event in tf.compat.v1.train.summary_iterator(path):

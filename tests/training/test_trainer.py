@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 def _train(output, dataset, *extra, builder_type=nn.FeedForwardClassification):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--hidden-layers:1', '8', *extra), parse_job=True)
+    iris_args(output, '--hidden-layers:1', '8', *extra), parse_job=True
+  )
   builder = builder_type(args, dataset)
   model = training.ModelTrainer().train(builder, job)
   return builder, model
@@ -37,7 +38,8 @@ def _scalars(directory):
       for value in event.summary.value:
         if value.metadata.plugin_data.plugin_name == 'scalars':
           found.setdefault(value.tag, []).append(
-              (event.step, float(tf.make_ndarray(value.tensor))))
+            (event.step, float(tf.make_ndarray(value.tensor)))
+          )
   return found
 
 
@@ -50,10 +52,17 @@ def _has_graph(directory):
 
 
 def test_output_layout(tmp_path, iris_dataset_factory):
-  _, model = _train(tmp_path, iris_dataset_factory(), '--max-steps', '20',
-                    '--log-interval-steps', '5')
+  _, model = _train(
+    tmp_path,
+    iris_dataset_factory(),
+    '--max-steps',
+    '20',
+    '--log-interval-steps',
+    '5',
+  )
   assert tf.train.latest_checkpoint(tmp_path / 'checkpoints').endswith(
-      'ckpt-20')
+    'ckpt-20'
+  )
   assert tf.saved_model.contains_saved_model(str(tmp_path / 'model'))
   assert (tmp_path / 'model' / 'assets.extra' / 'schema.yaml').exists()
   train = _scalars(tmp_path / 'summaries' / 'train')
@@ -74,8 +83,9 @@ def test_output_layout(tmp_path, iris_dataset_factory):
   assert len(model.predict(['6.3,3.3,6,2.5'])) == 1
 
 
-def test_resume_continues_step_and_optimizer_state(tmp_path,
-                                                   iris_dataset_factory):
+def test_resume_continues_step_and_optimizer_state(
+  tmp_path, iris_dataset_factory
+):
   first, _ = _train(tmp_path, iris_dataset_factory(), '--max-steps', '10')
   trained = {v.name: v.numpy() for v in first.optimizer.variables}
   assert {'m/hidden1/kernel:0', 'v/hidden1/kernel:0'} <= set(trained)
@@ -93,57 +103,82 @@ def test_resume_continues_step_and_optimizer_state(tmp_path,
   assert int(resumed.global_step.numpy()) == 25
   assert int(resumed.optimizer.iterations.numpy()) == 25
   assert tf.train.latest_checkpoint(tmp_path / 'checkpoints').endswith(
-      'ckpt-25')
+    'ckpt-25'
+  )
 
 
 def test_epochs_bound_training_when_max_steps_is_unbounded(
-    tmp_path, iris_dataset_factory):
-  builder, _ = _train(tmp_path, iris_dataset_factory(), '--max-steps', '0',
-                      '--epochs', '2', '--batch-size', '32')
+  tmp_path, iris_dataset_factory
+):
+  builder, _ = _train(
+    tmp_path,
+    iris_dataset_factory(),
+    '--max-steps',
+    '0',
+    '--epochs',
+    '2',
+    '--batch-size',
+    '32',
+  )
   # 2 x 120 rows in batches of 32: 7 full batches and one of 16.
   assert int(builder.global_step.numpy()) == 8
 
 
 class _Exploding(nn.FeedForwardClassification):
-
   def build_training(self, global_steps, inputs, inferences):
     loss, optimizer = super().build_training(global_steps, inputs, inferences)
     blown = tf.where(global_steps >= 6, float('nan'), 0.0)
     return loss + blown, optimizer
 
 
-def test_non_finite_loss_stops_naming_the_step(tmp_path,
-                                                iris_dataset_factory):
+def test_non_finite_loss_stops_naming_the_step(tmp_path, iris_dataset_factory):
   # The 7th step (global step 6 -> 7) is the first with a NaN loss; the
   # loop stops there, between log lines (every 4 steps).
   with pytest.raises(TrainingError, match=r'loss is nan at step 7'):
-    _train(tmp_path, iris_dataset_factory(), '--max-steps', '20',
-           '--log-interval-steps', '4', builder_type=_Exploding)
+    _train(
+      tmp_path,
+      iris_dataset_factory(),
+      '--max-steps',
+      '20',
+      '--log-interval-steps',
+      '4',
+      builder_type=_Exploding,
+    )
   job = yaml.safe_load((tmp_path / 'job.yaml').read_text())
   assert job['status'] == 'failed'
   assert 'step 7' in job['error']
 
 
 def test_bad_training_row_names_file_and_line(tmp_path, iris_analysis):
-  lines = (pathlib.Path(os.path.join(IRIS, 'data', 'train.csv')).read_text()
-           .splitlines())
+  lines = (
+    pathlib.Path(os.path.join(IRIS, 'data', 'train.csv'))
+    .read_text()
+    .splitlines()
+  )
   lines[41] = 'setosa,5.0,oops,1.4,0.2'
   bad = tmp_path / 'train.csv'
   bad.write_text('\n'.join(lines) + '\n')
-  dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                            metadata=iris_analysis,
-                            features=os.path.join(IRIS, 'features.yaml'),
-                            train=str(bad))
-  with pytest.raises(DataError, match=rf"{bad}:42: column 'sepal_width' is "
-                     'not a real number: oops'):
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    metadata=iris_analysis,
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=str(bad),
+  )
+  with pytest.raises(
+    DataError,
+    match=rf"{bad}:42: column 'sepal_width' is "
+    'not a real number: oops',
+  ):
     _train(tmp_path / 'out', dataset, '--max-steps', '50', '--no-shuffle')
   assert not (tmp_path / 'out' / 'model').exists()
 
 
 def test_analyzes_when_no_metadata_is_given(tmp_path):
-  dataset = data.CsvDataSet(os.path.join(IRIS, 'schema.yaml'),
-                            features=os.path.join(IRIS, 'features.yaml'),
-                            train=os.path.join(IRIS, 'data', 'train.csv'))
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=os.path.join(IRIS, 'data', 'train.csv'),
+  )
   _train(tmp_path, dataset, '--max-steps', '2')
   analysis = tmp_path / 'analysis'
   assert (analysis / 'metadata.json').exists()
@@ -152,6 +187,7 @@ def test_analyzes_when_no_metadata_is_given(tmp_path):
 
 
 def test_trainer_rejects_bad_arguments():
-  with pytest.raises(ConfigurationError, match='config must be a '
-                     'Configuration'):
+  with pytest.raises(
+    ConfigurationError, match='config must be a Configuration'
+  ):
     training.ModelTrainer(config={'task': 'chief'})

@@ -16,7 +16,8 @@ from tensorfx.models import nn
 
 def _builder(output, dataset, *extra):
   args, job = nn.FeedForwardClassificationArguments.parse(
-      iris_args(output, '--hidden-layers:1', '8', *extra), parse_job=True)
+    iris_args(output, '--hidden-layers:1', '8', *extra), parse_job=True
+  )
   return nn.FeedForwardClassification(args, dataset), job
 
 
@@ -35,15 +36,18 @@ def test_output_on_a_non_local_filesystem(iris_dataset_factory):
   with tf.io.gfile.GFile(f'{output}/job.yaml') as f:
     assert yaml.safe_load(f)['status'] == 'completed'
   reloaded = prediction.Model.load(f'{output}/model')
-  assert reloaded.predict(['6.3,3.3,6,2.5'])[0]['label'] == \
-      model.predict(['6.3,3.3,6,2.5'])[0]['label']
+  assert (
+    reloaded.predict(['6.3,3.3,6,2.5'])[0]['label']
+    == model.predict(['6.3,3.3,6,2.5'])[0]['label']
+  )
   # Resume on the same filesystem.
   _train(output, iris_dataset_factory(), '--max-steps', '40')
   assert tf.io.gfile.glob(f'{output}/checkpoints/ckpt-40*')
 
 
-def test_vertex_directories_and_tuning_metrics(tmp_path, monkeypatch,
-                                               iris_dataset_factory):
+def test_vertex_directories_and_tuning_metrics(
+  tmp_path, monkeypatch, iris_dataset_factory
+):
   vertex = tmp_path / 'vertex'
   monkeypatch.setenv('AIP_MODEL_DIR', f'{vertex}/model/')
   monkeypatch.setenv('AIP_CHECKPOINT_DIR', f'{vertex}/checkpoints/')
@@ -53,8 +57,14 @@ def test_vertex_directories_and_tuning_metrics(tmp_path, monkeypatch,
   metrics_file = tmp_path / 'hypertune' / 'output.metrics'
   monkeypatch.setenv('CLOUD_ML_HP_METRIC_FILE', str(metrics_file))
   output = tmp_path / 'job'
-  _train(output, iris_dataset_factory(), '--max-steps', '20',
-         '--checkpoint-interval-steps', '10')
+  _train(
+    output,
+    iris_dataset_factory(),
+    '--max-steps',
+    '20',
+    '--checkpoint-interval-steps',
+    '10',
+  )
   assert (vertex / 'model' / 'saved_model.pb').exists()
   assert tf.train.latest_checkpoint(str(vertex / 'checkpoints'))
   assert list((vertex / 'logs' / 'eval').glob('events.out.tfevents.*'))

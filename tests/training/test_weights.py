@@ -55,8 +55,11 @@ class Logistic(KerasModelBuilder):
   def build_model(self, inputs):
     p = tf_keras.layers.Dense(1, activation='sigmoid')(inputs['X'])
     model = tf_keras.Model(inputs, p)
-    model.compile(optimizer=tf_keras.optimizers.Adam(0.05),
-                  loss='binary_crossentropy', metrics=['accuracy'])
+    model.compile(
+      optimizer=tf_keras.optimizers.Adam(0.05),
+      loss='binary_crossentropy',
+      metrics=['accuracy'],
+    )
     return model
 
 
@@ -68,76 +71,106 @@ def skewed(tmp_path_factory):
   labels = ['b' if i % 10 == 0 else 'a' for i in range(300)]
   xs = random.normal(size=len(labels))
   for name, weight_b in (('plain.csv', 1), ('weighted.csv', 9)):
-    (root / name).write_text(''.join(
+    (root / name).write_text(
+      ''.join(
         f'{label},{x:.4f},{weight_b if label == "b" else 1}\n'
-        for label, x in zip(labels, xs)))
+        for label, x in zip(labels, xs)
+      )
+    )
   (root / 'schema.yaml').write_text(SCHEMA)
   (root / 'features.yaml').write_text(FEATURES)
-  data.CsvDataSet(str(root / 'schema.yaml'),
-                  features=str(root / 'features.yaml'),
-                  train=str(root / 'plain.csv')).analyze(str(root / 'analysis'))
+  data.CsvDataSet(
+    str(root / 'schema.yaml'),
+    features=str(root / 'features.yaml'),
+    train=str(root / 'plain.csv'),
+  ).analyze(str(root / 'analysis'))
   return root
 
 
 def _dataset(root, train):
-  return data.CsvDataSet(str(root / 'schema.yaml'),
-                         features=str(root / 'features.yaml'),
-                         metadata=str(root / 'analysis'),
-                         train=str(root / train))
+  return data.CsvDataSet(
+    str(root / 'schema.yaml'),
+    features=str(root / 'features.yaml'),
+    metadata=str(root / 'analysis'),
+    train=str(root / train),
+  )
 
 
 def _p_b(root, builder_class, args_class, train, *flags):
   """The mean predicted probability of `b` after training."""
   output = root / f'{builder_class.__name__}-{train}-{len(flags)}'
   args, job = args_class.parse(
-      ['--output', str(output), '--max-steps', '300', '--batch-size', '50',
-       '--seed', '1', '--learning-rate', '0.05', *flags], parse_job=True)
+    [
+      '--output',
+      str(output),
+      '--max-steps',
+      '300',
+      '--batch-size',
+      '50',
+      '--seed',
+      '1',
+      '--learning-rate',
+      '0.05',
+      *flags,
+    ],
+    parse_job=True,
+  )
   model = training.ModelTrainer().train(
-      builder_class(args, _dataset(root, train)), job)
+    builder_class(args, _dataset(root, train)), job
+  )
   predictions = model.predict(PROBES)
-  assert {p['classes'][int(np.argmax(p['scores']))] == p['label']
-          for p in predictions} == {True}
-  return float(np.mean([p['scores'][p['classes'].index('b')]
-                        for p in predictions]))
+  assert {
+    p['classes'][int(np.argmax(p['scores']))] == p['label'] for p in predictions
+  } == {True}
+  return float(
+    np.mean([p['scores'][p['classes'].index('b')] for p in predictions])
+  )
 
 
 @pytest.mark.slow
 def test_class_and_example_weights_lift_the_rare_class(skewed):
-  ready = (nn.FeedForwardClassification,
-           nn.FeedForwardClassificationArguments)
+  ready = (nn.FeedForwardClassification, nn.FeedForwardClassificationArguments)
   keras = (Logistic, training.ModelArguments)
   plain = _p_b(skewed, *ready, 'plain.csv')
   assert plain < 0.2
   # Each weighting, alone, brings b to about even.
-  for p in (_p_b(skewed, *ready, 'plain.csv', '--class-weight', 'balanced'),
-            _p_b(skewed, *ready, 'weighted.csv'),
-            _p_b(skewed, *keras, 'plain.csv', '--class-weight', '{b: 9}'),
-            _p_b(skewed, *keras, 'weighted.csv')):
+  for p in (
+    _p_b(skewed, *ready, 'plain.csv', '--class-weight', 'balanced'),
+    _p_b(skewed, *ready, 'weighted.csv'),
+    _p_b(skewed, *keras, 'plain.csv', '--class-weight', '{b: 9}'),
+    _p_b(skewed, *keras, 'weighted.csv'),
+  ):
     assert 0.35 < p < 0.65, (plain, p)
 
 
 @pytest.mark.slow
 def test_class_weights_are_read_from_the_analysis(skewed):
   args = nn.FeedForwardClassificationArguments.parse(
-      ['--class-weight', 'balanced'])
+    ['--class-weight', 'balanced']
+  )
   builder = nn.FeedForwardClassification(args, _dataset(skewed, 'plain.csv'))
   labels = builder.labels
   weights = dict(zip(labels, training.class_weights(builder)))
   # 270 a and 30 b: n / (2 * count).
   assert weights == pytest.approx({'a': 300 / 540, 'b': 300 / 60})
   args = nn.FeedForwardClassificationArguments.parse(
-      ['--class-weight', '{c: 2}'])
+    ['--class-weight', '{c: 2}']
+  )
   builder = nn.FeedForwardClassification(args, _dataset(skewed, 'plain.csv'))
-  with pytest.raises(ConfigurationError,
-                     match="'c' is not a class of the target 'Y'"):
+  with pytest.raises(
+    ConfigurationError, match="'c' is not a class of the target 'Y'"
+  ):
     training.class_weights(builder)
 
 
-@pytest.mark.parametrize('text, message', [
+@pytest.mark.parametrize(
+  'text, message',
+  [
     ('heavy', "must be 'balanced' or a mapping"),
     ('{a: -1}', "the weight of class 'a' must be a number >= 0"),
     ('{a: many}', "the weight of class 'a' must be a number >= 0"),
-])
+  ],
+)
 def test_a_bad_class_weight_is_named(text, message):
   with pytest.raises(ConfigurationError, match=message):
     training.ModelArguments.parse(['--class-weight', text])
@@ -152,8 +185,8 @@ def test_class_weight_mappings_take_labels_and_indices():
 def test_a_weight_feature_reads_one_number_per_example():
   schema = data.Schema.parse(SCHEMA)
   features = data.FeatureSet.parse(
-      FEATURES.replace('fields: w', 'fields: label'))
-  with pytest.raises(DataError,
-                     match='a weight feature needs a numeric field'):
+    FEATURES.replace('fields: w', 'fields: label')
+  )
+  with pytest.raises(DataError, match='a weight feature needs a numeric field'):
     features.validate(schema)
   assert data.FeatureSet.parse(FEATURES).weight.fields == ('w',)

@@ -25,8 +25,10 @@ def blobs_arrays(split):
   rng = np.random.default_rng(seed)
   labels = rng.choice(3, size, p=[0.5, 0.3, 0.2])
   points = _CENTERS[labels] + rng.normal(0.0, 0.8, (size, 4))
-  return {'images': points.astype(np.float32).reshape(-1, 2, 2),
-          'labels': labels.astype(np.int64)}
+  return {
+    'images': points.astype(np.float32).reshape(-1, 2, 2),
+    'labels': labels.astype(np.int64),
+  }
 
 
 def blobs(batch_size, split='train', shuffle=True):
@@ -43,24 +45,31 @@ def mlp(inputs, train=True, seed=0, hidden=16, activation='relu'):
   x = tf.reshape(inputs['images'], [-1, 4])
   with tf.compat.v1.variable_scope('hidden'):
     weights = tf.compat.v1.get_variable(
-        'weights', [4, hidden],
-        initializer=tf.compat.v1.glorot_uniform_initializer(seed=seed))
+      'weights',
+      [4, hidden],
+      initializer=tf.compat.v1.glorot_uniform_initializer(seed=seed),
+    )
     biases = tf.compat.v1.get_variable(
-        'biases', [hidden], initializer=tf.compat.v1.zeros_initializer())
+      'biases', [hidden], initializer=tf.compat.v1.zeros_initializer()
+    )
   x = getattr(tf.nn, activation)(tf.matmul(x, weights) + biases)
   with tf.compat.v1.variable_scope('logits'):
     weights = tf.compat.v1.get_variable(
-        'weights', [hidden, 3],
-        initializer=tf.compat.v1.glorot_uniform_initializer(seed=seed + 1))
+      'weights',
+      [hidden, 3],
+      initializer=tf.compat.v1.glorot_uniform_initializer(seed=seed + 1),
+    )
     biases = tf.compat.v1.get_variable(
-        'biases', [3], initializer=tf.compat.v1.zeros_initializer())
+      'biases', [3], initializer=tf.compat.v1.zeros_initializer()
+    )
   logits = tf.matmul(x, weights) + biases
   return logits, {'hidden': hidden, 'activation': activation}
 
 
 def _correct(inputs, outputs):
-  return tf.cast(tf.equal(tf.argmax(outputs, axis=1), inputs['labels']),
-                 tf.float32)
+  return tf.cast(
+    tf.equal(tf.argmax(outputs, axis=1), inputs['labels']), tf.float32
+  )
 
 
 def train_accuracy(inputs, outputs):
@@ -82,18 +91,22 @@ def confidence(inputs, outputs, classes=3):
   del inputs
   probabilities = tf.nn.softmax(outputs)
   predicted = tf.argmax(probabilities, axis=1)
-  return {'confidence': tf.reduce_mean(tf.reduce_max(probabilities, axis=1)),
-          'predicted': tf.math.bincount(tf.cast(predicted, tf.int32),
-                                        minlength=classes,
-                                        maxlength=classes)}
+  return {
+    'confidence': tf.reduce_mean(tf.reduce_max(probabilities, axis=1)),
+    'predicted': tf.math.bincount(
+      tf.cast(predicted, tf.int32), minlength=classes, maxlength=classes
+    ),
+  }
 
 
 def count_predictions(aggregate, results, step):
   """tfutils' online_agg_func: (aggregate, new result, step) -> aggregate."""
   del step
   if aggregate is None:
-    return {'confidence': [results['confidence']],
-            'predicted': np.array(results['predicted'])}
+    return {
+      'confidence': [results['confidence']],
+      'predicted': np.array(results['predicted']),
+    }
   aggregate['confidence'].append(results['confidence'])
   aggregate['predicted'] = aggregate['predicted'] + results['predicted']
   return aggregate
@@ -102,5 +115,7 @@ def count_predictions(aggregate, results, step):
 def summarize_predictions(aggregate):
   """tfutils' agg_func: the aggregate -> the result recorded."""
   total = aggregate['predicted'].sum()
-  return {'confidence': float(np.mean(aggregate['confidence'])),
-          'predicted_share': (aggregate['predicted'] / total).tolist()}
+  return {
+    'confidence': float(np.mean(aggregate['confidence'])),
+    'predicted_share': (aggregate['predicted'] / total).tolist(),
+  }

@@ -20,7 +20,7 @@ import pytest
 from conftest import IRIS
 
 # A trainer: metric = quality after `steps` measurements, one per step.
-_TRAINER = '''
+_TRAINER = """
 import argparse, os, sys, time
 from tensorfx.cloud import report_metric
 parser = argparse.ArgumentParser()
@@ -45,7 +45,7 @@ for step in range(1, args.steps + 1):
   time.sleep(args.sleep)
 with open(os.path.join(args.output, 'times.txt'), 'w') as f:
   f.write(f'{started} {time.time()}')
-'''
+"""
 
 
 def _config(tmp_path, text):
@@ -58,10 +58,26 @@ def _tune(tmp_path, config, *flags, trainer_flags=(), timeout=300):
   trainer = tmp_path / 'fake_trainer.py'
   trainer.write_text(_TRAINER)
   return subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'tune', '--config', config,
-       '--module', str(trainer), '--output', str(tmp_path / 'study'),
-       *flags, '--', *trainer_flags],
-      capture_output=True, text=True, timeout=timeout, check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'tune',
+      '--config',
+      config,
+      '--module',
+      str(trainer),
+      '--output',
+      str(tmp_path / 'study'),
+      *flags,
+      '--',
+      *trainer_flags,
+    ],
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+    check=False,
+  )
 
 
 def _best(result):
@@ -75,7 +91,7 @@ def _rows(result):
   return [line.split() for line in lines]
 
 
-_VERTEX_GRID = '''
+_VERTEX_GRID = """
     studySpec:
       metrics: [{metricId: score, goal: MAXIMIZE}]
       algorithm: GRID_SEARCH
@@ -88,7 +104,7 @@ _VERTEX_GRID = '''
         discreteValueSpec: {values: [16, 64]}
     maxTrialCount: 20
     parallelTrialCount: 3
-'''
+"""
 
 
 @pytest.mark.slow
@@ -101,10 +117,10 @@ def test_a_vertex_grid_search_tries_every_point_once(tmp_path):
   # maxTrialCount 20, but the grid has 1 * 2 * 2 points.
   assert len(trials) == 4
   assert {tuple(r[3:]) for r in trials} == {
-      (u, a, s) for u in '2' for a in ('relu', 'tanh') for s in ('16', '64')}
+    (u, a, s) for u in '2' for a in ('relu', 'tanh') for s in ('16', '64')
+  }
   best = _best(result)
-  assert best['parameters'] == {'units': 2, 'activation': 'tanh',
-                                'size': 64}
+  assert best['parameters'] == {'units': 2, 'activation': 'tanh', 'size': 64}
   assert best['metric'] == 'score'
   assert best['value'] == pytest.approx(0.5 + 0.02 + 1 + 0.064)
   # Each trial got its parameters as Vertex AI passes them, after the
@@ -115,15 +131,24 @@ def test_a_vertex_grid_search_tries_every_point_once(tmp_path):
   assert len(record['trials']) == 4
   assert record['best'] == best['trial']
   # Never more than parallelTrialCount (3) trials at a time.
-  spans = [tuple(map(float, (tmp_path / 'study' / str(t) / 'times.txt')
-                     .read_text().split())) for t in range(1, 5)]
-  assert max(sum(1 for s, e in spans if s <= start < e)
-             for start, _ in spans) <= 3
+  spans = [
+    tuple(
+      map(
+        float, (tmp_path / 'study' / str(t) / 'times.txt').read_text().split()
+      )
+    )
+    for t in range(1, 5)
+  ]
+  assert (
+    max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans) <= 3
+  )
 
 
 @pytest.mark.slow
 def test_a_legacy_study_searches_every_type_and_scale(tmp_path):
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       trainingInput:
         hyperparameters:
           goal: MINIMIZE
@@ -139,7 +164,8 @@ def test_a_legacy_study_searches_every_type_and_scale(tmp_path):
           - {parameterName: activation, type: CATEGORICAL,
              categoricalValues: [relu, tanh]}
           - {parameterName: size, type: DISCRETE, discreteValues: [8, 2.5]}
-  ''')
+  """,
+  )
   result = _tune(tmp_path, config, '--seed', '1')
   assert result.returncode == 0, result.stderr[-3000:]
   trials = _rows(result)[1:]
@@ -158,7 +184,9 @@ def test_a_legacy_study_searches_every_type_and_scale(tmp_path):
 def test_the_median_rule_stops_trials_worse_than_the_median(tmp_path):
   # Trials run one at a time; after two complete, a trial whose score at a
   # step is below their median at that step is stopped.
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       studySpec:
         metrics: [{metricId: score, goal: MAXIMIZE}]
         algorithm: GRID_SEARCH
@@ -168,16 +196,23 @@ def test_the_median_rule_stops_trials_worse_than_the_median(tmp_path):
           discreteValueSpec: {values: [0.1, 0.5, 0.9]}
       maxTrialCount: 3
       parallelTrialCount: 1
-  ''')
-  result = _tune(tmp_path, config, '--seed', '0',
-                 trainer_flags=['--steps', '30', '--sleep', '0.1'])
+  """,
+  )
+  result = _tune(
+    tmp_path,
+    config,
+    '--seed',
+    '0',
+    trainer_flags=['--steps', '30', '--sleep', '0.1'],
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   trials = {float(r[3]): r[1] for r in _rows(result)[1:]}
   order = [float(r[3]) for r in _rows(result)[1:]]
   # Whichever x came last: stopped if below the median of the first two.
   first_two, last = sorted(order[:2]), order[2]
-  expected = 'STOPPED' if last < (first_two[0] + first_two[1]) / 2 \
-      else 'COMPLETE'
+  expected = (
+    'STOPPED' if last < (first_two[0] + first_two[1]) / 2 else 'COMPLETE'
+  )
   assert trials[last] == expected
   assert all(trials[x] == 'COMPLETE' for x in order[:2])
   if expected == 'STOPPED':
@@ -188,7 +223,9 @@ def test_the_median_rule_stops_trials_worse_than_the_median(tmp_path):
 
 @pytest.mark.slow
 def test_failed_trials_stop_the_study_past_max_failed(tmp_path):
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       trainingInput:
         hyperparameters:
           goal: MAXIMIZE
@@ -199,7 +236,8 @@ def test_failed_trials_stop_the_study_past_max_failed(tmp_path):
           params:
           - {parameterName: x, type: DISCRETE,
              discreteValues: [0.6, 0.7, 0.8, 0.9]}
-  ''')
+  """,
+  )
   result = _tune(tmp_path, config, trainer_flags=['--fail-above', '0.1'])
   assert result.returncode == 1
   assert '2 trial(s) failed' in result.stderr
@@ -212,7 +250,9 @@ def test_failed_trials_stop_the_study_past_max_failed(tmp_path):
 
 @pytest.mark.slow
 def test_a_stopped_study_resumes(tmp_path):
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       trainingInput:
         hyperparameters:
           goal: MAXIMIZE
@@ -221,15 +261,34 @@ def test_a_stopped_study_resumes(tmp_path):
           algorithm: RANDOM_SEARCH
           params:
           - {parameterName: x, type: DOUBLE, minValue: 0, maxValue: 1}
-  ''')
+  """,
+  )
   trainer = tmp_path / 'fake_trainer.py'
   trainer.write_text(_TRAINER)
-  command = [sys.executable, '-m', 'tensorfx', 'tune', '--config', config,
-             '--module', str(trainer), '--output', str(tmp_path / 'study'),
-             '--', '--steps', '400', '--sleep', '0.05']
-  process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+  command = [
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'tune',
+    '--config',
+    config,
+    '--module',
+    str(trainer),
+    '--output',
+    str(tmp_path / 'study'),
+    '--',
+    '--steps',
+    '400',
+    '--sleep',
+    '0.05',
+  ]
+  process = subprocess.Popen(
+    command,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+    start_new_session=True,
+  )
   metrics = tmp_path / 'study' / '1' / 'hypertune.metrics'
   deadline = time.monotonic() + 60
   while not metrics.exists() and time.monotonic() < deadline:
@@ -239,15 +298,24 @@ def test_a_stopped_study_resumes(tmp_path):
   assert process.returncode != 0
   assert metrics.exists()
   # Run again: trial 1 reruns in its directory, then 2 and 3.
-  result = subprocess.run(command[:-5] + ['--', '--steps', '2'],
-                          capture_output=True, text=True, timeout=300,
-                          check=False)
+  result = subprocess.run(
+    command[:-5] + ['--', '--steps', '2'],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(int(r[0]) for r in _rows(result)[1:]) == [1, 2, 3]
   assert sorted(os.listdir(tmp_path / 'study')) == [
-      '1', '2', '3', 'study.db', 'study.json'] or \
-      {'1', '2', '3', 'study.db', 'study.json'} <= set(
-          os.listdir(tmp_path / 'study'))
+    '1',
+    '2',
+    '3',
+    'study.db',
+    'study.json',
+  ] or {'1', '2', '3', 'study.db', 'study.json'} <= set(
+    os.listdir(tmp_path / 'study')
+  )
   # A different study in the same directory is refused.
   other = _config(tmp_path, _VERTEX_GRID)
   result = _tune(tmp_path, other)
@@ -256,7 +324,9 @@ def test_a_stopped_study_resumes(tmp_path):
 
 
 def test_grid_search_needs_listed_values(tmp_path):
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       studySpec:
         metrics: [{metricId: score, goal: MAXIMIZE}]
         algorithm: GRID_SEARCH
@@ -264,21 +334,26 @@ def test_grid_search_needs_listed_values(tmp_path):
         - parameterId: x
           doubleValueSpec: {minValue: 0, maxValue: 1}
       maxTrialCount: 3
-  ''')
+  """,
+  )
   result = _tune(tmp_path, config)
   assert result.returncode == 1
-  assert "GRID_SEARCH cannot search the DOUBLE hyperparameter 'x'" in \
-      result.stderr
+  assert (
+    "GRID_SEARCH cannot search the DOUBLE hyperparameter 'x'" in result.stderr
+  )
 
 
 def test_no_study_and_trainer_output_are_refused(tmp_path):
-  config = _config(tmp_path, '''
+  config = _config(
+    tmp_path,
+    """
       workerPoolSpecs:
       - machineSpec: {machineType: n1-standard-4}
         replicaCount: 1
         pythonPackageSpec: {executorImageUri: img, packageUris: [p],
                             pythonModule: m}
-  ''')
+  """,
+  )
   result = _tune(tmp_path, config)
   assert result.returncode == 1 and 'has no study' in result.stderr
   config = _config(tmp_path, _VERTEX_GRID)
@@ -291,7 +366,8 @@ def test_no_study_and_trainer_output_are_refused(tmp_path):
 def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
   """docs/guides/cloud.md's tuning example: 4 trials, 2 at a time."""
   config = tmp_path / 'hptuning.yaml'
-  config.write_text(textwrap.dedent('''
+  config.write_text(
+    textwrap.dedent("""
       trainingInput:
         scaleTier: BASIC
         hyperparameters:
@@ -310,21 +386,58 @@ def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
             minValue: 4
             maxValue: 32
             scaleType: UNIT_LINEAR_SCALE
-  '''))
+  """)
+  )
   output = tmp_path / 'tune'
   result = subprocess.run(
-      [sys.executable, '-m', 'tensorfx', 'tune', '--config', str(config),
-       '--module', 'trainer', '--output', str(output), '--trials', '4',
-       '--parallel', '2', '--seed', '1', '--',
-       '--data-train', 'data/train.csv', '--data-eval', 'data/eval.csv',
-       '--data-schema', 'schema.yaml', '--data-features', 'features.yaml',
-       '--data-metadata', iris_analysis, '--hidden-layers:2', '10',
-       '--max-steps', '40'],
-      cwd=IRIS, capture_output=True, text=True, timeout=600, check=False)
+    [
+      sys.executable,
+      '-m',
+      'tensorfx',
+      'tune',
+      '--config',
+      str(config),
+      '--module',
+      'trainer',
+      '--output',
+      str(output),
+      '--trials',
+      '4',
+      '--parallel',
+      '2',
+      '--seed',
+      '1',
+      '--',
+      '--data-train',
+      'data/train.csv',
+      '--data-eval',
+      'data/eval.csv',
+      '--data-schema',
+      'schema.yaml',
+      '--data-features',
+      'features.yaml',
+      '--data-metadata',
+      iris_analysis,
+      '--hidden-layers:2',
+      '10',
+      '--max-steps',
+      '40',
+    ],
+    cwd=IRIS,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   rows = _rows(result)
-  assert rows[0] == ['trial', 'state', 'accuracy', 'learning-rate',
-                     'hidden-layers:1']
+  assert rows[0] == [
+    'trial',
+    'state',
+    'accuracy',
+    'learning-rate',
+    'hidden-layers:1',
+  ]
   assert sorted(int(r[0]) for r in rows[1:]) == [1, 2, 3, 4]
   best = _best(result)
   values = [float(r[2]) for r in rows[1:]]
@@ -337,6 +450,7 @@ def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
   assert f'hidden-layers:1={best["parameters"]["hidden-layers:1"]}' in job
   # TensorBoard's HParams view: the experiment and one session per trial.
   import tensorflow as tf
+
   sessions = 0
   for trial in range(1, 5):
     for path in tf.io.gfile.glob(str(output / str(trial) / 'events.*')):
@@ -352,9 +466,16 @@ def test_without_optuna_the_error_says_what_to_install(monkeypatch, tmp_path):
   from tensorfx.cloud._studyspec import ParameterSpec
   from tensorfx.cloud._studyspec import StudySpec
   from tensorfx.tuning import tune
+
   monkeypatch.setitem(sys.modules, 'optuna', None)  # import optuna fails
-  study = StudySpec('score', 'MAXIMIZE', (ParameterSpec('x', 'DOUBLE', 0, 1),),
-                    max_trial_count=1, parallel_trial_count=1)
-  with pytest.raises(ConfigurationError,
-                     match=r'pip install tensorfx-sdk\[tune\]'):
+  study = StudySpec(
+    'score',
+    'MAXIMIZE',
+    (ParameterSpec('x', 'DOUBLE', 0, 1),),
+    max_trial_count=1,
+    parallel_trial_count=1,
+  )
+  with pytest.raises(
+    ConfigurationError, match=r'pip install tensorfx-sdk\[tune\]'
+  ):
     tune(study, 'trainer', str(tmp_path))

@@ -6,11 +6,13 @@ import tensorfx as tfx
 import tensorfx.models.nn as nn
 
 args, job = nn.FeedForwardClassificationArguments.parse(parse_job=True)
-dataset = tfx.data.CsvDataSet(args.data_schema,
-                              train=args.data_train,
-                              eval=args.data_eval,
-                              metadata=args.data_metadata,
-                              features=args.data_features)
+dataset = tfx.data.CsvDataSet(
+  args.data_schema,
+  train=args.data_train,
+  eval=args.data_eval,
+  metadata=args.data_metadata,
+  features=args.data_features,
+)
 
 classification = nn.FeedForwardClassification(args, dataset)
 

@@ -14,14 +14,18 @@ import tensorfx as tfx
 import tensorfx.models.nn as nn
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLUMNS = ['species', 'petal_length', 'petal_width', 'sepal_length',
-           'sepal_width']
+COLUMNS = [
+  'species',
+  'petal_length',
+  'petal_width',
+  'sepal_length',
+  'sepal_width',
+]
 
 
 def create_dataset():
   """The DataSet, built in code."""
-  df_train = pd.read_csv(os.path.join(HERE, 'data', 'train.csv'),
-                         names=COLUMNS)
+  df_train = pd.read_csv(os.path.join(HERE, 'data', 'train.csv'), names=COLUMNS)
   df_eval = pd.read_csv(os.path.join(HERE, 'data', 'eval.csv'), names=COLUMNS)
   # A category column is a discrete field of the inferred schema.
   df_train['species'] = df_train['species'].astype('category')
@@ -30,17 +34,18 @@ def create_dataset():
   # The equivalent of features.yaml, in code. Names inside a concat may
   # repeat, as they did in the original's sample ('sl' twice).
   features = [
-      tfx.data.Feature.concatenate(
-          'X',
-          tfx.data.Feature.scale('pl', 'petal_length'),
-          tfx.data.Feature.scale('pw', 'petal_width'),
-          tfx.data.Feature.scale('sl', 'sepal_length'),
-          tfx.data.Feature.scale('sl', 'sepal_width')),
-      tfx.data.Feature.target('Y', 'species')
+    tfx.data.Feature.concatenate(
+      'X',
+      tfx.data.Feature.scale('pl', 'petal_length'),
+      tfx.data.Feature.scale('pw', 'petal_width'),
+      tfx.data.Feature.scale('sl', 'sepal_length'),
+      tfx.data.Feature.scale('sl', 'sepal_width'),
+    ),
+    tfx.data.Feature.target('Y', 'species'),
   ]
   return tfx.data.DataFrameDataSet(
-      features=tfx.data.FeatureSet.create(features), train=df_train,
-      eval=df_eval)
+    features=tfx.data.FeatureSet.create(features), train=df_train, eval=df_eval
+  )
 
 
 def create_args(max_steps=2000):
@@ -65,9 +70,9 @@ def main(output=None, max_steps=2000):
 
   print('Predicting...')
   instances = [
-      '6.0,2.5,6.3,3.3',   # virginica
-      '1.3,0.2,4.4,3.0',   # setosa
-      '4.7,1.2,6.1,2.8',   # versicolor
+    '6.0,2.5,6.3,3.3',  # virginica
+    '1.3,0.2,4.4,3.0',  # setosa
+    '4.7,1.2,6.1,2.8',  # versicolor
   ]
   predictions = model.predict(instances)
   for instance, prediction in zip(instances, predictions):

@@ -6,8 +6,8 @@ from tensorfx.models.nn._feedforward import FeedForwardRegression
 from tensorfx.models.nn._feedforward import FeedForwardRegressionArguments
 
 __all__ = [
-    'FeedForwardClassification',
-    'FeedForwardClassificationArguments',
-    'FeedForwardRegression',
-    'FeedForwardRegressionArguments',
+  'FeedForwardClassification',
+  'FeedForwardClassificationArguments',
+  'FeedForwardRegression',
+  'FeedForwardRegressionArguments',
 ]

@@ -24,9 +24,13 @@ class FeedForwardArguments(ModelArguments):
   def build_parser(cls):
     parser = super().build_parser()
     cls.add_list_argument(
-        parser, '--hidden-layers', type=int, default=[],
-        help='units of each hidden layer, e.g. --hidden-layers:1 20 '
-        '--hidden-layers:2 10 (or --hidden-layers 20 10)')
+      parser,
+      '--hidden-layers',
+      type=int,
+      default=[],
+      help='units of each hidden layer, e.g. --hidden-layers:1 20 '
+      '--hidden-layers:2 10 (or --hidden-layers 20 10)',
+    )
     # --learning-rate is a standard flag (see ModelArguments); these
     # models have always started from 0.01.
     parser.set_defaults(learning_rate=0.01)
@@ -60,13 +64,15 @@ def hidden_layers(layers):
       name, units, activation = f'hidden{index}', item, 'relu'
     if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
       raise ConfigurationError(
-          'Hidden layers need a positive number of units (or a tuple (name, '
-          f'units, activation)). Received: --hidden-layers:{index}={item!r}')
+        'Hidden layers need a positive number of units (or a tuple (name, '
+        f'units, activation)). Received: --hidden-layers:{index}={item!r}'
+      )
     if not isinstance(name, str) or not isinstance(activation, str):
       raise ConfigurationError(
-          'A hidden layer given as a tuple is (name, units, activation), '
-          f'two strings and a number. Received: hidden_layers[{index - 1}]='
-          f'{item!r}')
+        'A hidden layer given as a tuple is (name, units, activation), '
+        f'two strings and a number. Received: hidden_layers[{index - 1}]='
+        f'{item!r}'
+      )
     result.append((name, units, activation))
   return result
 
@@ -112,8 +118,9 @@ class _FeedForward(ModelBuilder):
     target = features.target if features is not None else None
     if target is None:
       raise ConfigurationError(
-          f'{type(self).__name__} needs one feature of type target in the '
-          'feature set.')
+        f'{type(self).__name__} needs one feature of type target in the '
+        'feature set.'
+      )
     return self.described[target.name]
 
   @property
@@ -125,8 +132,7 @@ class _FeedForward(ModelBuilder):
   def _model_inputs(self, inputs, training=False):
     parts = []
     for name, info in sorted(self.described.items()):
-      if info.type in (FeatureType.TARGET, FeatureType.KEY,
-                       FeatureType.WEIGHT):
+      if info.type in (FeatureType.TARGET, FeatureType.KEY, FeatureType.WEIGHT):
         continue
       value = inputs[name]
       if info.type == FeatureType.EMBEDDING:
@@ -134,8 +140,7 @@ class _FeedForward(ModelBuilder):
         params = features[name].params
         layer = self._embeddings[name]
         if isinstance(layer, EmbeddingTable):
-          value = layer.lookup(value, params.get('combiner'),
-                               training=training)
+          value = layer.lookup(value, params.get('combiner'), training=training)
         else:
           value = _embed(layer, value, params.get('combiner', 'mean'))
       elif info.categorical:
@@ -143,17 +148,20 @@ class _FeedForward(ModelBuilder):
         value = _transforms.multi_hot(value, info.cardinality)
       elif isinstance(value, tf.SparseTensor):
         raise ConfigurationError(
-            f'Feature {name!r} has a variable number of values; feed-forward '
-            'models need one row per instance (use onehot, embedding, hash '
-            'or bucketize in the feature set).')
+          f'Feature {name!r} has a variable number of values; feed-forward '
+          'models need one row per instance (use onehot, embedding, hash '
+          'or bucketize in the feature set).'
+        )
       elif value.dtype == tf.string:
         raise ConfigurationError(
-            f'Feature {name!r} is a string; feed-forward models need numbers '
-            '(use onehot, embedding or hash in the feature set).')
+          f'Feature {name!r} is a string; feed-forward models need numbers '
+          '(use onehot, embedding or hash in the feature set).'
+        )
       parts.append(_transforms.as_matrix(tf.cast(value, tf.float32)))
     if not parts:
-      raise ConfigurationError('The feature set has no input features besides '
-                               'the target and keys.')
+      raise ConfigurationError(
+        'The feature set has no input features besides the target and keys.'
+      )
     return tf.concat(parts, axis=1)
 
   def _build_layers(self):
@@ -166,7 +174,8 @@ class _FeedForward(ModelBuilder):
       owner = features[name].table
       if owner is None:
         self._embeddings[name] = tf_keras.layers.Embedding(
-            info.cardinality, info.embedding_dim, name=f'embedding_{name}')
+          info.cardinality, info.embedding_dim, name=f'embedding_{name}'
+        )
         continue
       if owner not in tables:
         # Raw keys: a table sharded over parameter servers, trained by the
@@ -174,14 +183,18 @@ class _FeedForward(ModelBuilder):
         feature = features[owner]
         field = self.dataset.schema[feature.fields[0]]
         tables[owner] = EmbeddingTable.from_params(
-            owner, feature.params,
-            key_dtype=tf.int64 if field.numeric else tf.string)
+          owner,
+          feature.params,
+          key_dtype=tf.int64 if field.numeric else tf.string,
+        )
       self._embeddings[name] = tables[owner]
     self._layers = [
-        tf_keras.layers.Dense(units, activation=activation, name=name)
-        for name, units, activation in hidden_layers(self.args.hidden_layers)]
-    self._layers.append(tf_keras.layers.Dense(self._output_units(),
-                                              name='output'))
+      tf_keras.layers.Dense(units, activation=activation, name=name)
+      for name, units, activation in hidden_layers(self.args.hidden_layers)
+    ]
+    self._layers.append(
+      tf_keras.layers.Dense(self._output_units(), name='output')
+    )
 
   def build_inference(self, inputs, training):
     if self._layers is None:
@@ -198,8 +211,9 @@ def _embed(layer, indices, combiner='mean'):
     if not layer.built:
       layer.build(None)
     # Out-of-range (negative) ids are dropped; an empty row embeds to 0.
-    return tf.nn.safe_embedding_lookup_sparse(layer.embeddings, indices,
-                                              combiner=combiner)
+    return tf.nn.safe_embedding_lookup_sparse(
+      layer.embeddings, indices, combiner=combiner
+    )
   value = layer(indices)
   if indices.shape.rank == 2:
     value = tf.reduce_sum(value, axis=1)
@@ -235,18 +249,20 @@ class FeedForwardClassification(_FeedForward):
     loss = self.settings.loss
     if loss.given:
       raise ConfigurationError(
-          'FeedForwardClassification trains on the cross-entropy; --loss, '
-          '--loss-normalization and --huber-delta choose a regression loss '
-          '(use FeedForwardRegression). Received: '
-          f'--loss={loss.type} --loss-normalization={loss.normalization} '
-          f'--huber-delta={loss.huber_delta}')
+        'FeedForwardClassification trains on the cross-entropy; --loss, '
+        '--loss-normalization and --huber-delta choose a regression loss '
+        '(use FeedForwardRegression). Received: '
+        f'--loss={loss.type} --loss-normalization={loss.normalization} '
+        f'--huber-delta={loss.huber_delta}'
+      )
 
   def _output_units(self):
     classes = self.target.cardinality
     if classes < 2:
       raise ConfigurationError(
-          'Classification needs a discrete target with at least 2 classes. '
-          f'Received: {classes} class(es) in {self.target.name!r}.')
+        'Classification needs a discrete target with at least 2 classes. '
+        f'Received: {classes} class(es) in {self.target.name!r}.'
+      )
     return classes
 
   @property
@@ -262,32 +278,38 @@ class FeedForwardClassification(_FeedForward):
     # Labels unseen in analysis are -1: they carry no weight. The weight
     # feature and --class-weight scale each example's loss (as Keras'
     # sample_weight and class_weight: the mean over the known examples).
-    weights = _weights.example_weights(self, inputs, labels,
-                                       self._class_weights)
+    weights = _weights.example_weights(
+      self, inputs, labels, self._class_weights
+    )
     known = tf.cast(labels >= 0, tf.float32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.maximum(labels, 0), logits=inferences)
+      labels=tf.maximum(labels, 0), logits=inferences
+    )
     loss = tf.reduce_sum(losses * weights) / tf.maximum(
-        tf.reduce_sum(known), 1.0)
+      tf.reduce_sum(known), 1.0
+    )
     return loss, self.optimizer
 
   def build_output(self, inferences):
     scores = tf.nn.softmax(inferences)
     labels = tf.constant(self.labels)
-    return {'label': tf.gather(labels, tf.argmax(scores, axis=1)),
-            'scores': scores,
-            # The names beside the scores, one row per instance (what
-            # TensorFlow Serving's classify API returns too).
-            'classes': tf.tile(labels[tf.newaxis, :],
-                               [tf.shape(scores)[0], 1])}
+    return {
+      'label': tf.gather(labels, tf.argmax(scores, axis=1)),
+      'scores': scores,
+      # The names beside the scores, one row per instance (what
+      # TensorFlow Serving's classify API returns too).
+      'classes': tf.tile(labels[tf.newaxis, :], [tf.shape(scores)[0], 1]),
+    }
 
   def build_evaluation(self, inputs, outputs):
     if not hasattr(self, '_accuracy'):
       self._accuracy = tf_keras.metrics.Accuracy(name='accuracy')
     labels = inputs[self.target.name]
     self._accuracy.update_state(
-        labels, tf.argmax(outputs['scores'], axis=1),
-        sample_weight=tf.cast(labels >= 0, tf.float32))
+      labels,
+      tf.argmax(outputs['scores'], axis=1),
+      sample_weight=tf.cast(labels >= 0, tf.float32),
+    )
     return {'accuracy': self._accuracy}
 
 
@@ -336,23 +358,33 @@ class FeedForwardRegression(_FeedForward):
     del global_steps
     tasks = self.tasks
     if tasks:
-      targets = tf.stack([tf.cast(inputs[target], tf.float32)
-                          for _, target in tasks], axis=1)
-      loss = _tasks.task_loss(inferences, targets, self.settings.loss,
-                              weights=_weights.example_weights(self, inputs))
+      targets = tf.stack(
+        [tf.cast(inputs[target], tf.float32) for _, target in tasks], axis=1
+      )
+      loss = _tasks.task_loss(
+        inferences,
+        targets,
+        self.settings.loss,
+        weights=_weights.example_weights(self, inputs),
+      )
       return loss, self.optimizer
     target = tf.cast(inputs[self.target.name], tf.float32)
     # The weight feature's per-example weights (ones without one).
     loss = _losses.regression_loss(
-        inferences[:, 0], target, self.settings.loss,
-        weights=_weights.example_weights(self, inputs))
+      inferences[:, 0],
+      target,
+      self.settings.loss,
+      weights=_weights.example_weights(self, inputs),
+    )
     return loss, self.optimizer
 
   def build_output(self, inferences):
     tasks = self.tasks
     if tasks:
-      return {f'value_{name}': inferences[:, index]
-              for index, (name, _) in enumerate(tasks)}
+      return {
+        f'value_{name}': inferences[:, index]
+        for index, (name, _) in enumerate(tasks)
+      }
     return {'value': inferences[:, 0]}
 
   def build_evaluation(self, inputs, outputs):
@@ -360,11 +392,11 @@ class FeedForwardRegression(_FeedForward):
     tasks = self.tasks
     if tasks:
       if not hasattr(self, '_task_metrics'):
-        self._task_metrics = _tasks.TaskMetrics([n for n, _ in tasks],
-                                                ranks)
+        self._task_metrics = _tasks.TaskMetrics([n for n, _ in tasks], ranks)
       return self._task_metrics.update(
-          tf.stack([inputs[target] for _, target in tasks], axis=1),
-          tf.stack([outputs[f'value_{name}'] for name, _ in tasks], axis=1))
+        tf.stack([inputs[target] for _, target in tasks], axis=1),
+        tf.stack([outputs[f'value_{name}'] for name, _ in tasks], axis=1),
+      )
     if not hasattr(self, '_rmse'):
       self._rmse = tf_keras.metrics.RootMeanSquaredError(name='rmse')
       self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')

@@ -19,15 +19,15 @@ from tensorfx.training._callbacks.keras_callbacks import is_keras_callback
 from tensorfx.training._callbacks.loss_guard import LossGuardCallback
 
 __all__ = [
-    'BadRecordsCallback',
-    'BestModelExport',
-    'Callback',
-    'CallbackList',
-    'EarlyStopping',
-    'KerasCallback',
-    'LossGuardCallback',
-    'RunContext',
-    'builtin',
-    'is_keras_callback',
-    'request_stop',
+  'BadRecordsCallback',
+  'BestModelExport',
+  'Callback',
+  'CallbackList',
+  'EarlyStopping',
+  'KerasCallback',
+  'LossGuardCallback',
+  'RunContext',
+  'builtin',
+  'is_keras_callback',
+  'request_stop',
 ]

@@ -28,19 +28,25 @@ class BadRecordsCallback(base.Callback):
       self._report(step)
     bad = self.counts()
     if bad and self.context.chief:
-      logger.warning('Skipped bad records: %s', ', '.join(
-          f'{count} of {name}' for name, count in bad.items()))
+      logger.warning(
+        'Skipped bad records: %s',
+        ', '.join(f'{count} of {name}' for name, count in bad.items()),
+      )
 
   def counts(self):
     """The bad records skipped so far, by source (sources with any)."""
-    return {name: count for name, count in
-            self.context.builder.dataset.bad_records().items() if count}
+    return {
+      name: count
+      for name, count in self.context.builder.dataset.bad_records().items()
+      if count
+    }
 
   def _report(self, step):
     summaries = self.context.summaries
     for name, count in self.context.builder.dataset.bad_records().items():
       if count != self._reported.get(name, 0):
-        logger.warning('Skipped %d bad records of %s so far (step %d)',
-                       count, name, step)
+        logger.warning(
+          'Skipped %d bad records of %s so far (step %d)', count, name, step
+        )
         summaries.scalars(name, step, {'bad_records': count})
         self._reported[name] = count

@@ -58,8 +58,9 @@ class Callback:
     """The `RunContext` of the run this callback is part of."""
     if self._context is None:
       raise RuntimeError(
-          'A callback\'s context is set by the trainer before '
-          'on_train_begin; this callback is not part of a run yet.')
+        "A callback's context is set by the trainer before "
+        'on_train_begin; this callback is not part of a run yet.'
+      )
     return self._context
 
   def set_context(self, context: RunContext) -> None:
@@ -122,15 +123,20 @@ class CallbackList:
     # A standard Keras callback (from build_callbacks()) runs through the
     # adapter.
     from tensorfx.training._callbacks import keras_callbacks
-    self.callbacks = [keras_callbacks.KerasCallback(c)
-                      if keras_callbacks.is_keras_callback(c) else c
-                      for c in callbacks]
+
+    self.callbacks = [
+      keras_callbacks.KerasCallback(c)
+      if keras_callbacks.is_keras_callback(c)
+      else c
+      for c in callbacks
+    ]
     self.context = context
     for callback in self.callbacks:
       if not isinstance(callback, Callback):
         raise TypeError(
-            'Callbacks must be tensorfx.training.Callback instances. '
-            f'Received: {callback!r}')
+          'Callbacks must be tensorfx.training.Callback instances. '
+          f'Received: {callback!r}'
+        )
       callback.set_context(context)
 
   def find(self, kind):

@@ -25,9 +25,13 @@ class BestModelExport(base.Callback):
   def on_evaluate_end(self, step, results):
     value = results.best_value()
     _, name, mode = results.best
-    if self.best is None or (value > self.best if mode == 'max'
-                             else value < self.best):
-      _export.export(self.context.prediction,
-                     self.context.builder.dataset.schema, self.directory)
+    if self.best is None or (
+      value > self.best if mode == 'max' else value < self.best
+    ):
+      _export.export(
+        self.context.prediction,
+        self.context.builder.dataset.schema,
+        self.directory,
+      )
       self.best, self.best_step = value, step
       logger.info('New best model at step %d: %s %.4g', step, name, value)

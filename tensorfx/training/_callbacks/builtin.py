@@ -17,8 +17,9 @@ from tensorfx.training._callbacks import tensorboard
 from tensorfx.training._callbacks import tracking
 
 
-def builtin(settings, tracker, role, source=None, arguments=None,
-            evaluator_task=False):
+def builtin(
+  settings, tracker, role, source=None, arguments=None, evaluator_task=False
+):
   """The built-in callbacks of a run, in the order they are called.
 
   Guards and signals come first (they decide whether training goes on),
@@ -41,9 +42,11 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   """
   callbacks = []
   if role == 'train':
-    callbacks += [loss_guard.LossGuardCallback(settings.guards),
-                  signals.SignalStop(),
-                  model_summary.ModelSummaryCallback()]
+    callbacks += [
+      loss_guard.LossGuardCallback(settings.guards),
+      signals.SignalStop(),
+      model_summary.ModelSummaryCallback(),
+    ]
   callbacks.append(progress.ProgressCallback())
   if role != 'evaluate':
     callbacks.append(tensorboard.TensorBoardCallback())
@@ -52,23 +55,34 @@ def builtin(settings, tracker, role, source=None, arguments=None,
   if role == 'train':
     callbacks.append(hparams.HParamsCallback(arguments or {}))
     if settings.summaries.profile_steps:
-      callbacks.append(profiler.ProfilerCallback(
-          *settings.summaries.profile_steps))
+      callbacks.append(
+        profiler.ProfilerCallback(*settings.summaries.profile_steps)
+      )
   if role != 'evaluate':
     callbacks.append(keep_best.KeepBestCallback())
-  callbacks.append(tracking.TrackingCallback(
-      tracker, arguments or {}, source or {},
+  callbacks.append(
+    tracking.TrackingCallback(
+      tracker,
+      arguments or {},
+      source or {},
       action='evaluate' if role == 'evaluate' else 'train',
       owner=role != 'evaluator',
-      resume=settings.restore.resume or role != 'train'))
+      resume=settings.restore.resume or role != 'train',
+    )
+  )
   if role != 'evaluate':
-    callbacks += [hypertune.HypertuneCallback(),
-                  bad_records.BadRecordsCallback()]
+    callbacks += [
+      hypertune.HypertuneCallback(),
+      bad_records.BadRecordsCallback(),
+    ]
     patience = settings.validation.early_stopping_patience
     if patience:
-      callbacks.append(early_stopping.EarlyStopping(
+      callbacks.append(
+        early_stopping.EarlyStopping(
           patience=patience,
-          min_delta=settings.validation.early_stopping_min_delta))
+          min_delta=settings.validation.early_stopping_min_delta,
+        )
+      )
   if role == 'train':
     if evaluator_task:
       callbacks.append(evaluator_stop.EvaluatorStopWatch())

@@ -27,6 +27,7 @@ class RunContext:
     training_graph: a callable returning the traced training loop's
       `tf.Graph` (None outside training).
   """
+
   builder: Any
   output: str
   role: str = 'train'
@@ -75,8 +76,9 @@ class RunContext:
       self.stop_reason = str(reason)
       self.exit_code = exit_code
 
-  def at_step(self, step: int, fn: Callable[[int], Any],
-              when: str = 'after') -> bool:
+  def at_step(
+    self, step: int, fn: Callable[[int], Any], when: str = 'after'
+  ) -> bool:
     """Asks the loop to call `fn(step)` when the global step is `step`.
 
     The training loop runs steps in calls of several (one `tf.function`

@@ -38,19 +38,25 @@ class EarlyStopping(base.Callback):
     restore_best: whether the best state is restored before export.
   """
 
-  def __init__(self, metric=None, patience=3, min_delta=0.0,
-               restore_best=True):
+  def __init__(self, metric=None, patience=3, min_delta=0.0, restore_best=True):
     super().__init__()
-    if isinstance(patience, bool) or not isinstance(patience, int) or \
-        patience < 1:
-      raise ValueError('patience must be a positive integer. Received: '
-                       f'patience={patience!r}')
+    if (
+      isinstance(patience, bool)
+      or not isinstance(patience, int)
+      or patience < 1
+    ):
+      raise ValueError(
+        f'patience must be a positive integer. Received: patience={patience!r}'
+      )
     if not isinstance(min_delta, (int, float)) or not min_delta >= 0:
-      raise ValueError('min_delta must be a number >= 0. Received: '
-                       f'min_delta={min_delta!r}')
+      raise ValueError(
+        f'min_delta must be a number >= 0. Received: min_delta={min_delta!r}'
+      )
     if metric is not None and not isinstance(metric, str):
-      raise ValueError('metric must be "[TARGET/]NAME[:min|max]" or None. '
-                       f'Received: metric={metric!r}')
+      raise ValueError(
+        'metric must be "[TARGET/]NAME[:min|max]" or None. '
+        f'Received: metric={metric!r}'
+      )
     self.metric = metric
     self.patience = patience
     self.min_delta = float(min_delta)
@@ -79,21 +85,35 @@ class EarlyStopping(base.Callback):
     if self.wait >= self.patience and not self.stopped:
       self.stopped = True
       self.context.stop(
-          f'early stopping: {name} has not improved for {self.wait} '
-          f'validations (best {self.best:.6g} at step {self.best_step})')
-      logger.info('Early stopping at step %d: %s has not improved for %d '
-                  'validations; the best is %.6g at step %d', step, name,
-                  self.wait, self.best, self.best_step)
+        f'early stopping: {name} has not improved for {self.wait} '
+        f'validations (best {self.best:.6g} at step {self.best_step})'
+      )
+      logger.info(
+        'Early stopping at step %d: %s has not improved for %d '
+        'validations; the best is %.6g at step %d',
+        step,
+        name,
+        self.wait,
+        self.best,
+        self.best_step,
+      )
 
   def on_train_end(self, logs):
-    if not (self.stopped and self.restore_best and self._path() and
-            self.context.role == 'train'):
+    if not (
+      self.stopped
+      and self.restore_best
+      and self._path()
+      and self.context.role == 'train'
+    ):
       return
     path = tf.train.latest_checkpoint(self._path())
     if path:
       self.context.checkpoints.restore(path, partial=True)
-      logger.info('Restored the best state (step %d) from %s for export',
-                  self.best_step, path)
+      logger.info(
+        'Restored the best state (step %d) from %s for export',
+        self.best_step,
+        path,
+      )
 
   def _path(self):
     checkpoints = self.context.checkpoints

@@ -37,8 +37,11 @@ class EvaluatorStopWatch(base.Callback):
       return
     with tf.io.gfile.GFile(path) as f:
       request = json.load(f)
-    logger.info('The evaluator asks to stop (at its step %s): %s',
-                request.get('step'), request.get('reason'))
+    logger.info(
+      'The evaluator asks to stop (at its step %s): %s',
+      request.get('step'),
+      request.get('reason'),
+    )
     self.context.stop(f'evaluator: {request.get("reason")}')
 
   def _path(self):

@@ -11,13 +11,20 @@ from tensorfx.training import _targets
 from tensorfx.training._callbacks import base
 
 # The training scalars every run writes (see TensorBoardCallback).
-TRAIN_METRICS = ('loss', 'learning_rate', 'gradient_norm', 'steps_per_sec',
-                 'examples_per_sec')
+TRAIN_METRICS = (
+  'loss',
+  'learning_rate',
+  'gradient_norm',
+  'steps_per_sec',
+  'examples_per_sec',
+)
 
-_STATUS = {'completed': api_pb2.STATUS_SUCCESS,
-           'stopped': api_pb2.STATUS_SUCCESS,
-           'interrupted': api_pb2.STATUS_UNKNOWN,
-           'failed': api_pb2.STATUS_FAILURE}
+_STATUS = {
+  'completed': api_pb2.STATUS_SUCCESS,
+  'stopped': api_pb2.STATUS_SUCCESS,
+  'interrupted': api_pb2.STATUS_UNKNOWN,
+  'failed': api_pb2.STATUS_FAILURE,
+}
 
 
 def hparams_of(arguments):
@@ -40,8 +47,11 @@ def hparams_of(arguments):
   for name, value in sorted(arguments.items()):
     if isinstance(value, (bool, int, float, str)):
       hparams[name] = value
-    elif isinstance(value, (list, tuple)) and value and all(
-        isinstance(v, (bool, int, float, str)) for v in value):
+    elif (
+      isinstance(value, (list, tuple))
+      and value
+      and all(isinstance(v, (bool, int, float, str)) for v in value)
+    ):
       hparams[name] = ','.join(str(v) for v in value)
   return hparams
 
@@ -91,12 +101,15 @@ class HParamsCallback(base.Callback):
     if not self._started:
       return
     metrics = [hp.Metric(tag, group='train') for tag in TRAIN_METRICS]
-    metrics += [hp.Metric(tag, group=group)
-                for group, tag in self._metrics]
+    metrics += [hp.Metric(tag, group=group) for group, tag in self._metrics]
     end = hp_summary.session_end_pb(
-        _STATUS.get(logs.get('status'), api_pb2.STATUS_UNKNOWN),
-        end_time_secs=int(time.time()))
+      _STATUS.get(logs.get('status'), api_pb2.STATUS_UNKNOWN),
+      end_time_secs=int(time.time()),
+    )
     with self.context.summaries.as_default(''):
-      hp.hparams_config(hparams=[hp.HParam(name) for name in self.hparams],
-                        metrics=metrics, time_created_secs=int(time.time()))
+      hp.hparams_config(
+        hparams=[hp.HParam(name) for name in self.hparams],
+        metrics=metrics,
+        time_created_secs=int(time.time()),
+      )
       tf.summary.experimental.write_raw_pb(end.SerializeToString(), step=0)

@@ -12,5 +12,6 @@ class HypertuneCallback(base.Callback):
 
   def on_evaluate_end(self, step, results):
     if self.context.chief:
-      _hypertune.report_metrics(results.primary, step,
-                                checkpoint_path=results.checkpoint or '')
+      _hypertune.report_metrics(
+        results.primary, step, checkpoint_path=results.checkpoint or ''
+      )

@@ -8,12 +8,12 @@ from tensorfx.training._engine import state as _state
 
 # Keras callbacks whose work tensorfx does itself, and what does it.
 _REPLACED = {
-    'TensorBoard': 'tensorfx writes TensorBoard summaries to summaries/ '
-                   'in every run',
-    'ModelCheckpoint': 'tensorfx checkpoints to checkpoints/ '
-                       '(--checkpoint-interval-steps, --keep-best-checkpoints)',
-    'ProgbarLogger': 'tensorfx logs progress at --log-interval-steps',
-    'History': 'tensorfx keeps the metrics in job.yaml and summaries/',
+  'TensorBoard': 'tensorfx writes TensorBoard summaries to summaries/ '
+  'in every run',
+  'ModelCheckpoint': 'tensorfx checkpoints to checkpoints/ '
+  '(--checkpoint-interval-steps, --keep-best-checkpoints)',
+  'ProgbarLogger': 'tensorfx logs progress at --log-interval-steps',
+  'History': 'tensorfx keeps the metrics in job.yaml and summaries/',
 }
 # Callbacks that write files: on the chief only.
 _CHIEF_ONLY = ('CSVLogger', 'BackupAndRestore')
@@ -21,9 +21,10 @@ _CHIEF_ONLY = ('CSVLogger', 'BackupAndRestore')
 
 def is_keras_callback(value: Any) -> bool:
   """Whether `value` is a tf_keras (Keras 2) callback."""
-  return any(cls.__name__ == 'Callback' and
-             cls.__module__.split('.')[0] == 'tf_keras'
-             for cls in type(value).__mro__)
+  return any(
+    cls.__name__ == 'Callback' and cls.__module__.split('.')[0] == 'tf_keras'
+    for cls in type(value).__mro__
+  )
 
 
 class KerasCallback(base.Callback):
@@ -69,14 +70,16 @@ class KerasCallback(base.Callback):
     super().__init__()
     if not is_keras_callback(callback):
       raise TypeError(
-          'KerasCallback wraps a tf_keras callback (Keras 2: `import '
-          'tf_keras`; Keras 3 callbacks are not supported). Received: '
-          f'{type(callback).__module__}.{type(callback).__qualname__}')
+        'KerasCallback wraps a tf_keras callback (Keras 2: `import '
+        'tf_keras`; Keras 3 callbacks are not supported). Received: '
+        f'{type(callback).__module__}.{type(callback).__qualname__}'
+      )
     name = type(callback).__name__
     if name in _REPLACED:
       raise ValueError(
-          f'The Keras callback {name} is not needed: {_REPLACED[name]}. '
-          f'Received: {callback!r}')
+        f'The Keras callback {name} is not needed: {_REPLACED[name]}. '
+        f'Received: {callback!r}'
+      )
     self.callback = callback
     self._epoch = 0
     self._loss: float | None = None
@@ -88,7 +91,8 @@ class KerasCallback(base.Callback):
     context = self.context
     name = type(self.callback).__name__
     self._active = context.role == 'train' and (
-        context.chief or name not in _CHIEF_ONLY)
+      context.chief or name not in _CHIEF_ONLY
+    )
     if not self._active:
       return
     self._saved_step = int(logs.get('step') or 0)
@@ -99,10 +103,13 @@ class KerasCallback(base.Callback):
     self.callback.set_model(model)
     self.callback.set_params({'verbose': 0, 'epochs': None, 'steps': None})
     if self._backup:
-      logger.info('BackupAndRestore: tensorfx checkpoints to %s (save_freq=%s)'
-                  ' and resumes from there; backup_dir %s is not used',
-                  context.paths.get('checkpoints', 'checkpoints/'),
-                  self.callback.save_freq, self.callback.backup_dir)
+      logger.info(
+        'BackupAndRestore: tensorfx checkpoints to %s (save_freq=%s)'
+        ' and resumes from there; backup_dir %s is not used',
+        context.paths.get('checkpoints', 'checkpoints/'),
+        self.callback.save_freq,
+        self.callback.backup_dir,
+      )
       return
     self.callback.on_train_begin({})
     self.callback.on_epoch_begin(self._epoch, {})
@@ -141,8 +148,9 @@ class KerasCallback(base.Callback):
   def on_train_end(self, logs: dict[str, Any]) -> None:
     if not self._active or self._backup:
       return
-    self.callback.on_train_end({} if self._loss is None else
-                               {'loss': self._loss})
+    self.callback.on_train_end(
+      {} if self._loss is None else {'loss': self._loss}
+    )
 
   def _save(self, step):
     self._saved_step = step
@@ -151,8 +159,9 @@ class KerasCallback(base.Callback):
   def _check_stop(self) -> bool:
     """Passes the Keras model's `stop_training` on to the run."""
     if getattr(self.callback.model, 'stop_training', False):
-      self.context.stop(f'{type(self.callback).__name__} set '
-                        'model.stop_training')
+      self.context.stop(
+        f'{type(self.callback).__name__} set model.stop_training'
+      )
       return True
     return False
 

@@ -28,8 +28,11 @@ class LossGuardCallback(base.Callback):
 
   def on_train_begin(self, logs):
     checkpoints = self.context.checkpoints
-    if self.guard.nan_restores and checkpoints is not None and \
-        not checkpoints.latest:
+    if (
+      self.guard.nan_restores
+      and checkpoints is not None
+      and not checkpoints.latest
+    ):
       # A non-finite loss before the first checkpoint needs one to go to.
       self.context.save_checkpoint()
 
@@ -41,7 +44,12 @@ class LossGuardCallback(base.Callback):
     latest = checkpoints.latest if checkpoints is not None else None
     if self.guard.check_loss(loss, step, latest) == _guards.RESTORE:
       logger.warning(
-          'The training loss is %s at step %d: restoring %s and training on '
-          '(restore %d of %d, --nan-restore)', loss, step, latest,
-          len(self.guard.restores), self.guard.nan_restores)
+        'The training loss is %s at step %d: restoring %s and training on '
+        '(restore %d of %d, --nan-restore)',
+        loss,
+        step,
+        latest,
+        len(self.guard.restores),
+        self.guard.nan_restores,
+      )
       self.context.restore_latest()

@@ -87,8 +87,9 @@ def _short_device(device):
   if not device:
     return 'default'
   spec = tf.DeviceSpec.from_string(device)
-  where = f'{spec.device_type}:{spec.device_index or 0}' \
-      if spec.device_type else ''
+  where = (
+    f'{spec.device_type}:{spec.device_index or 0}' if spec.device_type else ''
+  )
   if spec.job and spec.job != 'localhost':
     return f'{spec.job}:{spec.task or 0}' + (f'/{where}' if where else '')
   return where or device
@@ -117,8 +118,12 @@ class ModelSummaryCallback(base.Callback):
     for line in lines:
       logger.info('%s', line)
     if context.summaries is not None:
-      context.summaries.text('train', logs['step'], 'model_summary',
-                             '\n'.join(['```'] + lines + ['```']))
+      context.summaries.text(
+        'train',
+        logs['step'],
+        'model_summary',
+        '\n'.join(['```'] + lines + ['```']),
+      )
 
   @staticmethod
   def lines(builder):
@@ -127,23 +132,36 @@ class ModelSummaryCallback(base.Callback):
     strategy = type(builder.strategy).__name__
     if strategy.startswith('_Default'):
       strategy = 'the default strategy'
-    rows = [(g.name, f'{g.parameters:,}',
-             ', '.join(f'{k} {_shape(s)}' for k, s in g.shapes.items()),
-             ', '.join(sorted(g.devices))) for g in groups]
+    rows = [
+      (
+        g.name,
+        f'{g.parameters:,}',
+        ', '.join(f'{k} {_shape(s)}' for k, s in g.shapes.items()),
+        ', '.join(sorted(g.devices)),
+      )
+      for g in groups
+    ]
     header = ('group', 'parameters', 'variables', 'placement')
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
 
     def row(cells):
-      return (f'  {cells[0]:<{widths[0]}}  {cells[1]:>{widths[1]}}  '
-              f'{cells[2]:<{widths[2]}}  {cells[3]}').rstrip()
+      return (
+        f'  {cells[0]:<{widths[0]}}  {cells[1]:>{widths[1]}}  '
+        f'{cells[2]:<{widths[2]}}  {cells[3]}'
+      ).rstrip()
 
     total = sum(g.parameters for g in groups)
     trainable = sum(g.trainable for g in groups)
-    lines = [f'Model {type(builder).__name__} under {strategy}: '
-             f'{len(groups)} variable groups', row(header)]
+    lines = [
+      f'Model {type(builder).__name__} under {strategy}: '
+      f'{len(groups)} variable groups',
+      row(header),
+    ]
     lines += [row(r) for r in rows]
-    lines.append(f'  total {total:,} parameters ({trainable:,} trainable, '
-                 f'{total - trainable:,} not)')
+    lines.append(
+      f'  total {total:,} parameters ({trainable:,} trainable, '
+      f'{total - trainable:,} not)'
+    )
     state = _optimizer_state(builder)
     if state:
       lines.append(f'  optimizer state {state:,} values (not parameters)')
@@ -152,14 +170,16 @@ class ModelSummaryCallback(base.Callback):
 
 def _optimizer_state(builder):
   """The values the optimizers keep (slots, iterations)."""
-  optimizers = [_state.of(builder).training_optimizer,
-                getattr(builder, '_sparse_optimizer', None)]
+  optimizers = [
+    _state.of(builder).training_optimizer,
+    getattr(builder, '_sparse_optimizer', None),
+  ]
   total, seen = 0, set()
   for optimizer in optimizers:
     if optimizer is None or id(optimizer) in seen:
       continue
     seen.add(id(optimizer))
     variables = getattr(optimizer, 'variables', ())
-    for variable in (variables() if callable(variables) else variables):
+    for variable in variables() if callable(variables) else variables:
       total += int(variable.shape.num_elements() or 0)
   return total

@@ -39,8 +39,12 @@ class ProfilerCallback(base.Callback):
     step = logs['step']
     if step >= self.last:
       if self.context.chief:
-        logger.info('Not profiling: --profile-steps %d,%d are behind step %d',
-                    self.first, self.last, step)
+        logger.info(
+          'Not profiling: --profile-steps %d,%d are behind step %d',
+          self.first,
+          self.last,
+          step,
+        )
       return
     self.context.at_step(self.first - 1, self._start, when='before')
     self.context.at_step(self.last, self._stop, when='after')
@@ -58,12 +62,17 @@ class ProfilerCallback(base.Callback):
       tf.profiler.experimental.start(self.directory)
     except tf.errors.OpError as e:
       # Another profiler session (the user's?) is running: the run goes on.
-      logger.warning('Cannot profile steps %d to %d: %s', self.first,
-                     self.last, e.message.splitlines()[0])
+      logger.warning(
+        'Cannot profile steps %d to %d: %s',
+        self.first,
+        self.last,
+        e.message.splitlines()[0],
+      )
       return
     self._active = True
-    logger.info('Profiling steps %d to %d', self.context.global_step + 1,
-                self.last)
+    logger.info(
+      'Profiling steps %d to %d', self.context.global_step + 1, self.last
+    )
 
   def _stop(self, step):
     del step
@@ -71,7 +80,9 @@ class ProfilerCallback(base.Callback):
       return
     self._active = False
     tf.profiler.experimental.stop()
-    logger.info('Wrote the profile of steps %d to %d to %s (TensorBoard\'s '
-                'Profile tab)', self.first,
-                min(self.last, self.context.global_step),
-                os.path.join(self.directory, 'plugins', 'profile'))
+    logger.info(
+      "Wrote the profile of steps %d to %d to %s (TensorBoard's Profile tab)",
+      self.first,
+      min(self.last, self.context.global_step),
+      os.path.join(self.directory, 'plugins', 'profile'),
+    )

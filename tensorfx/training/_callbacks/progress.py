@@ -26,25 +26,28 @@ class ProgressCallback(base.Callback):
 
   def on_train_begin(self, logs):
     self._progress = _progress.Progress(
-        logs.get('max_steps'), stream=self._stream, enabled=self._enabled)
+      logs.get('max_steps'), stream=self._stream, enabled=self._enabled
+    )
     if self._enabled and self.context.role == 'train':
       max_steps = logs.get('max_steps')
-      logger.info('Training from step %d%s, %d examples per step',
-                  logs['step'], f' to {max_steps}' if max_steps else '',
-                  logs['batch_size'])
+      logger.info(
+        'Training from step %d%s, %d examples per step',
+        logs['step'],
+        f' to {max_steps}' if max_steps else '',
+        logs['batch_size'],
+      )
 
   def on_step_end(self, step, logs):
-    self._progress.update(step, logs.get('loss'),
-                          logs.get('examples_per_sec'))
+    self._progress.update(step, logs.get('loss'), logs.get('examples_per_sec'))
 
   def on_evaluate_end(self, step, results):
     for name, values in results.items():
       shown = '  '.join(f'{k} {v:.4g}' for k, v in _numbers(values).items())
-      label = ('Evaluation' if name == results.default
-               else f'Validation {name}')
+      label = 'Evaluation' if name == results.default else f'Validation {name}'
       self._progress.message(
-          f'{label} at step {step} on {results.examples[name]} examples '
-          f'({results.seconds[name]:.1f}s): {shown}')
+        f'{label} at step {step} on {results.examples[name]} examples '
+        f'({results.seconds[name]:.1f}s): {shown}'
+      )
 
   def on_train_end(self, logs):
     if self._progress is not None:

@@ -36,5 +36,6 @@ class SignalStop(base.Callback):
     if self.context.exit_code is not None:
       raise KeyboardInterrupt
     self.context.stop(f'signal {signum}', exit_code=128 + signum)
-    logger.warning('Received signal %d: saving a checkpoint and stopping',
-                   signum)
+    logger.warning(
+      'Received signal %d: saving a checkpoint and stopping', signum
+    )

@@ -41,8 +41,11 @@ class TableFillCallback(base.Callback):
 
   def _exact_tables(self) -> Any:
     if self._tables is None:
-      self._tables = [t for t in _table.find_tables(self.context.builder)
-                      if t.hashing == 'exact' and t.built]
+      self._tables = [
+        t
+        for t in _table.find_tables(self.context.builder)
+        if t.hashing == 'exact' and t.built
+      ]
     return self._tables
 
   def on_train_begin(self, logs: dict[str, Any]) -> None:
@@ -59,15 +62,24 @@ class TableFillCallback(base.Callback):
       live = int(table.live_rows())
       before = self._capacity.get(table.name, table.capacity)
       if capacity != before:
-        logger.info('EmbeddingTable %r grew from %d to %d rows (by step %d, '
-                    '%d keys held; dynamic expansion)', table.name, before,
-                    capacity, step, live)
+        logger.info(
+          'EmbeddingTable %r grew from %d to %d rows (by step %d, '
+          '%d keys held; dynamic expansion)',
+          table.name,
+          before,
+          capacity,
+          step,
+          live,
+        )
       self._capacity[table.name] = capacity
       values[f'embeddings/{table.name}/fill'] = live / max(capacity, 1)
       values[f'embeddings/{table.name}/live_rows'] = float(live)
       values[f'embeddings/{table.name}/capacity'] = float(capacity)
-      if (table.dynamic_expansion and not table.grows_in_step and
-          live > table.expansion_threshold * capacity):
+      if (
+        table.dynamic_expansion
+        and not table.grows_in_step
+        and live > table.expansion_threshold * capacity
+      ):
         full.append((table, live, capacity))
     if values:
       self.context.summaries.scalars('train', step, values)
@@ -81,17 +93,23 @@ class TableFillCallback(base.Callback):
       rows[table.name] = 2 * capacity + 1
       table.expansions.assign_add(1)
       logger.info(
-          'EmbeddingTable %r holds %d of its %d rows at step %d (more than '
-          '%g of them): it grows to %d rows. Under parameter servers the '
-          'chief saves a checkpoint and restarts in place to make it; the '
-          'other tasks wait.', table.name, live, capacity, step,
-          table.expansion_threshold, 2 * capacity)
+        'EmbeddingTable %r holds %d of its %d rows at step %d (more than '
+        '%g of them): it grows to %d rows. Under parameter servers the '
+        'chief saves a checkpoint and restarts in place to make it; the '
+        'other tasks wait.',
+        table.name,
+        live,
+        capacity,
+        step,
+        table.expansion_threshold,
+        2 * capacity,
+      )
     tf.io.gfile.makedirs(os.path.dirname(path))
-    _atomic.write_text(path, json.dumps(rows, indent=2, sort_keys=True) +
-                       '\n')
+    _atomic.write_text(path, json.dumps(rows, indent=2, sort_keys=True) + '\n')
     self.context.stop(
-        'embedding tables grow: ' + ', '.join(t.name for t, _, _ in full),
-        exit_code=RESTART_EXIT_CODE)
+      'embedding tables grow: ' + ', '.join(t.name for t, _, _ in full),
+      exit_code=RESTART_EXIT_CODE,
+    )
 
 
 def grown_rows(path: str) -> dict[str, int]:
@@ -113,11 +131,13 @@ def grown_rows(path: str) -> dict[str, int]:
   except ValueError as e:
     rows = e
   if not isinstance(rows, dict) or not all(
-      isinstance(v, int) and not isinstance(v, bool) and v > 0
-      for v in rows.values()):
+    isinstance(v, int) and not isinstance(v, bool) and v > 0
+    for v in rows.values()
+  ):
     raise ConfigurationError(
-        f'{path} must map each grown embedding table to its rows, e.g. '
-        '{"item": 129} (tensorfx writes it when a table grows under '
-        'parameter servers). Delete it only with the checkpoints beside it. '
-        f'Received: {text[:200]!r}')
+      f'{path} must map each grown embedding table to its rows, e.g. '
+      '{"item": 129} (tensorfx writes it when a table grows under '
+      'parameter servers). Delete it only with the checkpoints beside it. '
+      f'Received: {text[:200]!r}'
+    )
   return rows

@@ -19,8 +19,11 @@ class TensorBoardCallback(base.Callback):
 
   def on_step_end(self, step, logs):
     summaries = self.context.summaries
-    summaries.scalars('train', step, {k: v for k, v in logs.items()
-                                      if isinstance(v, (int, float))})
+    summaries.scalars(
+      'train',
+      step,
+      {k: v for k, v in logs.items() if isinstance(v, (int, float))},
+    )
     if not self._graph_written:
       # After the line of the first step (which this waits for): the
       # graph is traced by then.
@@ -32,13 +35,16 @@ class TensorBoardCallback(base.Callback):
   def on_evaluate_end(self, step, results):
     summaries = self.context.summaries
     for name, values in results.items():
-      summaries.scalars(_targets.summaries_dir(name), step,
-                        {k: v for k, v in values.items()
-                         if isinstance(v, (int, float))})
+      summaries.scalars(
+        _targets.summaries_dir(name),
+        step,
+        {k: v for k, v in values.items() if isinstance(v, (int, float))},
+      )
     for name, slices in getattr(results, 'slices', {}).items():
       # --eval-slices: eval/slice/FIELD=VALUE/METRIC beside the target's.
       directory = _targets.summaries_dir(name)
       for label, entry in slices.items():
-        summaries.scalars(directory, step,
-                          _slices.scalars(directory, label, entry))
+        summaries.scalars(
+          directory, step, _slices.scalars(directory, label, entry)
+        )
     summaries.flush()

@@ -8,8 +8,12 @@ from tensorfx.training._callbacks import base
 _MLFLOW_UNSAFE = re.compile(r'[^\w./\- ]')
 
 # on_train_end's status -> the tracker's.
-_STATUS = {'completed': 'completed', 'stopped': 'completed',
-           'interrupted': 'interrupted', 'failed': 'failed'}
+_STATUS = {
+  'completed': 'completed',
+  'stopped': 'completed',
+  'interrupted': 'interrupted',
+  'failed': 'failed',
+}
 
 
 class TrackingCallback(base.Callback):
@@ -26,8 +30,9 @@ class TrackingCallback(base.Callback):
       `--no-resume`: the checkpoints went aside, a new run starts).
   """
 
-  def __init__(self, tracker, arguments, source, action='train', owner=True,
-               resume=True):
+  def __init__(
+    self, tracker, arguments, source, action='train', owner=True, resume=True
+  ):
     super().__init__()
     self.tracker = tracker
     self._arguments = arguments
@@ -38,39 +43,54 @@ class TrackingCallback(base.Callback):
     self._tracked_checkpoint = None
 
   def on_train_begin(self, logs):
-    self.tracker.start(self._arguments, self._source, action=self._action,
-                       resume=self._action == 'train' and self._resume)
+    self.tracker.start(
+      self._arguments,
+      self._source,
+      action=self._action,
+      resume=self._action == 'train' and self._resume,
+    )
 
   def on_step_end(self, step, logs):
-    self.tracker.log_train(step, {k: logs[k] for k in
-                                  ('loss', 'examples_per_sec') if k in logs})
+    self.tracker.log_train(
+      step, {k: logs[k] for k in ('loss', 'examples_per_sec') if k in logs}
+    )
 
   def on_checkpoint(self, step, path):
     if step == self._tracked_checkpoint:
       return
     self._tracked_checkpoint = step
     checkpoints = self.context.checkpoints
-    self.tracker.log_checkpoint(step, path, recent=checkpoints.recent
-                                if checkpoints is not None else ())
+    self.tracker.log_checkpoint(
+      step, path, recent=checkpoints.recent if checkpoints is not None else ()
+    )
 
   def on_evaluate_end(self, step, results):
     for name, values in results.items():
-      self.tracker.log_validation(step, name, {
-          k: v for k, v in values.items() if isinstance(v, (int, float))})
+      self.tracker.log_validation(
+        step,
+        name,
+        {k: v for k, v in values.items() if isinstance(v, (int, float))},
+      )
     for name, slices in getattr(results, 'slices', {}).items():
       for label, entry in slices.items():
         # MLflow keys allow letters, digits and _-. /: the rest becomes _.
-        self.tracker.log_validation(step, _MLFLOW_UNSAFE.sub('_', (
-            f'{name}/slice/{label}')), {
-                k: v for k, v in entry['metrics'].items()
-                if isinstance(v, (int, float))} | {
-                    'examples': entry['examples']})
+        self.tracker.log_validation(
+          step,
+          _MLFLOW_UNSAFE.sub('_', (f'{name}/slice/{label}')),
+          {
+            k: v
+            for k, v in entry['metrics'].items()
+            if isinstance(v, (int, float))
+          }
+          | {'examples': entry['examples']},
+        )
     if results.checkpoint and self._action == 'evaluate':
       self.tracker.set_tags(checkpoint=results.checkpoint, global_step=step)
     checkpoints = self.context.checkpoints
     if checkpoints is not None and checkpoints.keep_best_count:
-      self.tracker.set_tags(**{'checkpoints.best': [
-          e['path'] for e in checkpoints.best]})
+      self.tracker.set_tags(
+        **{'checkpoints.best': [e['path'] for e in checkpoints.best]}
+      )
 
   def on_train_end(self, logs):
     if not self._owner:

@@ -22,9 +22,9 @@ from tensorfx.training._engine.graphs import training_graph
 from tensorfx.training._engine.variables import warm_start_variables
 
 __all__ = [
-    'build_graph_interfaces',
-    'evaluation_graph',
-    'prediction_graph',
-    'training_graph',
-    'warm_start_variables',
+  'build_graph_interfaces',
+  'evaluation_graph',
+  'prediction_graph',
+  'training_graph',
+  'warm_start_variables',
 ]

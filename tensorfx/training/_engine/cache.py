@@ -53,6 +53,7 @@ class CachePlan:
     estimate_bytes: the estimated size of the cache; None if unknown.
     budget_bytes: the budget it was held against; None if none applies.
   """
+
   cache: bool
   reason: str
   estimate_bytes: Optional[int] = None
@@ -80,21 +81,25 @@ def plan(builder, batch, epochs):
     return made
   settings = builder.settings
   dataset = builder.dataset
-  estimate = (_safe_estimate(dataset) if settings.speed.cache != 'none'
-              else None)
-  made = decide(settings.speed.cache, settings.speed.cache_budget_mb,
-                estimate=estimate,
-                instances=dataset.metadata.instances if estimate else None,
-                batch=batch, epochs=epochs,
-                max_steps=settings.loop.max_steps,
-                parameter_servers=_parameter_servers(builder))
+  estimate = _safe_estimate(dataset) if settings.speed.cache != 'none' else None
+  made = decide(
+    settings.speed.cache,
+    settings.speed.cache_budget_mb,
+    estimate=estimate,
+    instances=dataset.metadata.instances if estimate else None,
+    batch=batch,
+    epochs=epochs,
+    max_steps=settings.loop.max_steps,
+    parameter_servers=_parameter_servers(builder),
+  )
   engine.run.cache_plan = made
   logger.info('--cache %s: %s', settings.speed.cache, made.reason)
   return made
 
 
-def cached(dataset, batch, epochs, shuffle, seed=None, shuffle_buffer=10000,
-           batches=None):
+def cached(
+  dataset, batch, epochs, shuffle, seed=None, shuffle_buffer=10000, batches=None
+):
   """The pipeline that replays `dataset`'s first pass from memory.
 
   Args:
@@ -125,8 +130,11 @@ def cached(dataset, batch, epochs, shuffle, seed=None, shuffle_buffer=10000,
     # Shuffled per epoch (as the reader does): each epoch holds every
     # instance once.
     replay = memory.shuffle(order, seed=seed, reshuffle_each_iteration=True)
-    replay = replay.unbatch().shuffle(
-        shuffle_buffer, seed=seed, reshuffle_each_iteration=True).batch(batch)
+    replay = (
+      replay.unbatch()
+      .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+      .batch(batch)
+    )
     replay = replay.repeat(later)
   # One cache: the replay reads what the first pass (the same dataset)
   # wrote, however many times it repeats.
@@ -177,8 +185,10 @@ def memory_bytes():
     limits.append(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES'))
   except (ValueError, OSError, AttributeError):
     pass
-  for path in ('/sys/fs/cgroup/memory.max',
-               '/sys/fs/cgroup/memory/memory.limit_in_bytes'):
+  for path in (
+    '/sys/fs/cgroup/memory.max',
+    '/sys/fs/cgroup/memory/memory.limit_in_bytes',
+  ):
     try:
       with open(path) as f:
         text = f.read().strip()
@@ -196,8 +206,17 @@ def default_budget_bytes():
   return None if memory is None else memory // 4
 
 
-def decide(mode, budget_mb, *, estimate, instances, batch, epochs,
-           max_steps=None, parameter_servers=False):
+def decide(
+  mode,
+  budget_mb,
+  *,
+  estimate,
+  instances,
+  batch,
+  epochs,
+  max_steps=None,
+  parameter_servers=False,
+):
   """The `CachePlan` of `--cache mode` (see the module's docstring).
 
   Example:
@@ -221,51 +240,92 @@ def decide(mode, budget_mb, *, estimate, instances, batch, epochs,
       estimate above `--cache-budget-mb`.
   """
   if mode == 'none':
-    return CachePlan(False, 'the training data is read from its files every '
-                     'epoch')
+    return CachePlan(
+      False, 'the training data is read from its files every epoch'
+    )
   explicit = budget_mb is not None
   budget = budget_mb * _MIB if explicit else default_budget_bytes()
   size = _mib(estimate)
   if mode == 'memory':
-    if (estimate is not None and budget is not None and estimate > budget):
+    if estimate is not None and budget is not None and estimate > budget:
       if explicit and parameter_servers:
         raise ConfigurationError(
-            f'--cache memory: the training data (about {size}) does not fit '
-            'the workers\' --cache-budget-mb; raise it, or pass --cache none.'
-            f' Received: --cache-budget-mb={budget_mb}')
-      logger.warning('--cache memory: the training data (about %s) is above '
-                     'the cache budget (%s) of each process that reads it',
-                     size, _mib(budget))
-    return CachePlan(True, f'caching the transformed training data in memory '
-                     f'after its first epoch (about {size})', estimate,
-                     budget)
+          f'--cache memory: the training data (about {size}) does not fit '
+          "the workers' --cache-budget-mb; raise it, or pass --cache none."
+          f' Received: --cache-budget-mb={budget_mb}'
+        )
+      logger.warning(
+        '--cache memory: the training data (about %s) is above '
+        'the cache budget (%s) of each process that reads it',
+        size,
+        _mib(budget),
+      )
+    return CachePlan(
+      True,
+      f'caching the transformed training data in memory '
+      f'after its first epoch (about {size})',
+      estimate,
+      budget,
+    )
   # auto
   if epochs == 1:
-    return CachePlan(False, 'one epoch (--epochs 1): nothing to replay',
-                     estimate, budget)
+    return CachePlan(
+      False, 'one epoch (--epochs 1): nothing to replay', estimate, budget
+    )
   if estimate is None:
-    return CachePlan(False, 'not caching: the size of the training data is '
-                     'unknown without an analysis (--cache memory to cache '
-                     'anyway)', None, budget)
-  if (epochs is None and max_steps is not None and instances is not None and
-      max_steps * batch <= instances):
-    return CachePlan(False, f'not caching: {max_steps} steps of {batch} read '
-                     f'less than the {instances} instances analyzed once',
-                     estimate, budget)
+    return CachePlan(
+      False,
+      'not caching: the size of the training data is '
+      'unknown without an analysis (--cache memory to cache '
+      'anyway)',
+      None,
+      budget,
+    )
+  if (
+    epochs is None
+    and max_steps is not None
+    and instances is not None
+    and max_steps * batch <= instances
+  ):
+    return CachePlan(
+      False,
+      f'not caching: {max_steps} steps of {batch} read '
+      f'less than the {instances} instances analyzed once',
+      estimate,
+      budget,
+    )
   if parameter_servers and not explicit:
-    return CachePlan(False, 'not caching on parameter-server workers without '
-                     '--cache-budget-mb (the chief cannot see their memory)',
-                     estimate, None)
+    return CachePlan(
+      False,
+      'not caching on parameter-server workers without '
+      '--cache-budget-mb (the chief cannot see their memory)',
+      estimate,
+      None,
+    )
   if budget is None:
-    return CachePlan(False, 'not caching: this machine\'s memory is unknown '
-                     '(pass --cache-budget-mb)', estimate, None)
+    return CachePlan(
+      False,
+      "not caching: this machine's memory is unknown (pass --cache-budget-mb)",
+      estimate,
+      None,
+    )
   if estimate > budget:
-    return CachePlan(False, f'not caching: the training data (about {size}) '
-                     f'is above the budget ({_mib(budget)}; '
-                     '--cache-budget-mb)', estimate, budget)
-  return CachePlan(True, f'caching the transformed training data in memory '
-                   f'after its first epoch (about {size} of a '
-                   f'{_mib(budget)} budget)', estimate, budget)
+    return CachePlan(
+      False,
+      f'not caching: the training data (about {size}) '
+      f'is above the budget ({_mib(budget)}; '
+      '--cache-budget-mb)',
+      estimate,
+      budget,
+    )
+  return CachePlan(
+    True,
+    f'caching the transformed training data in memory '
+    f'after its first epoch (about {size} of a '
+    f'{_mib(budget)} budget)',
+    estimate,
+    budget,
+  )
 
 
 def _safe_estimate(dataset):

@@ -22,6 +22,7 @@ from tensorfx.training._engine import xla
 def build(builder):
   """Builds the `EvaluationInterface` (None without anything to evaluate)."""
   import tf_keras
+
   settings = builder.settings
   default_batch = settings.validation.batch_size or settings.loop.batch_size
   # The default target reads `eval`; --eval-target adds others.
@@ -42,24 +43,32 @@ def build(builder):
   # XLA compiles the forward pass; outputs (often strings: class names),
   # the loss and the metrics' updates are cheap, and stay outside.
   inference = xla.Step(
-      lambda inputs: precision.to_float32(
-          builder.build_inference(inputs, training=False)),
-      'evaluation step', settings.speed.jit_compile, reason=_no_xla(strategy))
+    lambda inputs: precision.to_float32(
+      builder.build_inference(inputs, training=False)
+    ),
+    'evaluation step',
+    settings.speed.jit_compile,
+    reason=_no_xla(strategy),
+  )
 
   def eval_step(inputs):
     inferences = inference(inputs)
     outputs = builder.build_output(inferences)
     loss, _ = builder.build_training(global_step, inputs, inferences)
     size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
-    loss_metric.update_state(tf.cast(loss, tf.float32),
-                             sample_weight=tf.cast(size, tf.float32))
+    loss_metric.update_state(
+      tf.cast(loss, tf.float32), sample_weight=tf.cast(size, tf.float32)
+    )
     builder.build_evaluation(inputs, outputs)
     return size
 
   def run_step(inputs):
     if replicated:
-      return strategy.reduce(tf.distribute.ReduceOp.SUM,
-                             strategy.run(eval_step, (inputs,)), axis=None)
+      return strategy.reduce(
+        tf.distribute.ReduceOp.SUM,
+        strategy.run(eval_step, (inputs,)),
+        axis=None,
+      )
     return eval_step(inputs)
 
   @tf.function
@@ -70,8 +79,8 @@ def build(builder):
       # graph mode, and TensorFlow warns that they may be stale (they are
       # the options tensorfx set, unchanged).
       warnings.filterwarnings(
-          'ignore', 'To make it possible to preserve tf.data options',
-          UserWarning)
+        'ignore', 'To make it possible to preserve tf.data options', UserWarning
+      )
       for inputs in data:
         count += run_step(inputs)
     return count
@@ -85,14 +94,16 @@ def build(builder):
     if fn not in computations:
 
       def target_step(inputs):
-        outputs = builder.build_output(precision.to_float32(
-            builder.build_inference(inputs, training=False)))
+        outputs = builder.build_output(
+          precision.to_float32(builder.build_inference(inputs, training=False))
+        )
         values = fn(inputs, outputs)
         if not isinstance(values, dict):
           raise ConfigurationError(
-              'A validation target\'s computation '
-              f'({getattr(fn, "__qualname__", fn)}) must return a dict of '
-              f'tensors by name. Received: {values!r}')
+            "A validation target's computation "
+            f'({getattr(fn, "__qualname__", fn)}) must return a dict of '
+            f'tensors by name. Received: {values!r}'
+          )
         size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
         return dict(values), size
 
@@ -101,9 +112,13 @@ def build(builder):
           return target_step(inputs)
         values, size = strategy.run(target_step, (inputs,))
         # One value per batch: the replicas' mean.
-        return ({k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v,
-                                    axis=None) for k, v in values.items()},
-                strategy.reduce(tf.distribute.ReduceOp.SUM, size, axis=None))
+        return (
+          {
+            k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
+            for k, v in values.items()
+          },
+          strategy.reduce(tf.distribute.ReduceOp.SUM, size, axis=None),
+        )
 
       computations[fn] = tf.function(run_target_step)
     return computations[fn]
@@ -116,12 +131,13 @@ def build(builder):
       data = data.take(batches)
     if replicated:
       return strategy.experimental_distribute_dataset(
-          strategies.shard_by_data(data))
+        strategies.shard_by_data(data)
+      )
     return data
 
-  return _interfaces.EvaluationInterface(dataset=dataset, loop=loop,
-                                         metrics=metrics, step=step,
-                                         compute=compute)
+  return _interfaces.EvaluationInterface(
+    dataset=dataset, loop=loop, metrics=metrics, step=step, compute=compute
+  )
 
 
 def _no_xla(strategy):

@@ -32,8 +32,12 @@ def build_graph_interfaces(builder, config):
   strategy = builder.strategy
   with strategy.scope():
     engine.global_step = tf.Variable(
-        0, dtype=tf.int64, trainable=False, name='global_step',
-        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      0,
+      dtype=tf.int64,
+      trainable=False,
+      name='global_step',
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
     training = builder.build_training_graph()
     evaluation = builder.build_evaluation_graph()
 
@@ -41,8 +45,7 @@ def build_graph_interfaces(builder, config):
     with strategy.scope():
       return builder.build_prediction_graph()
 
-  return training, evaluation, _interfaces.DeferredPrediction(
-      build_prediction)
+  return training, evaluation, _interfaces.DeferredPrediction(build_prediction)
 
 
 def training_graph(builder):

@@ -41,20 +41,23 @@ def make_loop(strategy, run_step, loss_limit, one_step_per_call=False):
     # run, so no batch is lost between calls.
     def body(steps, loss, batch, _):
       per_replica = run_step(batch.get_value())
-      loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica,
-                             axis=None)
+      loss = strategy.reduce(
+        tf.distribute.ReduceOp.MEAN, per_replica, axis=None
+      )
       steps += 1
       go = tf.logical_and(
-          tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
-          steps < num_steps)
+        tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
+        steps < num_steps,
+      )
       batch = tf.cond(go, iterator.get_next_as_optional, lambda: batch)
       return steps, loss, batch, tf.logical_and(go, batch.has_value())
 
     batch = iterator.get_next_as_optional()
     steps, loss, _, _ = tf.while_loop(
-        lambda *state: state[-1], body,
-        (tf.constant(0, tf.int64), tf.constant(0.0), batch,
-         batch.has_value()))
+      lambda *state: state[-1],
+      body,
+      (tf.constant(0, tf.int64), tf.constant(0.0), batch, batch.has_value()),
+    )
     return loss, steps
 
   if not one_step_per_call:

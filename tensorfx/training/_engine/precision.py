@@ -29,6 +29,7 @@ def policy(precision):
     precision: 'float32', 'mixed_float16' or 'mixed_bfloat16'.
   """
   import tf_keras
+
   mixed = tf_keras.mixed_precision
   previous = mixed.global_policy()
   if precision == 'float32':
@@ -64,8 +65,10 @@ def loss_scale_optimizer(builder, optimizer):
   engine = _state.of(builder)
   if engine.loss_scale_optimizer is None:
     import tf_keras
+
     engine.loss_scale_optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
-        optimizer)
+      optimizer
+    )
   return engine.loss_scale_optimizer
 
 
@@ -78,18 +81,24 @@ def zero_if_not_finite(gradients):
   present = [g for g in gradients if g is not None]
   if not present:
     return gradients
-  finite = tf.reduce_all([
-      tf.reduce_all(tf.math.is_finite(
-          g.values if isinstance(g, tf.IndexedSlices) else g))
-      for g in present])
+  finite = tf.reduce_all(
+    [
+      tf.reduce_all(
+        tf.math.is_finite(g.values if isinstance(g, tf.IndexedSlices) else g)
+      )
+      for g in present
+    ]
+  )
 
   def zero(gradient):
     if gradient is None:
       return None
     if isinstance(gradient, tf.IndexedSlices):
       return tf.IndexedSlices(
-          tf.where(finite, gradient.values, tf.zeros_like(gradient.values)),
-          gradient.indices, gradient.dense_shape)
+        tf.where(finite, gradient.values, tf.zeros_like(gradient.values)),
+        gradient.indices,
+        gradient.dense_shape,
+      )
     return tf.where(finite, gradient, tf.zeros_like(gradient))
 
   return [zero(g) for g in gradients]

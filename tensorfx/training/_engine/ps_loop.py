@@ -15,8 +15,9 @@ import tensorflow as tf
 from tensorfx.training._engine import state as _state
 
 
-def make_loop(builder, train_step, epochs, shuffle, loss_limit,
-              steps_per_closure):
+def make_loop(
+  builder, train_step, epochs, shuffle, loss_limit, steps_per_closure
+):
   """The chief's loop over per-worker datasets.
 
   Args:
@@ -41,8 +42,11 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
   global_step = engine.global_step
   batch_size = builder.settings.loop.batch_size
   # Tables made under the strategy's scope get a copy on each worker.
-  worker_layer = (builder.dataset.transform_output.transform_features_layer()
-                  if builder.dataset.features is not None else None)
+  worker_layer = (
+    builder.dataset.transform_output.transform_features_layer()
+    if builder.dataset.features is not None
+    else None
+  )
 
   def dataset_fn(context=None):
     del context
@@ -58,12 +62,17 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
   def worker_loop(iterator, num_steps):
     def body(steps, _, __):
       loss = strategy.run(train_step, (next(iterator),))
-      return steps + 1, loss, tf.logical_and(tf.math.is_finite(loss),
-                                             loss <= loss_limit)
+      return (
+        steps + 1,
+        loss,
+        tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
+      )
 
     steps, loss, _ = tf.while_loop(
-        lambda steps, _, ok: tf.logical_and(ok, steps < num_steps), body,
-        (tf.constant(0, tf.int64), tf.constant(0.0), tf.constant(True)))
+      lambda steps, _, ok: tf.logical_and(ok, steps < num_steps),
+      body,
+      (tf.constant(0, tf.int64), tf.constant(0.0), tf.constant(True)),
+    )
     return loss, steps
 
   def loop(iterator, num_steps):
@@ -72,13 +81,17 @@ def make_loop(builder, train_step, epochs, shuffle, loss_limit,
     scheduled = []
     while remaining > 0:
       count = min(remaining, steps_per_closure)
-      scheduled.append(coordinator.schedule(
-          worker_loop, args=(iterator, tf.constant(count, tf.int64))))
+      scheduled.append(
+        coordinator.schedule(
+          worker_loop, args=(iterator, tf.constant(count, tf.int64))
+        )
+      )
       remaining -= count
     coordinator.join()
     losses = [float(result.fetch()[0]) for result in scheduled]
-    bad = [loss for loss in losses
-           if not math.isfinite(loss) or loss > loss_limit]
+    bad = [
+      loss for loss in losses if not math.isfinite(loss) or loss > loss_limit
+    ]
     if bad:
       loss = bad[0]
     else:

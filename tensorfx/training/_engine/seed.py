@@ -15,6 +15,7 @@ def set_seed(seed):
   if seed is None:
     return
   import tf_keras
+
   tf_keras.utils.set_random_seed(seed)
   # Deterministic kernels (reductions, tf.data ordering); slower on GPUs,
   # and process-wide: asked for by --seed only.

@@ -47,43 +47,49 @@ def build(builder):
   def predict(raw):
     transformed = transform(raw)
     inferences = precision.to_float32(
-        builder.build_inference(transformed, training=False))
+      builder.build_inference(transformed, training=False)
+    )
     # float32 outputs whatever --precision the model computed in.
     outputs = dict(precision.to_float32(builder.build_output(inferences)))
     for name in key_names:
       outputs[name] = transformed[name]
     return outputs
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
-                                              name='csv')])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name='csv')])
   def predict_csv(csv):
     raw, reasons = _csv.parse_lines(
-        csv, text_schema, fields=[f.name for f in serving],
-        optional=sorted(target_fields))
+      csv,
+      text_schema,
+      fields=[f.name for f in serving],
+      optional=sorted(target_fields),
+    )
     index = tf.range(1, tf.size(csv, out_type=tf.int64) + 1)
     check = _validation.assert_valid(
-        reasons, tf.fill(tf.shape(csv), 'instance'), index)
+      reasons, tf.fill(tf.shape(csv), 'instance'), index
+    )
     with tf.control_dependencies([check]):
       raw = {k: tf.identity(v) for k, v in raw.items()}
     return predict(_listtext.parse_lists(raw, schema))
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
-                                              name='examples')])
+  @tf.function(
+    input_signature=[tf.TensorSpec([None], tf.string, name='examples')]
+  )
   def predict_examples(examples):
     return predict(tf.io.parse_example(examples, serving_spec))
 
   feature_signature = {
-      f.name: tf.TensorSpec([None], text_spec[f.name].dtype, name=f.name)
-      for f in serving}
+    f.name: tf.TensorSpec([None], text_spec[f.name].dtype, name=f.name)
+    for f in serving
+  }
 
   @tf.function(input_signature=[feature_signature])
   def predict_features(raw):
     return predict(_listtext.parse_lists(_na_texts(raw, serving), schema))
 
   signatures = {
-      'serving_default': predict_csv.get_concrete_function(),
-      'predict_examples': predict_examples.get_concrete_function(),
-      'predict_features': predict_features.get_concrete_function(),
+    'serving_default': predict_csv.get_concrete_function(),
+    'predict_examples': predict_examples.get_concrete_function(),
+    'predict_features': predict_features.get_concrete_function(),
   }
   module = tf.Module()
   module.transform_layer = builder.transform_layer
@@ -94,10 +100,11 @@ def build(builder):
   module.model_variables = list(captured.values())
   # Exact-key tables serve through their indexes' hash tables.
   module.embedding_indexes = [
-      index for table in _table.find_tables(builder)
-      for index in table.index_tables]
-  return _interfaces.PredictionInterface(signatures=signatures,
-                                         module=module)
+    index
+    for table in _table.find_tables(builder)
+    for index in table.index_tables
+  ]
+  return _interfaces.PredictionInterface(signatures=signatures, module=module)
 
 
 def _na_texts(raw, fields):
@@ -109,11 +116,16 @@ def _na_texts(raw, fields):
   raw = dict(raw)
   for field in fields:
     fill = _missing.fill_value(field)
-    if not field.na_values or field.type.value != 'discrete' or \
-        fill is None or field.multivalent:
+    if (
+      not field.na_values
+      or field.type.value != 'discrete'
+      or fill is None
+      or field.multivalent
+    ):
       continue
     value = raw[field.name]
-    token = tf.reduce_any(tf.equal(value[:, None],
-                                   tf.constant(list(field.na_values))), axis=1)
+    token = tf.reduce_any(
+      tf.equal(value[:, None], tf.constant(list(field.na_values))), axis=1
+    )
     raw[field.name] = tf.where(token, fill, value)
   return raw

@@ -40,9 +40,11 @@ class _Tracked(tf.Module):
 
 def _tracked(name: str, doc: str) -> Any:
   """A property of `EngineState` kept in its checkpointed `_Tracked`."""
-  return property(lambda self: getattr(self._tracked, name),
-                  lambda self, value: setattr(self._tracked, name, value),
-                  doc=doc)
+  return property(
+    lambda self: getattr(self._tracked, name),
+    lambda self, value: setattr(self._tracked, name, value),
+    doc=doc,
+  )
 
 
 class EngineState:
@@ -72,18 +74,27 @@ class EngineState:
     self._tracked = _Tracked()
     self._metrics: Dict[str, Any] = {}
     self.run = types.SimpleNamespace(
-        transform_layer=None, worker_layer=None, coordinator=None,
-        gradient_norm=None, eval_loss=None, cache_plan=None,
-        slice_filter=None)
+      transform_layer=None,
+      worker_layer=None,
+      coordinator=None,
+      gradient_norm=None,
+      eval_loss=None,
+      cache_plan=None,
+      slice_filter=None,
+    )
 
   global_step = _tracked('global_step', 'The int64 global step variable.')
-  training_optimizer = _tracked('_training_optimizer',
-                                'The optimizer `build_training` returned.')
-  accumulator = _tracked('_accumulator', 'The `GradientAccumulator` of '
-                         '`--accumulation-steps`, or None.')
-  loss_scale_optimizer = _tracked('_loss_scale_optimizer', 'The '
-                                  '`LossScaleOptimizer` of `--precision '
-                                  'mixed_float16`, or None.')
+  training_optimizer = _tracked(
+    '_training_optimizer', 'The optimizer `build_training` returned.'
+  )
+  accumulator = _tracked(
+    '_accumulator',
+    'The `GradientAccumulator` of `--accumulation-steps`, or None.',
+  )
+  loss_scale_optimizer = _tracked(
+    '_loss_scale_optimizer',
+    'The `LossScaleOptimizer` of `--precision mixed_float16`, or None.',
+  )
 
   @property
   def evaluation_metrics(self) -> Dict[str, Any]:
@@ -101,7 +112,9 @@ class EngineState:
     if self.evaluation_checkpointed:
       self._tracked._evaluation_metrics = self._metrics
 
-  def checkpoint_children(self, save_type: Any, **kwargs: Any) -> Dict[str, Any]:
+  def checkpoint_children(
+    self, save_type: Any, **kwargs: Any
+  ) -> Dict[str, Any]:
     """The engine's checkpointed objects by their names in checkpoints."""
     return dict(self._tracked._trackable_children(save_type, **kwargs))
 
@@ -132,15 +145,17 @@ class _Checkpointed(tf.__internal__.tracking.Trackable):
   def __init__(self, builder: Any, state: EngineState) -> None:
     self._parts = (builder, state)
 
-  def _trackable_children(self, save_type: Any = 'checkpoint',
-                          **kwargs: Any) -> Dict[str, Any]:
+  def _trackable_children(
+    self, save_type: Any = 'checkpoint', **kwargs: Any
+  ) -> Dict[str, Any]:
     builder, state = self._parts
     children = dict(builder._trackable_children(save_type, **kwargs))
     children.update(state.checkpoint_children(save_type, **kwargs))
     return children
 
-  def _lookup_dependency(self, name: str,
-                         cached_dependencies: Any = None) -> Any:
+  def _lookup_dependency(
+    self, name: str, cached_dependencies: Any = None
+  ) -> Any:
     children = cached_dependencies or self._trackable_children()
     return children.get(name)
 

@@ -7,8 +7,7 @@ import tensorflow as tf
 
 # Each multi-worker strategy's vote, a traced function: run eagerly, the
 # vote's collective warns about its overhead at every call.
-_votes: 'weakref.WeakKeyDictionary[Any, Any]' = (
-    weakref.WeakKeyDictionary())
+_votes: 'weakref.WeakKeyDictionary[Any, Any]' = weakref.WeakKeyDictionary()
 
 
 def parameter_servers(strategy):
@@ -18,8 +17,7 @@ def parameter_servers(strategy):
 
 def replicated(strategy):
   """Whether steps run on several synchronous replicas (mirrored)."""
-  return (not parameter_servers(strategy) and
-          strategy.num_replicas_in_sync > 1)
+  return not parameter_servers(strategy) and strategy.num_replicas_in_sync > 1
 
 
 def multi_worker(strategy):
@@ -31,7 +29,8 @@ def shard_by_data(dataset):
   """Shards by element, not file: a job may have fewer files than workers."""
   options = tf.data.Options()
   options.experimental_distribute.auto_shard_policy = (
-      tf.data.experimental.AutoShardPolicy.DATA)
+    tf.data.experimental.AutoShardPolicy.DATA
+  )
   return dataset.with_options(options)
 
 

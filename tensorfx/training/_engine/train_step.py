@@ -17,8 +17,9 @@ from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla
 
 
-def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
-                    compiled=None):
+def make_train_step(
+  builder, dense, groups, accumulator, loss_scale=None, compiled=None
+):
   """The per-replica step: `train_step(inputs) -> loss`.
 
   Each step also writes the global norm of the gradient it applies to
@@ -59,6 +60,7 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   # Tables' gradients summed as slices, one replica a process; replicas
   # of one process keep the dense sum (see `tensorfx.embeddings._replicas`).
   from tensorfx.embeddings import _replicas
+
   dense_table_gradients = not _replicas.sparse_sums(strategy)
   global_step = engine.global_step
   # Dense variables first, then each table optimizer's, in that order.
@@ -66,8 +68,11 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   # Made under the strategy's scope (the caller's): replicas hold the same
   # value, the first one's is kept.
   gradient_norm = tf.Variable(
-      0.0, trainable=False, name='gradient_norm',
-      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    0.0,
+    trainable=False,
+    name='gradient_norm',
+    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+  )
   engine.run.gradient_norm = gradient_norm
 
   # Python-only control flow, calling optimizers (which autograph leaves
@@ -76,8 +81,7 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   @tf.autograph.experimental.do_not_convert
   def apply_gradients(step_optimizer, gradients):
     # None: the dense update ran in the compiled step (`fused`).
-    parts = [] if step_optimizer is None else [
-        (step_optimizer, 0, len(dense))]
+    parts = [] if step_optimizer is None else [(step_optimizer, 0, len(dense))]
     start = len(dense)
     for table_optimizer, table_variables in groups:
       parts.append((table_optimizer, start, start + len(table_variables)))
@@ -96,14 +100,23 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
         # call for them; a Keras Embedding's slices (the dense part) are
         # summed densely, their size changing within a multi-step call.
         gradients[begin:end] = _reduce_replicas(
-            optimizer, gradients[begin:end], variables[begin:end], presum,
-            sparse=not dense_table_gradients and begin >= len(dense))
+          optimizer,
+          gradients[begin:end],
+          variables[begin:end],
+          presum,
+          sparse=not dense_table_gradients and begin >= len(dense),
+        )
     # A replica's own gradient is of its loss / replicas.
-    norms = [_global_norm(gradients[begin:end]) *
-             (replicas if replicated and not presum else 1)
-             for (_, begin, end), presum in zip(parts, presummed)]
-    norm = (tf.sqrt(tf.add_n([tf.square(n) for n in norms])) if norms else
-            tf.constant(0.0))
+    norms = [
+      _global_norm(gradients[begin:end])
+      * (replicas if replicated and not presum else 1)
+      for (_, begin, end), presum in zip(parts, presummed)
+    ]
+    norm = (
+      tf.sqrt(tf.add_n([tf.square(n) for n in norms]))
+      if norms
+      else tf.constant(0.0)
+    )
     if step_optimizer is None:
       # The compiled step left the dense gradients' norm in the variable.
       norm = tf.sqrt(tf.square(norm) + tf.square(gradient_norm))
@@ -111,7 +124,8 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
     for (optimizer, begin, end), presum in zip(parts, presummed):
       kwargs = {'skip_gradients_aggregation': True} if presum else {}
       optimizer.apply_gradients(
-          zip(gradients[begin:end], variables[begin:end]), **kwargs)
+        zip(gradients[begin:end], variables[begin:end]), **kwargs
+      )
 
   # The optimizer build_training returns, seen when it is traced (the
   # gradients' computation may be compiled: only tensors come out).
@@ -120,9 +134,11 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
   def gradients_of(inputs):
     with tf.GradientTape() as tape:
       inferences = precision.to_float32(
-          builder.build_inference(inputs, training=True))
-      loss, traced['optimizer'] = builder.build_training(global_step, inputs,
-                                                         inferences)
+        builder.build_inference(inputs, training=True)
+      )
+      loss, traced['optimizer'] = builder.build_training(
+        global_step, inputs, inferences
+      )
       loss = tf.cast(loss, tf.float32)
       # Each replica's mean loss counts 1/replicas of the global mean:
       # the optimizer sums the replicas' gradients.
@@ -148,12 +164,12 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
 
   @tf.autograph.experimental.do_not_convert
   def apply_dense(gradients):
-    optimizer_of_step().apply_gradients(zip(gradients[:len(dense)], dense))
-    return [None] * len(dense) + list(gradients[len(dense):])
+    optimizer_of_step().apply_gradients(zip(gradients[: len(dense)], dense))
+    return [None] * len(dense) + list(gradients[len(dense) :])
 
   def update_of(inputs):
     loss, gradients = gradients_of(inputs)
-    gradient_norm.assign(_global_norm(gradients[:len(dense)]))
+    gradient_norm.assign(_global_norm(gradients[: len(dense)]))
     return loss, apply_dense(gradients)
 
   gradients_step = (compiled or _plain)(update_of if fused else gradients_of)
@@ -162,8 +178,9 @@ def make_train_step(builder, dense, groups, accumulator, loss_scale=None,
     loss, gradients = gradients_step(inputs)
     if loss_scale is not None:
       # The tables' optimizers must skip the steps the loss scale skips.
-      gradients = (list(gradients[:len(dense)]) +
-                   precision.zero_if_not_finite(gradients[len(dense):]))
+      gradients = list(gradients[: len(dense)]) + precision.zero_if_not_finite(
+        gradients[len(dense) :]
+      )
     if accumulator is None:
       # The optimizer sums the replicas' gradients, then clips
       # (--clip-norm, --clip-value) and applies them; embedding tables'
@@ -197,23 +214,28 @@ def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):
   benchmarks' baseline).
   """
   if not presum or not sparse:
-    gradients = [tf.convert_to_tensor(g)
-                 if isinstance(g, tf.IndexedSlices) else g
-                 for g in gradients]
+    gradients = [
+      tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+      for g in gradients
+    ]
   if not presum:
     return gradients
   from tensorfx.embeddings import _replicas
+
   context = tf.distribute.get_replica_context()
-  slices = [i for i, g in enumerate(gradients)
-            if isinstance(g, tf.IndexedSlices)]
-  others = [i for i, g in enumerate(gradients)
-            if g is not None and i not in slices]
+  slices = [
+    i for i, g in enumerate(gradients) if isinstance(g, tf.IndexedSlices)
+  ]
+  others = [
+    i for i, g in enumerate(gradients) if g is not None and i not in slices
+  ]
   summed = list(gradients)
   for i in slices:
     summed[i] = _replicas.reduce_slices(context, gradients[i])
   if others:
     pairs = optimizer.aggregate_gradients(
-        [(gradients[i], variables[i]) for i in others])
+      [(gradients[i], variables[i]) for i in others]
+    )
     for i, (g, _) in zip(others, pairs):
       summed[i] = g
   return summed
@@ -252,16 +274,18 @@ def build_accumulator(builder, variables, steps, tables):
     # Tables' rows change every step (admission, eviction); their
     # gradients are not accumulated.
     raise ConfigurationError(
-        '--accumulation-steps is not supported with embedding tables; '
-        'raise --batch-size instead. Received: --accumulation-steps='
-        f'{steps}')
+      '--accumulation-steps is not supported with embedding tables; '
+      'raise --batch-size instead. Received: --accumulation-steps='
+      f'{steps}'
+    )
   if strategies.parameter_servers(builder.strategy):
     # Workers step asynchronously: there is no shared set of N
     # minibatches to accumulate. A larger --batch-size does the same.
     raise ConfigurationError(
-        '--accumulation-steps is not supported with parameter servers '
-        '(asynchronous training); raise --batch-size instead. Received: '
-        f'--accumulation-steps={steps}')
+      '--accumulation-steps is not supported with parameter servers '
+      '(asynchronous training); raise --batch-size instead. Received: '
+      f'--accumulation-steps={steps}'
+    )
   engine = _state.of(builder)
   if engine.accumulator is None:
     engine.accumulator = _optimizers.GradientAccumulator(variables, steps)

@@ -29,8 +29,9 @@ def build(builder):
   # Parameter-server workers read independently and forever; the step
   # count (--max-steps) bounds training.
   epochs = None if parameter_servers else settings.loop.epochs
-  dataset = builder.build_input('train', settings.loop.batch_size, epochs,
-                                shuffle)
+  dataset = builder.build_input(
+    'train', settings.loop.batch_size, epochs, shuffle
+  )
   if not parameter_servers:
     # The pipeline's threads start with the iterator, not at the first
     # batch asked for: the first batches are read while the training
@@ -42,21 +43,33 @@ def build(builder):
   engine = _state.of(builder)
   optimizer = engine.training_optimizer
   variables = _optimizers.select_variables(
-      engine_variables.trainable(builder),
-      settings.optimizer.trainable_pattern)
+    engine_variables.trainable(builder), settings.optimizer.trainable_pattern
+  )
   dense, groups = engine_variables.route(builder, variables, optimizer)
   accumulator = train_steps.build_accumulator(
-      builder, tuple(dense) + tuple(v for _, vs in groups for v in vs),
-      settings.optimizer.accumulation_steps, tables=bool(groups))
+    builder,
+    tuple(dense) + tuple(v for _, vs in groups for v in vs),
+    settings.optimizer.accumulation_steps,
+    tables=bool(groups),
+  )
   loss_scale = precision.loss_scale_optimizer(builder, optimizer)
 
   def compiled(fn):
-    return xla.Step(fn, 'training step', settings.speed.jit_compile,
-                    reason=_no_xla(parameter_servers))
+    return xla.Step(
+      fn,
+      'training step',
+      settings.speed.jit_compile,
+      reason=_no_xla(parameter_servers),
+    )
 
   train_step, variables, gradients_step = train_steps.make_train_step(
-      builder, dense, groups, accumulator, loss_scale=loss_scale,
-      compiled=compiled)
+    builder,
+    dense,
+    groups,
+    accumulator,
+    loss_scale=loss_scale,
+    compiled=compiled,
+  )
   gradients_step.check(dataset.element_spec, strategy)
   # The guards stop the loop at the first bad step, compared on the
   # device: no host synchronisation per step.
@@ -64,30 +77,46 @@ def build(builder):
   loss_limit = math.inf if thres_loss is None else float(thres_loss)
   if parameter_servers:
     loop, distributed = ps_loop.make_loop(
-        builder, train_step, epochs, shuffle, loss_limit,
-        settings.loop.steps_per_closure)
+      builder,
+      train_step,
+      epochs,
+      shuffle,
+      loss_limit,
+      settings.loop.steps_per_closure,
+    )
   else:
-    run_step = train_steps.make_step_runner(builder, train_step, accumulator,
-                                            loss_scale or optimizer)
+    run_step = train_steps.make_step_runner(
+      builder, train_step, accumulator, loss_scale or optimizer
+    )
     loop = local_loop.make_loop(
-        strategy, run_step, loss_limit,
-        one_step_per_call=_exchanges_slices(builder, strategy, groups))
+      strategy,
+      run_step,
+      loss_limit,
+      one_step_per_call=_exchanges_slices(builder, strategy, groups),
+    )
     distributed = dataset
     if strategies.replicated(strategy):
       distributed = strategy.experimental_distribute_dataset(
-          strategies.shard_by_data(dataset))
+        strategies.shard_by_data(dataset)
+      )
   return _interfaces.TrainingInterface(
-      dataset=distributed, global_step=engine.global_step, loop=loop,
-      optimizer=optimizer, variables=variables,
-      batch_size=settings.loop.batch_size,
-      gradient_norm=engine.run.gradient_norm)
+    dataset=distributed,
+    global_step=engine.global_step,
+    loop=loop,
+    optimizer=optimizer,
+    variables=variables,
+    batch_size=settings.loop.batch_size,
+    gradient_norm=engine.run.gradient_norm,
+  )
 
 
 def _no_xla(parameter_servers):
   """Why a training step is never compiled here, or None."""
   if parameter_servers:
-    return ('not with parameter servers (the step runs on the workers, its '
-            'variables on the servers)')
+    return (
+      'not with parameter servers (the step runs on the workers, its '
+      'variables on the servers)'
+    )
   return None
 
 
@@ -100,6 +129,7 @@ def _exchanges_slices(builder, strategy, groups):
   """
   from tensorfx.embeddings import _replicas
   from tensorfx.embeddings import _table
+
   # Any table: a hashed table without an optimizer of its own (no group)
   # still gathers its admission counts and stamps as rows.
   tables = _table.find_tables(builder)

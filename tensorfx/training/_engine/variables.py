@@ -39,9 +39,9 @@ def create_variables(builder, dataset):
   # Layers take the --precision policy when they are made: here.
   with precision.policy(builder.settings.speed.precision):
     inferences = precision.to_float32(
-        builder.build_inference(inputs, training=False))
-  _, optimizer = builder.build_training(engine.global_step, inputs,
-                                        inferences)
+      builder.build_inference(inputs, training=False)
+    )
+  _, optimizer = builder.build_training(engine.global_step, inputs, inferences)
   engine.training_optimizer = optimizer
   outputs = builder.build_output(inferences)
   metrics = {}
@@ -75,9 +75,10 @@ def trainable(builder):
   variables = tuple(builder.trainable_variables)
   if not variables:
     raise ConfigurationError(
-        f'{type(builder).__name__}.build_inference created no trainable '
-        'variables; create layers on its first call and keep them as '
-        'attributes of the builder.')
+      f'{type(builder).__name__}.build_inference created no trainable '
+      'variables; create layers on its first call and keep them as '
+      'attributes of the builder.'
+    )
   return variables
 
 
@@ -93,9 +94,12 @@ def route(builder, variables, optimizer):
   """
   tables = _table.find_tables(builder)
   for table in tables:
-    table.bind(step_counter=_state.of(builder).global_step,
-               optimizer=None if table.optimizer is not None
-               else builder.sparse_optimizer)
+    table.bind(
+      step_counter=_state.of(builder).global_step,
+      optimizer=None
+      if table.optimizer is not None
+      else builder.sparse_optimizer,
+    )
   owner = {}
   for table in tables:
     if table.built:
@@ -109,7 +113,8 @@ def route(builder, variables, optimizer):
       dense.append(variable)
     else:
       groups.setdefault(id(table_optimizer), (table_optimizer, []))[1].append(
-          variable)
+        variable
+      )
   return dense, list(groups.values())
 
 
@@ -122,9 +127,11 @@ def warm_start_variables(builder):
   engine = _state.of(builder)
   skip = {id(engine.global_step)}
   # The builder's own optimizers, if its hooks made them.
-  optimizers = [engine.training_optimizer,
-                getattr(builder, '_optimizer', None),
-                getattr(builder, '_sparse_optimizer', None)]
+  optimizers = [
+    engine.training_optimizer,
+    getattr(builder, '_optimizer', None),
+    getattr(builder, '_sparse_optimizer', None),
+  ]
   optimizers += [table.optimizer for table in _table.find_tables(builder)]
   for optimizer in optimizers:
     for variable in getattr(optimizer, 'variables', ()) or ():
@@ -149,7 +156,6 @@ def _zeros_like_spec(spec):
 
 
 class _EagerRunFilter(logging.Filter):
-
   def filter(self, record):
     return 'eagerly has significant overhead' not in record.getMessage()
 

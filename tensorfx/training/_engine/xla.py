@@ -29,8 +29,8 @@ from tensorfx._logging import logger
 
 # The first line of XLA's "unsupported operations" message names the op.
 _UNSUPPORTED = re.compile(
-    r'Detected unsupported operations[^:]*:\s*(.*?)(?:\(No registered|$)',
-    re.S)
+  r'Detected unsupported operations[^:]*:\s*(.*?)(?:\(No registered|$)', re.S
+)
 _RAISED = re.compile(r'^\w+(Error|Exception): ')
 
 
@@ -86,18 +86,25 @@ class Step:
       return self.compiled
     inputs = example_inputs(element_spec)
     fixed, rest = _split(inputs)
-    function = tf.function(lambda args: self._fn(_merge(args, rest)),
-                           jit_compile=True)
+    function = tf.function(
+      lambda args: self._fn(_merge(args, rest)), jit_compile=True
+    )
     try:
       concrete = function.get_concrete_function(fixed)
       captured = {id(t) for t in concrete.captured_inputs}
-      used = sorted(name for name, value in rest.items() if any(
+      used = sorted(
+        name
+        for name, value in rest.items()
+        if any(
           id(t) in captured
-          for t in tf.nest.flatten(value, expand_composites=True)))
+          for t in tf.nest.flatten(value, expand_composites=True)
+        )
+      )
       if used:
         self._fallback(
-            f'it uses inputs XLA cannot take (strings, or values whose size '
-            f'varies per batch): {", ".join(map(repr, used))}')
+          f'it uses inputs XLA cannot take (strings, or values whose size '
+          f'varies per batch): {", ".join(map(repr, used))}'
+        )
         return False
       function.experimental_get_compiler_ir(fixed)(stage='hlo')
     except (ValueError, TypeError, tf.errors.OpError) as e:
@@ -113,14 +120,19 @@ class Step:
     fixed, rest = _split(inputs)
     # Made at each trace of the caller: the inputs left outside are that
     # trace's tensors, captured.
-    function = tf.function(lambda args: self._fn(_merge(args, rest)),
-                           jit_compile=True)
+    function = tf.function(
+      lambda args: self._fn(_merge(args, rest)), jit_compile=True
+    )
     return function(fixed)
 
   def _fallback(self, reason):
     self.reason = reason
-    logger.warning('--jit-compile: the %s runs without XLA: %s. (Pass '
-                   '--no-jit-compile to silence this.)', self._what, reason)
+    logger.warning(
+      '--jit-compile: the %s runs without XLA: %s. (Pass '
+      '--no-jit-compile to silence this.)',
+      self._what,
+      reason,
+    )
 
 
 def example_inputs(element_spec):
@@ -129,11 +141,13 @@ def example_inputs(element_spec):
   def example(spec):
     if isinstance(spec, tf.SparseTensorSpec):
       shape = [1 if d is None else d for d in spec.shape.as_list()]
-      return tf.SparseTensor(tf.zeros([0, len(shape)], tf.int64),
-                             tf.zeros([0], spec.dtype), shape)
+      return tf.SparseTensor(
+        tf.zeros([0, len(shape)], tf.int64), tf.zeros([0], spec.dtype), shape
+      )
     if isinstance(spec, tf.RaggedTensorSpec):
       return tf.RaggedTensor.from_row_lengths(
-          tf.zeros([0], spec.dtype), tf.zeros([1], tf.int64))
+        tf.zeros([0], spec.dtype), tf.zeros([1], tf.int64)
+      )
     shape = [1 if d is None else d for d in spec.shape.as_list()]
     if spec.dtype == tf.string:
       return tf.fill(shape, '')
@@ -176,6 +190,6 @@ def _describe(error):
   lines = [line.strip() for line in message.splitlines() if line.strip()]
   # Autograph wraps the error: "in user code: ... ValueError: what".
   raised = [line for line in lines if _RAISED.match(line)]
-  return (raised[-1] if raised else lines[0] if lines else
-          type(error).__name__)[:300]
-
+  return (
+    raised[-1] if raised else lines[0] if lines else type(error).__name__
+  )[:300]

@@ -13,6 +13,6 @@ from tensorfx.training._params._api import test_from_params
 from tensorfx.training._params._api import train_from_params
 
 __all__ = [
-    'test_from_params',
-    'train_from_params',
+  'test_from_params',
+  'train_from_params',
 ]

@@ -28,12 +28,21 @@ from tensorfx.training._params import _train
 from tensorfx.training._params import _validation
 
 
-def train_from_params(save_params, model_params, train_params,
-                      loss_params=None, learning_rate_params=None,
-                      optimizer_params=None, validation_params=None,
-                      load_params=None, log_device_placement=False,
-                      dont_run=False, skip_check=False, callbacks=None,
-                      config=None):
+def train_from_params(
+  save_params,
+  model_params,
+  train_params,
+  loss_params=None,
+  learning_rate_params=None,
+  optimizer_params=None,
+  validation_params=None,
+  load_params=None,
+  log_device_placement=False,
+  dont_run=False,
+  skip_check=False,
+  callbacks=None,
+  config=None,
+):
   """Trains a model given as tfutils' parameter dictionaries.
 
   tfutils' interface on tensorfx's engine: the dictionaries are read
@@ -129,89 +138,132 @@ def train_from_params(save_params, model_params, train_params,
   del skip_check
   if save_params is None:
     raise ConfigurationError(
-        "save_params is required: at least {'dbname': ..., 'collname': ..., "
-        "'exp_id': ...}, where the experiment is recorded.")
-  save = _save.SaveSettings.from_params(_keys.Params(save_params,
-                                                     'save_params'))
-  model = _functions.Model.from_params(_keys.Params(model_params,
-                                                    'model_params'))
-  train = _train.TrainSettings.from_params(_keys.Params(train_params,
-                                                        'train_params'))
-  loss = _functions.Loss.from_params(_keys.Params(loss_params,
-                                                  'loss_params'))
+      "save_params is required: at least {'dbname': ..., 'collname': ..., "
+      "'exp_id': ...}, where the experiment is recorded."
+    )
+  save = _save.SaveSettings.from_params(
+    _keys.Params(save_params, 'save_params')
+  )
+  model = _functions.Model.from_params(
+    _keys.Params(model_params, 'model_params')
+  )
+  train = _train.TrainSettings.from_params(
+    _keys.Params(train_params, 'train_params')
+  )
+  loss = _functions.Loss.from_params(_keys.Params(loss_params, 'loss_params'))
   rate = _keys.Params(learning_rate_params, 'learning_rate_params')
   if rate.get('func') is None and rate.get('learning_rate') is None:
-    rate.required('func', 'the function of the learning rate; it receives '
-                  "global_step= and the other keys (or give {'learning_rate':"
-                  ' RATE} for a constant rate)')
+    rate.required(
+      'func',
+      'the function of the learning rate; it receives '
+      "global_step= and the other keys (or give {'learning_rate':"
+      ' RATE} for a constant rate)',
+    )
   optimizer = _keys.Params(optimizer_params, 'optimizer_params')
   validations = _validation.from_params(
-      _keys.Params(validation_params, 'validation_params'))
-  load = _load.LoadSettings.from_params(_keys.Params(load_params,
-                                                     'load_params'),
-                                        save.location)
+    _keys.Params(validation_params, 'validation_params')
+  )
+  load = _load.LoadSettings.from_params(
+    _keys.Params(load_params, 'load_params'), save.location
+  )
   location = save.location
   store = _store.Store(location.uri) if save.do_save else None
   output = _store.output_of(location, store)
   fresh = _fresh_start(load, location, output)
-  recorded = None if fresh else _recorded_fingerprint(output, store,
-                                                      location)
+  recorded = None if fresh else _recorded_fingerprint(output, store, location)
   # Before anything of the experiment is touched; the variables are
   # compared once the model is built.
-  _fingerprint.check_function(recorded, model, location.exp_id,
-                              f'recorded in {output}')
+  _fingerprint.check_function(
+    recorded, model, location.exp_id, f'recorded in {output}'
+  )
   warm_start = None if fresh else _warm_start(load, location, store, output)
   description = {
-      'save_params': {**_keys.describe(
-          {k: v for k, v in vars(location).items() if v is not None}),
-                      **save.describe()},
-      'model_params': model.function.describe(),
-      'train_params': train.describe(),
-      'loss_params': loss.describe(),
-      'learning_rate_params': _keys.describe(rate.value),
-      'optimizer_params': _keys.describe(optimizer.value),
-      'validation_params': {v.name: v.describe() for v in validations},
-      'load_params': load.describe(),
+    'save_params': {
+      **_keys.describe(
+        {k: v for k, v in vars(location).items() if v is not None}
+      ),
+      **save.describe(),
+    },
+    'model_params': model.function.describe(),
+    'train_params': train.describe(),
+    'loss_params': loss.describe(),
+    'learning_rate_params': _keys.describe(rate.value),
+    'optimizer_params': _keys.describe(optimizer.value),
+    'validation_params': {v.name: v.describe() for v in validations},
+    'load_params': load.describe(),
   }
-  flags = save.flags() + train.flags() + _model_flags(
-      model, _optimizer.trainable_pattern(optimizer))
+  flags = (
+    save.flags()
+    + train.flags()
+    + _model_flags(model, _optimizer.trainable_pattern(optimizer))
+  )
   if fresh:
     # tfutils' do_restore False: from scratch; the old checkpoints and
     # summaries go aside (never deleted), the store gets a new run.
     flags.append('--no-resume')
   args = _arguments.ParamsArguments.make(
-      flags, [v.target() for v in validations], description)
-  sources = {'train': _data.FunctionSource(
-      'train', train.data.func, train.data.kwargs, train.data.where)}
+    flags, [v.target() for v in validations], description
+  )
+  sources = {
+    'train': _data.FunctionSource(
+      'train', train.data.func, train.data.kwargs, train.data.where
+    )
+  }
   sources.update({v.source_name: v.source() for v in validations})
-  dataset = _data.FunctionDataSet(sources, train.batch_size,
-                                  loss.pred_targets)
+  dataset = _data.FunctionDataSet(sources, train.batch_size, loss.pred_targets)
   record = _record.ExperimentRecord(
-      location.exp_id, store, location.experiment, action='train',
-      description=description, save=save, fresh=bool(fresh))
+    location.exp_id,
+    store,
+    location.experiment,
+    action='train',
+    description=description,
+    save=save,
+    fresh=bool(fresh),
+  )
   spec = _builder.Spec(
-      model=model, loss=loss, learning_rate=rate, optimizer=optimizer,
-      train_targets=train.targets, train_loop=train.train_loop,
-      warm_start=warm_start, recorded=recorded,
-      exp_id=location.exp_id, callbacks=(record,))
+    model=model,
+    loss=loss,
+    learning_rate=rate,
+    optimizer=optimizer,
+    train_targets=train.targets,
+    train_loop=train.train_loop,
+    warm_start=warm_start,
+    recorded=recorded,
+    exp_id=location.exp_id,
+    callbacks=(record,),
+  )
   builder = _builder.ParamsBuilder(args, dataset, spec)
   if dont_run:
     return {'builder': builder, 'arguments': args, 'output': output}
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
   from tensorfx.training._trainer import ModelTrainer
-  exported = ModelTrainer(config=config, callbacks=callbacks).train(builder,
-                                                                     output)
+
+  exported = ModelTrainer(config=config, callbacks=callbacks).train(
+    builder, output
+  )
   last = record.results or {}
-  return {'exp_id': location.exp_id, 'output': output,
-          'step': int(builder.global_step.numpy()), 'run_id': record.run_id,
-          'validation': last.get('results', {}), 'model': exported}
+  return {
+    'exp_id': location.exp_id,
+    'output': output,
+    'step': int(builder.global_step.numpy()),
+    'run_id': record.run_id,
+    'validation': last.get('results', {}),
+    'model': exported,
+  }
 
 
-def test_from_params(load_params, model_params, validation_params,
-                     log_device_placement=False, save_params=None,
-                     dont_run=False, skip_check=False, loss_params=None,
-                     callbacks=None):
+def test_from_params(
+  load_params,
+  model_params,
+  validation_params,
+  log_device_placement=False,
+  save_params=None,
+  dont_run=False,
+  skip_check=False,
+  loss_params=None,
+  callbacks=None,
+):
   """Evaluates a trained experiment on validation targets, without training.
 
   tfutils' `test_from_params` on tensorfx's evaluation engine
@@ -255,70 +307,102 @@ def test_from_params(load_params, model_params, validation_params,
   del skip_check
   if load_params is None and save_params is None:
     raise ConfigurationError(
-        "load_params is required: {'dbname': ..., 'collname': ..., "
-        "'exp_id': ...} of the experiment to test.")
+      "load_params is required: {'dbname': ..., 'collname': ..., "
+      "'exp_id': ...} of the experiment to test."
+    )
   save = None
   if save_params is not None:
-    save = _save.SaveSettings.from_params(_keys.Params(save_params,
-                                                       'save_params'))
+    save = _save.SaveSettings.from_params(
+      _keys.Params(save_params, 'save_params')
+    )
   load = _load.LoadSettings.from_params(
-      _keys.Params(load_params, 'load_params'),
-      save.location if save is not None else None)
-  model = _functions.Model.from_params(_keys.Params(model_params,
-                                                    'model_params'))
-  loss = _functions.Loss.from_params(_keys.Params(loss_params,
-                                                  'loss_params'))
+    _keys.Params(load_params, 'load_params'),
+    save.location if save is not None else None,
+  )
+  model = _functions.Model.from_params(
+    _keys.Params(model_params, 'model_params')
+  )
+  loss = _functions.Loss.from_params(_keys.Params(loss_params, 'loss_params'))
   validations = _validation.from_params(
-      _keys.Params(validation_params, 'validation_params'))
+    _keys.Params(validation_params, 'validation_params')
+  )
   if not validations:
     raise ConfigurationError(
-        'validation_params is required: the targets to test, by name: '
-        "{'test': {'data': {...}, 'targets': {...}}}.")
+      'validation_params is required: the targets to test, by name: '
+      "{'test': {'data': {...}, 'targets': {...}}}."
+    )
   record_at = save.location if save is not None else load.location
   do_save = save.do_save if save is not None else True
   # Read only to find the tested experiment (its directory, a query's
   # runs): without MLflow, where TFUTILS_HOME keeps it.
-  load_store = (_store.Store(load.location.uri) if do_save
-                else _store.store_if_installed(load.location.uri))
+  load_store = (
+    _store.Store(load.location.uri)
+    if do_save
+    else _store.store_if_installed(load.location.uri)
+  )
   output = _store.output_of(load.location, load_store)
   checkpoint = _checkpoint_to_load(load, output, load_store)
   flags = ['--batch-size', str(validations[0].batch_size)]
   if do_save:
-    flags += ['--experiment', record_at.experiment, '--tracking-uri',
-              record_at.uri]
+    flags += [
+      '--experiment',
+      record_at.experiment,
+      '--tracking-uri',
+      record_at.uri,
+    ]
   description = {
-      'load_params': load.describe(),
-      'model_params': model.function.describe(),
-      'validation_params': {v.name: v.describe() for v in validations}}
+    'load_params': load.describe(),
+    'model_params': model.function.describe(),
+    'validation_params': {v.name: v.describe() for v in validations},
+  }
   args = _arguments.ParamsArguments.make(
-      flags, [v.target() for v in validations], description)
+    flags, [v.target() for v in validations], description
+  )
   first = validations[0]
   # The model's variables are made from the first target's batches.
   sources = {'train': first.source()}
   sources.update({v.source_name: v.source() for v in validations})
-  dataset = _data.FunctionDataSet(sources, first.batch_size,
-                                  loss.pred_targets)
+  dataset = _data.FunctionDataSet(sources, first.batch_size, loss.pred_targets)
   store = None
   if do_save:
-    store = (load_store if load_store and record_at.uri == load_store.uri
-             else _store.Store(record_at.uri))
+    store = (
+      load_store
+      if load_store and record_at.uri == load_store.uri
+      else _store.Store(record_at.uri)
+    )
   record = _record.ExperimentRecord(
-      record_at.exp_id, store, record_at.experiment, action='evaluate',
-      validates={'validates': load.location.exp_id, 'checkpoint': checkpoint})
-  spec = _builder.Spec(model=model, loss=loss, exp_id=record_at.exp_id,
-                       callbacks=(record,))
+    record_at.exp_id,
+    store,
+    record_at.experiment,
+    action='evaluate',
+    validates={'validates': load.location.exp_id, 'checkpoint': checkpoint},
+  )
+  spec = _builder.Spec(
+    model=model, loss=loss, exp_id=record_at.exp_id, callbacks=(record,)
+  )
   builder = _builder.ParamsBuilder(args, dataset, spec)
   if dont_run:
-    return {'builder': builder, 'arguments': args, 'output': output,
-            'checkpoint': checkpoint}
+    return {
+      'builder': builder,
+      'arguments': args,
+      'output': output,
+      'checkpoint': checkpoint,
+    }
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
   from tensorfx.training._trainer import ModelTrainer
-  summary = ModelTrainer(callbacks=callbacks).evaluate(builder, output,
-                                                       checkpoint)
-  return {'exp_id': record_at.exp_id, 'validates': load.location.exp_id,
-          'checkpoint': summary['checkpoint'], 'step': summary['step'],
-          'results': summary['results'], 'run_id': record.run_id}
+
+  summary = ModelTrainer(callbacks=callbacks).evaluate(
+    builder, output, checkpoint
+  )
+  return {
+    'exp_id': record_at.exp_id,
+    'validates': load.location.exp_id,
+    'checkpoint': summary['checkpoint'],
+    'step': summary['step'],
+    'results': summary['results'],
+    'run_id': record.run_id,
+  }
 
 
 def _model_flags(model, trainable_names=None):
@@ -329,8 +413,7 @@ def _model_flags(model, trainable_names=None):
   if model.trainable_scopes:
     scopes = '|'.join(s.replace('.', r'\.') for s in model.trainable_scopes)
     # Both given: variables of the scopes whose names start as named.
-    pattern = (f'^(?=(?:{scopes})/){pattern[1:]}' if pattern
-               else f'^({scopes})/')
+    pattern = f'^(?=(?:{scopes})/){pattern[1:]}' if pattern else f'^({scopes})/'
   if pattern:
     flags += ['--trainable-pattern', pattern]
   return flags
@@ -361,10 +444,13 @@ def _fresh_start(load, location, output):
     return None
   own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
   if own:
-    logger.warning("load_params['do_restore'] is False: exp_id %r starts "
-                   'from scratch; its checkpoints (latest %s) are moved '
-                   'aside, and the store records a new run.',
-                   location.exp_id, own)
+    logger.warning(
+      "load_params['do_restore'] is False: exp_id %r starts "
+      'from scratch; its checkpoints (latest %s) are moved '
+      'aside, and the store records a new run.',
+      location.exp_id,
+      own,
+    )
   return own
 
 
@@ -382,11 +468,18 @@ def _warm_start(load, location, store, output):
     return None
   if load.from_ckpt:
     from tensorfx.training import _restore
-    return (_restore.resolve_checkpoint(load.from_ckpt,
-                                        what="load_params['from_ckpt']"),
-            load)
-  if (load.location.same_experiment(location) and load.step is None and
-      load.query is None):
+
+    return (
+      _restore.resolve_checkpoint(
+        load.from_ckpt, what="load_params['from_ckpt']"
+      ),
+      load,
+    )
+  if (
+    load.location.same_experiment(location)
+    and load.step is None
+    and load.query is None
+  ):
     return None
   load_store = store
   if store is None or load.location.uri != store.uri:
@@ -398,6 +491,8 @@ def _warm_start(load, location, store, output):
 def _checkpoint_to_load(load, output, store):
   if load.from_ckpt:
     from tensorfx.training import _restore
-    return _restore.resolve_checkpoint(load.from_ckpt,
-                                       what="load_params['from_ckpt']")
+
+    return _restore.resolve_checkpoint(
+      load.from_ckpt, what="load_params['from_ckpt']"
+    )
   return _load.find_checkpoint(load, store, output)

@@ -43,15 +43,19 @@ class ParamsArguments(ModelArguments):
     result = super().to_dict()
     # The targets as their dictionaries said, without function addresses.
     result['eval_targets'] = {
-        name: {k: _keys.describe(v) for k, v in
-               _fields(target).items() if k != 'name'}
-        for name, target in (getattr(self, 'eval_targets', None) or
-                             {}).items()}
+      name: {
+        k: _keys.describe(v) for k, v in _fields(target).items() if k != 'name'
+      }
+      for name, target in (getattr(self, 'eval_targets', None) or {}).items()
+    }
     result['tfutils'] = getattr(self, 'params', {})
     return result
 
 
 def _fields(target):
   """The fields of a `ValidationTarget` that differ from the defaults."""
-  return {f.name: getattr(target, f.name) for f in dataclasses.fields(target)
-          if getattr(target, f.name) != f.default}
+  return {
+    f.name: getattr(target, f.name)
+    for f in dataclasses.fields(target)
+    if getattr(target, f.name) != f.default
+  }

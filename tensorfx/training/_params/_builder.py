@@ -50,6 +50,7 @@ class Spec:
     exp_id: the experiment id.
     callbacks: the callbacks `build_callbacks` returns.
   """
+
   model: _functions.Model
   loss: _functions.Loss
   learning_rate: Any = None
@@ -87,13 +88,16 @@ class ParamsBuilder(ModelBuilder):
     # Run state, outside the checkpoint: the train targets' last values
     # are not part of the model.
     self._run = types.SimpleNamespace(
-        config=None, wrapped=None, targets=None, input_layer=None,
-        warm_started=None)
+      config=None,
+      wrapped=None,
+      targets=None,
+      input_layer=None,
+      warm_started=None,
+    )
     # A builder that only evaluates restores the model from a training
     # checkpoint, which holds evaluation metrics only if that training
     # validated: the engine keeps them out of this builder's checkpoint.
     _state.of(self).evaluation_checkpointed = not spec.testing
-
 
   @property
   def spec(self):
@@ -124,8 +128,9 @@ class ParamsBuilder(ModelBuilder):
     return self.dataset[source].read(batch, epochs=epochs, shuffle=shuffle)
 
   def build_inference(self, inputs, training):
-    outputs, config = self.model_variables.call(self._spec.model, inputs,
-                                                training)
+    outputs, config = self.model_variables.call(
+      self._spec.model, inputs, training
+    )
     if self._run.wrapped is None:
       self._run.config = _keys.describe(config)
       self._run.wrapped = not isinstance(outputs, dict)
@@ -153,23 +158,31 @@ class ParamsBuilder(ModelBuilder):
     if restored or self._spec.warm_start is None:
       return
     checkpoint, load = self._spec.warm_start
-    variables = [v for v in _engine_variables(self) if load.select is None
-                 or load.select(_restore.variable_name(v))]
+    variables = [
+      v
+      for v in _engine_variables(self)
+      if load.select is None or load.select(_restore.variable_name(v))
+    ]
     if not variables:
       raise ConfigurationError(
-          f"load_params['to_restore'] ({load.to_restore!r}) selects none of "
-          'the model\'s variables: '
-          f'{", ".join(_restore.variable_name(v) for v in _engine_variables(self))}')
+        f"load_params['to_restore'] ({load.to_restore!r}) selects none of "
+        "the model's variables: "
+        f'{", ".join(_restore.variable_name(v) for v in _engine_variables(self))}'
+      )
     self._run.warm_started = _restore.warm_start(
-        variables, checkpoint, rename=load.rename,
-        global_step=self.global_step if load.restore_global_step else None)
+      variables,
+      checkpoint,
+      rename=load.rename,
+      global_step=self.global_step if load.restore_global_step else None,
+    )
     logger.info('Loaded %s into %s', checkpoint, self._spec.exp_id)
 
   def build_training_graph(self):
     training = super().build_training_graph()
     if not self._spec.testing:
-      _fingerprint.check(self._spec.recorded, self.fingerprint(),
-                         self._spec.exp_id, 'its record')
+      _fingerprint.check(
+        self._spec.recorded, self.fingerprint(), self._spec.exp_id, 'its record'
+      )
     return training
 
   def build_prediction_graph(self):
@@ -177,15 +190,17 @@ class ParamsBuilder(ModelBuilder):
       return super().build_prediction_graph()
     except KeyError as e:
       raise ConfigurationError(
-          f"model_params['func'] reads the input {e}, which the exported "
-          'model does not take: it takes every input but the targets '
-          "(loss_params['pred_targets']). Read the targets in the loss and "
-          'the target functions only.') from None
+        f"model_params['func'] reads the input {e}, which the exported "
+        'model does not take: it takes every input but the targets '
+        "(loss_params['pred_targets']). Read the targets in the loss and "
+        'the target functions only.'
+      ) from None
 
   def fingerprint(self):
     """The model's fingerprint (see `_fingerprint`)."""
-    return _fingerprint.fingerprint(self._spec.model,
-                                    self.model_variables.created)
+    return _fingerprint.fingerprint(
+      self._spec.model, self.model_variables.created
+    )
 
   def wrap_train_steps(self, steps):
     """The engine's steps, driven by `train_params['train_loop']` if any.
@@ -196,7 +211,8 @@ class ParamsBuilder(ModelBuilder):
     if function is None:
       return steps
     names = ['loss', 'learning_rate', 'optimizer'] + sorted(
-        self._run.targets or ())
+      self._run.targets or ()
+    )
 
     def values(result):
       rate = None
@@ -204,8 +220,12 @@ class ParamsBuilder(ModelBuilder):
         rate = float(self.optimizer.learning_rate)
       except (AttributeError, TypeError, ValueError):
         pass
-      return {'loss': result.loss, 'learning_rate': rate, 'optimizer': None,
-              **self.train_target_values()}
+      return {
+        'loss': result.loss,
+        'learning_rate': rate,
+        'optimizer': None,
+        **self.train_target_values(),
+      }
 
     return _train_loop.wrap(steps, function, values, names)
 
@@ -217,8 +237,11 @@ class ParamsBuilder(ModelBuilder):
 
   def _loss(self, inputs, outputs):
     loss = self._spec.loss
-    if self._spec.testing and tf.executing_eagerly() and any(
-        t not in inputs for t in loss.pred_targets):
+    if (
+      self._spec.testing
+      and tf.executing_eagerly()
+      and any(t not in inputs for t in loss.pred_targets)
+    ):
       # Testing without targets in the data: the variables are made with
       # no loss; a validation target that needs one says so when traced.
       return tf.constant(0.0)
@@ -232,13 +255,19 @@ class ParamsBuilder(ModelBuilder):
       reserved = sorted(set(values) & set(_functions.RESERVED_TARGETS))
       if reserved:
         raise ConfigurationError(
-            f"{function.where}['func'] returns {reserved}, names tfutils "
-            'keeps for its own targets; rename them.')
+          f"{function.where}['func'] returns {reserved}, names tfutils "
+          'keeps for its own targets; rename them.'
+        )
       self._run.targets = {
-          name: tf.Variable(0.0, trainable=False, name=f'train_{name}',
-                            synchronization=tf.VariableSynchronization.ON_WRITE,
-                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-          for name in values}
+        name: tf.Variable(
+          0.0,
+          trainable=False,
+          name=f'train_{name}',
+          synchronization=tf.VariableSynchronization.ON_WRITE,
+          aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
+        for name in values
+      }
       return
     if not training:
       return
@@ -246,8 +275,9 @@ class ParamsBuilder(ModelBuilder):
     for name, variable in self._run.targets.items():
       if name not in values:
         raise ConfigurationError(
-            f"{function.where}['func'] returned no {name!r} in a training "
-            'step (its first call did): return the same names every time.')
+          f"{function.where}['func'] returned no {name!r} in a training "
+          'step (its first call did): return the same names every time.'
+        )
       # tfutils recorded the mean of a target that is not a number.
       variable.assign(tf.reduce_mean(tf.cast(values[name], tf.float32)))
 

@@ -59,18 +59,25 @@ class FunctionSource(DataSource):
       ConfigurationError: the function returned something else than a
         dataset of dicts of tensors (or a dict of arrays).
     """
-    if self._made is not None and self._made[0] == batch_size and \
-        tf.executing_eagerly():
+    if (
+      self._made is not None
+      and self._made[0] == batch_size
+      and tf.executing_eagerly()
+    ):
       # The dataset made to describe the inputs serves the first read (a
       # parameter-server worker's function makes its own).
       return self._made[1]
-    data = _as_dataset(self.func(batch_size=batch_size, **self.kwargs),
-                       batch_size, f"{self.where}['func']")
+    data = _as_dataset(
+      self.func(batch_size=batch_size, **self.kwargs),
+      batch_size,
+      f"{self.where}['func']",
+    )
     self._made = (batch_size, data)
     return data
 
-  def read(self, batch_size, epochs=1, shuffle=False, seed=None,
-           shuffle_buffer=10000):
+  def read(
+    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
+  ):
     """A `tf.data.Dataset` of the function's batches.
 
     Shuffling is the function's business (`shuffle` and `seed` are not
@@ -114,8 +121,9 @@ class FunctionDataSet(DataSet):
     spec = first.dataset(batch_size).element_spec
     self.input_spec = dict(spec)
     self.targets = tuple(targets)
-    self.serving_spec = {name: s for name, s in spec.items()
-                         if name not in self.targets}
+    self.serving_spec = {
+      name: s for name, s in spec.items() if name not in self.targets
+    }
     super().__init__(_schema(self.serving_spec, f"{first.where}['func']"))
     # DataSet's own registry of sources, as its subclasses fill it.
     self._sources.update(sources)
@@ -129,16 +137,17 @@ class FunctionDataSet(DataSet):
     del directory
     return True
 
-  def analyze(self, output_dir, source='train', pipeline_args=None,
-              reuse=True):
-    raise ConfigurationError('A dataset of tfutils data functions has no '
-                             'feature set to analyze.')
+  def analyze(self, output_dir, source='train', pipeline_args=None, reuse=True):
+    raise ConfigurationError(
+      'A dataset of tfutils data functions has no feature set to analyze.'
+    )
 
   def add_source(self, name, paths, like=None):
     raise ConfigurationError(
-        f'Validation target {name!r}: a train_from_params target brings its '
-        "own data function (validation_params[NAME]['data']), not files. "
-        f'Received: data={paths!r}')
+      f'Validation target {name!r}: a train_from_params target brings its '
+      "own data function (validation_params[NAME]['data']), not files. "
+      f'Received: data={paths!r}'
+    )
 
   def input_layer(self):
     """The layer that makes model inputs of parsed raw instances."""
@@ -175,19 +184,25 @@ def _as_dataset(data, batch_size, where):
       data = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
     except (TypeError, ValueError) as e:
       raise ConfigurationError(
-          f'{where} returned a dict: its values must be arrays of every '
-          f'example, of one length ({e}).') from None
+        f'{where} returned a dict: its values must be arrays of every '
+        f'example, of one length ({e}).'
+      ) from None
   if not isinstance(data, tf.data.Dataset):
     raise ConfigurationError(
-        f'{where} must return a tf.data.Dataset of dicts of batched tensors '
-        '(or a dict of arrays of every example). Received: '
-        f'{type(data).__name__}')
+      f'{where} must return a tf.data.Dataset of dicts of batched tensors '
+      '(or a dict of arrays of every example). Received: '
+      f'{type(data).__name__}'
+    )
   spec = data.element_spec
-  if not isinstance(spec, dict) or not spec or not all(
-      isinstance(s, tf.TensorSpec) for s in spec.values()):
+  if (
+    not isinstance(spec, dict)
+    or not spec
+    or not all(isinstance(s, tf.TensorSpec) for s in spec.values())
+  ):
     raise ConfigurationError(
-        f'{where} must return a dataset of dicts of tensors keyed by input '
-        f'name. Received: element_spec={spec!r}')
+      f'{where} must return a dataset of dicts of tensors keyed by input '
+      f'name. Received: element_spec={spec!r}'
+    )
   return data
 
 
@@ -195,23 +210,25 @@ def _schema(spec, where):
   fields = []
   for name, tensor in spec.items():
     shape = tensor.shape
-    described = f"{where}'s input {name!r} ({tensor.dtype.name}, " \
-                f'shape {shape})'
+    described = f"{where}'s input {name!r} ({tensor.dtype.name}, shape {shape})"
     if not is_identifier(name):
       raise ConfigurationError(
-          f'{described}: input names must be letters, digits and '
-          'underscores, not starting with a digit (they name the exported '
-          'model\'s features).')
+        f'{described}: input names must be letters, digits and '
+        'underscores, not starting with a digit (they name the exported '
+        "model's features)."
+      )
     if shape.rank is None or shape.rank < 1:
       raise ConfigurationError(
-          f'{described}: inputs must be batches, [batch, ...]; batch the '
-          'dataset (dataset.batch(batch_size)).')
+        f'{described}: inputs must be batches, [batch, ...]; batch the '
+        'dataset (dataset.batch(batch_size)).'
+      )
     inner = shape.as_list()[1:]
     if any(d is None for d in inner):
       raise ConfigurationError(
-          f'{described}: every dimension but the batch must be known, so '
-          'the exported model can take it; pad to a fixed size, or set the '
-          'shape (tf.ensure_shape).')
+        f'{described}: every dimension but the batch must be known, so '
+        'the exported model can take it; pad to a fixed size, or set the '
+        'shape (tf.ensure_shape).'
+      )
     if tensor.dtype.is_floating:
       kind = 'real'
     elif tensor.dtype.is_integer or tensor.dtype == tf.bool:
@@ -220,12 +237,15 @@ def _schema(spec, where):
       kind = 'discrete'
     else:
       raise ConfigurationError(
-          f'{described}: the type {tensor.dtype.name} cannot be an input of '
-          'the exported model; cast it to a number or a string.')
-    fields.append(SchemaField(name, SchemaFieldType(kind),
-                              length=math.prod(inner)))
+        f'{described}: the type {tensor.dtype.name} cannot be an input of '
+        'the exported model; cast it to a number or a string.'
+      )
+    fields.append(
+      SchemaField(name, SchemaFieldType(kind), length=math.prod(inner))
+    )
   if not fields:
     raise ConfigurationError(
-        f'{where} makes only the inputs the loss reads as targets; the model '
-        'needs at least one other input.')
+      f'{where} makes only the inputs the loss reads as targets; the model '
+      'needs at least one other input.'
+    )
   return Schema(fields)

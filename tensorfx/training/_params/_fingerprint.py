@@ -27,10 +27,12 @@ def fingerprint(model, variables):
   """
   described = model.function.describe()
   record = {
-      'func': described.pop('func'),
-      'kwargs': described,
-      'variables': [[_restore.variable_name(v), v.shape.as_list(),
-                     v.dtype.name] for v in variables],
+    'func': described.pop('func'),
+    'kwargs': described,
+    'variables': [
+      [_restore.variable_name(v), v.shape.as_list(), v.dtype.name]
+      for v in variables
+    ],
   }
   text = json.dumps(record, sort_keys=True)
   record['digest'] = hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]
@@ -47,11 +49,17 @@ def check_function(recorded, model, exp_id, where):
     return
   described = model.function.describe()
   current = {'func': described.pop('func'), 'kwargs': described}
-  if current == {'func': recorded.get('func'),
-                 'kwargs': recorded.get('kwargs')}:
+  if current == {
+    'func': recorded.get('func'),
+    'kwargs': recorded.get('kwargs'),
+  }:
     return
-  check({k: recorded.get(k) for k in ('func', 'kwargs', 'digest')},
-        dict(current, variables=[], digest=None), exp_id, where)
+  check(
+    {k: recorded.get(k) for k in ('func', 'kwargs', 'digest')},
+    dict(current, variables=[], digest=None),
+    exp_id,
+    where,
+  )
 
 
 def check(recorded, current, exp_id, where):
@@ -71,26 +79,30 @@ def check(recorded, current, exp_id, where):
     return
   differences = []
   if recorded.get('func') != current['func']:
-    differences.append(f"the model function is {current['func']}, was "
-                       f"{recorded.get('func')}")
+    differences.append(
+      f'the model function is {current["func"]}, was {recorded.get("func")}'
+    )
   old, new = recorded.get('kwargs') or {}, current['kwargs']
   for key in sorted(set(old) | set(new)):
     if old.get(key) != new.get(key):
-      differences.append(f'model_params[{key!r}] is {new.get(key)!r}, was '
-                         f'{old.get(key)!r}')
+      differences.append(
+        f'model_params[{key!r}] is {new.get(key)!r}, was {old.get(key)!r}'
+      )
   old_variables = {v[0]: v[1:] for v in recorded.get('variables') or ()}
   new_variables = {v[0]: v[1:] for v in current['variables']}
   for name in sorted(set(old_variables) | set(new_variables)):
     if old_variables.get(name) != new_variables.get(name):
       differences.append(
-          f'variable {name!r} is {_shape(new_variables.get(name))}, was '
-          f'{_shape(old_variables.get(name))}')
+        f'variable {name!r} is {_shape(new_variables.get(name))}, was '
+        f'{_shape(old_variables.get(name))}'
+      )
   raise ConfigurationError(
-      f'exp_id {exp_id!r} was trained with another model ({where}): '
-      f'{"; ".join(differences) or "its fingerprint differs"}. Give this '
-      'model a new exp_id (to start it, or to load the old one with '
-      "load_params={'exp_id': ...}), or call with the model the experiment "
-      'was trained with to resume it.')
+    f'exp_id {exp_id!r} was trained with another model ({where}): '
+    f'{"; ".join(differences) or "its fingerprint differs"}. Give this '
+    'model a new exp_id (to start it, or to load the old one with '
+    "load_params={'exp_id': ...}), or call with the model the experiment "
+    'was trained with to resume it.'
+  )
 
 
 def _shape(entry):

@@ -23,8 +23,14 @@ from tensorfx.training._params import _keys
 
 # Keys of model_params that are not the function's arguments: tfutils'
 # multi-GPU placement (tensorfx picks the strategy) and trainable scopes.
-MODEL_KEYS = ('func', 'seed', 'devices', 'num_gpus', 'prefix',
-              'trainable_scopes')
+MODEL_KEYS = (
+  'func',
+  'seed',
+  'devices',
+  'num_gpus',
+  'prefix',
+  'trainable_scopes',
+)
 # Names tfutils keeps for its own train targets.
 RESERVED_TARGETS = ('loss', 'learning_rate', 'optimizer', '__grads__')
 
@@ -38,6 +44,7 @@ class Function:
     kwargs: the other keys of its dict.
     where: the dict's path, for errors (`train_params['targets']`).
   """
+
   func: Callable[..., Any]
   kwargs: Mapping[str, Any]
   where: str
@@ -50,13 +57,16 @@ class Function:
 
   def describe(self):
     """A plain record of the function and its arguments."""
-    return {'func': _keys.describe(self.func),
-            **_keys.describe(dict(self.kwargs))}
+    return {
+      'func': _keys.describe(self.func),
+      **_keys.describe(dict(self.kwargs)),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
 class Model:
   """`model_params`: the model function, its arguments and seed."""
+
   function: Function
   seed: int = 0
   trainable_scopes: Tuple[str, ...] = ()
@@ -64,13 +74,18 @@ class Model:
   @classmethod
   def from_params(cls, params):
     function = Function.from_params(
-        params, 'the function that makes the model of the inputs',
-        exclude=MODEL_KEYS[1:])
+      params,
+      'the function that makes the model of the inputs',
+      exclude=MODEL_KEYS[1:],
+    )
     scopes = params.get('trainable_scopes') or ()
     if isinstance(scopes, str):
       scopes = (scopes,)
-    return cls(function, seed=params.integer('seed', 0, minimum=0),
-               trainable_scopes=tuple(s.rstrip('/') for s in scopes))
+    return cls(
+      function,
+      seed=params.integer('seed', 0, minimum=0),
+      trainable_scopes=tuple(s.rstrip('/') for s in scopes),
+    )
 
   def __call__(self, inputs, train):
     """Calls the model; returns `(outputs, config or None)`."""
@@ -80,8 +95,11 @@ class Model:
       if _keys.accepts(func, name):
         kwargs[name] = value
     result = func(inputs=inputs, **kwargs)
-    if isinstance(result, tuple) and len(result) == 2 and (
-        result[1] is None or isinstance(result[1], dict)):
+    if (
+      isinstance(result, tuple)
+      and len(result) == 2
+      and (result[1] is None or isinstance(result[1], dict))
+    ):
       return result[0], result[1]
     return result, None
 
@@ -89,6 +107,7 @@ class Model:
 @dataclasses.dataclass(frozen=True)
 class Loss:
   """`loss_params`: the loss of the model's outputs and the targets."""
+
   pred_targets: Tuple[str, ...]
   loss_func: Callable[..., Any]
   loss_func_kwargs: Mapping[str, Any]
@@ -101,29 +120,48 @@ class Loss:
     """tfutils' default without `loss_params`: softmax cross-entropy."""
     params.alias('loss_per_case_func', 'loss_func')
     params.alias('targets', 'pred_targets')
-    params.check_known(('pred_targets', 'loss_func', 'loss_func_kwargs',
-                        'agg_func', 'agg_func_kwargs'))
+    params.check_known(
+      (
+        'pred_targets',
+        'loss_func',
+        'loss_func_kwargs',
+        'agg_func',
+        'agg_func_kwargs',
+      )
+    )
     targets = params.get('pred_targets', ['labels'])
     if isinstance(targets, str):
       targets = [targets]
     if not isinstance(targets, (list, tuple)) or not all(
-        isinstance(t, str) for t in targets):
+      isinstance(t, str) for t in targets
+    ):
       raise ConfigurationError(
-          f"{params.where('pred_targets')} must be an input's name or a list "
-          f"of them. Received: {params.where('pred_targets')}={targets!r}")
+        f"{params.where('pred_targets')} must be an input's name or a list "
+        f'of them. Received: {params.where("pred_targets")}={targets!r}'
+      )
     if params.get('loss_func') is None and params.value:
-      params.required('loss_func', 'the function of the loss (of the model '
-                      "outputs and the inputs pred_targets names)")
-    loss_func = params.function(
-        'loss_func', 'the function of the loss', required=False) or \
-        tf.nn.sparse_softmax_cross_entropy_with_logits
-    agg_func = params.function('agg_func', 'the aggregation of the loss',
-                               required=False)
+      params.required(
+        'loss_func',
+        'the function of the loss (of the model '
+        'outputs and the inputs pred_targets names)',
+      )
+    loss_func = (
+      params.function('loss_func', 'the function of the loss', required=False)
+      or tf.nn.sparse_softmax_cross_entropy_with_logits
+    )
+    agg_func = params.function(
+      'agg_func', 'the aggregation of the loss', required=False
+    )
     if params.get('agg_func') is None and not params.value:
       agg_func = tf.reduce_mean
-    return cls(tuple(targets), loss_func,
-               dict(params.child('loss_func_kwargs').value), agg_func,
-               dict(params.child('agg_func_kwargs').value), params.path)
+    return cls(
+      tuple(targets),
+      loss_func,
+      dict(params.child('loss_func_kwargs').value),
+      agg_func,
+      dict(params.child('agg_func_kwargs').value),
+      params.path,
+    )
 
   def __call__(self, inputs, outputs):
     """The scalar loss of a batch.
@@ -134,18 +172,21 @@ class Loss:
     missing = [t for t in self.pred_targets if t not in inputs]
     if missing:
       raise ConfigurationError(
-          f"{self.where}['pred_targets'] names the input(s) "
-          f'{", ".join(repr(t) for t in missing)}, which the data does not '
-          f'have; it has {", ".join(repr(k) for k in inputs)}.')
+        f"{self.where}['pred_targets'] names the input(s) "
+        f'{", ".join(repr(t) for t in missing)}, which the data does not '
+        f'have; it has {", ".join(repr(k) for k in inputs)}.'
+      )
     labels = [inputs[t] for t in self.pred_targets]
     if _takes_logits_and_labels(self.loss_func):
       if len(labels) != 1:
         raise ConfigurationError(
-            f"{self.where}['loss_func'] takes logits= and labels=: "
-            "pred_targets must name one input. Received: "
-            f'{list(self.pred_targets)}')
-      loss = self.loss_func(logits=outputs, labels=labels[0],
-                            **self.loss_func_kwargs)
+          f"{self.where}['loss_func'] takes logits= and labels=: "
+          'pred_targets must name one input. Received: '
+          f'{list(self.pred_targets)}'
+        )
+      loss = self.loss_func(
+        logits=outputs, labels=labels[0], **self.loss_func_kwargs
+      )
     else:
       loss = self.loss_func(outputs, *labels, **self.loss_func_kwargs)
     if self.agg_func is not None:
@@ -157,11 +198,15 @@ class Loss:
     return loss
 
   def describe(self):
-    return _keys.describe({
-        'pred_targets': list(self.pred_targets), 'loss_func': self.loss_func,
+    return _keys.describe(
+      {
+        'pred_targets': list(self.pred_targets),
+        'loss_func': self.loss_func,
         'loss_func_kwargs': dict(self.loss_func_kwargs),
         'agg_func': self.agg_func,
-        'agg_func_kwargs': dict(self.agg_func_kwargs)})
+        'agg_func_kwargs': dict(self.agg_func_kwargs),
+      }
+    )
 
 
 class Wrapped(dict):
@@ -188,8 +233,9 @@ def call_targets(function, inputs, outputs):
   values = function.func(inputs, outputs, **function.kwargs)
   if not isinstance(values, dict) or not values:
     raise ConfigurationError(
-        f"{function.where}['func'] must return a dict of tensors by name. "
-        f'Received: {values!r}')
+      f"{function.where}['func'] must return a dict of tensors by name. "
+      f'Received: {values!r}'
+    )
   return values
 
 

@@ -38,7 +38,8 @@ class Params:
       value = {}
     if not isinstance(value, dict):
       raise ConfigurationError(
-          f'{path} must be a dict. Received: {path}={value!r}')
+        f'{path} must be a dict. Received: {path}={value!r}'
+      )
     self.value = dict(value)
     self.path = path
 
@@ -67,8 +68,9 @@ class Params:
     if self.value.get(key) is None:
       keys = ', '.join(repr(k) for k in self.value) or 'none'
       raise ConfigurationError(
-          f'{self.where(key)} is required: {what}. Received: {self.path} '
-          f'with the keys {keys}')
+        f'{self.where(key)} is required: {what}. Received: {self.path} '
+        f'with the keys {keys}'
+      )
     return self.value[key]
 
   def function(self, key, what, required=True):
@@ -82,8 +84,9 @@ class Params:
     value = self.required(key, what)
     if not callable(value):
       raise ConfigurationError(
-          f'{self.where(key)} must be a function: {what}. Received: '
-          f'{self.where(key)}={value!r}')
+        f'{self.where(key)} must be a function: {what}. Received: '
+        f'{self.where(key)}={value!r}'
+      )
     return value
 
   def integer(self, key, default, minimum=1, allow_none=False):
@@ -92,21 +95,23 @@ class Params:
     Raises:
       ConfigurationError: not a whole number, or below `minimum`.
     """
-    if key not in self.value or (self.value[key] is None and
-                                 not allow_none):
+    if key not in self.value or (self.value[key] is None and not allow_none):
       return default
     value = self.value[key]
     if value is None:
       return None
-    if isinstance(value, bool) or not isinstance(value, int) or \
-        value < minimum:
-      expected = ('a positive integer' if minimum == 1 else
-                  f'an integer of at least {minimum}')
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+      expected = (
+        'a positive integer'
+        if minimum == 1
+        else f'an integer of at least {minimum}'
+      )
       if allow_none:
         expected += ' or None'
       raise ConfigurationError(
-          f'{self.where(key)} must be {expected}. Received: '
-          f'{self.where(key)}={value!r}')
+        f'{self.where(key)} must be {expected}. Received: '
+        f'{self.where(key)}={value!r}'
+      )
     return value
 
   def boolean(self, key, default):
@@ -120,8 +125,9 @@ class Params:
       return default
     if value not in (True, False):
       raise ConfigurationError(
-          f'{self.where(key)} must be True or False. Received: '
-          f'{self.where(key)}={value!r}')
+        f'{self.where(key)} must be True or False. Received: '
+        f'{self.where(key)}={value!r}'
+      )
     return bool(value)
 
   def child(self, key, required=False, what='a dict'):
@@ -136,10 +142,14 @@ class Params:
       return
     if self.value.get(new) is not None:
       raise ConfigurationError(
-          f'{self.where(old)} is the deprecated name of {self.where(new)}; '
-          f'give one of them. Received: both')
-    logger.warning('%s is deprecated (as in tfutils): read as %s',
-                   self.where(old), self.where(new))
+        f'{self.where(old)} is the deprecated name of {self.where(new)}; '
+        f'give one of them. Received: both'
+      )
+    logger.warning(
+      '%s is deprecated (as in tfutils): read as %s',
+      self.where(old),
+      self.where(new),
+    )
     self.value[new] = self.value.pop(old)
 
   def rest(self, *known):
@@ -157,8 +167,9 @@ class Params:
         close = difflib.get_close_matches(str(key), known, n=1)
         guess = f' Did you mean {close[0]!r}?' if close else ''
         raise ConfigurationError(
-            f'{self.where(key)} is not a key tensorfx reads.{guess} The keys '
-            f'of {self.path} are {", ".join(known)}.{hint}')
+          f'{self.where(key)} is not a key tensorfx reads.{guess} The keys '
+          f'of {self.path} are {", ".join(known)}.{hint}'
+        )
 
 
 def accepts(func, name):
@@ -168,7 +179,8 @@ def accepts(func, name):
   except (TypeError, ValueError):
     return True
   return name in parameters or any(
-      p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+  )
 
 
 def describe(value):
@@ -195,7 +207,8 @@ def describe(value):
   if callable(value):
     module = getattr(value, '__module__', None)
     name = getattr(value, '__qualname__', None) or getattr(
-        value, '__name__', None)
+      value, '__name__', None
+    )
     if name:
       return f'{module}.{name}' if module else name
   return _ADDRESS.sub('', repr(value))

@@ -25,8 +25,14 @@ from tensorfx.training._params import _query
 from tensorfx.training._params import _store
 
 KEYS = _store.LOCATION_KEYS + (
-    'cache_dir', 'do_restore', 'from_ckpt', 'to_restore', 'load_param_dict',
-    'restore_global_step', 'query')
+  'cache_dir',
+  'do_restore',
+  'from_ckpt',
+  'to_restore',
+  'load_param_dict',
+  'restore_global_step',
+  'query',
+)
 # Permanent checkpoints (save_filters_freq), beside the rotating ones.
 SAVED = 'saved'
 
@@ -48,6 +54,7 @@ class LoadSettings:
     restore_global_step: whether the global step is loaded too.
     to_restore: `to_restore` as given, described (for the record).
   """
+
   location: _store.Location
   do_restore: bool = True
   from_ckpt: Optional[str] = None
@@ -67,40 +74,50 @@ class LoadSettings:
     """
     params.check_known(KEYS)
     location = _store.Location.from_params(params, fallback=save_location)
-    query = _query.Query.parse(params.child('query').value,
-                               params.where('query'))
+    query = _query.Query.parse(
+      params.child('query').value, params.where('query')
+    )
     exp_ids = query.exp_ids(location.exp_id)
     if query.exp_id and exp_ids is not None and len(exp_ids) == 1:
       if params.get('exp_id') not in (None, exp_ids[0]):
         raise ConfigurationError(
-            f"{params.where('query')}['exp_id'] and {params.where('exp_id')} "
-            f'differ. Received: {exp_ids[0]!r} and {params.get("exp_id")!r}')
+          f"{params.where('query')}['exp_id'] and {params.where('exp_id')} "
+          f'differ. Received: {exp_ids[0]!r} and {params.get("exp_id")!r}'
+        )
       location = dataclasses.replace(location, exp_id=exp_ids[0])
     step = query.exact_step
-    simple = not query.fields and not query.saved_filters and (
-        not query.step or step is not None) and (
-            not query.exp_id or query.exp_id[0][0] == '$eq')
+    simple = (
+      not query.fields
+      and not query.saved_filters
+      and (not query.step or step is not None)
+      and (not query.exp_id or query.exp_id[0][0] == '$eq')
+    )
     from_ckpt = params.get('from_ckpt')
     return cls(
-        location=location,
-        do_restore=params.boolean('do_restore', True),
-        from_ckpt=str(from_ckpt) if from_ckpt else None,
-        step=step,
-        query=None if simple else query,
-        select=_selection(params),
-        rename=_rename(params),
-        restore_global_step=params.boolean('restore_global_step', True),
-        to_restore=_keys.describe(params.get('to_restore')))
+      location=location,
+      do_restore=params.boolean('do_restore', True),
+      from_ckpt=str(from_ckpt) if from_ckpt else None,
+      step=step,
+      query=None if simple else query,
+      select=_selection(params),
+      rename=_rename(params),
+      restore_global_step=params.boolean('restore_global_step', True),
+      to_restore=_keys.describe(params.get('to_restore')),
+    )
 
   def describe(self):
-    return _keys.describe({
+    return _keys.describe(
+      {
         'location': dataclasses.asdict(self.location),
-        'do_restore': self.do_restore, 'from_ckpt': self.from_ckpt,
+        'do_restore': self.do_restore,
+        'from_ckpt': self.from_ckpt,
         'step': self.step,
         'query': dataclasses.asdict(self.query) if self.query else None,
         'to_restore': self.to_restore,
         'load_param_dict': dict(self.rename),
-        'restore_global_step': self.restore_global_step})
+        'restore_global_step': self.restore_global_step,
+      }
+    )
 
 
 def checkpoint_of(output, step=None, what="load_params['exp_id']"):
@@ -113,21 +130,26 @@ def checkpoint_of(output, step=None, what="load_params['exp_id']"):
     ConfigurationError: there is none (naming where it looked).
   """
   import tensorflow as tf
+
   directory = os.path.join(output, 'checkpoints')
   if step is None:
     try:
       return _restore.resolve_checkpoint(directory, what=what)
     except ConfigurationError:
       raise ConfigurationError(
-          f'{what}: the experiment has no checkpoint to load (looked in '
-          f'{directory}). Train it first, or give from_ckpt.') from None
-  for prefix in (os.path.join(directory, f'ckpt-{step}'),
-                 os.path.join(directory, SAVED, f'ckpt-{step}')):
+        f'{what}: the experiment has no checkpoint to load (looked in '
+        f'{directory}). Train it first, or give from_ckpt.'
+      ) from None
+  for prefix in (
+    os.path.join(directory, f'ckpt-{step}'),
+    os.path.join(directory, SAVED, f'ckpt-{step}'),
+  ):
     if tf.io.gfile.exists(prefix + '.index'):
       return prefix
   raise ConfigurationError(
-      f"{what}: the experiment has no checkpoint of step {step} (looked in "
-      f'{directory} and {os.path.join(directory, SAVED)}).')
+    f'{what}: the experiment has no checkpoint of step {step} (looked in '
+    f'{directory} and {os.path.join(directory, SAVED)}).'
+  )
 
 
 def find_checkpoint(load, store, output):
@@ -147,11 +169,15 @@ def find_checkpoint(load, store, output):
     return checkpoint_of(output, load.step)
   outputs = []
   if store is not None:
-    runs = store.search(load.location.experiment,
-                        query.filters(load.location.exp_id))
-    outputs = [r.data.tags['tensorfx.output'] for r in runs
-               if r.data.tags.get('tensorfx.output') and
-               query.matches_run(r.data.params, r.data.tags)]
+    runs = store.search(
+      load.location.experiment, query.filters(load.location.exp_id)
+    )
+    outputs = [
+      r.data.tags['tensorfx.output']
+      for r in runs
+      if r.data.tags.get('tensorfx.output')
+      and query.matches_run(r.data.params, r.data.tags)
+    ]
   if not outputs and not query.fields and store is None:
     outputs = [output]
   return _query.latest_match(query, outputs, "load_params['query']")
@@ -168,22 +194,25 @@ def _selection(params):
       value = re.compile(value)
     except re.error as e:
       raise ConfigurationError(
-          f'{where} must be a regular expression ({e}). Received: '
-          f'{where}={params.get("to_restore")!r}') from None
+        f'{where} must be a regular expression ({e}). Received: '
+        f'{where}={params.get("to_restore")!r}'
+      ) from None
   if isinstance(value, re.Pattern):
     # tfutils matched at the start of the name.
     return lambda name: value.match(name) is not None
   if isinstance(value, (list, tuple, set)):
     if not all(isinstance(n, str) for n in value):
       raise ConfigurationError(
-          f'{where} must list variable names. Received: {where}={value!r}')
+        f'{where} must list variable names. Received: {where}={value!r}'
+      )
     names = set(value)
     return lambda name: name in names
   if callable(value):
     return lambda name: bool(value(name))
   raise ConfigurationError(
-      f'{where} must be a list of variable names, a regular expression or a '
-      f'function of a name. Received: {where}={value!r}')
+    f'{where} must be a list of variable names, a regular expression or a '
+    f'function of a name. Received: {where}={value!r}'
+  )
 
 
 def _rename(params):
@@ -192,7 +221,8 @@ def _rename(params):
     return {}
   if not isinstance(value, dict):
     raise ConfigurationError(
-        f"{params.where('load_param_dict')} must map checkpoint variable "
-        'names to model variable names. Received: '
-        f"{params.where('load_param_dict')}={value!r}")
+      f'{params.where("load_param_dict")} must map checkpoint variable '
+      'names to model variable names. Received: '
+      f'{params.where("load_param_dict")}={value!r}'
+    )
   return {str(k): str(v) for k, v in value.items()}

@@ -25,13 +25,13 @@ from tensorfx.training._params import _tf1_optimizer
 
 # TensorFlow 1 optimizer class name -> (tf_keras class name, renamed keys).
 _TF1 = {
-    'GradientDescentOptimizer': ('SGD', {}),
-    'MomentumOptimizer': ('SGD', {'use_nesterov': 'nesterov'}),
-    'AdamOptimizer': ('Adam', {'beta1': 'beta_1', 'beta2': 'beta_2'}),
-    'AdagradOptimizer': ('Adagrad', {}),
-    'AdadeltaOptimizer': ('Adadelta', {}),
-    'RMSPropOptimizer': ('RMSprop', {'decay': 'rho'}),
-    'FtrlOptimizer': ('Ftrl', {}),
+  'GradientDescentOptimizer': ('SGD', {}),
+  'MomentumOptimizer': ('SGD', {'use_nesterov': 'nesterov'}),
+  'AdamOptimizer': ('Adam', {'beta1': 'beta_1', 'beta2': 'beta_2'}),
+  'AdagradOptimizer': ('Adagrad', {}),
+  'AdadeltaOptimizer': ('Adadelta', {}),
+  'RMSPropOptimizer': ('RMSprop', {'decay': 'rho'}),
+  'FtrlOptimizer': ('Ftrl', {}),
 }
 # Keys of TensorFlow 1's constructors that mean nothing here.
 _TF1_IGNORED = ('use_locking', 'name')
@@ -65,8 +65,7 @@ class GlobalStepSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
     return tf.cast(rate, tf.float32)
 
   def get_config(self):
-    return {'func': _keys.describe(self.func),
-            **_keys.describe(self.kwargs)}
+    return {'func': _keys.describe(self.func), **_keys.describe(self.kwargs)}
 
 
 def learning_rate(params, global_step):
@@ -87,9 +86,12 @@ def learning_rate(params, global_step):
   if params.get('func') is None:
     if params.get('learning_rate') is not None and len(params.value) == 1:
       return float(params.get('learning_rate'))
-    params.required('func', 'the function of the learning rate; it receives '
-                    'global_step= and the other keys (or give only '
-                    "{'learning_rate': RATE} for a constant rate)")
+    params.required(
+      'func',
+      'the function of the learning rate; it receives '
+      'global_step= and the other keys (or give only '
+      "{'learning_rate': RATE} for a constant rate)",
+    )
   func = params.function('func', 'the function of the learning rate')
   return GlobalStepSchedule(func, params.rest('func'), global_step)
 
@@ -109,17 +111,22 @@ def optimizer(params, rate):
       keys are not what it takes (naming them).
   """
   params.alias('func', 'optimizer')
-  kwargs = params.rest('optimizer', 'optimizer_class', 'clip',
-                       'optimizer_kwargs', 'trainable_names')
+  kwargs = params.rest(
+    'optimizer',
+    'optimizer_class',
+    'clip',
+    'optimizer_kwargs',
+    'trainable_names',
+  )
   kwargs.update(params.child('optimizer_kwargs').value)
   made = params.get('optimizer')
   wrapped = params.get('optimizer_class')
-  if made is not None and wrapped is not None and \
-      not _is_clip_optimizer(made):
+  if made is not None and wrapped is not None and not _is_clip_optimizer(made):
     raise ConfigurationError(
-        f"{params.where('optimizer_class')} is the optimizer tfutils' "
-        'ClipOptimizer wraps; give it without '
-        f"{params.where('optimizer')} (or give only the latter).")
+      f"{params.where('optimizer_class')} is the optimizer tfutils' "
+      'ClipOptimizer wraps; give it without '
+      f'{params.where("optimizer")} (or give only the latter).'
+    )
   if made is None or _is_clip_optimizer(made):
     # tfutils' ClipOptimizer (its default): the class it wraps, clipped.
     made = wrapped or tf.compat.v1.train.MomentumOptimizer
@@ -129,11 +136,13 @@ def optimizer(params, rate):
       kwargs.setdefault('clipvalue', 1.0)
   elif params.get('clip') is not None:
     raise ConfigurationError(
-        f"{params.where('clip')} applies to tfutils' ClipOptimizer "
-        f"({params.where('optimizer_class')}); give clipvalue= or "
-        'clipnorm= to a tf_keras optimizer.')
-  where = params.where('optimizer_class' if wrapped is not None
-                       else 'optimizer')
+      f"{params.where('clip')} applies to tfutils' ClipOptimizer "
+      f'({params.where("optimizer_class")}); give clipvalue= or '
+      'clipnorm= to a tf_keras optimizer.'
+    )
+  where = params.where(
+    'optimizer_class' if wrapped is not None else 'optimizer'
+  )
   made, kwargs = _keras_equivalent(made, kwargs)
   if _tf1_optimizer.is_tf1_class(made):
     return _tf1(made, kwargs, rate, where)
@@ -142,21 +151,25 @@ def optimizer(params, rate):
       made = type(tf_keras.optimizers.get(made))
     except ValueError:
       raise ConfigurationError(
-          f'{where} names no tf_keras optimizer. Received: {made!r}') from None
+        f'{where} names no tf_keras optimizer. Received: {made!r}'
+      ) from None
   if not callable(made):
     raise ConfigurationError(
-        f'{where} must be an optimizer class (or a function taking '
-        f'learning_rate=). Received: {made!r}')
+      f'{where} must be an optimizer class (or a function taking '
+      f'learning_rate=). Received: {made!r}'
+    )
   try:
     result = made(learning_rate=rate, **kwargs)
   except TypeError as e:
     raise ConfigurationError(
-        f'{where} ({_keys.describe(made)}) does not take the keys given: '
-        f'{e}. Received: {sorted(kwargs)}') from None
+      f'{where} ({_keys.describe(made)}) does not take the keys given: '
+      f'{e}. Received: {sorted(kwargs)}'
+    ) from None
   if not hasattr(result, 'apply_gradients'):
     raise ConfigurationError(
-        f'{where} must make an optimizer (with apply_gradients). Received: '
-        f'{result!r}')
+      f'{where} must make an optimizer (with apply_gradients). Received: '
+      f'{result!r}'
+    )
   return result
 
 
@@ -175,11 +188,15 @@ def trainable_pattern(params):
   if isinstance(names, str):
     names = [names]
   where = params.where('trainable_names')
-  if not isinstance(names, (list, tuple)) or not names or not all(
-      isinstance(n, str) and n for n in names):
+  if (
+    not isinstance(names, (list, tuple))
+    or not names
+    or not all(isinstance(n, str) and n for n in names)
+  ):
     raise ConfigurationError(
-        f'{where} must be a variable name prefix or a list of them. '
-        f'Received: {where}={params.get("trainable_names")!r}')
+      f'{where} must be a variable name prefix or a list of them. '
+      f'Received: {where}={params.get("trainable_names")!r}'
+    )
   return '^(?:' + '|'.join(re.escape(n) for n in names) + ')'
 
 
@@ -192,17 +209,22 @@ def _tf1(made, kwargs, rate, where):
   """
   clipvalue = kwargs.pop('clipvalue', None)
   schedule = rate if callable(rate) else None
-  variable = tf.Variable(float(rate) if schedule is None else 0.0,
-                         trainable=False, name='learning_rate',
-                         dtype=tf.float32)
+  variable = tf.Variable(
+    float(rate) if schedule is None else 0.0,
+    trainable=False,
+    name='learning_rate',
+    dtype=tf.float32,
+  )
   try:
     result = made(learning_rate=variable, **kwargs)
   except TypeError as e:
     raise ConfigurationError(
-        f'{where} ({_keys.describe(made)}) does not take the keys given: '
-        f'{e}. Received: {sorted(kwargs)}') from None
-  return _tf1_optimizer.TF1Optimizer(result, rate=variable,
-                                     schedule=schedule, clipvalue=clipvalue)
+      f'{where} ({_keys.describe(made)}) does not take the keys given: '
+      f'{e}. Received: {sorted(kwargs)}'
+    ) from None
+  return _tf1_optimizer.TF1Optimizer(
+    result, rate=variable, schedule=schedule, clipvalue=clipvalue
+  )
 
 
 def _is_clip_optimizer(value):
@@ -215,6 +237,7 @@ def _keras_equivalent(made, kwargs):
   if name not in _TF1 or getattr(tf.compat.v1.train, name, None) is not made:
     return made, kwargs
   keras_name, renamed = _TF1[name]
-  kwargs = {renamed.get(k, k): v for k, v in kwargs.items()
-            if k not in _TF1_IGNORED}
+  kwargs = {
+    renamed.get(k, k): v for k, v in kwargs.items() if k not in _TF1_IGNORED
+  }
   return getattr(tf_keras.optimizers, keras_name), kwargs

@@ -29,9 +29,16 @@ from typing import Any
 from tensorfx._errors import ConfigurationError
 
 OPERATORS = ('$eq', '$gt', '$gte', '$lt', '$lte', '$in')
-_PARAMS_DICTS = ('save_params', 'model_params', 'train_params',
-                 'loss_params', 'learning_rate_params', 'optimizer_params',
-                 'validation_params', 'load_params')
+_PARAMS_DICTS = (
+  'save_params',
+  'model_params',
+  'train_params',
+  'loss_params',
+  'learning_rate_params',
+  'optimizer_params',
+  'validation_params',
+  'load_params',
+)
 _CHECKPOINT = re.compile(r'^ckpt-(\d+)\.index$')
 
 # (operator, operand) pairs a value must satisfy.
@@ -55,6 +62,7 @@ class Query:
     fields: `(kind, name, conditions)`: kind 'params' (name without the
       `tfutils.` prefix) or 'tags'.
   """
+
   exp_id: Conditions = ()
   step: Conditions = ()
   saved_filters: bool = False
@@ -76,9 +84,10 @@ class Query:
       at = f'{where}[{key!r}]'
       if not isinstance(key, str) or key.startswith('$'):
         raise ConfigurationError(
-            f'{at}: top-level operators ($or, $and, ...) have no '
-            'equivalent in the store\'s search; give each field its '
-            f'conditions. Supported fields: {_SUPPORTED}.')
+          f'{at}: top-level operators ($or, $and, ...) have no '
+          "equivalent in the store's search; give each field its "
+          f'conditions. Supported fields: {_SUPPORTED}.'
+        )
       if key == 'exp_id':
         exp_id = _conditions(value, at)
       elif key == 'step':
@@ -87,23 +96,27 @@ class Query:
           for number in operand if isinstance(operand, list) else [operand]:
             if isinstance(number, bool) or not isinstance(number, int):
               raise ConfigurationError(
-                  f'{at}: steps are integers. Received: {value!r}')
+                f'{at}: steps are integers. Received: {value!r}'
+              )
       elif key == 'saved_filters':
         if not isinstance(value, bool):
           raise ConfigurationError(
-              f'{at} must be True or False. Received: {value!r}')
+            f'{at} must be True or False. Received: {value!r}'
+          )
         saved = value
       elif key.startswith('tags.'):
-        fields.append(('tags', key[len('tags.'):], _conditions(value, at)))
+        fields.append(('tags', key[len('tags.') :], _conditions(value, at)))
       elif key.startswith('params.') or key.split('.')[0] in _PARAMS_DICTS:
         name = key.removeprefix('params.')
         fields.append(('params', name, _conditions(value, at)))
       else:
         raise ConfigurationError(
-            f'{at}: the store records no such field. Supported fields: '
-            f'{_SUPPORTED}.')
-    return cls(exp_id=exp_id, step=step, saved_filters=saved,
-               fields=tuple(fields))
+          f'{at}: the store records no such field. Supported fields: '
+          f'{_SUPPORTED}.'
+        )
+    return cls(
+      exp_id=exp_id, step=step, saved_filters=saved, fields=tuple(fields)
+    )
 
   @property
   def exact_step(self) -> int | None:
@@ -118,9 +131,11 @@ class Query:
     exp_ids = self.exp_ids(exp_id)
     if exp_ids is not None:
       quoted = ', '.join(_quote(e) for e in exp_ids)
-      conditions.append(f'tags.`tfutils.exp_id` IN ({quoted})'
-                        if len(exp_ids) > 1 else
-                        f'tags.`tfutils.exp_id` = {_quote(exp_ids[0])}')
+      conditions.append(
+        f'tags.`tfutils.exp_id` IN ({quoted})'
+        if len(exp_ids) > 1
+        else f'tags.`tfutils.exp_id` = {_quote(exp_ids[0])}'
+      )
     for kind, name, conds in self.fields:
       for op, operand in conds:
         if op == '$eq':
@@ -144,8 +159,9 @@ class Query:
     if not _satisfies(tags.get('tfutils.exp_id'), self.exp_id):
       return False
     for kind, name, conds in self.fields:
-      recorded = (params.get(f'tfutils.{name}') if kind == 'params'
-                  else tags.get(name))
+      recorded = (
+        params.get(f'tfutils.{name}') if kind == 'params' else tags.get(name)
+      )
       if not _satisfies(recorded, conds):
         return False
     return True
@@ -160,10 +176,13 @@ class Query:
 def checkpoints(output: str) -> list[tuple[int, bool, str]]:
   """`(step, saved, prefix)` of every checkpoint in an experiment's output."""
   import tensorflow as tf
+
   found = {}
   directory = os.path.join(output, 'checkpoints')
-  for saved, folder in ((False, directory),
-                        (True, os.path.join(directory, 'saved'))):
+  for saved, folder in (
+    (False, directory),
+    (True, os.path.join(directory, 'saved')),
+  ):
     if not tf.io.gfile.isdir(folder):
       continue
     for name in tf.io.gfile.listdir(folder):
@@ -172,13 +191,11 @@ def checkpoints(output: str) -> list[tuple[int, bool, str]]:
         step = int(match.group(1))
         # A step kept for good is also among the recent ones: saved wins.
         if saved or step not in found:
-          found[step] = (step, saved, os.path.join(folder,
-                                                   f'ckpt-{step}'))
+          found[step] = (step, saved, os.path.join(folder, f'ckpt-{step}'))
   return sorted(found.values())
 
 
-def latest_match(query: Query, outputs: Sequence[str],
-                 where: str) -> str:
+def latest_match(query: Query, outputs: Sequence[str], where: str) -> str:
   """The latest checkpoint matching `query` among experiments' outputs.
 
   Args:
@@ -191,19 +208,23 @@ def latest_match(query: Query, outputs: Sequence[str],
     ConfigurationError: no checkpoint matches.
   """
   for output in outputs:
-    matching = [c for c in checkpoints(output)
-                if query.matches_step(c[0], c[1])]
+    matching = [
+      c for c in checkpoints(output) if query.matches_step(c[0], c[1])
+    ]
     if matching:
       return matching[-1][2]
   looked = ', '.join(outputs) or 'no recorded experiment matched'
   raise ConfigurationError(
-      f'{where}: no checkpoint matches the query (looked in {looked}).')
+    f'{where}: no checkpoint matches the query (looked in {looked}).'
+  )
 
 
-_SUPPORTED = ("exp_id, step, saved_filters, params.DICT.KEY (recorded "
-              "parameters, e.g. 'params.model_params.hidden'), tags.NAME; "
-              "each equal to a value or given $eq, $gt, $gte, $lt, $lte, "
-              '$in')
+_SUPPORTED = (
+  'exp_id, step, saved_filters, params.DICT.KEY (recorded '
+  "parameters, e.g. 'params.model_params.hidden'), tags.NAME; "
+  'each equal to a value or given $eq, $gt, $gte, $lt, $lte, '
+  '$in'
+)
 
 
 def _conditions(value: Any, where: str) -> Conditions:
@@ -213,11 +234,13 @@ def _conditions(value: Any, where: str) -> Conditions:
   for op, operand in value.items():
     if op not in OPERATORS:
       raise ConfigurationError(
-          f'{where}[{op!r}]: the operator has no equivalent in the store\'s '
-          f'search; use one of {", ".join(OPERATORS)}.')
+        f"{where}[{op!r}]: the operator has no equivalent in the store's "
+        f'search; use one of {", ".join(OPERATORS)}.'
+      )
     if op == '$in' and not isinstance(operand, (list, tuple)):
       raise ConfigurationError(
-          f'{where}[{op!r}] must be a list. Received: {operand!r}')
+        f'{where}[{op!r}] must be a list. Received: {operand!r}'
+      )
     conditions.append((op, list(operand) if op == '$in' else operand))
   return tuple(conditions)
 
@@ -234,8 +257,12 @@ def _satisfies(recorded: Any, conditions: Conditions) -> bool:
       left, right = _number(recorded), _number(operand)
       if left is None or right is None:
         return False
-      if not {'$gt': left > right, '$gte': left >= right,
-              '$lt': left < right, '$lte': left <= right}[op]:
+      if not {
+        '$gt': left > right,
+        '$gte': left >= right,
+        '$lt': left < right,
+        '$lte': left <= right,
+      }[op]:
         return False
   return True
 
@@ -243,8 +270,8 @@ def _satisfies(recorded: Any, conditions: Conditions) -> bool:
 def _equal(recorded: Any, operand: Any) -> bool:
   if isinstance(recorded, str) and not isinstance(operand, str):
     return recorded == _text(operand) or (
-        _number(recorded) is not None and
-        _number(recorded) == _number(operand))
+      _number(recorded) is not None and _number(recorded) == _number(operand)
+    )
   return bool(recorded == operand)
 
 
@@ -268,5 +295,6 @@ def _quote(value: Any) -> str:
   text = str(value)
   if "'" in text:
     raise ConfigurationError(
-        f'A query value cannot hold a single quote. Received: {text!r}')
+      f'A query value cannot hold a single quote. Received: {text!r}'
+    )
   return f"'{text}'"

@@ -47,8 +47,17 @@ class ExperimentRecord(base.Callback):
       checkpoints (`do_restore` False; tag `tfutils.fresh_start`).
   """
 
-  def __init__(self, exp_id, store, experiment, action='train',
-               description=None, save=None, validates=None, fresh=False):
+  def __init__(
+    self,
+    exp_id,
+    store,
+    experiment,
+    action='train',
+    description=None,
+    save=None,
+    validates=None,
+    fresh=False,
+  ):
     super().__init__()
     self.exp_id = exp_id
     self.store = store
@@ -73,31 +82,45 @@ class ExperimentRecord(base.Callback):
     builder = self.context.builder
     fingerprint = builder.fingerprint()
     if self.action == 'train':
-      _store.write_record(self.context.output, {
-          'exp_id': self.exp_id, 'experiment': self.experiment,
+      _store.write_record(
+        self.context.output,
+        {
+          'exp_id': self.exp_id,
+          'experiment': self.experiment,
           'store': self.store and _tracking._safe(self.store.uri),
-          'fingerprint': fingerprint, 'params': self.description,
-          'model_config': builder.model_config, 'fresh_start': self.fresh})
+          'fingerprint': fingerprint,
+          'params': self.description,
+          'model_config': builder.model_config,
+          'fresh_start': self.fresh,
+        },
+      )
     if self.store is not None:
       output = self.context.output
       output = output if '://' in output else os.path.abspath(output)
-      run = self._call(self.store.run_of_output, self.experiment, output,
-                       self.action)
+      run = self._call(
+        self.store.run_of_output, self.experiment, output, self.action
+      )
       self.run_id = run.info.run_id if run is not None else None
-      tags = {'mlflow.runName': self.exp_id, 'tfutils.exp_id': self.exp_id,
-              'tfutils.fingerprint': fingerprint['digest'],
-              'tfutils.model': _tag(fingerprint)}
+      tags = {
+        'mlflow.runName': self.exp_id,
+        'tfutils.exp_id': self.exp_id,
+        'tfutils.fingerprint': fingerprint['digest'],
+        'tfutils.model': _tag(fingerprint),
+      }
       if builder.model_config:
         tags['tfutils.model_config'] = _tag(builder.model_config)
       if self.fresh:
         tags['tfutils.fresh_start'] = 'true'
       if self.validates:
-        tags.update({f'tfutils.{k}': str(v)
-                     for k, v in self.validates.items()})
+        tags.update({f'tfutils.{k}': str(v) for k, v in self.validates.items()})
       self._tags(tags)
     save = self.save
-    if (save is not None and save.save_initial_filters and
-        logs.get('step') == 0 and builder.warm_started is None):
+    if (
+      save is not None
+      and save.save_initial_filters
+      and logs.get('step') == 0
+      and builder.warm_started is None
+    ):
       # tfutils kept the initial filters of a model it did not load.
       self.context.save_checkpoint()
 
@@ -110,49 +133,68 @@ class ExperimentRecord(base.Callback):
     if logs.get('learning_rate') is not None:
       values['learning_rate'] = logs['learning_rate']
     if values and self.run_id is not None:
-      self._call(self.store.log_metrics, self.run_id, step,
-                 {f'train/{k}': v for k, v in values.items()})
+      self._call(
+        self.store.log_metrics,
+        self.run_id,
+        step,
+        {f'train/{k}': v for k, v in values.items()},
+      )
 
   def on_checkpoint(self, step, path):
     save = self.save
     if not self._chief or save is None:
       return
-    initial = (step == 0 and save.save_initial_filters and
-               self.context.builder.warm_started is None)
+    initial = (
+      step == 0
+      and save.save_initial_filters
+      and self.context.builder.warm_started is None
+    )
     if not initial and (step == 0 or step % save.save_filters_freq):
       return
     directory = os.path.join(os.path.dirname(path), _load.SAVED)
     tf.io.gfile.makedirs(directory)
     for source in tf.io.gfile.glob(path + '.*'):
-      tf.io.gfile.copy(source, os.path.join(directory,
-                                            os.path.basename(source)),
-                       overwrite=True)
+      tf.io.gfile.copy(
+        source,
+        os.path.join(directory, os.path.basename(source)),
+        overwrite=True,
+      )
     kept = os.path.join(directory, os.path.basename(path))
     self.saved_filters.append(kept)
-    logger.info('Kept %s (save_filters_freq %d)', kept,
-                save.save_filters_freq)
+    logger.info('Kept %s (save_filters_freq %d)', kept, save.save_filters_freq)
     self._tags({'tfutils.saved_filters': _tag(self.saved_filters)})
 
   def on_evaluate_end(self, step, results):
-    self.results = {'step': step,
-                    'results': {k: dict(v) for k, v in results.items()}}
+    self.results = {
+      'step': step,
+      'results': {k: dict(v) for k, v in results.items()},
+    }
     if not self._chief:
       return
     # tfutils' default agg_func keeps each key's per-batch list, which
     # the store's and TensorBoard's numbers cannot hold: their mean goes
     # there (the lists are in the results).
     for name, values in results.items():
-      means = {key: statistics.fmean(value) for key, value in values.items()
-               if isinstance(value, list) and value and
-               all(isinstance(v, (int, float)) for v in value)}
+      means = {
+        key: statistics.fmean(value)
+        for key, value in values.items()
+        if isinstance(value, list)
+        and value
+        and all(isinstance(v, (int, float)) for v in value)
+      }
       if not means:
         continue
       if self.context.summaries is not None:
-        self.context.summaries.scalars(_targets.summaries_dir(name), step,
-                                       means)
+        self.context.summaries.scalars(
+          _targets.summaries_dir(name), step, means
+        )
       if self.run_id is not None:
-        self._call(self.store.log_metrics, self.run_id, step,
-                   {f'{name}/{k}': v for k, v in means.items()})
+        self._call(
+          self.store.log_metrics,
+          self.run_id,
+          step,
+          {f'{name}/{k}': v for k, v in means.items()},
+        )
 
   def _tags(self, tags):
     if self.run_id is not None:
@@ -166,12 +208,16 @@ class ExperimentRecord(base.Callback):
     except Exception as e:
       # As for the run's other records: warn once, train on.
       self._failed = True
-      logger.warning('Recording the tfutils experiment in MLflow failed '
-                     '(%s: %s); training goes on without it.',
-                     type(e).__name__, e)
+      logger.warning(
+        'Recording the tfutils experiment in MLflow failed '
+        '(%s: %s); training goes on without it.',
+        type(e).__name__,
+        e,
+      )
       return None
 
 
 def _tag(value):
-  return _tracking._text(json.dumps(value, sort_keys=True),
-                         _tracking._TAG_LIMIT)
+  return _tracking._text(
+    json.dumps(value, sort_keys=True), _tracking._TAG_LIMIT
+  )

@@ -22,9 +22,16 @@ from tensorfx.training._params import _keys
 from tensorfx.training._params import _store
 
 KEYS = _store.LOCATION_KEYS + (
-    'cache_dir', 'do_save', 'save_metrics_freq', 'save_valid_freq',
-    'save_filters_freq', 'cache_filters_freq', 'cache_max_num',
-    'save_initial_filters', 'save_to_gfs')
+  'cache_dir',
+  'do_save',
+  'save_metrics_freq',
+  'save_valid_freq',
+  'save_filters_freq',
+  'cache_filters_freq',
+  'cache_max_num',
+  'save_initial_filters',
+  'save_to_gfs',
+)
 # What --checkpoint-interval-secs is here: checkpoints come by step.
 NEVER_BY_TIME = 10**9
 
@@ -43,6 +50,7 @@ class SaveSettings:
     cache_max_num: the rotating checkpoints kept.
     save_initial_filters: whether step 0 is kept for good too.
   """
+
   location: _store.Location
   do_save: bool = True
   save_metrics_freq: int = 5
@@ -63,34 +71,46 @@ class SaveSettings:
     params.check_known(KEYS)
     if params.get('save_to_gfs'):
       raise ConfigurationError(
-          f"{params.where('save_to_gfs')}: values too large for the store "
-          'are not split off here; return them from a validation target and '
-          'read them from the results (train_from_params returns them, '
-          'and OUTPUT/job.yaml holds them).')
+        f'{params.where("save_to_gfs")}: values too large for the store '
+        'are not split off here; return them from a validation target and '
+        'read them from the results (train_from_params returns them, '
+        'and OUTPUT/job.yaml holds them).'
+      )
     return cls(
-        location=_store.Location.from_params(params),
-        do_save=params.boolean('do_save', True),
-        save_metrics_freq=params.integer('save_metrics_freq', 5),
-        save_valid_freq=params.integer('save_valid_freq', 3000),
-        save_filters_freq=params.integer('save_filters_freq', 30000),
-        cache_filters_freq=params.integer('cache_filters_freq', 3000),
-        cache_max_num=params.integer('cache_max_num', 6),
-        save_initial_filters=params.boolean('save_initial_filters', True))
+      location=_store.Location.from_params(params),
+      do_save=params.boolean('do_save', True),
+      save_metrics_freq=params.integer('save_metrics_freq', 5),
+      save_valid_freq=params.integer('save_valid_freq', 3000),
+      save_filters_freq=params.integer('save_filters_freq', 30000),
+      cache_filters_freq=params.integer('cache_filters_freq', 3000),
+      cache_max_num=params.integer('cache_max_num', 6),
+      save_initial_filters=params.boolean('save_initial_filters', True),
+    )
 
   def flags(self):
     """The trainer flags of these settings."""
-    flags = ['--log-interval-steps', str(self.save_metrics_freq),
-             '--eval-interval-steps', str(self.save_valid_freq),
-             '--checkpoint-interval-steps',
-             str(math.gcd(self.cache_filters_freq, self.save_filters_freq)),
-             '--checkpoint-interval-secs', str(NEVER_BY_TIME),
-             '--keep-checkpoints', str(self.cache_max_num)]
+    flags = [
+      '--log-interval-steps',
+      str(self.save_metrics_freq),
+      '--eval-interval-steps',
+      str(self.save_valid_freq),
+      '--checkpoint-interval-steps',
+      str(math.gcd(self.cache_filters_freq, self.save_filters_freq)),
+      '--checkpoint-interval-secs',
+      str(NEVER_BY_TIME),
+      '--keep-checkpoints',
+      str(self.cache_max_num),
+    ]
     if self.do_save:
-      flags += ['--experiment', self.location.experiment,
-                '--tracking-uri', self.location.uri]
+      flags += [
+        '--experiment',
+        self.location.experiment,
+        '--tracking-uri',
+        self.location.uri,
+      ]
     return flags
 
   def describe(self):
-    return _keys.describe({k: v for k, v in dataclasses.asdict(self).items()
-                           if k != 'location'})
-
+    return _keys.describe(
+      {k: v for k, v in dataclasses.asdict(self).items() if k != 'location'}
+    )

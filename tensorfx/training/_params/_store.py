@@ -40,7 +40,8 @@ _EXP_ID = 'tfutils.exp_id'
 def home():
   """tfutils' home directory: `TFUTILS_HOME`, else `~/.tfutils`."""
   return os.environ.get('TFUTILS_HOME') or os.path.join(
-      os.path.expanduser('~'), '.tfutils')
+    os.path.expanduser('~'), '.tfutils'
+  )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Location:
     exp_id: the experiment id (the run's name).
     cache_dir: the job's output directory, when given.
   """
+
   host: Optional[str]
   port: Optional[int]
   dbname: str
@@ -88,39 +90,67 @@ class Location:
       values[key] = value
     for key in ('dbname', 'collname', 'exp_id'):
       if values[key] is None:
-        params.required(key, {
+        params.required(
+          key,
+          {
             'dbname': 'the database: the first part of the MLflow experiment',
             'collname': 'the collection: the second part of the MLflow '
-                        'experiment',
-            'exp_id': 'the experiment id: the MLflow run\'s name'}[key])
-      if not isinstance(values[key], str) or not values[key].strip() or \
-          '/' in values[key] or "'" in values[key]:
+            'experiment',
+            'exp_id': "the experiment id: the MLflow run's name",
+          }[key],
+        )
+      if (
+        not isinstance(values[key], str)
+        or not values[key].strip()
+        or '/' in values[key]
+        or "'" in values[key]
+      ):
         raise ConfigurationError(
-            f'{params.where(key)} must be a non-empty name without "/" or '
-            f"\"'\". Received: {params.where(key)}={values[key]!r}")
+          f'{params.where(key)} must be a non-empty name without "/" or '
+          f'"\'". Received: {params.where(key)}={values[key]!r}'
+        )
     port = values['port']
-    if port is not None and (isinstance(port, bool) or
-                             not isinstance(port, int) or port <= 0):
+    if port is not None and (
+      isinstance(port, bool) or not isinstance(port, int) or port <= 0
+    ):
       raise ConfigurationError(
-          f"{params.where('port')} must be a port number. Received: "
-          f"{params.where('port')}={port!r}")
+        f'{params.where("port")} must be a port number. Received: '
+        f'{params.where("port")}={port!r}'
+      )
     host = values['host']
     if host is not None and (not isinstance(host, str) or not host):
       raise ConfigurationError(
-          f"{params.where('host')} must be a host name or a tracking URI. "
-          f"Received: {params.where('host')}={host!r}")
-    if host and '://' in host and port is not None and \
-        parse.urlsplit(host).port not in (None, port):
+        f'{params.where("host")} must be a host name or a tracking URI. '
+        f'Received: {params.where("host")}={host!r}'
+      )
+    if (
+      host
+      and '://' in host
+      and port is not None
+      and parse.urlsplit(host).port not in (None, port)
+    ):
       raise ConfigurationError(
-          f"{params.where('port')} differs from the port of the URI "
-          f"{params.where('host')}; give the port in the URI only. Received: "
-          f'host={host!r} port={port!r}')
-    cache_dir = params.get('cache_dir') if 'cache_dir' in params else (
-        fallback.cache_dir if fallback is not None and
-        fallback.exp_id == values['exp_id'] else None)
-    return cls(host=host, port=port, dbname=values['dbname'],
-               collname=values['collname'], exp_id=values['exp_id'],
-               cache_dir=str(cache_dir) if cache_dir else None)
+        f'{params.where("port")} differs from the port of the URI '
+        f'{params.where("host")}; give the port in the URI only. Received: '
+        f'host={host!r} port={port!r}'
+      )
+    cache_dir = (
+      params.get('cache_dir')
+      if 'cache_dir' in params
+      else (
+        fallback.cache_dir
+        if fallback is not None and fallback.exp_id == values['exp_id']
+        else None
+      )
+    )
+    return cls(
+      host=host,
+      port=port,
+      dbname=values['dbname'],
+      collname=values['collname'],
+      exp_id=values['exp_id'],
+      cache_dir=str(cache_dir) if cache_dir else None,
+    )
 
   @property
   def experiment(self):
@@ -135,22 +165,27 @@ class Location:
     if self.host:
       if self.port is None:
         raise ConfigurationError(
-            f'host {self.host!r} names an MLflow tracking server: give its '
-            'port too (or a whole tracking URI as host).')
+          f'host {self.host!r} names an MLflow tracking server: give its '
+          'port too (or a whole tracking URI as host).'
+        )
       return f'http://{self.host}:{self.port}'
-    return (os.environ.get('MLFLOW_TRACKING_URI') or
-            'sqlite:///' + os.path.join(os.path.abspath(home()),
-                                        _tracking.DEFAULT_DB))
+    return os.environ.get('MLFLOW_TRACKING_URI') or 'sqlite:///' + os.path.join(
+      os.path.abspath(home()), _tracking.DEFAULT_DB
+    )
 
   def same_experiment(self, other):
     """Whether `other` names the same store, experiment and exp_id."""
     return (self.uri, self.experiment, self.exp_id) == (
-        other.uri, other.experiment, other.exp_id)
+      other.uri,
+      other.experiment,
+      other.exp_id,
+    )
 
   def default_output(self):
     """The output directory when neither given nor recorded."""
-    return self.cache_dir or os.path.join(home(), self.dbname, self.collname,
-                                          self.exp_id)
+    return self.cache_dir or os.path.join(
+      home(), self.dbname, self.collname, self.exp_id
+    )
 
 
 class Store:
@@ -166,6 +201,7 @@ class Store:
   def __init__(self, uri):
     _tracking.require_mlflow()
     from mlflow.tracking import MlflowClient
+
     self.uri = uri
     self.client = MlflowClient(tracking_uri=uri)
 
@@ -175,13 +211,19 @@ class Store:
       found = self.client.get_experiment_by_name(experiment)
       if found is None:
         return []
-      return list(self.client.search_runs(
-          [found.experiment_id], filter_string=' and '.join(conditions),
-          order_by=['attributes.start_time DESC'], max_results=max_results))
+      return list(
+        self.client.search_runs(
+          [found.experiment_id],
+          filter_string=' and '.join(conditions),
+          order_by=['attributes.start_time DESC'],
+          max_results=max_results,
+        )
+      )
     except Exception as e:
       raise ConfigurationError(
-          'Cannot read the MLflow tracking store '
-          f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}') from None
+        'Cannot read the MLflow tracking store '
+        f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}'
+      ) from None
 
   def _search(self, experiment, conditions):
     runs = self.search(experiment, conditions, max_results=1)
@@ -189,23 +231,36 @@ class Store:
 
   def training_run(self, location):
     """The latest training run of `location`'s exp_id, or None."""
-    return self._search(location.experiment, [
+    return self._search(
+      location.experiment,
+      [
         f"tags.`{_EXP_ID}` = '{location.exp_id}'",
-        f"tags.`{_ACTION}` = 'train'"])
+        f"tags.`{_ACTION}` = 'train'",
+      ],
+    )
 
   def run_of_output(self, experiment, output, action):
     """The latest run that tensorfx started for `output` and `action`."""
     if "'" in output:
       return None
-    return self._search(experiment, [
-        f"tags.`tensorfx.output` = '{output}'", f"tags.`{_ACTION}` = "
-        f"'{action}'"])
+    return self._search(
+      experiment,
+      [
+        f"tags.`tensorfx.output` = '{output}'",
+        f"tags.`{_ACTION}` = '{action}'",
+      ],
+    )
 
   def set_tags(self, run_id, tags):
     from mlflow.entities import RunTag
-    self.client.log_batch(run_id, tags=[
+
+    self.client.log_batch(
+      run_id,
+      tags=[
         RunTag(k, v if isinstance(v, str) else json.dumps(v))
-        for k, v in tags.items()])
+        for k, v in tags.items()
+      ],
+    )
 
   def log_metrics(self, run_id, step, values):
     # Through the tracker's conversion: numbers only, one timestamp.
@@ -219,6 +274,7 @@ def store_if_installed(uri):
   directory): its absence costs nothing where nothing is recorded.
   """
   import importlib.util
+
   if importlib.util.find_spec('mlflow') is None:
     return None
   return Store(uri)
@@ -243,6 +299,7 @@ def output_of(location, store):
 def read_record(output):
   """The experiment record in `output` (`tfutils.json`), or None."""
   import tensorflow as tf
+
   path = os.path.join(output, RECORD)
   if not tf.io.gfile.exists(path):
     return None
@@ -253,6 +310,7 @@ def read_record(output):
 def write_record(output, record):
   """Writes the experiment record into `output` (whole, or not at all)."""
   import tensorflow as tf
+
   path = os.path.join(output, RECORD)
   tf.io.gfile.makedirs(output)
   with tf.io.gfile.GFile(path + '.tmp', 'w') as f:

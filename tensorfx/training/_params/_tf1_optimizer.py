@@ -24,13 +24,15 @@ def is_tf1_class(made: Any) -> bool:
   """Whether `made` makes TensorFlow 1-style optimizers (not tf_keras')."""
   if not inspect.isclass(made):
     return False
-  if issubclass(made, (tf_keras.optimizers.Optimizer,
-                       tf_keras.optimizers.legacy.Optimizer)):
+  if issubclass(
+    made, (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer)
+  ):
     return False
   if issubclass(made, tf.compat.v1.train.Optimizer):
     return True
-  return (callable(getattr(made, 'compute_gradients', None)) and
-          callable(getattr(made, 'apply_gradients', None)))
+  return callable(getattr(made, 'compute_gradients', None)) and callable(
+    getattr(made, 'apply_gradients', None)
+  )
 
 
 class TF1Optimizer(tf.Module):
@@ -51,9 +53,13 @@ class TF1Optimizer(tf.Module):
       of), or None.
   """
 
-  def __init__(self, wrapped: Any, rate: tf.Variable | None = None,
-               schedule: Callable[[Any], Any] | None = None,
-               clipvalue: float | None = None):
+  def __init__(
+    self,
+    wrapped: Any,
+    rate: tf.Variable | None = None,
+    schedule: Callable[[Any], Any] | None = None,
+    clipvalue: float | None = None,
+  ):
     super().__init__(name='tf1_optimizer')
     self.rate = rate
     self._schedule = schedule
@@ -76,8 +82,9 @@ class TF1Optimizer(tf.Module):
       return self._schedule(None)
     return self.rate
 
-  def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]],
-                      **kwargs: Any) -> Any:
+  def apply_gradients(
+    self, grads_and_vars: Iterable[tuple[Any, Any]], **kwargs: Any
+  ) -> Any:
     """Applies the engine's gradients with the object's `apply_gradients`."""
     del kwargs  # The object sums replicas' gradients itself.
     if self._schedule is not None and self.rate is not None:
@@ -91,11 +98,15 @@ class TF1Optimizer(tf.Module):
 
 def _clip(gradient: Any, limit: float) -> Any:
   if isinstance(gradient, tf.IndexedSlices):
-    return tf.IndexedSlices(tf.clip_by_value(gradient.values, -limit, limit),
-                            gradient.indices, gradient.dense_shape)
+    return tf.IndexedSlices(
+      tf.clip_by_value(gradient.values, -limit, limit),
+      gradient.indices,
+      gradient.dense_shape,
+    )
   return tf.clip_by_value(gradient, -limit, limit)
 
 
 def _trackable(value: Any) -> bool:
   from tensorflow.python.trackable import base
+
   return isinstance(value, base.Trackable)

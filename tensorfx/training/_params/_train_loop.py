@@ -23,6 +23,7 @@ from tensorfx.training._params import _functions
 @dataclasses.dataclass(frozen=True)
 class TrainTarget:
   """A name in `train_targets`, fetched by `StepSession.run`."""
+
   name: str
 
 
@@ -40,16 +41,20 @@ class StepSession:
     where: the path of the loop function, for errors.
   """
 
-  def __init__(self, steps: Callable[[int], _loop.StepResult],
-               values: Callable[[_loop.StepResult], dict[str, Any]],
-               where: str):
+  def __init__(
+    self,
+    steps: Callable[[int], _loop.StepResult],
+    values: Callable[[_loop.StepResult], dict[str, Any]],
+    where: str,
+  ):
     self._steps = steps
     self._values = values
     self._where = where
     self.results: list[_loop.StepResult] = []
 
-  def run(self, fetches: Any, feed_dict: dict | None = None,
-          **kwargs: Any) -> Any:
+  def run(
+    self, fetches: Any, feed_dict: dict | None = None, **kwargs: Any
+  ) -> Any:
     """Runs one training step; returns `fetches` with their values.
 
     Args:
@@ -65,8 +70,9 @@ class StepSession:
     del kwargs
     if feed_dict:
       raise ConfigurationError(
-          f'{self._where}: sess.run(feed_dict=...) has no equivalent: the '
-          'data function feeds the step.')
+        f'{self._where}: sess.run(feed_dict=...) has no equivalent: the '
+        'data function feeds the step.'
+      )
     if self.results and self.results[-1].bad_loss:
       # The guards decide what follows a bad loss, before another step.
       return _fetch(fetches, self._values(self.results[-1]), self._where)
@@ -75,10 +81,12 @@ class StepSession:
     return _fetch(fetches, self._values(result), self._where)
 
 
-def wrap(steps: Callable[[int], _loop.StepResult],
-         function: _functions.Function,
-         values: Callable[[_loop.StepResult], dict[str, Any]],
-         names: list[str]) -> Callable[[int], _loop.StepResult]:
+def wrap(
+  steps: Callable[[int], _loop.StepResult],
+  function: _functions.Function,
+  values: Callable[[_loop.StepResult], dict[str, Any]],
+  names: list[str],
+) -> Callable[[int], _loop.StepResult]:
   """The engine's steps, each call driven by the user's train_loop.
 
   Args:
@@ -98,12 +106,16 @@ def wrap(steps: Callable[[int], _loop.StepResult],
     function.func(session, dict(targets), **function.kwargs)
     if not session.results:
       raise ConfigurationError(
-          f"{function.where}['func'] ran no training step: call "
-          'sess.run(train_targets) in it once per call.')
+        f"{function.where}['func'] ran no training step: call "
+        'sess.run(train_targets) in it once per call.'
+      )
     last = session.results[-1]
     return _loop.StepResult(
-        step=last.step, ran=sum(r.ran for r in session.results),
-        loss=last.loss, bad_loss=any(r.bad_loss for r in session.results))
+      step=last.step,
+      ran=sum(r.ran for r in session.results),
+      loss=last.loss,
+      bad_loss=any(r.bad_loss for r in session.results),
+    )
 
   return run
 
@@ -118,6 +130,7 @@ def _fetch(fetches: Any, values: dict[str, Any], where: str) -> Any:
   if isinstance(fetches, (list, tuple)):
     return type(fetches)(_fetch(v, values, where) for v in fetches)
   raise ConfigurationError(
-      f"{where}['func']: sess.run fetches the training targets (the "
-      'train_targets it receives, or their names); there is no graph to '
-      f'run other operations in. Received: {fetches!r}')
+    f"{where}['func']: sess.run fetches the training targets (the "
+    'train_targets it receives, or their names); there is no graph to '
+    f'run other operations in. Received: {fetches!r}'
+  )

@@ -23,8 +23,14 @@ from tensorfx.training._params import _data
 from tensorfx.training._params import _functions
 from tensorfx.training._params import _keys
 
-KEYS = ('data', 'data_params', 'targets', 'num_steps', 'agg_func',
-        'online_agg_func')
+KEYS = (
+  'data',
+  'data_params',
+  'targets',
+  'num_steps',
+  'agg_func',
+  'online_agg_func',
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Validation:
     online_agg_func: how each batch's results combine, or None.
     agg_func: how the combined results become the result, or None.
   """
+
   name: str
   data: _functions.Function
   batch_size: int
@@ -55,9 +62,13 @@ class Validation:
 
   def source(self):
     """The dataset source the target reads."""
-    return _data.FunctionSource(self.source_name, self.data.func,
-                                self.data.kwargs, self.data.where,
-                                cycle=self.num_steps is not None)
+    return _data.FunctionSource(
+      self.source_name,
+      self.data.func,
+      self.data.kwargs,
+      self.data.where,
+      cycle=self.num_steps is not None,
+    )
 
   def target(self):
     """The engine's `ValidationTarget`."""
@@ -65,16 +76,25 @@ class Validation:
     # tfutils' default agg_func is the identity: the per-batch lists.
     agg: Any = self.agg_func if self.agg_func is not None else identity
     return _targets.ValidationTarget(
-        self.name, source=self.source_name, batches=self.num_steps,
-        batch_size=self.batch_size, online_agg=online, agg=agg,
-        compute=_compute(self.targets) if self.targets else None)
+      self.name,
+      source=self.source_name,
+      batches=self.num_steps,
+      batch_size=self.batch_size,
+      online_agg=online,
+      agg=agg,
+      compute=_compute(self.targets) if self.targets else None,
+    )
 
   def describe(self):
-    return _keys.describe({
+    return _keys.describe(
+      {
         'data': {**self.data.describe(), 'batch_size': self.batch_size},
         'targets': self.targets.describe() if self.targets else None,
-        'num_steps': self.num_steps, 'agg_func': self.agg_func,
-        'online_agg_func': self.online_agg_func})
+        'num_steps': self.num_steps,
+        'agg_func': self.agg_func,
+        'online_agg_func': self.online_agg_func,
+      }
+    )
 
 
 def identity(aggregate: dict[str, Any]) -> dict[str, Any]:
@@ -94,14 +114,15 @@ def _compute(function):
   """`ValidationTarget.compute` of a tfutils targets function."""
 
   def compute(inputs, outputs):
-    return _functions.call_targets(function, inputs,
-                                   _functions.model_outputs(outputs))
+    return _functions.call_targets(
+      function, inputs, _functions.model_outputs(outputs)
+    )
 
   # Named as the user's function, in records and errors.
-  compute.__module__ = getattr(function.func, '__module__',
-                               compute.__module__)
-  compute.__qualname__ = getattr(function.func, '__qualname__',
-                                 repr(function.func))
+  compute.__module__ = getattr(function.func, '__module__', compute.__module__)
+  compute.__qualname__ = getattr(
+    function.func, '__qualname__', repr(function.func)
+  )
   return compute
 
 
@@ -111,13 +132,17 @@ def _agg_func(target):
   if isinstance(value, str):
     if value not in _targets.FINAL_AGGREGATIONS:
       raise ConfigurationError(
-          f"{target.where('agg_func')} must be a function (aggregate) -> "
-          f'dict or one of {", ".join(_targets.FINAL_AGGREGATIONS)}. '
-          f"Received: {target.where('agg_func')}={value!r}")
+        f'{target.where("agg_func")} must be a function (aggregate) -> '
+        f'dict or one of {", ".join(_targets.FINAL_AGGREGATIONS)}. '
+        f'Received: {target.where("agg_func")}={value!r}'
+      )
     return value
   return target.function(
-      'agg_func', 'how the combined results become the result: '
-      "(aggregate) -> dict, or 'mean'", required=False)
+    'agg_func',
+    'how the combined results become the result: '
+    "(aggregate) -> dict, or 'mean'",
+    required=False,
+  )
 
 
 def from_params(params):
@@ -133,31 +158,44 @@ def from_params(params):
     where = target.path
     if not isinstance(name, str):
       raise ConfigurationError(
-          f'{where}: validation targets are named by strings. Received: '
-          f'{name!r}')
+        f'{where}: validation targets are named by strings. Received: {name!r}'
+      )
     target.alias('data_params', 'data')
     target.check_known(KEYS)
-    data = target.child('data', required=True,
-                        what="the target's data: {'func': ..., "
-                        "'batch_size': ...}")
+    data = target.child(
+      'data',
+      required=True,
+      what="the target's data: {'func': ..., 'batch_size': ...}",
+    )
     function = _functions.Function.from_params(
-        data, 'the function that makes the validation data (called with '
-        'batch_size= and the other keys)', exclude=('batch_size',))
+      data,
+      'the function that makes the validation data (called with '
+      'batch_size= and the other keys)',
+      exclude=('batch_size',),
+    )
     batch_size = data.integer(
-        'batch_size', data.required('batch_size', 'the batch size given to '
-                                    'the data function'))
+      'batch_size',
+      data.required('batch_size', 'the batch size given to the data function'),
+    )
     targets = None
     if target.get('targets') is not None:
       targets = _functions.Function.from_params(
-          target.child('targets'), "the function of the target's values "
-          '(inputs, outputs) -> dict')
+        target.child('targets'),
+        "the function of the target's values (inputs, outputs) -> dict",
+      )
     validation = Validation(
-        name=name, data=function, batch_size=batch_size, targets=targets,
-        num_steps=target.integer('num_steps', None, allow_none=True),
-        online_agg_func=target.function(
-            'online_agg_func', 'how batch results combine: (aggregate, '
-            'results, step) -> aggregate', required=False),
-        agg_func=_agg_func(target))
+      name=name,
+      data=function,
+      batch_size=batch_size,
+      targets=targets,
+      num_steps=target.integer('num_steps', None, allow_none=True),
+      online_agg_func=target.function(
+        'online_agg_func',
+        'how batch results combine: (aggregate, results, step) -> aggregate',
+        required=False,
+      ),
+      agg_func=_agg_func(target),
+    )
     try:
       validation.target()
     except ConfigurationError as e:

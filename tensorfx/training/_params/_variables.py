@@ -59,17 +59,19 @@ class VariableStore(tf.Module):
         requested = self._calls.requested[position]
         if requested != name:
           raise ConfigurationError(
-              f'{self._where} asked for its variables in another order than '
-              f'on its first call: variable {position + 1} is '
-              f'{name!r} now, {requested!r} then. Make the '
-              'same variables, in the same order, on every call (whatever '
-              '`train` is).')
+            f'{self._where} asked for its variables in another order than '
+            f'on its first call: variable {position + 1} is '
+            f'{name!r} now, {requested!r} then. Make the '
+            'same variables, in the same order, on every call (whatever '
+            '`train` is).'
+          )
         return self.created[position]
       if self._calls.sealed:
         raise ConfigurationError(
-            f'{self._where} made a variable ({name!r}) that its first call '
-            'did not: make the same variables on every call (whatever '
-            '`train` is).')
+          f'{self._where} made a variable ({name!r}) that its first call '
+          'did not: make the same variables on every call (whatever '
+          '`train` is).'
+        )
       # Made outside any function being traced: variables live on.
       with tf.init_scope():
         variable = next_creator(**options)
@@ -77,8 +79,12 @@ class VariableStore(tf.Module):
       self._calls.requested.append(name)
       return variable
 
-    with _no_trace_in_collections(), _fresh_get_variable_store(), \
-        _root_variable_scope(), tf.variable_creator_scope(creator):
+    with (
+      _no_trace_in_collections(),
+      _fresh_get_variable_store(),
+      _root_variable_scope(),
+      tf.variable_creator_scope(creator),
+    ):
       result = function(*args, **kwargs)
     self._calls.sealed = True
     return result
@@ -95,8 +101,10 @@ def _no_trace_in_collections():
   them there.
   """
   graph = tf.compat.v1.get_default_graph()
-  before = {key: list(graph.get_collection(key))
-            for key in graph.get_all_collection_keys()}
+  before = {
+    key: list(graph.get_collection(key))
+    for key in graph.get_all_collection_keys()
+  }
   try:
     yield
   finally:
@@ -112,8 +120,8 @@ def _root_variable_scope():
   scope, not `get_variable`'s store, hands back the existing ones.
   """
   return tf.compat.v1.variable_scope(
-      tf.compat.v1.VariableScope(reuse=False, name=''),
-      auxiliary_name_scope=False)
+    tf.compat.v1.VariableScope(reuse=False, name=''), auxiliary_name_scope=False
+  )
 
 
 def _fresh_get_variable_store():
@@ -128,6 +136,7 @@ def _fresh_get_variable_store():
   """
   try:
     from tensorflow.python.ops import variable_scope
+
     store = variable_scope._VariableStore()
     store._store_eager_variables = True
     return variable_scope.with_variable_store(store)

@@ -55,9 +55,25 @@ from tensorfx.training._settings.validation import ValidationSettings
 from tensorfx.training._settings.weights import WeightSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (data, job, loop, speed, checkpoints, optimizer, loss, weights,
-             validation, guards, restore, export, tracking, prediction,
-             logging, summaries, tasks)
+_SECTIONS = (
+  data,
+  job,
+  loop,
+  speed,
+  checkpoints,
+  optimizer,
+  loss,
+  weights,
+  validation,
+  guards,
+  restore,
+  export,
+  tracking,
+  prediction,
+  logging,
+  summaries,
+  tasks,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +97,7 @@ def check(args: Any) -> None:
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """Every concern's settings, built once from the parsed arguments."""
+
   data: DataSettings = DataSettings()
   job: JobSettings = JobSettings()
   loop: LoopSettings = LoopSettings()
@@ -104,30 +121,34 @@ class Settings:
     """Reads every section from `args` (a `ModelArguments` or namespace)."""
     # Each field's type is a section class (not a string: no postponed
     # annotations here).
-    return cls(**{field.name: cast(Any, field.type).from_args(args)
-                  for field in dataclasses.fields(cls)})
+    return cls(
+      **{
+        field.name: cast(Any, field.type).from_args(args)
+        for field in dataclasses.fields(cls)
+      }
+    )
 
 
 __all__ = [
-    'CheckpointSettings',
-    'DataSettings',
-    'ExportSettings',
-    'GuardSettings',
-    'JobSettings',
-    'LoggingSettings',
-    'LoopSettings',
-    'LossSettings',
-    'OptimizerSettings',
-    'PredictionSettings',
-    'RestoreSettings',
-    'Settings',
-    'SpeedSettings',
-    'SummarySettings',
-    'TaskSettings',
-    'TrackingSettings',
-    'ValidationSettings',
-    'WeightSettings',
-    'add_arguments',
-    'check',
-    'parse_best_metric',
+  'CheckpointSettings',
+  'DataSettings',
+  'ExportSettings',
+  'GuardSettings',
+  'JobSettings',
+  'LoggingSettings',
+  'LoopSettings',
+  'LossSettings',
+  'OptimizerSettings',
+  'PredictionSettings',
+  'RestoreSettings',
+  'Settings',
+  'SpeedSettings',
+  'SummarySettings',
+  'TaskSettings',
+  'TrackingSettings',
+  'ValidationSettings',
+  'WeightSettings',
+  'add_arguments',
+  'check',
+  'parse_best_metric',
 ]

@@ -15,8 +15,9 @@ from typing import Any
 from tensorfx._errors import ConfigurationError
 
 
-def group(parser: argparse.ArgumentParser,
-          title: str) -> argparse._ArgumentGroup:
+def group(
+  parser: argparse.ArgumentParser, title: str
+) -> argparse._ArgumentGroup:
   """The argument group `title` of `parser`, made on first use.
 
   Sections add their flags to shared groups (`job`, `data`, ...) so that
@@ -44,8 +45,9 @@ def flag(dest: str) -> str:
   return '--' + dest.replace('_', '-')
 
 
-def check_positive(args: Any, dest: str, optional: bool = False,
-                   expected: str | None = None) -> None:
+def check_positive(
+  args: Any, dest: str, optional: bool = False, expected: str | None = None
+) -> None:
   """Raises unless flag `dest` is positive (or absent, or None if optional)."""
   value = getattr(args, dest, None)
   if value is None and (optional or not hasattr(args, dest)):
@@ -53,7 +55,8 @@ def check_positive(args: Any, dest: str, optional: bool = False,
   if value is None or value <= 0:
     expected = expected or 'a positive integer'
     raise ConfigurationError(
-        f'{flag(dest)} must be {expected}. Received: {flag(dest)}={value}')
+      f'{flag(dest)} must be {expected}. Received: {flag(dest)}={value}'
+    )
 
 
 # `--batch-size all`: every instance of the training data in one batch.
@@ -69,7 +72,8 @@ def batch_size(text: Any) -> int | str:
     return int(value)
   except ValueError:
     raise argparse.ArgumentTypeError(
-        f"expected a positive integer or 'all'. Received: {text!r}") from None
+      f"expected a positive integer or 'all'. Received: {text!r}"
+    ) from None
 
 
 def check_batch_size(args: Any, dest: str, optional: bool = False) -> None:
@@ -79,9 +83,13 @@ def check_batch_size(args: Any, dest: str, optional: bool = False) -> None:
     return
   if isinstance(value, str) and value.lower() == ALL:
     return
-  check_positive(args, dest, optional,
-                 expected="a positive integer, or 'all' for the whole "
-                 'training data in one batch')
+  check_positive(
+    args,
+    dest,
+    optional,
+    expected="a positive integer, or 'all' for the whole "
+    'training data in one batch',
+  )
 
 
 def check_not_negative(args: Any, *dests: str) -> None:
@@ -90,5 +98,5 @@ def check_not_negative(args: Any, *dests: str) -> None:
     value = getattr(args, dest, None)
     if value is not None and value < 0:
       raise ConfigurationError(
-          f'{flag(dest)} must be zero or more. Received: '
-          f'{flag(dest)}={value}')
+        f'{flag(dest)} must be zero or more. Received: {flag(dest)}={value}'
+      )

@@ -10,26 +10,44 @@ from tensorfx.training._settings import _section
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   job = _section.group(parser, 'job')
-  job.add_argument('--checkpoint-interval-secs', type=int, default=60,
-                   metavar='SECS',
-                   help='seconds between checkpoints (default: '
-                   '%(default)s)')
-  job.add_argument('--checkpoint-interval-steps', type=int, metavar='N',
-                   help='steps between checkpoints, in addition to '
-                   '--checkpoint-interval-secs (default: none)')
+  job.add_argument(
+    '--checkpoint-interval-secs',
+    type=int,
+    default=60,
+    metavar='SECS',
+    help='seconds between checkpoints (default: %(default)s)',
+  )
+  job.add_argument(
+    '--checkpoint-interval-steps',
+    type=int,
+    metavar='N',
+    help='steps between checkpoints, in addition to '
+    '--checkpoint-interval-secs (default: none)',
+  )
   save = _section.group(parser, 'checkpoints')
-  save.add_argument('--keep-checkpoints', type=int, default=5, metavar='N',
-                    help='recent checkpoints to keep (default: '
-                    '%(default)s)')
-  save.add_argument('--keep-best-checkpoints', type=int, default=0,
-                    metavar='K',
-                    help='also keep the K best checkpoints by '
-                    '--best-metric, in checkpoints/best/ (default: '
-                    '%(default)s)')
-  save.add_argument('--best-metric', metavar='[TARGET/]NAME[:min|max]',
-                    help='the validation result that ranks checkpoints '
-                    '(default: the model\'s evaluation_metric, loss:min, '
-                    'on the first target)')
+  save.add_argument(
+    '--keep-checkpoints',
+    type=int,
+    default=5,
+    metavar='N',
+    help='recent checkpoints to keep (default: %(default)s)',
+  )
+  save.add_argument(
+    '--keep-best-checkpoints',
+    type=int,
+    default=0,
+    metavar='K',
+    help='also keep the K best checkpoints by '
+    '--best-metric, in checkpoints/best/ (default: '
+    '%(default)s)',
+  )
+  save.add_argument(
+    '--best-metric',
+    metavar='[TARGET/]NAME[:min|max]',
+    help='the validation result that ranks checkpoints '
+    "(default: the model's evaluation_metric, loss:min, "
+    'on the first target)',
+  )
 
 
 def check(args: Any) -> None:
@@ -43,7 +61,8 @@ def check(args: Any) -> None:
 
 
 def parse_best_metric(
-    spec: str | None, default: Tuple[str, str] = ('loss', 'min'),
+  spec: str | None,
+  default: Tuple[str, str] = ('loss', 'min'),
 ) -> Tuple[str | None, str, str]:
   """Parses `--best-metric [TARGET/]NAME[:min|max]`.
 
@@ -70,12 +89,16 @@ def parse_best_metric(
   target, _, rest = spec.rpartition('/')
   name, _, mode = rest.partition(':')
   if not mode:
-    mode = default[1] if name == default[0] else (
-        'min' if name.endswith('loss') or name.endswith('error') else 'max')
+    mode = (
+      default[1]
+      if name == default[0]
+      else ('min' if name.endswith('loss') or name.endswith('error') else 'max')
+    )
   if not name or mode not in ('min', 'max'):
     raise ConfigurationError(
-        '--best-metric expects [TARGET/]NAME[:min|max], e.g. '
-        f'holdout/accuracy:max. Received: --best-metric={spec}')
+      '--best-metric expects [TARGET/]NAME[:min|max], e.g. '
+      f'holdout/accuracy:max. Received: --best-metric={spec}'
+    )
   return (target or None, name, mode)
 
 
@@ -94,6 +117,7 @@ class CheckpointSettings:
     best_metric: the `--best-metric` spec as given; None for the model's
       `evaluation_metric` on the first target. See `best(default)`.
   """
+
   interval_secs: float = 60.0
   interval_steps: Optional[int] = None
   keep: int = 5
@@ -103,11 +127,13 @@ class CheckpointSettings:
   @classmethod
   def from_args(cls, args: Any) -> Self:
     read = _section.read
-    return cls(interval_secs=float(read(args, 'checkpoint_interval_secs', 60)),
-               interval_steps=read(args, 'checkpoint_interval_steps'),
-               keep=int(read(args, 'keep_checkpoints', 5)),
-               keep_best=int(read(args, 'keep_best_checkpoints', 0)),
-               best_metric=read(args, 'best_metric'))
+    return cls(
+      interval_secs=float(read(args, 'checkpoint_interval_secs', 60)),
+      interval_steps=read(args, 'checkpoint_interval_steps'),
+      keep=int(read(args, 'keep_checkpoints', 5)),
+      keep_best=int(read(args, 'keep_best_checkpoints', 0)),
+      best_metric=read(args, 'best_metric'),
+    )
 
   def best(self, default: Tuple[str, str]) -> Tuple[str | None, str, str]:
     """`(target, name, mode)` ranking checkpoints; `default` is the model's."""

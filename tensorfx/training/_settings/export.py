@@ -9,12 +9,15 @@ from tensorfx.training._settings import _section
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   export = _section.group(parser, 'export')
-  export.add_argument('--export-versioned',
-                      action=argparse.BooleanOptionalAction, default=False,
-                      help='export to model/STEP/ (TensorFlow Serving\'s '
-                      'layout: one numbered version per export, the '
-                      'highest served; earlier versions are kept) instead '
-                      'of model/ (default: off)')
+  export.add_argument(
+    '--export-versioned',
+    action=argparse.BooleanOptionalAction,
+    default=False,
+    help="export to model/STEP/ (TensorFlow Serving's "
+    'layout: one numbered version per export, the '
+    'highest served; earlier versions are kept) instead '
+    'of model/ (default: off)',
+  )
 
 
 def check(args: Any) -> None:
@@ -30,6 +33,7 @@ class ExportSettings:
       version directory as TensorFlow Serving expects, rather than to
       `model/` itself (`--export-versioned`).
   """
+
   versioned: bool = False
 
   @classmethod

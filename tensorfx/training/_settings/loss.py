@@ -18,12 +18,11 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 LOSS_TYPES = ('mean_squared_error', 'mean_absolute_error', 'huber')
-NORMALIZATIONS = ('none', 'percentage_error',
-                  'expected_value_greater_than_one')
+NORMALIZATIONS = ('none', 'percentage_error', 'expected_value_greater_than_one')
 _ALIASES = {
-    'mse': 'mean_squared_error',
-    'mae': 'mean_absolute_error',
-    'percentage': 'percentage_error',
+  'mse': 'mean_squared_error',
+  'mae': 'mean_absolute_error',
+  'percentage': 'percentage_error',
 }
 
 
@@ -43,8 +42,9 @@ def check_loss_type(value: Any, name: str = 'loss') -> str:
   loss = canonical(value)
   if loss not in LOSS_TYPES:
     raise ConfigurationError(
-        f'{name} must be one of {", ".join(LOSS_TYPES)} (or mse, mae; any '
-        f'case). Received: {name}={value!r}')
+      f'{name} must be one of {", ".join(LOSS_TYPES)} (or mse, mae; any '
+      f'case). Received: {name}={value!r}'
+    )
   return loss
 
 
@@ -53,32 +53,47 @@ def check_normalization(value: Any, name: str = 'normalization') -> str:
   normalization = canonical(value)
   if normalization not in NORMALIZATIONS:
     raise ConfigurationError(
-        f'{name} must be one of {", ".join(NORMALIZATIONS)} (or percentage; '
-        f'any case). Received: {name}={value!r}')
+      f'{name} must be one of {", ".join(NORMALIZATIONS)} (or percentage; '
+      f'any case). Received: {name}={value!r}'
+    )
   return normalization
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   loss = _section.group(parser, 'loss')
   # --loss-type: Gematria's name (--gematria_loss_type).
-  loss.add_argument('--loss', '--loss-type', dest='loss', type=canonical,
-                    choices=LOSS_TYPES, metavar='TYPE',
-                    help='the regression loss: mean_squared_error (mse), '
-                    'mean_absolute_error (mae) or huber, in any case '
-                    '(default: the model\'s own, mean_squared_error for '
-                    'regression)')
-  loss.add_argument('--loss-normalization', type=canonical,
-                    choices=NORMALIZATIONS, default='none',
-                    metavar='NORMALIZATION',
-                    help='how each error is normalized before the loss: '
-                    'none, percentage_error (divided by |target|) or '
-                    'expected_value_greater_than_one (divided by the '
-                    'target where it is above 1), in any case (default: '
-                    '%(default)s)')
-  loss.add_argument('--huber-delta', type=float, default=1.0,
-                    metavar='DELTA',
-                    help='where the huber loss turns from squared to linear '
-                    '(default: %(default)s, as Gematria)')
+  loss.add_argument(
+    '--loss',
+    '--loss-type',
+    dest='loss',
+    type=canonical,
+    choices=LOSS_TYPES,
+    metavar='TYPE',
+    help='the regression loss: mean_squared_error (mse), '
+    'mean_absolute_error (mae) or huber, in any case '
+    "(default: the model's own, mean_squared_error for "
+    'regression)',
+  )
+  loss.add_argument(
+    '--loss-normalization',
+    type=canonical,
+    choices=NORMALIZATIONS,
+    default='none',
+    metavar='NORMALIZATION',
+    help='how each error is normalized before the loss: '
+    'none, percentage_error (divided by |target|) or '
+    'expected_value_greater_than_one (divided by the '
+    'target where it is above 1), in any case (default: '
+    '%(default)s)',
+  )
+  loss.add_argument(
+    '--huber-delta',
+    type=float,
+    default=1.0,
+    metavar='DELTA',
+    help='where the huber loss turns from squared to linear '
+    '(default: %(default)s, as Gematria)',
+  )
 
 
 def check(args: Any) -> None:
@@ -101,6 +116,7 @@ class LossSettings:
       `expected_value_greater_than_one` (`--loss-normalization`).
     huber_delta: where the huber loss turns linear (`--huber-delta`).
   """
+
   type: Optional[str] = None
   normalization: str = 'none'
   huber_delta: float = 1.0
@@ -114,11 +130,14 @@ class LossSettings:
     normalization = canonical(read(args, 'loss_normalization', 'none'))
     huber_delta = read(args, 'huber_delta', 1.0)
     return cls(
-        type=loss if loss in LOSS_TYPES else None,
-        normalization=(normalization if normalization in NORMALIZATIONS
-                       else 'none'),
-        huber_delta=float(huber_delta) if isinstance(
-            huber_delta, (int, float)) else 1.0)
+      type=loss if loss in LOSS_TYPES else None,
+      normalization=(
+        normalization if normalization in NORMALIZATIONS else 'none'
+      ),
+      huber_delta=float(huber_delta)
+      if isinstance(huber_delta, (int, float))
+      else 1.0,
+    )
 
   @property
   def given(self) -> bool:

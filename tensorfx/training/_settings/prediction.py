@@ -25,43 +25,71 @@ OUTPUT_FORMATS = ('auto', 'tfrecord', 'json')
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   group = _section.group(parser, 'prediction (--action predict)')
   _listflags.add_list_argument(
-      group, '--predict-input', metavar='PATH',
-      help='the records to predict: TFRecord files of tf.Example, CSV or '
-      'JSON lines (files or patterns, local or gs://; - for stdin)')
-  group.add_argument('--predict-output', default='-', metavar='PATH',
-                     help='where to write the records with their '
-                     'predictions: PATH.tfrecord[.gz] (tf.Example) or JSON '
-                     'lines (default: - for stdout)')
-  group.add_argument('--predict-format', type=str.lower,
-                     choices=INPUT_FORMATS, default='auto',
-                     help='the input format (default: by each file\'s name; '
-                     'other names are lines, each JSON or CSV)')
-  group.add_argument('--predict-output-format', type=str.lower,
-                     choices=OUTPUT_FORMATS, default='auto',
-                     help='the output format (default: tfrecord for a '
-                     '.tfrecord[.gz] output, else json)')
-  group.add_argument('--predict-batch-size', type=int, default=256,
-                     metavar='N',
-                     help='records predicted per call (default: '
-                     '%(default)s)')
-  group.add_argument('--predict-prefix', default='', metavar='PREFIX',
-                     help='prepended to the name of each output added to a '
-                     'record (default: none)')
-  group.add_argument('--predict-source', default='', metavar='NAME',
-                     help='for records of protocol buffers: the name the '
-                     'predictions are written under (Gematria: the source '
-                     'of the added inverse throughput; default: the '
-                     'builder\'s class name)')
+    group,
+    '--predict-input',
+    metavar='PATH',
+    help='the records to predict: TFRecord files of tf.Example, CSV or '
+    'JSON lines (files or patterns, local or gs://; - for stdin)',
+  )
+  group.add_argument(
+    '--predict-output',
+    default='-',
+    metavar='PATH',
+    help='where to write the records with their '
+    'predictions: PATH.tfrecord[.gz] (tf.Example) or JSON '
+    'lines (default: - for stdout)',
+  )
+  group.add_argument(
+    '--predict-format',
+    type=str.lower,
+    choices=INPUT_FORMATS,
+    default='auto',
+    help="the input format (default: by each file's name; "
+    'other names are lines, each JSON or CSV)',
+  )
+  group.add_argument(
+    '--predict-output-format',
+    type=str.lower,
+    choices=OUTPUT_FORMATS,
+    default='auto',
+    help='the output format (default: tfrecord for a '
+    '.tfrecord[.gz] output, else json)',
+  )
+  group.add_argument(
+    '--predict-batch-size',
+    type=int,
+    default=256,
+    metavar='N',
+    help='records predicted per call (default: %(default)s)',
+  )
+  group.add_argument(
+    '--predict-prefix',
+    default='',
+    metavar='PREFIX',
+    help='prepended to the name of each output added to a '
+    'record (default: none)',
+  )
+  group.add_argument(
+    '--predict-source',
+    default='',
+    metavar='NAME',
+    help='for records of protocol buffers: the name the '
+    'predictions are written under (Gematria: the source '
+    'of the added inverse throughput; default: the '
+    "builder's class name)",
+  )
 
 
 def check(args: Any) -> None:
   _section.check_positive(args, 'predict_batch_size')
-  if _section.read(args, 'action') == 'predict' and \
-      not _section.read(args, 'predict_input'):
+  if _section.read(args, 'action') == 'predict' and not _section.read(
+    args, 'predict_input'
+  ):
     raise ConfigurationError(
-        '--action predict needs the records to predict: --predict-input '
-        'PATH (TFRecord, CSV or JSON lines; - for stdin). Received no '
-        '--predict-input.')
+      '--action predict needs the records to predict: --predict-input '
+      'PATH (TFRecord, CSV or JSON lines; - for stdin). Received no '
+      '--predict-input.'
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +108,7 @@ class PredictionSettings:
     source: the name predictions are written under in protocol buffer
       records (`--predict-source`).
   """
+
   inputs: Tuple[str, ...] = ()
   output: str = '-'
   input_format: str = 'auto'
@@ -91,10 +120,12 @@ class PredictionSettings:
   @classmethod
   def from_args(cls, args: Any) -> Self:
     read = _section.read
-    return cls(inputs=tuple(read(args, 'predict_input', ())),
-               output=read(args, 'predict_output', '-'),
-               input_format=read(args, 'predict_format', 'auto'),
-               output_format=read(args, 'predict_output_format', 'auto'),
-               batch_size=int(read(args, 'predict_batch_size', 256)),
-               prefix=read(args, 'predict_prefix', ''),
-               source=read(args, 'predict_source', '') or '')
+    return cls(
+      inputs=tuple(read(args, 'predict_input', ())),
+      output=read(args, 'predict_output', '-'),
+      input_format=read(args, 'predict_format', 'auto'),
+      output_format=read(args, 'predict_output_format', 'auto'),
+      batch_size=int(read(args, 'predict_batch_size', 256)),
+      prefix=read(args, 'predict_prefix', ''),
+      source=read(args, 'predict_source', '') or '',
+    )

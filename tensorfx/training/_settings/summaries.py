@@ -10,12 +10,15 @@ from tensorfx.training._settings import _section
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   logging = _section.group(parser, 'logging')
-  logging.add_argument('--profile-steps', metavar='FIRST[,LAST]',
-                       help='write a profile of training steps FIRST to '
-                       'LAST (counted from 1, like the global step) to '
-                       'summaries/train/plugins/profile/, for TensorBoard\'s '
-                       'Profile tab (pip install "tensorfx-sdk[profile]") '
-                       '(default: none)')
+  logging.add_argument(
+    '--profile-steps',
+    metavar='FIRST[,LAST]',
+    help='write a profile of training steps FIRST to '
+    'LAST (counted from 1, like the global step) to '
+    "summaries/train/plugins/profile/, for TensorBoard's "
+    'Profile tab (pip install "tensorfx-sdk[profile]") '
+    '(default: none)',
+  )
 
 
 def check(args: Any) -> None:
@@ -49,9 +52,10 @@ def parse_profile_steps(value: Any) -> tuple[int, int] | None:
     steps *= 2
   if len(steps) != 2 or not 1 <= steps[0] <= steps[1]:
     raise ConfigurationError(
-        '--profile-steps must be FIRST,LAST (or one STEP), steps counted '
-        'from 1 with FIRST <= LAST, e.g. --profile-steps 10,20. Received: '
-        f'--profile-steps={value}')
+      '--profile-steps must be FIRST,LAST (or one STEP), steps counted '
+      'from 1 with FIRST <= LAST, e.g. --profile-steps 10,20. Received: '
+      f'--profile-steps={value}'
+    )
   return steps[0], steps[1]
 
 
@@ -63,9 +67,11 @@ class SummarySettings:
     profile_steps: `(first, last)`: the training steps profiled
       (`--profile-steps`), both included; None for no profile.
   """
+
   profile_steps: Optional[Tuple[int, int]] = None
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
-    return cls(profile_steps=parse_profile_steps(
-        _section.read(args, 'profile_steps')))
+    return cls(
+      profile_steps=parse_profile_steps(_section.read(args, 'profile_steps'))
+    )

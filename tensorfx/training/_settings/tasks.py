@@ -29,16 +29,22 @@ _NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   tasks = _section.group(parser, 'tasks')
   _listflags.add_list_argument(
-      tasks, '--task-names', metavar='NAME',
-      help='the names of a multi-task model\'s tasks, one per target '
-      'feature in order (default: the targets\' names; Gematria\'s '
-      '--gematria_task_names): outputs value_NAME, metrics METRIC_NAME')
+    tasks,
+    '--task-names',
+    metavar='NAME',
+    help="the names of a multi-task model's tasks, one per target "
+    "feature in order (default: the targets' names; Gematria's "
+    '--gematria_task_names): outputs value_NAME, metrics METRIC_NAME',
+  )
   _listflags.add_list_argument(
-      tasks, '--task-sources', metavar='REGEX',
-      help='one regular expression per task: each task\'s target is the '
-      'measurement whose source matches it at its start, for data sets '
-      'that read such measurements (Gematria\'s several '
-      '--gematria_throughput_source_filter)')
+    tasks,
+    '--task-sources',
+    metavar='REGEX',
+    help="one regular expression per task: each task's target is the "
+    'measurement whose source matches it at its start, for data sets '
+    "that read such measurements (Gematria's several "
+    '--gematria_throughput_source_filter)',
+  )
 
 
 def check(args: Any) -> None:
@@ -59,6 +65,7 @@ class TaskSettings:
     sources: one regular expression per task (`--task-sources`); empty
       when the data set's targets are its own fields.
   """
+
   names: Tuple[str, ...] = ()
   sources: Tuple[str, ...] = ()
 
@@ -66,31 +73,35 @@ class TaskSettings:
     for name in self.names:
       if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigurationError(
-            'A task name must start with a letter or digit and hold only '
-            'letters, digits, "_", "." and "-". Received: --task-names '
-            f'{" ".join(map(str, self.names))}')
+          'A task name must start with a letter or digit and hold only '
+          'letters, digits, "_", "." and "-". Received: --task-names '
+          f'{" ".join(map(str, self.names))}'
+        )
     if len(set(self.names)) != len(self.names):
       raise ConfigurationError(
-          'Task names must differ. Received: --task-names '
-          f'{" ".join(self.names)}')
+        f'Task names must differ. Received: --task-names {" ".join(self.names)}'
+      )
     for source in self.sources:
       try:
         re.compile(source)
       except re.error as e:
         raise ConfigurationError(
-            f'--task-sources: {source!r} is not a regular expression '
-            f'({e}).') from None
+          f'--task-sources: {source!r} is not a regular expression ({e}).'
+        ) from None
     if self.names and self.sources and len(self.names) != len(self.sources):
       raise ConfigurationError(
-          '--task-names must name as many tasks as --task-sources has '
-          f'sources. Received: {len(self.names)} names '
-          f'({" ".join(self.names)}), {len(self.sources)} sources')
+        '--task-names must name as many tasks as --task-sources has '
+        f'sources. Received: {len(self.names)} names '
+        f'({" ".join(self.names)}), {len(self.sources)} sources'
+      )
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
     read = _section.read
-    return cls(names=tuple(read(args, 'task_names', ())),
-               sources=tuple(read(args, 'task_sources', ())))
+    return cls(
+      names=tuple(read(args, 'task_names', ())),
+      sources=tuple(read(args, 'task_sources', ())),
+    )
 
   @property
   def count(self) -> int:
@@ -107,16 +118,18 @@ class TaskSettings:
     targets = tuple(targets)
     if self.sources and len(self.sources) != len(targets):
       raise ConfigurationError(
-          f'--task-sources gives {len(self.sources)} tasks, but the feature '
-          f'set has {len(targets)} target feature(s) ({", ".join(targets)}): '
-          'the data set must read one target per task (e.g. a ProtoFormat '
-          'field with where/match per source, as samples/gematria does). '
-          f'Received: --task-sources {" ".join(self.sources)}')
+        f'--task-sources gives {len(self.sources)} tasks, but the feature '
+        f'set has {len(targets)} target feature(s) ({", ".join(targets)}): '
+        'the data set must read one target per task (e.g. a ProtoFormat '
+        'field with where/match per source, as samples/gematria does). '
+        f'Received: --task-sources {" ".join(self.sources)}'
+      )
     if not self.names:
       return targets
     if len(self.names) != len(targets):
       raise ConfigurationError(
-          '--task-names must name one task per target feature '
-          f'({", ".join(targets)}). Received: --task-names '
-          f'{" ".join(self.names)}')
+        '--task-names must name one task per target feature '
+        f'({", ".join(targets)}). Received: --task-names '
+        f'{" ".join(self.names)}'
+      )
     return self.names

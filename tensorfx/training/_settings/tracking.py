@@ -10,13 +10,19 @@ from tensorfx.training._settings import _section
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   tracking = _section.group(parser, 'tracking')
-  tracking.add_argument('--experiment', metavar='NAME',
-                        help='record the run in this MLflow experiment '
-                        f'(needs {_tracking.INSTALL})')
-  tracking.add_argument('--tracking-uri', metavar='URI',
-                        help='the MLflow tracking store (default: '
-                        'MLFLOW_TRACKING_URI, else sqlite:////OUTPUT/'
-                        'mlruns.db)')
+  tracking.add_argument(
+    '--experiment',
+    metavar='NAME',
+    help='record the run in this MLflow experiment '
+    f'(needs {_tracking.INSTALL})',
+  )
+  tracking.add_argument(
+    '--tracking-uri',
+    metavar='URI',
+    help='the MLflow tracking store (default: '
+    'MLFLOW_TRACKING_URI, else sqlite:////OUTPUT/'
+    'mlruns.db)',
+  )
 
 
 def check(args: Any) -> None:
@@ -33,6 +39,7 @@ class TrackingSettings:
     uri: the tracking store (`--tracking-uri`); None for the environment's
       `MLFLOW_TRACKING_URI` or the job's own SQLite store.
   """
+
   experiment: Optional[str] = None
   uri: Optional[str] = None
 
@@ -43,5 +50,7 @@ class TrackingSettings:
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
-    return cls(experiment=_section.read(args, 'experiment') or None,
-               uri=_section.read(args, 'tracking_uri') or None)
+    return cls(
+      experiment=_section.read(args, 'experiment') or None,
+      uri=_section.read(args, 'tracking_uri') or None,
+    )

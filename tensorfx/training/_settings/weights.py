@@ -45,22 +45,28 @@ def parse_class_weight(value: object) -> ClassWeight | None:
   mapping = value
   if isinstance(value, str):
     import yaml
+
     try:
       mapping = yaml.safe_load(value)
     except yaml.YAMLError:
       mapping = None
   if not isinstance(mapping, dict) or not mapping:
     raise ConfigurationError(
-        "--class-weight must be 'balanced' or a mapping of class (label or "
-        "index) to weight, e.g. --class-weight '{setosa: 2, virginica: 1}'. "
-        f'Received: --class-weight={value!r}')
+      "--class-weight must be 'balanced' or a mapping of class (label or "
+      "index) to weight, e.g. --class-weight '{setosa: 2, virginica: 1}'. "
+      f'Received: --class-weight={value!r}'
+    )
   pairs = []
   for key, weight in mapping.items():
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or \
-        not weight >= 0:
+    if (
+      isinstance(weight, bool)
+      or not isinstance(weight, (int, float))
+      or not weight >= 0
+    ):
       raise ConfigurationError(
-          f'--class-weight: the weight of class {key!r} must be a number '
-          f'>= 0. Received: {key}={weight!r}')
+        f'--class-weight: the weight of class {key!r} must be a number '
+        f'>= 0. Received: {key}={weight!r}'
+      )
     if not isinstance(key, (str, int)) or isinstance(key, bool):
       key = str(key)
     pairs.append((key, float(weight)))
@@ -69,12 +75,15 @@ def parse_class_weight(value: object) -> ClassWeight | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   loss = _section.group(parser, 'loss')
-  loss.add_argument('--class-weight', metavar='balanced|{CLASS: W, ...}',
-                    help='weigh each class in the training loss of a '
-                    'classifier: balanced (the inverse of its share of the '
-                    'training data) or a mapping of label (or index) to '
-                    'weight, the classes not named weighing 1 (the '
-                    'ready-made models and KerasModelBuilder)')
+  loss.add_argument(
+    '--class-weight',
+    metavar='balanced|{CLASS: W, ...}',
+    help='weigh each class in the training loss of a '
+    'classifier: balanced (the inverse of its share of the '
+    'training data) or a mapping of label (or index) to '
+    'weight, the classes not named weighing 1 (the '
+    'ready-made models and KerasModelBuilder)',
+  )
 
 
 def check(args: argparse.Namespace) -> None:
@@ -90,9 +99,11 @@ class WeightSettings:
       label or an index of the target's vocabulary), or None
       (`--class-weight`).
   """
+
   class_weight: ClassWeight | None = None
 
   @classmethod
   def from_args(cls, args: argparse.Namespace) -> 'WeightSettings':
-    return cls(class_weight=parse_class_weight(
-        getattr(args, 'class_weight', None)))
+    return cls(
+      class_weight=parse_class_weight(getattr(args, 'class_weight', None))
+    )
