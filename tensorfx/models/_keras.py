@@ -7,8 +7,8 @@ import tf_keras
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data._featuretypes import FeatureType
-from tensorfx.training import _weights
 from tensorfx.training._builder import ModelBuilder
+from tensorfx.training._objectives import weights as _weights
 
 # Features that are not model inputs: what is learnt, passed through, or
 # how much an example counts.

@@ -10,54 +10,56 @@ import typing
 # Type checkers and IDEs see the names here; at run time they are imported
 # on first use by __getattr__ below.
 if typing.TYPE_CHECKING:
-  from tensorfx.training._args import ModelArguments
+  from tensorfx.tfutils import test_from_params
+  from tensorfx.tfutils import train_from_params
+  from tensorfx.training._arguments.args import ModelArguments
   from tensorfx.training._builder import ModelBuilder
   from tensorfx.training._callbacks import Callback
   from tensorfx.training._callbacks import EarlyStopping
   from tensorfx.training._callbacks import KerasCallback
   from tensorfx.training._callbacks import RunContext
-  from tensorfx.training._config import Configuration
-  from tensorfx.training._config import TaskSpec
-  from tensorfx.training._evaluation import EvaluationResults
+  from tensorfx.training._cluster.config import Configuration
+  from tensorfx.training._cluster.config import TaskSpec
+  from tensorfx.training._evaluation.evaluation import EvaluationResults
+  from tensorfx.training._evaluation.percentiles import ErrorPercentile
+  from tensorfx.training._evaluation.percentiles import error_percentiles
+  from tensorfx.training._evaluation.targets import ValidationTarget
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
-  from tensorfx.training._losses import regression_loss
-  from tensorfx.training._params import test_from_params
-  from tensorfx.training._params import train_from_params
-  from tensorfx.training._percentiles import ErrorPercentile
-  from tensorfx.training._percentiles import error_percentiles
-  from tensorfx.training._targets import ValidationTarget
-  from tensorfx.training._tasks import TaskMetrics
-  from tensorfx.training._tasks import task_loss
+  from tensorfx.training._objectives.losses import regression_loss
+  from tensorfx.training._objectives.tasks import TaskMetrics
+  from tensorfx.training._objectives.tasks import task_loss
+  from tensorfx.training._objectives.weights import class_weights
+  from tensorfx.training._objectives.weights import example_weights
   from tensorfx.training._trainer import ModelTrainer
-  from tensorfx.training._weights import class_weights
-  from tensorfx.training._weights import example_weights
 
 _EXPORTS = {
   'Callback': 'tensorfx.training._callbacks',
-  'Configuration': 'tensorfx.training._config',
+  'Configuration': 'tensorfx.training._cluster.config',
   'EarlyStopping': 'tensorfx.training._callbacks',
-  'ErrorPercentile': 'tensorfx.training._percentiles',
-  'EvaluationResults': 'tensorfx.training._evaluation',
+  'ErrorPercentile': 'tensorfx.training._evaluation.percentiles',
+  'EvaluationResults': 'tensorfx.training._evaluation.evaluation',
   'EvaluationInterface': 'tensorfx.training._interfaces',
   'KerasCallback': 'tensorfx.training._callbacks',
-  'ModelArguments': 'tensorfx.training._args',
+  'ModelArguments': 'tensorfx.training._arguments.args',
   'ModelBuilder': 'tensorfx.training._builder',
   'ModelTrainer': 'tensorfx.training._trainer',
   'PredictionInterface': 'tensorfx.training._interfaces',
   'RunContext': 'tensorfx.training._callbacks',
-  'TaskMetrics': 'tensorfx.training._tasks',
-  'TaskSpec': 'tensorfx.training._config',
+  'TaskMetrics': 'tensorfx.training._objectives.tasks',
+  'TaskSpec': 'tensorfx.training._cluster.config',
   'TrainingInterface': 'tensorfx.training._interfaces',
-  'ValidationTarget': 'tensorfx.training._targets',
-  'class_weights': 'tensorfx.training._weights',
-  'example_weights': 'tensorfx.training._weights',
-  'error_percentiles': 'tensorfx.training._percentiles',
-  'regression_loss': 'tensorfx.training._losses',
-  'task_loss': 'tensorfx.training._tasks',
-  'test_from_params': 'tensorfx.training._params',
-  'train_from_params': 'tensorfx.training._params',
+  'ValidationTarget': 'tensorfx.training._evaluation.targets',
+  'class_weights': 'tensorfx.training._objectives.weights',
+  'example_weights': 'tensorfx.training._objectives.weights',
+  'error_percentiles': 'tensorfx.training._evaluation.percentiles',
+  'regression_loss': 'tensorfx.training._objectives.losses',
+  'task_loss': 'tensorfx.training._objectives.tasks',
+  # tfutils' interface lives in its own package above this one; its two
+  # functions keep the names they were published under here.
+  'test_from_params': 'tensorfx.tfutils',
+  'train_from_params': 'tensorfx.tfutils',
 }
 
 __all__ = [

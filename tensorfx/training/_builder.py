@@ -9,11 +9,11 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
 from tensorfx.training import _engine
 from tensorfx.training import _interfaces
-from tensorfx.training import _optimizers
-from tensorfx.training import _parsedjob
-from tensorfx.training import _restore
 from tensorfx.training import _settings
+from tensorfx.training._arguments import parsedjob as _parsedjob
+from tensorfx.training._checkpoints import restore as _restore
 from tensorfx.training._engine import cache as _engine_cache
+from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import seed as _seed
 from tensorfx.training._engine import state as _state
 
@@ -338,7 +338,7 @@ class ModelBuilder(tf.Module):
     `--optimizer` (Adam), `--learning-rate` (0.001 unless the arguments set
     another default), `--learning-rate-schedule` with `--warmup-steps`,
     and `--clip-norm` or `--clip-value`; see
-    `tensorfx.training._optimizers`. Override it for another optimizer.
+    `tensorfx.training._engine.optimizers`. Override it for another optimizer.
 
     Example:
       >>> class Model(ModelBuilder):
@@ -432,7 +432,7 @@ class ModelBuilder(tf.Module):
     warm-starts from `--warm-start PATH` when given (by variable name,
     filtered by `--restore-pattern`, renamed by `--restore-rename`, with
     the global step when `--restore-global-step`; see
-    `tensorfx.training._restore`) and otherwise leaves the initializers'
+    `tensorfx.training._checkpoints.restore`) and otherwise leaves the initializers'
     values. Override it to initialize another way; call
     `super().build_init()` to keep the warm start.
 

@@ -8,11 +8,11 @@ from typing import Any, Dict, List, Optional, Sequence
 from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
-from tensorfx.training import _actions
 from tensorfx.training import _callbacks
-from tensorfx.training import _cluster
-from tensorfx.training import _run
-from tensorfx.training._config import Configuration
+from tensorfx.training._cluster import cluster as _cluster
+from tensorfx.training._cluster.config import Configuration
+from tensorfx.training._run import actions as _actions
+from tensorfx.training._run import run as _run
 
 
 class ModelTrainer:
@@ -119,7 +119,7 @@ class ModelTrainer:
     _configure_logging(settings)
     job = settings.job
     if job.action == 'evaluate' and job.follow:
-      from tensorfx.training import _follow
+      from tensorfx.training._evaluation import follow as _follow
 
       _follow.follow(
         model_builder,
@@ -136,7 +136,7 @@ class ModelTrainer:
     if job.action == 'export':
       return self.export(model_builder, output, job.checkpoint, job.export_dir)
     if job.action == 'predict':
-      from tensorfx.training import _batch_predict
+      from tensorfx.training._run import batch_predict as _batch_predict
 
       _batch_predict.predict(
         model_builder,
@@ -148,7 +148,7 @@ class ModelTrainer:
       raise SystemExit(0)
     timeout = job.cluster_timeout_secs
     if config.evaluator:
-      from tensorfx.training import _evaluator
+      from tensorfx.training._evaluation import evaluator as _evaluator
 
       _evaluator.EvaluatorRun(
         model_builder,

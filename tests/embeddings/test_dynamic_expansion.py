@@ -26,9 +26,9 @@ from tensorfx import embeddings
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
-from tensorfx.training import _summaries
 from tensorfx.training._callbacks import table_fill
 from tensorfx.training._engine import state as engine_state
+from tensorfx.training._run import summaries as _summaries
 
 # Left out of the fast tier: its tests train, analyze or start processes.
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._args import ModelArguments
+from tensorfx.training._arguments.args import ModelArguments
 
 ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -671,7 +671,7 @@ def test_module_does_not_import_tensorflow():
     '  package = types.ModuleType(name)\n'
     '  package.__path__ = [name.replace(".", "/")]\n'
     '  sys.modules[name] = package\n'
-    'import tensorfx.training._args\n'
+    'import tensorfx.training._arguments.args\n'
     'assert "tensorflow" not in sys.modules, "tensorflow imported"\n'
   )
   assert result.returncode == 0, result.stderr
@@ -679,7 +679,7 @@ def test_module_does_not_import_tensorflow():
 
 def test_import_does_not_import_tensorflow():
   result = _python(
-    'import tensorfx.training._args, sys; '
+    'import tensorfx.training._arguments.args, sys; '
     "assert 'tensorflow' not in sys.modules, "
     "'tensorflow imported'"
   )

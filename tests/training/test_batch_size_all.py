@@ -10,8 +10,8 @@ from conftest import IRIS
 from tensorfx import data
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training import _batch_size
-from tensorfx.training._args import ModelArguments
+from tensorfx.training._arguments import batch_size as _batch_size
+from tensorfx.training._arguments.args import ModelArguments
 from tensorfx.training._settings import Settings
 from test_trainer import _train
 

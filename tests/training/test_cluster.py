@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tensorfx._errors import TrainingError
-from tensorfx.training import _cluster
+from tensorfx.training._cluster import cluster as _cluster
 
 
 def test_a_script_is_replaced_by_the_same_command(monkeypatch):

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _config
-from tensorfx.training._config import Configuration
-from tensorfx.training._config import TaskSpec
+from tensorfx.training._cluster import config as _config
+from tensorfx.training._cluster.config import Configuration
+from tensorfx.training._cluster.config import TaskSpec
 
 
 def from_tf_config(value, var='TF_CONFIG', **extra):

@@ -22,7 +22,7 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import TrainingError
 from tensorfx.models import nn
-from tensorfx.training import _damaged
+from tensorfx.training._checkpoints import damaged as _damaged
 
 # On one worker: the job is trained to step 1000 once (fixture `trained`).
 pytestmark = [

@@ -19,7 +19,7 @@ import yaml
 
 from conftest import IRIS
 from tensorfx import prediction
-from tensorfx.training import _damaged
+from tensorfx.training._checkpoints import damaged as _damaged
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import yaml
 from tensorfx import HighLossError
 from tensorfx import TrainingError
 from tensorfx.models import nn
-from tensorfx.training import _guards
+from tensorfx.training._engine import guards as _guards
 from test_trainer import _Exploding
 from test_trainer import _train
 

@@ -1,6 +1,6 @@
 """JobLayout: every path of a job, Vertex AI's directories where it names them."""
 
-from tensorfx.training._layout import JobLayout
+from tensorfx.training._run.layout import JobLayout
 
 
 def test_the_tensorfx_layout_under_the_output():

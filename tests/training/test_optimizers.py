@@ -12,8 +12,8 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx._yaml import load_yaml
 from tensorfx.models import nn
-from tensorfx.training import _optimizers
-from tensorfx.training._args import ModelArguments
+from tensorfx.training._arguments.args import ModelArguments
+from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import state as engine_state
 
 

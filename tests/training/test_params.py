@@ -20,10 +20,10 @@ from conftest import ROOT
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import HighLossError
-from tensorfx.training._params import _functions
-from tensorfx.training._params import _keys
-from tensorfx.training._params import _optimizer
-from tensorfx.training._params import _store
+from tensorfx.tfutils import _functions
+from tensorfx.tfutils import _keys
+from tensorfx.tfutils import _optimizer
+from tensorfx.tfutils import _store
 from test_tracking import postgres_uri  # noqa: F401  (a fixture)
 import tfutils_model as tm
 
@@ -315,7 +315,7 @@ def test_a_new_experiment_loads_another_by_exp_id(base, home):
 
 def _checkpoint_values(output, name):
   """Variable name -> value, of the checkpoint `name` of an experiment."""
-  from tensorfx.training import _restore
+  from tensorfx.training._checkpoints import restore as _restore
 
   reader = tf.train.load_checkpoint(os.path.join(output, 'checkpoints', name))
   return {

@@ -244,7 +244,7 @@ def test_a_custom_train_loop_runs_each_step(home):
 
 def _variables(output):
   reader = tf.train.load_checkpoint(os.path.join(output, 'checkpoints'))
-  from tensorfx.training import _restore
+  from tensorfx.training._checkpoints import restore as _restore
 
   return {
     name: reader.get_tensor(keys[0])

@@ -12,7 +12,7 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training import _checkpoints
+from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from test_trainer import _scalars
 from test_trainer import _train
 

@@ -1,6 +1,6 @@
 """A training run's failures: what the error says about a lost task."""
 
-from tensorfx.training import _run
+from tensorfx.training._run import run as _run
 
 _TRACE = (
   'Graph execution error:\n\nDetected at node CollectiveReduceV2 '

@@ -5,8 +5,8 @@ import textwrap
 import pytest
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _runconfig
-from tensorfx.training._args import ModelArguments
+from tensorfx.training._arguments import runconfig as _runconfig
+from tensorfx.training._arguments.args import ModelArguments
 
 
 class Arguments(ModelArguments):

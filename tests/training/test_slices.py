@@ -19,8 +19,8 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training import _follow
-from tensorfx.training import _slices
+from tensorfx.training._evaluation import follow as _follow
+from tensorfx.training._evaluation import slices as _slices
 from test_trainer import _scalars
 
 # Its module fixtures are built once, on one worker.

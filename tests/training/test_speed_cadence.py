@@ -7,9 +7,9 @@ and multi-worker replicas keep fixed sizes.
 
 import time
 
-from tensorfx.training import _cadence
 from tensorfx.training import _callbacks
-from tensorfx.training import _loop
+from tensorfx.training._engine import cadence as _cadence
+from tensorfx.training._engine import loop as _loop
 
 
 def _sizes(step_seconds, calls, **cadence_args):

@@ -27,9 +27,9 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training import _cadence
-from tensorfx.training import _loop
 from tensorfx.training import _settings
+from tensorfx.training._engine import cadence as _cadence
+from tensorfx.training._engine import loop as _loop
 
 # Its module fixtures are built once, on one worker.
 pytestmark = pytest.mark.xdist_group('test_summaries')

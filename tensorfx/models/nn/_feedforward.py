@@ -9,12 +9,12 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.data import _transforms
 from tensorfx.data._featuretypes import FeatureType
 from tensorfx.embeddings._table import EmbeddingTable
-from tensorfx.training import _losses
-from tensorfx.training import _percentiles
-from tensorfx.training import _tasks
-from tensorfx.training import _weights
-from tensorfx.training._args import ModelArguments
+from tensorfx.training._arguments.args import ModelArguments
 from tensorfx.training._builder import ModelBuilder
+from tensorfx.training._evaluation import percentiles as _percentiles
+from tensorfx.training._objectives import losses as _losses
+from tensorfx.training._objectives import tasks as _tasks
+from tensorfx.training._objectives import weights as _weights
 
 
 class FeedForwardArguments(ModelArguments):

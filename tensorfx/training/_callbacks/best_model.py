@@ -1,8 +1,8 @@
 """The evaluator's best model: exported to `best_model/` when it improves."""
 
 from tensorfx._logging import logger
-from tensorfx.training import _export
 from tensorfx.training._callbacks import base
+from tensorfx.training._checkpoints import export as _export
 
 
 class BestModelExport(base.Callback):

@@ -7,8 +7,8 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import summary as hp_summary
 import tensorflow as tf
 
-from tensorfx.training import _targets
 from tensorfx.training._callbacks import base
+from tensorfx.training._evaluation import targets as _targets
 
 # The training scalars every run writes (see TensorBoardCallback).
 TRAIN_METRICS = (

@@ -1,8 +1,8 @@
 """The loss guards as a callback: stop, or go back, on a bad loss."""
 
 from tensorfx._logging import logger
-from tensorfx.training import _guards
 from tensorfx.training._callbacks import base
+from tensorfx.training._engine import guards as _guards
 
 
 class LossGuardCallback(base.Callback):

@@ -3,8 +3,8 @@
 from typing import Any
 
 from tensorfx._logging import logger
-from tensorfx.training import _progress
 from tensorfx.training._callbacks import base
+from tensorfx.training._run import progress as _progress
 
 
 class ProgressCallback(base.Callback):

@@ -1,8 +1,8 @@
 """TensorBoard: training and validation scalars, and the training graph."""
 
-from tensorfx.training import _slices
-from tensorfx.training import _targets
 from tensorfx.training._callbacks import base
+from tensorfx.training._evaluation import slices as _slices
+from tensorfx.training._evaluation import targets as _targets
 
 
 class TensorBoardCallback(base.Callback):

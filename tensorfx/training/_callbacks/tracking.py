@@ -20,7 +20,7 @@ class TrackingCallback(base.Callback):
   """Records the run in an experiment store (`--experiment`).
 
   Args:
-    tracker: the `Tracker` (`tensorfx.training._tracking.create`).
+    tracker: the `Tracker` (`tensorfx.training._run.tracking.create`).
     arguments: the resolved arguments (a dict), recorded as parameters.
     source: git provenance of the trainer.
     action: what the run does: 'train' or 'evaluate'.

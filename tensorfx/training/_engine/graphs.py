@@ -2,8 +2,8 @@
 
 import tensorflow as tf
 
-from tensorfx.training import _batch_size
 from tensorfx.training import _interfaces
+from tensorfx.training._arguments import batch_size as _batch_size
 from tensorfx.training._engine import evaluation_graph as _evaluation
 from tensorfx.training._engine import serving as _serving
 from tensorfx.training._engine import state as _state

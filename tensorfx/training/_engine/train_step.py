@@ -10,7 +10,7 @@ import inspect
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _optimizers
+from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies

@@ -9,8 +9,8 @@ import math
 import tensorflow as tf
 
 from tensorfx.training import _interfaces
-from tensorfx.training import _optimizers
 from tensorfx.training._engine import local_loop
+from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import ps_loop
 from tensorfx.training._engine import state as _state

@@ -11,7 +11,7 @@ Example:
   >>> settings.loop.max_steps, settings.checkpoints.keep
   (500, 5)
 
-This package must not import TensorFlow (see `tensorfx.training._args`).
+This package must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse

@@ -6,7 +6,7 @@ values those flags may take) and a frozen dataclass built once from the
 parsed arguments with `from_args(args)`. The engine reads the dataclass,
 never the argument namespace.
 
-This module must not import TensorFlow (see `tensorfx.training._args`).
+This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse

@@ -6,7 +6,7 @@ from typing import Any, Optional, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
-from tensorfx.training import _listflags
+from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._settings import _section
 
 

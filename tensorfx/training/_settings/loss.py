@@ -7,7 +7,7 @@ take Gematria's names in any case (`MEAN_ABSOLUTE_ERROR`,
 `percentage`). `tensorfx.training.regression_loss` computes the loss they
 describe.
 
-This module must not import TensorFlow (see `tensorfx.training._args`).
+This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse

@@ -6,7 +6,7 @@ with `--action predict --checkpoint PATH --predict-input FILES
 --predict-output FILE` restores the checkpoint into the model its flags
 build and predicts the files (`tensorfx predict --module` runs that).
 
-This module must not import TensorFlow (see `tensorfx.training._args`).
+This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse
@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _listflags
+from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._settings import _section
 
 # As `tensorfx.prediction.predict_files` takes them (without importing it).

@@ -10,8 +10,8 @@ import dataclasses
 from typing import Any, Mapping, Optional, Self
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _listflags
-from tensorfx.training import _restore
+from tensorfx.training._arguments import listflags as _listflags
+from tensorfx.training._checkpoints import restore as _restore
 from tensorfx.training._settings import _section
 
 

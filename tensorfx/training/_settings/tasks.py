@@ -10,7 +10,7 @@ regular expression per task: each task's target is the measurement whose
 source matches it at its start (Gematria's
 `--gematria_throughput_source_filter`, given once per task).
 
-This module must not import TensorFlow (see `tensorfx.training._args`).
+This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse
@@ -19,7 +19,7 @@ import re
 from typing import Any, Self, Tuple
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _listflags
+from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._settings import _section
 
 # A task name becomes part of metric, output and summary names.

@@ -4,7 +4,7 @@ import argparse
 import dataclasses
 from typing import Any, Optional, Self
 
-from tensorfx.training import _tracking
+from tensorfx.training._run import tracking as _tracking
 from tensorfx.training._settings import _section
 
 

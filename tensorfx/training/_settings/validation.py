@@ -5,9 +5,9 @@ import dataclasses
 from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training import _listflags
-from tensorfx.training import _slices
-from tensorfx.training import _targets
+from tensorfx.training._arguments import listflags as _listflags
+from tensorfx.training._evaluation import slices as _slices
+from tensorfx.training._evaluation import targets as _targets
 from tensorfx.training._settings import _section
 
 

@@ -7,7 +7,7 @@ or by index in the target's vocabulary), the others weighing 1. Keras
 `fit`'s `class_weight`, as a flag. Per-example weights come from a
 `weight` feature of the feature set, not from a flag.
 
-This module must not import TensorFlow (see `tensorfx.training._args`).
+This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse

@@ -1,0 +1,243 @@
+"""`learning_rate_params` and `optimizer_params`: the optimizer of the step.
+
+`learning_rate_params['func']` receives the global step (as in tfutils)
+and is called whenever the optimizer reads its rate, so a schedule made of
+TensorFlow operations on the step (`tf.compat.v1.train.exponential_decay`)
+decays as training goes. `optimizer_params['optimizer']` is a class (or
+function) taking `learning_rate=` and the remaining keys: a tf_keras
+optimizer class, or one of TensorFlow 1's `tf.compat.v1.train` optimizer
+classes that tfutils users wrote, which is made as its tf_keras
+equivalent; any other class with TensorFlow 1's `compute_gradients` and
+`apply_gradients` is made as written and adapted (`_tf1_optimizer`).
+tfutils' `ClipOptimizer` keys (`optimizer_class`, `clip`,
+`optimizer_kwargs`, `trainable_names`) are read too; without `optimizer_params`, tfutils'
+default: momentum 0.9, gradients clipped to [-1, 1].
+"""
+
+import re
+
+import tensorflow as tf
+import tf_keras
+
+from tensorfx._errors import ConfigurationError
+from tensorfx.tfutils import _keys
+from tensorfx.tfutils import _tf1_optimizer
+
+# TensorFlow 1 optimizer class name -> (tf_keras class name, renamed keys).
+_TF1 = {
+  'GradientDescentOptimizer': ('SGD', {}),
+  'MomentumOptimizer': ('SGD', {'use_nesterov': 'nesterov'}),
+  'AdamOptimizer': ('Adam', {'beta1': 'beta_1', 'beta2': 'beta_2'}),
+  'AdagradOptimizer': ('Adagrad', {}),
+  'AdadeltaOptimizer': ('Adadelta', {}),
+  'RMSPropOptimizer': ('RMSprop', {'decay': 'rho'}),
+  'FtrlOptimizer': ('Ftrl', {}),
+}
+# Keys of TensorFlow 1's constructors that mean nothing here.
+_TF1_IGNORED = ('use_locking', 'name')
+
+
+class GlobalStepSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
+  """The learning rate of `learning_rate_params['func'](global_step=...)`.
+
+  Called by the optimizer at each step (in the training step's graph) and
+  when the rate is logged; the function receives the job's global step
+  variable, whatever step the optimizer counts. A function that returns a
+  callable (TensorFlow 1's decay functions do, eagerly) is called.
+
+  Args:
+    func: the learning rate function.
+    kwargs: its other keyword arguments.
+    global_step: the global step variable.
+  """
+
+  def __init__(self, func, kwargs, global_step):
+    super().__init__()
+    self.func = func
+    self.kwargs = dict(kwargs)
+    self.global_step = global_step
+
+  def __call__(self, step):
+    del step  # tfutils' functions take the global step, not the optimizer's.
+    rate = self.func(global_step=self.global_step, **self.kwargs)
+    if callable(rate) and not tf.is_tensor(rate):
+      rate = rate()
+    return tf.cast(rate, tf.float32)
+
+  def get_config(self):
+    return {'func': _keys.describe(self.func), **_keys.describe(self.kwargs)}
+
+
+def learning_rate(params, global_step):
+  """The learning rate of `learning_rate_params`.
+
+  Args:
+    params: `learning_rate_params` as `Params`: `func` (receives
+      `global_step=`) and its keyword arguments, or only `learning_rate`
+      (a constant).
+    global_step: the global step variable.
+
+  Returns:
+    A `GlobalStepSchedule`, or a float.
+
+  Raises:
+    ConfigurationError: neither `func` nor `learning_rate`.
+  """
+  if params.get('func') is None:
+    if params.get('learning_rate') is not None and len(params.value) == 1:
+      return float(params.get('learning_rate'))
+    params.required(
+      'func',
+      'the function of the learning rate; it receives '
+      'global_step= and the other keys (or give only '
+      "{'learning_rate': RATE} for a constant rate)",
+    )
+  func = params.function('func', 'the function of the learning rate')
+  return GlobalStepSchedule(func, params.rest('func'), global_step)
+
+
+def optimizer(params, rate):
+  """The optimizer of `optimizer_params`, with learning rate `rate`.
+
+  Args:
+    params: `optimizer_params` as `Params` (empty: tfutils' default).
+    rate: what `learning_rate` returned.
+
+  Returns:
+    A `tf_keras.optimizers.Optimizer`.
+
+  Raises:
+    ConfigurationError: the optimizer is not a class or function, or its
+      keys are not what it takes (naming them).
+  """
+  params.alias('func', 'optimizer')
+  kwargs = params.rest(
+    'optimizer',
+    'optimizer_class',
+    'clip',
+    'optimizer_kwargs',
+    'trainable_names',
+  )
+  kwargs.update(params.child('optimizer_kwargs').value)
+  made = params.get('optimizer')
+  wrapped = params.get('optimizer_class')
+  if made is not None and wrapped is not None and not _is_clip_optimizer(made):
+    raise ConfigurationError(
+      f"{params.where('optimizer_class')} is the optimizer tfutils' "
+      'ClipOptimizer wraps; give it without '
+      f'{params.where("optimizer")} (or give only the latter).'
+    )
+  if made is None or _is_clip_optimizer(made):
+    # tfutils' ClipOptimizer (its default): the class it wraps, clipped.
+    made = wrapped or tf.compat.v1.train.MomentumOptimizer
+    if not set(params.value) - {'trainable_names'}:
+      kwargs = {'momentum': 0.9}
+    if params.boolean('clip', True):
+      kwargs.setdefault('clipvalue', 1.0)
+  elif params.get('clip') is not None:
+    raise ConfigurationError(
+      f"{params.where('clip')} applies to tfutils' ClipOptimizer "
+      f'({params.where("optimizer_class")}); give clipvalue= or '
+      'clipnorm= to a tf_keras optimizer.'
+    )
+  where = params.where(
+    'optimizer_class' if wrapped is not None else 'optimizer'
+  )
+  made, kwargs = _keras_equivalent(made, kwargs)
+  if _tf1_optimizer.is_tf1_class(made):
+    return _tf1(made, kwargs, rate, where)
+  if isinstance(made, str):
+    try:
+      made = type(tf_keras.optimizers.get(made))
+    except ValueError:
+      raise ConfigurationError(
+        f'{where} names no tf_keras optimizer. Received: {made!r}'
+      ) from None
+  if not callable(made):
+    raise ConfigurationError(
+      f'{where} must be an optimizer class (or a function taking '
+      f'learning_rate=). Received: {made!r}'
+    )
+  try:
+    result = made(learning_rate=rate, **kwargs)
+  except TypeError as e:
+    raise ConfigurationError(
+      f'{where} ({_keys.describe(made)}) does not take the keys given: '
+      f'{e}. Received: {sorted(kwargs)}'
+    ) from None
+  if not hasattr(result, 'apply_gradients'):
+    raise ConfigurationError(
+      f'{where} must make an optimizer (with apply_gradients). Received: '
+      f'{result!r}'
+    )
+  return result
+
+
+def trainable_pattern(params):
+  """`--trainable-pattern` of ClipOptimizer's `trainable_names`, or None.
+
+  tfutils' ClipOptimizer trained only the variables whose names start with
+  one of `trainable_names` (a name or a list of them).
+
+  Raises:
+    ConfigurationError: not a name or a list of names.
+  """
+  names = params.get('trainable_names')
+  if names is None:
+    return None
+  if isinstance(names, str):
+    names = [names]
+  where = params.where('trainable_names')
+  if (
+    not isinstance(names, (list, tuple))
+    or not names
+    or not all(isinstance(n, str) and n for n in names)
+  ):
+    raise ConfigurationError(
+      f'{where} must be a variable name prefix or a list of them. '
+      f'Received: {where}={params.get("trainable_names")!r}'
+    )
+  return '^(?:' + '|'.join(re.escape(n) for n in names) + ')'
+
+
+def _tf1(made, kwargs, rate, where):
+  """A TensorFlow 1-style optimizer class made and adapted.
+
+  The class receives the rate as a variable (every TensorFlow 1 optimizer
+  reads one; not all call a function), which the adapter sets from the
+  schedule before each update.
+  """
+  clipvalue = kwargs.pop('clipvalue', None)
+  schedule = rate if callable(rate) else None
+  variable = tf.Variable(
+    float(rate) if schedule is None else 0.0,
+    trainable=False,
+    name='learning_rate',
+    dtype=tf.float32,
+  )
+  try:
+    result = made(learning_rate=variable, **kwargs)
+  except TypeError as e:
+    raise ConfigurationError(
+      f'{where} ({_keys.describe(made)}) does not take the keys given: '
+      f'{e}. Received: {sorted(kwargs)}'
+    ) from None
+  return _tf1_optimizer.TF1Optimizer(
+    result, rate=variable, schedule=schedule, clipvalue=clipvalue
+  )
+
+
+def _is_clip_optimizer(value):
+  return getattr(value, '__name__', value) == 'ClipOptimizer'
+
+
+def _keras_equivalent(made, kwargs):
+  """A TensorFlow 1 optimizer class as its tf_keras class and keys."""
+  name = getattr(made, '__name__', None)
+  if name not in _TF1 or getattr(tf.compat.v1.train, name, None) is not made:
+    return made, kwargs
+  keras_name, renamed = _TF1[name]
+  kwargs = {
+    renamed.get(k, k): v for k, v in kwargs.items() if k not in _TF1_IGNORED
+  }
+  return getattr(tf_keras.optimizers, keras_name), kwargs

@@ -1,0 +1,1 @@
+"""Arguments: the flags, list flags, Gematria flags and run files a trainer reads."""

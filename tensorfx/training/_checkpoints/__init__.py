@@ -1,0 +1,1 @@
+"""Checkpoints: saving, resuming, damaged ones, warm start, export."""

@@ -1,0 +1,1 @@
+"""Evaluation: targets, slices, percentiles, the evaluator task."""

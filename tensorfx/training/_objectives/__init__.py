@@ -1,0 +1,1 @@
+"""Objectives: regression losses, multi-task losses, weights."""

@@ -1,0 +1,1 @@
+"""One run: its layout, job record, tracking, summaries and progress; actions."""

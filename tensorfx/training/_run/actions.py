@@ -1,0 +1,217 @@
+"""Actions besides training: evaluate a checkpoint, export a checkpoint.
+
+`ModelTrainer.evaluate` is tfutils' `test_from_params`: the same builder
+and arguments as training, a checkpoint (the latest by default), every
+validation target, no training; the same evaluation engine and callbacks
+as the chief's validation. `ModelTrainer.export` writes the SavedModel of
+any checkpoint. Both run in this process, on its default device.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from tensorfx import _atomic
+from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
+from tensorfx._logging import logger
+from tensorfx.data import _validation
+from tensorfx.training import _callbacks
+from tensorfx.training._checkpoints import checkpoints as _checkpoints
+from tensorfx.training._checkpoints import export as _export
+from tensorfx.training._checkpoints import restore as _restore
+from tensorfx.training._cluster.config import Configuration
+from tensorfx.training._engine import state as _engine_state
+from tensorfx.training._evaluation import evaluation as _evaluation
+from tensorfx.training._evaluation import slices as _slices
+from tensorfx.training._run import jobinfo as _jobinfo
+from tensorfx.training._run import layout as _layout
+from tensorfx.training._run import tracking as _tracking
+
+
+class _Prepared:
+  """A builder built and restored from one checkpoint."""
+
+  def __init__(self, builder, layout, checkpoint):
+    dataset = builder.dataset
+    if not dataset.analyzed:
+      analysis = layout.analysis
+      if not dataset.use_analysis(analysis):
+        raise DataError(
+          'The dataset has not been analyzed: give --data-metadata, or '
+          f'train first (training writes its analysis to {analysis}).'
+        )
+    self.targets = _evaluation.prepare_targets(
+      builder.settings.validation, dataset
+    )
+    with _validation.data_errors():
+      training, self.evaluation, self.prediction = (
+        builder.build_graph_interfaces(Configuration.local())
+      )
+    self.path = _restore.resolve_checkpoint(
+      checkpoint or layout.checkpoints,
+      what='--checkpoint',
+      move_damaged=_own(layout, checkpoint),
+    )
+    self.checkpoints = _checkpoints.Checkpoints(
+      layout.checkpoints,
+      training.global_step,
+      model=_engine_state.checkpointed(builder),
+    )
+    self.checkpoints.restore(self.path, partial=True)
+    self.step = int(training.global_step.numpy())
+    logger.info('Restored %s (step %d)', self.path, self.step)
+
+
+def evaluate(builder, output, checkpoint=None, callbacks=()):
+  """Evaluates a checkpoint on every validation target, without training.
+
+  The results are written to `OUTPUT/evaluations/CHECKPOINT.json` and, with
+  `--experiment`, recorded as an MLflow run (tag `tensorfx.action:
+  evaluate`).
+
+  Args:
+    builder: the `ModelBuilder`, with the job's arguments and dataset.
+    output: the job's output directory.
+    checkpoint: a checkpoint prefix or directory; None for the latest of
+      `OUTPUT/checkpoints`.
+    callbacks: the user's callbacks (their `on_evaluate_end` runs).
+
+  Returns:
+    A dict: `checkpoint` (the prefix evaluated), `step`, and `results` (a
+    dict from target name to its metric values).
+  """
+  settings = builder.settings
+  layout = _layout.JobLayout.of(output)
+  prepared = _Prepared(builder, layout, checkpoint)
+  if prepared.evaluation is None or not prepared.targets:
+    raise ConfigurationError(
+      'Nothing to evaluate: give --data-eval or --eval-target.'
+    )
+  evaluation = _evaluation.Evaluation(
+    prepared.evaluation,
+    prepared.targets,
+    settings.checkpoints.best(builder.evaluation_metric),
+    slicer=_slices.create(builder),
+  )
+  tracker = _tracking.create(settings.tracking, output)
+  context = _callbacks.RunContext(
+    builder=builder,
+    output=output,
+    role='evaluate',
+    paths=layout.paths(),
+    checkpoints=prepared.checkpoints,
+    prediction=prepared.prediction,
+  )
+  arguments = (
+    builder.args.to_dict()
+    if hasattr(builder.args, 'to_dict')
+    else dict(vars(builder.args))
+  )
+  callback_list = _callbacks.CallbackList(
+    _callbacks.builtin(
+      settings,
+      tracker,
+      role='evaluate',
+      source=_jobinfo.source(),
+      arguments=arguments,
+    )
+    + list(callbacks)
+    + list(builder.build_callbacks()),
+    context,
+  )
+  path, step = prepared.path, prepared.step
+  logs = {
+    'status': 'failed',
+    'step': step,
+    'reason': None,
+    'error': None,
+    'metrics': {},
+    'model': None,
+  }
+  callback_list.on_train_begin(
+    {
+      'step': step,
+      'max_steps': None,
+      'batch_size': settings.validation.batch_size,
+    }
+  )
+  try:
+    with _validation.data_errors():
+      results = evaluation.evaluate(step, checkpoint=path)
+    callback_list.on_evaluate_end(step, results)
+    logs.update(status='completed', metrics=results.primary)
+  except BaseException as e:
+    logs['error'] = f'{type(e).__name__}: {e}'
+    raise
+  finally:
+    callback_list.on_train_end(logs)
+  results = {name: dict(values) for name, values in results.items()}
+  for name, values in results.items():
+    logger.info(
+      'Evaluated %s at step %d on %s: %s',
+      path,
+      step,
+      name,
+      '  '.join(
+        f'{k} {v:.4g}' for k, v in values.items() if isinstance(v, (int, float))
+      ),
+    )
+  summary = {'checkpoint': path, 'step': step, 'results': results}
+  if evaluation.last is not None and evaluation.last.slices:
+    summary['slices'] = evaluation.last.slices
+  write_evaluation(layout.evaluations, summary)
+  return summary
+
+
+def write_evaluation(directory, summary):
+  """Writes an evaluation's summary to `DIRECTORY/CHECKPOINT.json`, whole.
+
+  What `tensorfx evaluate` and each checkpoint of `--follow` write.
+
+  Example:
+    >>> write_evaluation('/tmp/job/evaluations', {
+    ...     'checkpoint': '/tmp/job/checkpoints/ckpt-9', 'step': 9,
+    ...     'results': {'eval': {'loss': 0.2}}})
+  """
+  tf.io.gfile.makedirs(directory)
+  name = os.path.basename(str(summary['checkpoint'])) + '.json'
+  _atomic.write_text(
+    os.path.join(directory, name), json.dumps(summary, indent=1) + '\n'
+  )
+
+
+def export(builder, output, checkpoint=None, directory=None):
+  """Exports a checkpoint as the SavedModel over raw instances.
+
+  Args:
+    builder: the `ModelBuilder`, with the job's arguments and dataset.
+    output: the job's output directory.
+    checkpoint: a checkpoint prefix or directory; None for the latest of
+      `OUTPUT/checkpoints` (`AIP_CHECKPOINT_DIR` on Vertex AI).
+    directory: where to write the model; None for `OUTPUT/model`
+      (`AIP_MODEL_DIR` on Vertex AI).
+
+  Returns:
+    The exported `tensorfx.prediction.Model`.
+  """
+  layout = _layout.JobLayout.of(output)
+  prepared = _Prepared(builder, layout, checkpoint)
+  directory = directory or layout.model
+  _export.export(prepared.prediction, builder.dataset.schema, directory)
+  logger.info('Exported %s to %s', prepared.path, directory)
+  from tensorfx.prediction import Model
+
+  return Model.load(directory)
+
+
+def _own(layout, checkpoint):
+  """Whether `checkpoint` is the job's own (damage moved aside)."""
+  if not checkpoint:
+    return True
+  path = os.path.abspath(str(checkpoint))
+  return any(
+    path.startswith(os.path.abspath(str(d)).rstrip('/') + '/')
+    for d in (layout.output, layout.checkpoints)
+  )
