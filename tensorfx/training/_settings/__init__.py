@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 from typing import Any, Self, cast
 
+from tensorfx.training._settings import _section
 from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
 from tensorfx.training._settings import export
@@ -79,7 +80,7 @@ _SECTIONS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   """Adds every section's flags to `parser`."""
   for section in _SECTIONS:
-    section.add_arguments(parser)
+    _adder(section)(parser)
     if section is job:
       data.add_filter_arguments(parser)
 
@@ -91,7 +92,29 @@ def check(args: Any) -> None:
     ConfigurationError: naming the flag and the value received.
   """
   for section in _SECTIONS:
-    section.check(args)
+    _checker(section)(args)
+
+
+# TRANSITION: sections still written as module functions, or as a Section.
+def _section_class(module: Any) -> Any:
+  for value in vars(module).values():
+    if (
+      isinstance(value, type)
+      and issubclass(value, _section.Section)
+      and value is not _section.Section
+    ):
+      return value
+  return None
+
+
+def _adder(module: Any) -> Any:
+  return getattr(module, 'add_arguments', None) or (
+    _section_class(module).add_arguments
+  )
+
+
+def _checker(module: Any) -> Any:
+  return getattr(module, 'check', None) or _section_class(module).check
 
 
 @dataclasses.dataclass(frozen=True)

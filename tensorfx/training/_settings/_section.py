@@ -1,16 +1,27 @@
-"""What every settings section shares: argument groups, reading, checking.
+"""What every settings section shares: settings declared once, with flags.
 
 A section is one concern of a training job (data, loop, checkpoints, ...):
-a module with `add_arguments(parser)` (its flags), `check(args)` (the
-values those flags may take) and a frozen dataclass built once from the
-parsed arguments with `from_args(args)`. The engine reads the dataclass,
-never the argument namespace.
+a frozen dataclass whose fields are declared with `setting(...)`, each
+carrying its flag's names, type, default, help and check. Its `Section`
+base derives the rest from those declarations: `add_arguments(parser)`
+(the flags, in field order), `check(args)` (every field's check, on the
+parsed values) and `from_args(args)` (the dataclass, built once). The
+engine reads the dataclass, never the argument namespace.
+
+Example:
+  >>> @dataclasses.dataclass(frozen=True)
+  ... class Demo(Section):
+  ...   steps: int = setting('--demo-steps', group='job', default=10,
+  ...                        type=int, help='steps', check=positive())
+  >>> Demo.from_args(argparse.Namespace(demo_steps=None)).steps
+  10
 
 This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
 import argparse
-from typing import Any
+import dataclasses
+from typing import Any, Callable, ClassVar, Dict, Optional, Self, Sequence
 
 from tensorfx._errors import ConfigurationError
 
@@ -100,3 +111,174 @@ def check_not_negative(args: Any, *dests: str) -> None:
       raise ConfigurationError(
         f'{flag(dest)} must be zero or more. Received: {flag(dest)}={value}'
       )
+
+
+# A field's check: called with the flag's spelling and the parsed value
+# (None only where the flag was set to None explicitly); raises
+# ConfigurationError naming the flag.
+Check = Callable[[str, Any], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+  """How one settings field is spelled and checked on the command line.
+
+  Attributes:
+    names: the flag's spellings, the first one canonical (its dest).
+    group: the `--help` group it is listed under.
+    options: the rest of `add_argument`'s keywords (type, default, help,
+      metavar, action, choices, nargs).
+    check: the values it may take; None for any its type parses.
+    convert: from the parsed value to the field's (`float`, a unit, an
+      enum); None keeps it.
+  """
+
+  names: Sequence[str]
+  group: str
+  options: Dict[str, Any]
+  check: Optional[Check] = None
+  convert: Optional[Callable[[Any], Any]] = None
+
+  @property
+  def dest(self) -> str:
+    return self.names[0].lstrip('-').replace('-', '_')
+
+  @property
+  def default(self) -> Any:
+    return self.options.get('default')
+
+
+def setting(
+  *names: str,
+  group: str,
+  help: str,
+  default: Any = None,
+  check: Optional[Check] = None,
+  convert: Optional[Callable[[Any], Any]] = None,
+  **options: Any,
+) -> Any:
+  """A settings field declared with its flag: the one place it is spelled.
+
+  The field's default is the flag's default (converted by `convert`); a
+  list default is copied for each instance.
+
+  Args:
+    *names: the flag's spellings, e.g. `'--max-steps'`.
+    group: the `--help` group.
+    help: the flag's help (`%(default)s` is the default).
+    default: the default, on the command line and in the dataclass.
+    check: the values it may take, see `positive()` and friends.
+    convert: from the parsed value to the field's value.
+    **options: more of `add_argument`'s keywords (type, metavar, action,
+      choices, nargs).
+
+  Returns:
+    A `dataclasses.field` carrying the `Flag`.
+  """
+  flag = Flag(
+    names, group, dict(options, default=default, help=help), check, convert
+  )
+  value = convert(default) if convert and default is not None else default
+  metadata = {'flag': flag}
+  if isinstance(value, (list, dict, set)):
+    return dataclasses.field(
+      default_factory=lambda: type(value)(value), metadata=metadata
+    )
+  return dataclasses.field(default=value, metadata=metadata)
+
+
+def flags(cls: type) -> list[tuple[str, Flag]]:
+  """`(field name, Flag)` of every field of `cls` declared with `setting`."""
+  return [
+    (field.name, field.metadata['flag'])
+    for field in dataclasses.fields(cls)
+    if 'flag' in field.metadata
+  ]
+
+
+class Section:
+  """The base of a settings dataclass whose fields are `setting(...)`s.
+
+  A section overrides a method to add what its declarations cannot say
+  (a check across two flags, a field without a flag), calling the base's.
+  """
+
+  # Flags of the section that have no field (parsed and checked here, read
+  # elsewhere), as `setting(...)`s would declare them.
+  EXTRA_FLAGS: ClassVar[Sequence[Flag]] = ()
+
+  @classmethod
+  def _flags(cls) -> list[Flag]:
+    return [flag for _, flag in flags(cls)] + list(cls.EXTRA_FLAGS)
+
+  @classmethod
+  def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+    """Adds the section's flags to `parser`, in field order."""
+    for flag in cls._flags():
+      group(parser, flag.group).add_argument(*flag.names, **flag.options)
+
+  @classmethod
+  def check(cls, args: Any) -> None:
+    """Checks the parsed values of the section's flags.
+
+    Absent flags (arguments built by hand hold only what they were given)
+    and flags without a default left unset are not checked; a flag with a
+    default set to None explicitly is, so its check names it.
+
+    Raises:
+      ConfigurationError: naming the flag and the value received.
+    """
+    for flag in cls._flags():
+      if flag.check is None or not hasattr(args, flag.dest):
+        continue
+      value = getattr(args, flag.dest)
+      if value is None and flag.default is None:
+        continue
+      flag.check(flag.names[0], value)
+
+  @classmethod
+  def from_args(cls, args: Any) -> Self:
+    """The section's settings from `args` (a `ModelArguments` or namespace)."""
+    values = {}
+    for name, flag in flags(cls):
+      value = read(args, flag.dest, flag.default)
+      if flag.convert is not None and value is not None:
+        value = flag.convert(value)
+      values[name] = value
+    return cls(**values)
+
+
+def positive(expected: str = 'a positive integer') -> Check:
+  """A check: the value is more than zero."""
+
+  def check(name: str, value: Any) -> None:
+    if value is None or value <= 0:
+      raise ConfigurationError(
+        f'{name} must be {expected}. Received: {name}={value}'
+      )
+
+  return check
+
+
+def not_negative(name: str, value: Any) -> None:
+  """A check: the value is zero or more."""
+  if value is None or value < 0:
+    raise ConfigurationError(
+      f'{name} must be zero or more. Received: {name}={value}'
+    )
+
+
+def positive_or_all(name: str, value: Any) -> None:
+  """A check: a positive integer, or `all` (a batch size)."""
+  if isinstance(value, str) and value.lower() == ALL:
+    return
+  positive(
+    "a positive integer, or 'all' for the whole training data in one batch"
+  )(name, value)
+
+
+def batch(value: Any) -> int | str:
+  """A batch size as settings hold it: an int, or `'all'`."""
+  if isinstance(value, str) and value.lower() == ALL:
+    return ALL
+  return int(value)

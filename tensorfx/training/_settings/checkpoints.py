@@ -1,63 +1,10 @@
 """Checkpoint settings: how often, how many recent and best ones are kept."""
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self, Tuple
+from typing import Any, Optional, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  job = _section.group(parser, 'job')
-  job.add_argument(
-    '--checkpoint-interval-secs',
-    type=int,
-    default=60,
-    metavar='SECS',
-    help='seconds between checkpoints (default: %(default)s)',
-  )
-  job.add_argument(
-    '--checkpoint-interval-steps',
-    type=int,
-    metavar='N',
-    help='steps between checkpoints, in addition to '
-    '--checkpoint-interval-secs (default: none)',
-  )
-  save = _section.group(parser, 'checkpoints')
-  save.add_argument(
-    '--keep-checkpoints',
-    type=int,
-    default=5,
-    metavar='N',
-    help='recent checkpoints to keep (default: %(default)s)',
-  )
-  save.add_argument(
-    '--keep-best-checkpoints',
-    type=int,
-    default=0,
-    metavar='K',
-    help='also keep the K best checkpoints by '
-    '--best-metric, in checkpoints/best/ (default: '
-    '%(default)s)',
-  )
-  save.add_argument(
-    '--best-metric',
-    metavar='[TARGET/]NAME[:min|max]',
-    help='the validation result that ranks checkpoints '
-    "(default: the model's evaluation_metric, loss:min, "
-    'on the first target)',
-  )
-
-
-def check(args: Any) -> None:
-  _section.check_positive(args, 'checkpoint_interval_secs')
-  _section.check_positive(args, 'checkpoint_interval_steps', optional=True)
-  _section.check_positive(args, 'keep_checkpoints')
-  _section.check_not_negative(args, 'keep_best_checkpoints')
-  best = _section.read(args, 'best_metric')
-  if best:
-    parse_best_metric(best)
 
 
 def parse_best_metric(
@@ -102,8 +49,12 @@ def parse_best_metric(
   return (target or None, name, mode)
 
 
+def _best_metric(name: str, value: Any) -> None:
+  parse_best_metric(value)
+
+
 @dataclasses.dataclass(frozen=True)
-class CheckpointSettings:
+class CheckpointSettings(_section.Section):
   """When checkpoints are written and which are kept.
 
   Attributes:
@@ -118,22 +69,54 @@ class CheckpointSettings:
       `evaluation_metric` on the first target. See `best(default)`.
   """
 
-  interval_secs: float = 60.0
-  interval_steps: Optional[int] = None
-  keep: int = 5
-  keep_best: int = 0
-  best_metric: Optional[str] = None
-
-  @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    return cls(
-      interval_secs=float(read(args, 'checkpoint_interval_secs', 60)),
-      interval_steps=read(args, 'checkpoint_interval_steps'),
-      keep=int(read(args, 'keep_checkpoints', 5)),
-      keep_best=int(read(args, 'keep_best_checkpoints', 0)),
-      best_metric=read(args, 'best_metric'),
-    )
+  interval_secs: float = _section.setting(
+    '--checkpoint-interval-secs',
+    group='job',
+    type=int,
+    default=60,
+    convert=float,
+    metavar='SECS',
+    check=_section.positive(),
+    help='seconds between checkpoints (default: %(default)s)',
+  )
+  interval_steps: Optional[int] = _section.setting(
+    '--checkpoint-interval-steps',
+    group='job',
+    type=int,
+    metavar='N',
+    check=_section.positive(),
+    help='steps between checkpoints, in addition to '
+    '--checkpoint-interval-secs (default: none)',
+  )
+  keep: int = _section.setting(
+    '--keep-checkpoints',
+    group='checkpoints',
+    type=int,
+    default=5,
+    metavar='N',
+    check=_section.positive(),
+    help='recent checkpoints to keep (default: %(default)s)',
+  )
+  keep_best: int = _section.setting(
+    '--keep-best-checkpoints',
+    group='checkpoints',
+    type=int,
+    default=0,
+    metavar='K',
+    check=_section.not_negative,
+    help='also keep the K best checkpoints by '
+    '--best-metric, in checkpoints/best/ (default: '
+    '%(default)s)',
+  )
+  best_metric: Optional[str] = _section.setting(
+    '--best-metric',
+    group='checkpoints',
+    metavar='[TARGET/]NAME[:min|max]',
+    check=_best_metric,
+    help='the validation result that ranks checkpoints '
+    "(default: the model's evaluation_metric, loss:min, "
+    'on the first target)',
+  )
 
   def best(self, default: Tuple[str, str]) -> Tuple[str | None, str, str]:
     """`(target, name, mode)` ranking checkpoints; `default` is the model's."""
