@@ -384,7 +384,7 @@ def _time_to_first_step(command):
 def startup(files, analysis, args, rounds, workdir):
   """Section 7."""
   help_times = []
-  for _ in range(max(rounds, 3)):
+  for _ in range(max(rounds, 1 if args.quick else 3)):
     start = time.perf_counter()
     subprocess.run(
       [sys.executable, '-m', 'tensorfx', '--help'],
@@ -729,6 +729,8 @@ def main(argv=None):
   out = args.output or os.path.join(HERE, 'results')
   os.makedirs(out, exist_ok=True)
 
+  # Fewest rounds of the short sections: one in --quick, three otherwise.
+  floor = 1 if args.quick else 3
   # The machine may be shared: its load is reported beside the figures.
   load_start = _load()
   files = ctr_data.generate(args.data, args.rows, args.shards)
@@ -784,12 +786,13 @@ def main(argv=None):
         result['training'].append(section)
         _write(out, result)
     if 'input' in args.sections:
-      result['input'] = input_only(files, stats, 1024, max(args.rounds, 3))
+      result['input'] = input_only(files, stats, 1024, max(args.rounds, floor))
       _write(out, result)
     if 'startup' in args.sections:
-      # Short probes, noisy on a shared machine: at least 5 rounds.
+      # Short probes, noisy on a shared machine: at least 5 rounds (2 in
+      # --quick, which shows the section runs, not its figure).
       result['startup'] = startup(
-        files, analysis, args, max(args.rounds, 5), workdir
+        files, analysis, args, max(args.rounds, 2 if args.quick else 5), workdir
       )
       _write(out, result)
     if 'memory' in args.sections:
@@ -807,7 +810,7 @@ def main(argv=None):
           10,
           train=files['tfrecord'][:1],
         ).path
-      result['serving'] = serving(model_dir, files, max(args.rounds, 3))
+      result['serving'] = serving(model_dir, files, max(args.rounds, floor))
   result['load'] = {'start': load_start, 'end': _load()}
   print(_write(out, result))
   return 0
