@@ -4,9 +4,9 @@ Subpackages are imported on first use, so `import tensorfx` (and the
 command line's `--help`) does not import TensorFlow.
 """
 
-import importlib
 import typing
 
+from tensorfx import _lazy
 from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
@@ -29,15 +29,18 @@ if typing.TYPE_CHECKING:
   from tensorfx import tools
   from tensorfx import training
 
-_SUBPACKAGES = (
-  'cloud',
-  'data',
-  'embeddings',
-  'models',
-  'prediction',
-  'tools',
-  'training',
-)
+_EXPORTS = {
+  name: f'tensorfx.{name}'
+  for name in (
+    'cloud',
+    'data',
+    'embeddings',
+    'models',
+    'prediction',
+    'tools',
+    'training',
+  )
+}
 
 __all__ = [
   'ConfigurationError',
@@ -58,12 +61,4 @@ __all__ = [
 
 # Hidden from type checkers, so a misspelt name is an error there.
 if not typing.TYPE_CHECKING:
-
-  def __getattr__(name):
-    if name in _SUBPACKAGES:
-      return importlib.import_module(f'tensorfx.{name}')
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-
-
-def __dir__():
-  return sorted(__all__)
+  __getattr__, __dir__ = _lazy.exports(globals(), _EXPORTS)

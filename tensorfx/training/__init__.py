@@ -4,8 +4,9 @@ Names are imported on first use: a trainer's `--help` and argument errors
 answer without importing TensorFlow.
 """
 
-import importlib
 import typing
+
+from tensorfx import _lazy
 
 # Type checkers and IDEs see the names here; at run time they are imported
 # on first use by __getattr__ below.
@@ -91,15 +92,4 @@ __all__ = [
 
 # Hidden from type checkers, so a misspelt name is an error there.
 if not typing.TYPE_CHECKING:
-
-  def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-      raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-  return list(__all__)
+  __getattr__, __dir__ = _lazy.exports(globals(), _EXPORTS)
