@@ -282,3 +282,26 @@ def batch(value: Any) -> int | str:
   if isinstance(value, str) and value.lower() == ALL:
     return ALL
   return int(value)
+
+
+# Added for the optimizer, guards and tracking sections: a check that
+# skips None, a converter from empty to None.
+
+
+def optional(check: Check) -> Check:
+  """A check that lets None through, to `check` the other values.
+
+  A defaulted flag set to None (`nan_restore: null` in a run
+  configuration) then reads as its default, as `check_not_negative` had it.
+  """
+
+  def optional_check(name: str, value: Any) -> None:
+    if value is not None:
+      check(name, value)
+
+  return optional_check
+
+
+def or_none(value: Any) -> Any:
+  """A converter: an empty value (`''`) as None, for 'not given'."""
+  return value or None

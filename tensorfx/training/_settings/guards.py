@@ -1,41 +1,13 @@
 """Guard settings: when a diverging or broken run stops."""
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self
+from typing import Optional
 
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  guards = _section.group(parser, 'guards')
-  guards.add_argument(
-    '--thres-loss',
-    type=float,
-    metavar='LOSS',
-    help='stop with HighLossError when the training loss '
-    'exceeds LOSS (default: no limit)',
-  )
-  guards.add_argument(
-    '--nan-restore',
-    type=int,
-    default=0,
-    metavar='N',
-    help='on a non-finite loss, restore the last '
-    'checkpoint and train on, up to N times, before '
-    'stopping (default: %(default)s)',
-  )
-
-
-def check(args: Any) -> None:
-  _section.check_positive(
-    args, 'thres_loss', optional=True, expected='a positive number'
-  )
-  _section.check_not_negative(args, 'nan_restore')
-
-
 @dataclasses.dataclass(frozen=True)
-class GuardSettings:
+class GuardSettings(_section.Section):
   """The loss guards.
 
   Attributes:
@@ -45,12 +17,24 @@ class GuardSettings:
       checkpoint before the job stops (`--nan-restore`).
   """
 
-  thres_loss: Optional[float] = None
-  nan_restore: int = 0
-
-  @classmethod
-  def from_args(cls, args: Any) -> Self:
-    return cls(
-      thres_loss=_section.read(args, 'thres_loss'),
-      nan_restore=int(_section.read(args, 'nan_restore', 0)),
-    )
+  thres_loss: Optional[float] = _section.setting(
+    '--thres-loss',
+    group='guards',
+    type=float,
+    metavar='LOSS',
+    check=_section.positive(expected='a positive number'),
+    help='stop with HighLossError when the training loss '
+    'exceeds LOSS (default: no limit)',
+  )
+  nan_restore: int = _section.setting(
+    '--nan-restore',
+    group='guards',
+    type=int,
+    default=0,
+    convert=int,
+    metavar='N',
+    check=_section.optional(_section.not_negative),
+    help='on a non-finite loss, restore the last '
+    'checkpoint and train on, up to N times, before '
+    'stopping (default: %(default)s)',
+  )

@@ -1,120 +1,53 @@
 """Job settings: the output, the action, and how long to wait for a cluster."""
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self
+from typing import Any, Optional
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 ACTIONS = ('train', 'evaluate', 'export', 'predict')
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  job = _section.group(parser, 'job')
-  job.add_argument(
-    '--config',
+# Flags without a field: `ModelArguments.parse` reads them before the
+# settings are built.
+_CONFIG = _section.Flag(
+  ('--config',),
+  'job',
+  dict(
     metavar='PATH',
     help='a run configuration (YAML) giving any of these '
     'flags; flags on the command line override it',
-  )
-  # Cloud training services pass the output directory as --job-dir.
-  job.add_argument(
-    '--output',
-    '--job-dir',
-    dest='output',
-    metavar='PATH',
-    help='the job output directory (local or gs://): '
-    'checkpoints, summaries and the model go there',
-  )
-  job.add_argument(
-    '--print-config',
+  ),
+)
+_PRINT_CONFIG = _section.Flag(
+  ('--print-config',),
+  'job',
+  dict(
     action='store_true',
     help='print the fully resolved configuration (defaults, '
     'the --config file and these flags) as YAML, ready to '
     'save as a run.yaml, and exit',
-  )
-  job.add_argument(
-    '--action',
-    type=str.lower,
-    choices=ACTIONS,
-    default='train',
-    help='what ModelTrainer.train() does: train; evaluate '
-    'a checkpoint (--checkpoint, default the latest) on the '
-    'validation targets without training, then exit (with '
-    '--follow: each new checkpoint until the job ends); '
-    'export a checkpoint as the SavedModel; or predict the '
-    'instances of --predict-input with a checkpoint, then '
-    'exit (default: %(default)s)',
-  )
-  job.add_argument(
-    '--follow',
-    action='store_true',
-    help='with --action evaluate: evaluate each new '
-    'checkpoint of the job once, as the evaluator task does '
-    '(the steps done are kept in summaries/eval/'
-    'evaluated.json), until the job records its end',
-  )
-  job.add_argument(
-    '--eval-interval-secs',
-    type=float,
-    default=1.0,
-    metavar='S',
-    help='with --follow: seconds between looks for new '
-    "checkpoints (Gematria's --gematria_eval_interval_secs; "
-    'default: %(default)s)',
-  )
-  job.add_argument(
-    '--checkpoint',
-    metavar='PATH',
-    help='the checkpoint --action evaluate/export/predict '
-    'reads: a '
-    'prefix (OUTPUT/checkpoints/ckpt-200), a directory (its '
-    'latest) (default: the latest of OUTPUT/checkpoints)',
-  )
-  job.add_argument(
-    '--export-dir',
-    metavar='PATH',
-    help='where --action export writes the SavedModel (default: OUTPUT/model)',
-  )
-  job.add_argument(
-    '--cluster-timeout-secs',
-    type=int,
-    default=300,
-    metavar='S',
-    help='how long a task waits for the rest of the '
-    "cluster (and for the chief's data analysis) before "
-    'failing with the address it could not reach (default: '
-    '%(default)s)',
-  )
-  job.add_argument(
-    '--min-shard-bytes',
-    type=int,
-    default=256 << 10,
-    metavar='BYTES',
-    help='with parameter servers: variables larger than this '
-    'are split across them (default: %(default)s)',
-  )
+  ),
+)
 
 
-def check(args: Any) -> None:
-  if (
-    getattr(args, 'follow', False)
-    and _section.read(args, 'action', 'train') != 'evaluate'
-  ):
-    raise ConfigurationError(
-      "--follow follows a job's checkpoints with --action evaluate. "
-      f'Received: --follow --action={args.action}'
-    )
-  _section.check_positive(args, 'cluster_timeout_secs')
-  _section.check_positive(args, 'min_shard_bytes')
-  _section.check_positive(
-    args, 'eval_interval_secs', expected='a positive number'
-  )
+# The flags' order in --help (and --print-config).
+_HELP_ORDER = (
+  'config',
+  'output',
+  'print_config',
+  'action',
+  'follow',
+  'eval_interval_secs',
+  'checkpoint',
+  'export_dir',
+  'cluster_timeout_secs',
+  'min_shard_bytes',
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class JobSettings:
+class JobSettings(_section.Section):
   """What the job does and where its outputs go.
 
   Attributes:
@@ -133,25 +66,107 @@ class JobSettings:
       checkpoints (`--eval-interval-secs`).
   """
 
-  output: Optional[str] = None
-  action: str = 'train'
-  follow: bool = False
-  checkpoint: Optional[str] = None
-  export_dir: Optional[str] = None
-  cluster_timeout_secs: float = 300.0
-  min_shard_bytes: int = 256 << 10
-  eval_interval_secs: float = 1.0
+  EXTRA_FLAGS = (_CONFIG, _PRINT_CONFIG)
+
+  # Cloud training services pass the output directory as --job-dir.
+  output: Optional[str] = _section.setting(
+    '--output',
+    '--job-dir',
+    group='job',
+    metavar='PATH',
+    help='the job output directory (local or gs://): '
+    'checkpoints, summaries and the model go there',
+  )
+  action: str = _section.setting(
+    '--action',
+    group='job',
+    type=str.lower,
+    choices=ACTIONS,
+    default='train',
+    help='what ModelTrainer.train() does: train; evaluate '
+    'a checkpoint (--checkpoint, default the latest) on the '
+    'validation targets without training, then exit (with '
+    '--follow: each new checkpoint until the job ends); '
+    'export a checkpoint as the SavedModel; or predict the '
+    'instances of --predict-input with a checkpoint, then '
+    'exit (default: %(default)s)',
+  )
+  follow: bool = _section.setting(
+    '--follow',
+    group='job',
+    action='store_true',
+    default=False,
+    convert=bool,
+    help='with --action evaluate: evaluate each new '
+    'checkpoint of the job once, as the evaluator task does '
+    '(the steps done are kept in summaries/eval/'
+    'evaluated.json), until the job records its end',
+  )
+  checkpoint: Optional[str] = _section.setting(
+    '--checkpoint',
+    group='job',
+    metavar='PATH',
+    help='the checkpoint --action evaluate/export/predict '
+    'reads: a '
+    'prefix (OUTPUT/checkpoints/ckpt-200), a directory (its '
+    'latest) (default: the latest of OUTPUT/checkpoints)',
+  )
+  export_dir: Optional[str] = _section.setting(
+    '--export-dir',
+    group='job',
+    metavar='PATH',
+    help='where --action export writes the SavedModel (default: OUTPUT/model)',
+  )
+  cluster_timeout_secs: float = _section.setting(
+    '--cluster-timeout-secs',
+    group='job',
+    type=int,
+    default=300,
+    convert=float,
+    metavar='S',
+    check=_section.positive(),
+    help='how long a task waits for the rest of the '
+    "cluster (and for the chief's data analysis) before "
+    'failing with the address it could not reach (default: '
+    '%(default)s)',
+  )
+  min_shard_bytes: int = _section.setting(
+    '--min-shard-bytes',
+    group='job',
+    type=int,
+    default=256 << 10,
+    convert=int,
+    metavar='BYTES',
+    check=_section.positive(),
+    help='with parameter servers: variables larger than this '
+    'are split across them (default: %(default)s)',
+  )
+  eval_interval_secs: float = _section.setting(
+    '--eval-interval-secs',
+    group='job',
+    type=float,
+    default=1.0,
+    convert=float,
+    metavar='S',
+    check=_section.positive(expected='a positive number'),
+    help='with --follow: seconds between looks for new '
+    "checkpoints (Gematria's --gematria_eval_interval_secs; "
+    'default: %(default)s)',
+  )
 
   @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    return cls(
-      output=read(args, 'output'),
-      action=read(args, 'action', 'train'),
-      follow=bool(read(args, 'follow', False)),
-      checkpoint=read(args, 'checkpoint'),
-      export_dir=read(args, 'export_dir'),
-      cluster_timeout_secs=float(read(args, 'cluster_timeout_secs', 300)),
-      min_shard_bytes=int(read(args, 'min_shard_bytes', 256 << 10)),
-      eval_interval_secs=float(read(args, 'eval_interval_secs', 1.0)),
-    )
+  def _flags(cls) -> list[_section.Flag]:
+    # --help lists the flags as before the fields were declared: --config
+    # and --print-config among them, --eval-interval-secs after --follow.
+    return sorted(super()._flags(), key=lambda f: _HELP_ORDER.index(f.dest))
+
+  @classmethod
+  def check(cls, args: Any) -> None:
+    """Checks the flags, and that --follow goes with --action evaluate."""
+    super().check(args)
+    settings = cls.from_args(args)
+    if settings.follow and settings.action != 'evaluate':
+      raise ConfigurationError(
+        "--follow follows a job's checkpoints with --action evaluate. "
+        f'Received: --follow --action={settings.action}'
+      )

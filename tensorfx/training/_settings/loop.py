@@ -2,102 +2,27 @@
 
 import argparse
 import dataclasses
-from typing import Any, Optional, Self, Union
+from typing import Any, Optional, Union
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  job = _section.group(parser, 'job')
-  # --training-num-epochs: Gematria's name for the step count.
-  job.add_argument(
-    '--max-steps',
-    '--training-num-epochs',
-    type=int,
-    default=1000,
-    metavar='N',
-    help='training steps to run; 0 or less runs until the '
-    'data (see --epochs) runs out or the job is stopped '
-    '(default: %(default)s)',
-  )
-  job.add_argument(
-    '--batch-size',
-    type=_section.batch_size,
-    default=64,
-    metavar='N',
-    help='training instances per step, or all: the whole '
-    'training data in each step (its size from the '
-    'analysis, else counted) (default: %(default)s)',
-  )
-  job.add_argument(
-    '--epochs',
-    type=int,
-    metavar='N',
-    help='passes over the training data (default: no limit, see --max-steps)',
-  )
-  job.add_argument(
-    '--shuffle',
-    action=argparse.BooleanOptionalAction,
-    default=True,
-    help='shuffle the training data (default: on)',
-  )
-  job.add_argument(
-    '--seed',
-    type=int,
-    metavar='N',
-    help='the random seed, for repeatable runs (default: none)',
-  )
-  job.add_argument(
-    '--steps-per-loop',
-    type=int,
-    metavar='N',
-    help='training steps run per tf.function call; more '
-    'steps amortize the call overhead (default: up to the '
-    'next log line, checkpoint or final step)',
-  )
-  job.add_argument(
-    '--steps-per-closure',
-    type=int,
-    default=10,
-    metavar='N',
-    help='with parameter servers: training steps a worker '
-    'runs per closure the chief schedules (default: '
-    '%(default)s)',
-  )
-  logging = _section.group(parser, 'logging')
-  logging.add_argument(
-    '--log-interval-steps',
-    type=int,
-    default=100,
-    metavar='N',
-    help='steps between progress logs and training '
-    'summaries (default: %(default)s)',
-  )
+def _max_steps(value: int) -> Optional[int]:
+  # 0 or less: no step limit.
+  return value if value > 0 else None
 
 
-def check(args: Any) -> None:
-  _section.check_batch_size(args, 'batch_size')
-  _section.check_positive(
-    args,
-    'epochs',
-    optional=True,
-    expected='a positive integer, or no --epochs to repeat the data '
-    'until --max-steps',
-  )
-  _section.check_positive(args, 'log_interval_steps')
-  _section.check_positive(args, 'steps_per_loop', optional=True)
-  _section.check_positive(args, 'steps_per_closure')
-  seed = getattr(args, 'seed', None)
+def _seed(name: str, value: Any) -> None:
   # Seeds feed NumPy and Python's random as well, which reject negatives.
-  if seed is not None and seed < 0:
+  if value < 0:
     raise ConfigurationError(
-      f'--seed must be a non-negative integer. Received: --seed={seed}'
+      f'{name} must be a non-negative integer. Received: {name}={value}'
     )
 
 
 @dataclasses.dataclass(frozen=True)
-class LoopSettings:
+class LoopSettings(_section.Section):
   """How the training loop runs.
 
   Attributes:
@@ -118,32 +43,95 @@ class LoopSettings:
       a worker runs (`--steps-per-closure`).
   """
 
-  max_steps: Optional[int] = 1000
-  batch_size: Union[int, str] = 64
-  epochs: Optional[int] = None
-  shuffle: bool = True
-  seed: Optional[int] = None
-  steps_per_loop: Optional[int] = None
-  log_interval_steps: int = 100
-  steps_per_closure: int = 10
+  # --training-num-epochs: Gematria's name for the step count.
+  max_steps: Optional[int] = _section.setting(
+    '--max-steps',
+    '--training-num-epochs',
+    group='job',
+    type=int,
+    default=1000,
+    convert=_max_steps,
+    metavar='N',
+    help='training steps to run; 0 or less runs until the '
+    'data (see --epochs) runs out or the job is stopped '
+    '(default: %(default)s)',
+  )
+  batch_size: Union[int, str] = _section.setting(
+    '--batch-size',
+    group='job',
+    type=_section.batch_size,
+    default=64,
+    convert=_section.batch,
+    metavar='N',
+    check=_section.positive_or_all,
+    help='training instances per step, or all: the whole '
+    'training data in each step (its size from the '
+    'analysis, else counted) (default: %(default)s)',
+  )
+  epochs: Optional[int] = _section.setting(
+    '--epochs',
+    group='job',
+    type=int,
+    metavar='N',
+    check=_section.positive(
+      expected='a positive integer, or no --epochs to repeat the data '
+      'until --max-steps'
+    ),
+    help='passes over the training data (default: no limit, see --max-steps)',
+  )
+  shuffle: bool = _section.setting(
+    '--shuffle',
+    group='job',
+    action=argparse.BooleanOptionalAction,
+    default=True,
+    convert=bool,
+    help='shuffle the training data (default: on)',
+  )
+  seed: Optional[int] = _section.setting(
+    '--seed',
+    group='job',
+    type=int,
+    metavar='N',
+    check=_seed,
+    help='the random seed, for repeatable runs (default: none)',
+  )
+  steps_per_loop: Optional[int] = _section.setting(
+    '--steps-per-loop',
+    group='job',
+    type=int,
+    metavar='N',
+    check=_section.positive(),
+    help='training steps run per tf.function call; more '
+    'steps amortize the call overhead (default: up to the '
+    'next log line, checkpoint or final step)',
+  )
+  log_interval_steps: int = _section.setting(
+    '--log-interval-steps',
+    group='logging',
+    type=int,
+    default=100,
+    convert=int,
+    metavar='N',
+    check=_section.positive(),
+    help='steps between progress logs and training '
+    'summaries (default: %(default)s)',
+  )
+  steps_per_closure: int = _section.setting(
+    '--steps-per-closure',
+    group='job',
+    type=int,
+    default=10,
+    convert=int,
+    metavar='N',
+    check=_section.positive(),
+    help='with parameter servers: training steps a worker '
+    'runs per closure the chief schedules (default: '
+    '%(default)s)',
+  )
 
   @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    max_steps = read(args, 'max_steps', 1000)
-    return cls(
-      max_steps=max_steps if max_steps > 0 else None,
-      batch_size=_batch(read(args, 'batch_size', 64)),
-      epochs=read(args, 'epochs'),
-      shuffle=bool(read(args, 'shuffle', True)),
-      seed=read(args, 'seed'),
-      steps_per_loop=read(args, 'steps_per_loop'),
-      log_interval_steps=int(read(args, 'log_interval_steps', 100)),
-      steps_per_closure=int(read(args, 'steps_per_closure', 10)),
-    )
-
-
-def _batch(value: Any) -> int | str:
-  if isinstance(value, str) and value.lower() == _section.ALL:
-    return _section.ALL
-  return int(value)
+  def _flags(cls) -> list[_section.Flag]:
+    # --help (its usage line) and --print-config list --log-interval-steps,
+    # the logging group's first flag, after the job group's flags; the
+    # fields keep their order (the repr).
+    return sorted(super()._flags(), key=lambda flag: flag.group == 'logging')

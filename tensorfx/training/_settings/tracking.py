@@ -1,37 +1,14 @@
 """Tracking settings: the MLflow experiment a run is recorded in."""
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self
+from typing import Any, Optional
 
 from tensorfx.training._run import tracking as _tracking
 from tensorfx.training._settings import _section
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  tracking = _section.group(parser, 'tracking')
-  tracking.add_argument(
-    '--experiment',
-    metavar='NAME',
-    help='record the run in this MLflow experiment '
-    f'(needs {_tracking.INSTALL})',
-  )
-  tracking.add_argument(
-    '--tracking-uri',
-    metavar='URI',
-    help='the MLflow tracking store (default: '
-    'MLFLOW_TRACKING_URI, else sqlite:////OUTPUT/'
-    'mlruns.db)',
-  )
-
-
-def check(args: Any) -> None:
-  if TrackingSettings.from_args(args).enabled:
-    _tracking.require_mlflow()
-
-
 @dataclasses.dataclass(frozen=True)
-class TrackingSettings:
+class TrackingSettings(_section.Section):
   """Where the run is recorded.
 
   Attributes:
@@ -40,8 +17,23 @@ class TrackingSettings:
       `MLFLOW_TRACKING_URI` or the job's own SQLite store.
   """
 
-  experiment: Optional[str] = None
-  uri: Optional[str] = None
+  experiment: Optional[str] = _section.setting(
+    '--experiment',
+    group='tracking',
+    metavar='NAME',
+    convert=_section.or_none,
+    help='record the run in this MLflow experiment '
+    f'(needs {_tracking.INSTALL})',
+  )
+  uri: Optional[str] = _section.setting(
+    '--tracking-uri',
+    group='tracking',
+    metavar='URI',
+    convert=_section.or_none,
+    help='the MLflow tracking store (default: '
+    'MLFLOW_TRACKING_URI, else sqlite:////OUTPUT/'
+    'mlruns.db)',
+  )
 
   @property
   def enabled(self) -> bool:
@@ -49,8 +41,8 @@ class TrackingSettings:
     return bool(self.experiment or self.uri)
 
   @classmethod
-  def from_args(cls, args: Any) -> Self:
-    return cls(
-      experiment=_section.read(args, 'experiment') or None,
-      uri=_section.read(args, 'tracking_uri') or None,
-    )
+  def check(cls, args: Any) -> None:
+    """Checks the flags, and that MLflow is installed if either is given."""
+    super().check(args)
+    if cls.from_args(args).enabled:
+      _tracking.require_mlflow()
