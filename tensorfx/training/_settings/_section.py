@@ -24,6 +24,7 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Dict, Optional, Self, Sequence
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.training._arguments import listflags as _listflags
 
 
 def group(
@@ -141,7 +142,9 @@ class Flag:
 
   @property
   def dest(self) -> str:
-    return self.names[0].lstrip('-').replace('-', '_')
+    return self.options.get('dest') or (
+      self.names[0].lstrip('-').replace('-', '_')
+    )
 
   @property
   def default(self) -> Any:
@@ -284,8 +287,10 @@ def batch(value: Any) -> int | str:
   return int(value)
 
 
-# Added for the optimizer, guards and tracking sections: a check that
-# skips None, a converter from empty to None.
+# Added with the sections: a check that skips None, a converter from
+# empty to None, and flags parsed as None until given, whose field then
+# holds an empty value (a list flag's `()`, a mapping's `{}`):
+# `--print-config` writes null for them, and their checks never see None.
 
 
 def optional(check: Check) -> Check:
@@ -305,3 +310,84 @@ def optional(check: Check) -> Check:
 def or_none(value: Any) -> Any:
   """A converter: an empty value (`''`) as None, for 'not given'."""
   return value or None
+
+
+@dataclasses.dataclass(frozen=True)
+class UnsetFlag(Flag):
+  """A flag whose parsed default is None, read as `unset` (converted)."""
+
+  unset: Any = ()
+
+  @property
+  def default(self) -> Any:
+    return self.unset
+
+
+def unset(
+  *names: str,
+  group: str,
+  help: str,
+  value: Any = (),
+  check: Optional[Check] = None,
+  convert: Optional[Callable[[Any], Any]] = None,
+  **options: Any,
+) -> Any:
+  """A settings field like `setting`'s, its flag None until given.
+
+  Args:
+    *names: the flag's spellings.
+    group: the `--help` group.
+    help: the flag's help.
+    value: what the flag reads as when not given (then converted).
+    check: the values it may take once given.
+    convert: from the parsed value (or `value`) to the field's value.
+    **options: more of `add_argument`'s keywords; see `list_options` for
+      a list flag's.
+
+  Returns:
+    A `dataclasses.field` carrying the `UnsetFlag`.
+  """
+  flag = UnsetFlag(
+    names,
+    group,
+    dict(options, default=None, help=help),
+    optional(check) if check else None,
+    convert,
+    value,
+  )
+  default = convert(value) if convert else value
+  metadata = {'flag': flag}
+  if isinstance(default, (list, dict, set)):
+    return dataclasses.field(
+      default_factory=lambda: type(default)(default), metadata=metadata
+    )
+  return dataclasses.field(default=default, metadata=metadata)
+
+
+def list_options(name: str, help: str) -> Dict[str, Any]:
+  """`add_argument`'s keywords of the list flag `name`, with `help`.
+
+  A list flag takes `--name V1 V2`, or `--name:N V` one item at a time
+  (see `tensorfx.training._arguments.listflags`).
+  """
+  return {
+    'action': _listflags.ListAction,
+    'nargs': '+',
+    'help': _listflags.list_help(name, help),
+  }
+
+
+def listed(
+  *names: str,
+  group: str,
+  help: str,
+  convert: Callable[[Any], Any] = tuple,
+  **options: Any,
+) -> Any:
+  """A list flag's settings field: `convert` of its values, or of `()`."""
+  return unset(
+    *names,
+    group=group,
+    convert=convert,
+    **dict(options, **list_options(names[0], help)),
+  )

@@ -10,9 +10,8 @@ describe.
 This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self
+from typing import Any, Optional
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -59,49 +58,35 @@ def check_normalization(value: Any, name: str = 'normalization') -> str:
   return normalization
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  loss = _section.group(parser, 'loss')
-  # --loss-type: Gematria's name (--gematria_loss_type).
-  loss.add_argument(
-    '--loss',
-    '--loss-type',
-    dest='loss',
-    type=canonical,
-    choices=LOSS_TYPES,
-    metavar='TYPE',
-    help='the regression loss: mean_squared_error (mse), '
-    'mean_absolute_error (mae) or huber, in any case '
-    "(default: the model's own, mean_squared_error for "
-    'regression)',
-  )
-  loss.add_argument(
-    '--loss-normalization',
-    type=canonical,
-    choices=NORMALIZATIONS,
-    default='none',
-    metavar='NORMALIZATION',
-    help='how each error is normalized before the loss: '
-    'none, percentage_error (divided by |target|) or '
-    'expected_value_greater_than_one (divided by the '
-    'target where it is above 1), in any case (default: '
-    '%(default)s)',
-  )
-  loss.add_argument(
-    '--huber-delta',
-    type=float,
-    default=1.0,
-    metavar='DELTA',
-    help='where the huber loss turns from squared to linear '
-    '(default: %(default)s, as Gematria)',
+# A trainer may define a --loss of its own (it replaces this one): a value
+# that is not ours is its business, and reads as the field's default. (The
+# converters read the class only for such values, never while it is made.)
+
+
+def _loss_type(value: Any) -> Optional[str]:
+  loss = canonical(value)
+  return loss if loss in LOSS_TYPES else LossSettings.type
+
+
+def _normalization(value: Any) -> str:
+  normalization = canonical(value)
+  return (
+    normalization
+    if normalization in NORMALIZATIONS
+    else LossSettings.normalization
   )
 
 
-def check(args: Any) -> None:
-  _section.check_positive(args, 'huber_delta', expected='a positive number')
+def _huber_delta(value: Any) -> float:
+  return (
+    float(value)
+    if isinstance(value, (int, float))
+    else LossSettings.huber_delta
+  )
 
 
 @dataclasses.dataclass(frozen=True)
-class LossSettings:
+class LossSettings(_section.Section):
   """The regression loss of the job.
 
   Pass it to `tensorfx.training.regression_loss` from a builder's
@@ -117,27 +102,45 @@ class LossSettings:
     huber_delta: where the huber loss turns linear (`--huber-delta`).
   """
 
-  type: Optional[str] = None
-  normalization: str = 'none'
-  huber_delta: float = 1.0
-
-  @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    # A trainer may define a --loss of its own (it replaces this one): a
-    # value that is not a regression loss is its business, not ours.
-    loss = canonical(read(args, 'loss', ''))
-    normalization = canonical(read(args, 'loss_normalization', 'none'))
-    huber_delta = read(args, 'huber_delta', 1.0)
-    return cls(
-      type=loss if loss in LOSS_TYPES else None,
-      normalization=(
-        normalization if normalization in NORMALIZATIONS else 'none'
-      ),
-      huber_delta=float(huber_delta)
-      if isinstance(huber_delta, (int, float))
-      else 1.0,
-    )
+  # --loss-type: Gematria's name (--gematria_loss_type).
+  type: Optional[str] = _section.setting(
+    '--loss',
+    '--loss-type',
+    group='loss',
+    type=canonical,
+    choices=LOSS_TYPES,
+    metavar='TYPE',
+    convert=_loss_type,
+    help='the regression loss: mean_squared_error (mse), '
+    'mean_absolute_error (mae) or huber, in any case '
+    "(default: the model's own, mean_squared_error for "
+    'regression)',
+  )
+  normalization: str = _section.setting(
+    '--loss-normalization',
+    group='loss',
+    type=canonical,
+    choices=NORMALIZATIONS,
+    default='none',
+    metavar='NORMALIZATION',
+    convert=_normalization,
+    help='how each error is normalized before the loss: '
+    'none, percentage_error (divided by |target|) or '
+    'expected_value_greater_than_one (divided by the '
+    'target where it is above 1), in any case (default: '
+    '%(default)s)',
+  )
+  huber_delta: float = _section.setting(
+    '--huber-delta',
+    group='loss',
+    type=float,
+    default=1.0,
+    metavar='DELTA',
+    convert=_huber_delta,
+    check=_section.positive(expected='a positive number'),
+    help='where the huber loss turns from squared to linear '
+    '(default: %(default)s, as Gematria)',
+  )
 
   @property
   def given(self) -> bool:

@@ -13,46 +13,19 @@ source matches it at its start (Gematria's
 This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
-import argparse
 import dataclasses
 import re
-from typing import Any, Self, Tuple
+from typing import Any, Tuple
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._settings import _section
 
 # A task name becomes part of metric, output and summary names.
 _NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  tasks = _section.group(parser, 'tasks')
-  _listflags.add_list_argument(
-    tasks,
-    '--task-names',
-    metavar='NAME',
-    help="the names of a multi-task model's tasks, one per target "
-    "feature in order (default: the targets' names; Gematria's "
-    '--gematria_task_names): outputs value_NAME, metrics METRIC_NAME',
-  )
-  _listflags.add_list_argument(
-    tasks,
-    '--task-sources',
-    metavar='REGEX',
-    help="one regular expression per task: each task's target is the "
-    'measurement whose source matches it at its start, for data sets '
-    "that read such measurements (Gematria's several "
-    '--gematria_throughput_source_filter)',
-  )
-
-
-def check(args: Any) -> None:
-  TaskSettings.from_args(args)
-
-
 @dataclasses.dataclass(frozen=True)
-class TaskSettings:
+class TaskSettings(_section.Section):
   """The tasks of a multi-task model.
 
   Example:
@@ -66,8 +39,23 @@ class TaskSettings:
       when the data set's targets are its own fields.
   """
 
-  names: Tuple[str, ...] = ()
-  sources: Tuple[str, ...] = ()
+  names: Tuple[str, ...] = _section.listed(
+    '--task-names',
+    group='tasks',
+    metavar='NAME',
+    help="the names of a multi-task model's tasks, one per target "
+    "feature in order (default: the targets' names; Gematria's "
+    '--gematria_task_names): outputs value_NAME, metrics METRIC_NAME',
+  )
+  sources: Tuple[str, ...] = _section.listed(
+    '--task-sources',
+    group='tasks',
+    metavar='REGEX',
+    help="one regular expression per task: each task's target is the "
+    'measurement whose source matches it at its start, for data sets '
+    "that read such measurements (Gematria's several "
+    '--gematria_throughput_source_filter)',
+  )
 
   def __post_init__(self) -> None:
     for name in self.names:
@@ -96,12 +84,10 @@ class TaskSettings:
       )
 
   @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    return cls(
-      names=tuple(read(args, 'task_names', ())),
-      sources=tuple(read(args, 'task_sources', ())),
-    )
+  def check(cls, args: Any) -> None:
+    """Checks the names and sources, together: the settings check them."""
+    super().check(args)
+    cls.from_args(args)
 
   @property
   def count(self) -> int:

@@ -5,7 +5,6 @@ import dataclasses
 from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._evaluation import targets as _targets
 from tensorfx.training._settings import _section
@@ -41,135 +40,54 @@ class TargetAction(argparse.Action):
     return _targets.to_spec(_targets.from_spec(name, spec, where=where))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  job = _section.group(parser, 'job')
-  job.add_argument(
-    '--eval-batch-size',
-    type=_section.batch_size,
-    metavar='N',
-    help='evaluation instances per step, or all (as many as '
-    'the training data has) (default: --batch-size)',
-  )
-  validation = _section.group(parser, 'validation')
-  _listflags.add_list_argument(
-    validation,
-    '--percentile-ranks',
-    type=int,
-    metavar='RANK',
-    help='percentile ranks of the absolute and relative errors that '
-    "regression models which collect them report (Gematria's "
-    '--gematria_collected_percentile_ranks; tensorfx.training.'
-    'error_percentiles)',
-  )
-  validation.add_argument(
-    '--eval-batches',
-    type=int,
-    metavar='N',
-    help='batches of --data-eval per validation (default: all of it)',
-  )
-  validation.add_argument(
-    '--eval-online-agg',
-    type=str.lower,
-    choices=_targets.ONLINE_AGGREGATIONS,
-    default='mean',
-    help="how --data-eval's batch results combine: "
-    'mean streams the metrics over all batches; sum, '
-    'min, max combine per-batch results; append '
-    'keeps them for --eval-agg (default: '
-    '%(default)s)',
-  )
-  validation.add_argument(
-    '--eval-agg',
-    type=str.lower,
-    choices=_targets.FINAL_AGGREGATIONS,
-    help="how --eval-online-agg append's per-batch "
-    'results reduce to one (default: mean)',
-  )
-  validation.add_argument(
-    '--eval-target',
-    dest='eval_targets',
-    action=TargetAction,
-    nargs='+',
-    metavar='NAME KEY=VALUE',
-    help='another validation target: NAME, then '
-    "data=PATHS (default: the dataset's source "
-    'NAME), batches=N, batch_size=N, online_agg=, '
-    'agg=; repeatable',
-  )
-  validation.add_argument(
-    '--eval-slices',
-    action='append',
-    metavar='FIELD[,FIELD...]',
-    help='also evaluate per value of these raw fields '
-    "(a discrete field's values, a numeric field's "
-    'buckets); FIELD1*FIELD2 crosses two; repeatable '
-    '(default: no slices)',
-  )
-  validation.add_argument(
-    '--eval-slice-min-examples',
-    type=int,
-    default=10,
-    metavar='N',
-    help='flag slices with fewer examples (default: %(default)s)',
-  )
-  validation.add_argument(
-    '--eval-interval-steps',
-    type=int,
-    metavar='N',
-    help='steps between validations (default: after each checkpoint)',
-  )
-  validation.add_argument(
-    '--validate-first',
-    action=argparse.BooleanOptionalAction,
-    default=False,
-    help='validate before the first training step (default: off)',
-  )
-  validation.add_argument(
-    '--early-stopping-patience',
-    type=int,
-    metavar='N',
-    help='stop training when --best-metric has not '
-    'improved for N validations in a row; the best '
-    'checkpoint is kept and its model exported '
-    '(default: never stop early)',
-  )
-  validation.add_argument(
-    '--early-stopping-min-delta',
-    type=float,
-    default=0.0,
-    metavar='D',
-    help='the least change of --best-metric that '
-    'counts as an improvement (default: %(default)s)',
-  )
-
-
-def check(args: Any) -> None:
-  _section.check_batch_size(args, 'eval_batch_size', optional=True)
-  _section.check_positive(args, 'eval_batches', optional=True)
-  _section.check_positive(args, 'eval_interval_steps', optional=True)
-  _section.check_positive(args, 'eval_slice_min_examples', optional=True)
-  if _section.read(args, 'eval_slices'):
-    _slices.parse(_section.read(args, 'eval_slices'))
-  _section.check_positive(args, 'early_stopping_patience', optional=True)
-  _section.check_not_negative(args, 'early_stopping_min_delta')
-  if hasattr(args, 'eval_online_agg'):
-    try:
-      _targets.ValidationTarget(
-        _targets.DEFAULT,
-        online_agg=args.eval_online_agg or 'mean',
-        agg=getattr(args, 'eval_agg', None),
-      )
-    except ConfigurationError as e:
-      raise ConfigurationError(
-        f'{e} (flags --eval-online-agg, --eval-agg)'
-      ) from None
-  for name, spec in (_section.read(args, 'eval_targets') or {}).items():
+def _check_targets(name: str, specs: Any) -> None:
+  for target, spec in (specs or {}).items():
     if not isinstance(spec, _targets.ValidationTarget):
-      _targets.from_spec(name, spec, where=f'--eval-target {name}')
+      _targets.from_spec(target, spec, where=f'--eval-target {target}')
+
+
+def _targets_of(specs: Any) -> Tuple[_targets.ValidationTarget, ...]:
+  """`--eval-target`'s specifications, by name, as targets in order."""
+  return tuple(
+    spec
+    if isinstance(spec, _targets.ValidationTarget)
+    else _targets.from_spec(name, spec)
+    for name, spec in (specs or {}).items()
+  )
+
+
+def _slices_value(value: Any) -> tuple[Any, ...]:
+  """`--eval-slices` as a tuple (a run configuration may give one string)."""
+  if not value:
+    return ()
+  return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _check_slices(name: str, value: Any) -> None:
+  if value:
+    _slices.parse(value)
+
+
+# The flags in --help's (and --print-config's) order, which is older than
+# the fields' (repr's).
+_ORDER = (
+  '--eval-batch-size',
+  '--percentile-ranks',
+  '--eval-batches',
+  '--eval-online-agg',
+  '--eval-agg',
+  '--eval-target',
+  '--eval-slices',
+  '--eval-slice-min-examples',
+  '--eval-interval-steps',
+  '--validate-first',
+  '--early-stopping-patience',
+  '--early-stopping-min-delta',
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class ValidationSettings:
+class ValidationSettings(_section.Section):
   """What is validated, how often, and when validation stops training.
 
   Attributes:
@@ -196,42 +114,170 @@ class ValidationSettings:
       (`--eval-slice-min-examples`).
   """
 
-  targets: Tuple[_targets.ValidationTarget, ...] = ()
-  batch_size: Union[int, str, None] = None
-  batches: Optional[int] = None
-  online_agg: object = 'mean'
-  agg: object = None
-  interval_steps: Optional[int] = None
-  validate_first: bool = False
-  early_stopping_patience: Optional[int] = None
-  early_stopping_min_delta: float = 0.0
-  slices: Tuple[str, ...] = ()
-  slice_min_examples: int = 10
+  targets: Tuple[_targets.ValidationTarget, ...] = _section.unset(
+    '--eval-target',
+    group='validation',
+    dest='eval_targets',
+    action=TargetAction,
+    nargs='+',
+    metavar='NAME KEY=VALUE',
+    value={},
+    convert=_targets_of,
+    check=_check_targets,
+    help='another validation target: NAME, then '
+    "data=PATHS (default: the dataset's source "
+    'NAME), batches=N, batch_size=N, online_agg=, '
+    'agg=; repeatable',
+  )
+  batch_size: Union[int, str, None] = _section.setting(
+    '--eval-batch-size',
+    group='job',
+    type=_section.batch_size,
+    metavar='N',
+    check=_section.positive_or_all,
+    help='evaluation instances per step, or all (as many as '
+    'the training data has) (default: --batch-size)',
+  )
+  batches: Optional[int] = _section.setting(
+    '--eval-batches',
+    group='validation',
+    type=int,
+    metavar='N',
+    check=_section.positive(),
+    help='batches of --data-eval per validation (default: all of it)',
+  )
+  online_agg: object = _section.setting(
+    '--eval-online-agg',
+    group='validation',
+    type=str.lower,
+    choices=_targets.ONLINE_AGGREGATIONS,
+    default='mean',
+    help="how --data-eval's batch results combine: "
+    'mean streams the metrics over all batches; sum, '
+    'min, max combine per-batch results; append '
+    'keeps them for --eval-agg (default: '
+    '%(default)s)',
+  )
+  agg: object = _section.setting(
+    '--eval-agg',
+    group='validation',
+    type=str.lower,
+    choices=_targets.FINAL_AGGREGATIONS,
+    help="how --eval-online-agg append's per-batch "
+    'results reduce to one (default: mean)',
+  )
+  interval_steps: Optional[int] = _section.setting(
+    '--eval-interval-steps',
+    group='validation',
+    type=int,
+    metavar='N',
+    check=_section.positive(),
+    help='steps between validations (default: after each checkpoint)',
+  )
+  validate_first: bool = _section.setting(
+    '--validate-first',
+    group='validation',
+    action=argparse.BooleanOptionalAction,
+    default=False,
+    convert=bool,
+    help='validate before the first training step (default: off)',
+  )
+  early_stopping_patience: Optional[int] = _section.setting(
+    '--early-stopping-patience',
+    group='validation',
+    type=int,
+    metavar='N',
+    check=_section.positive(),
+    help='stop training when --best-metric has not '
+    'improved for N validations in a row; the best '
+    'checkpoint is kept and its model exported '
+    '(default: never stop early)',
+  )
+  early_stopping_min_delta: float = _section.setting(
+    '--early-stopping-min-delta',
+    group='validation',
+    type=float,
+    default=0.0,
+    metavar='D',
+    convert=float,
+    check=_section.optional(_section.not_negative),
+    help='the least change of --best-metric that '
+    'counts as an improvement (default: %(default)s)',
+  )
+  slices: Tuple[str, ...] = _section.unset(
+    '--eval-slices',
+    group='validation',
+    action='append',
+    metavar='FIELD[,FIELD...]',
+    convert=_slices_value,
+    check=_check_slices,
+    help='also evaluate per value of these raw fields '
+    "(a discrete field's values, a numeric field's "
+    'buckets); FIELD1*FIELD2 crosses two; repeatable '
+    '(default: no slices)',
+  )
+  slice_min_examples: int = _section.setting(
+    '--eval-slice-min-examples',
+    group='validation',
+    type=int,
+    default=10,
+    metavar='N',
+    convert=int,
+    check=_section.optional(_section.positive()),
+    help='flag slices with fewer examples (default: %(default)s)',
+  )
+
+  # Read by the models that report error percentiles (args.percentile_ranks).
+  EXTRA_FLAGS = (
+    _section.Flag(
+      ('--percentile-ranks',),
+      'validation',
+      dict(
+        type=int,
+        metavar='RANK',
+        **_section.list_options(
+          '--percentile-ranks',
+          help='percentile ranks of the absolute and relative errors '
+          "that regression models which collect them report (Gematria's "
+          '--gematria_collected_percentile_ranks; tensorfx.training.'
+          'error_percentiles)',
+        ),
+      ),
+    ),
+  )
+
+  @classmethod
+  def _flags(cls) -> list[_section.Flag]:
+    # Added to the parser, and checked, in --help's order.
+    return sorted(
+      super()._flags(), key=lambda flag: _ORDER.index(flag.names[0])
+    )
+
+  @classmethod
+  def check(cls, args: Any) -> None:
+    """Checks each flag, and --eval-online-agg with --eval-agg."""
+    super().check(args)
+    if hasattr(args, 'eval_online_agg'):
+      try:
+        _targets.ValidationTarget(
+          _targets.DEFAULT,
+          online_agg=_section.read(args, 'eval_online_agg', cls.online_agg),
+          agg=_section.read(args, 'eval_agg'),
+        )
+      except ConfigurationError as e:
+        raise ConfigurationError(
+          f'{e} (flags --eval-online-agg, --eval-agg)'
+        ) from None
 
   @classmethod
   def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    targets = tuple(
-      spec
-      if isinstance(spec, _targets.ValidationTarget)
-      else _targets.from_spec(name, spec)
-      for name, spec in (read(args, 'eval_targets') or {}).items()
-    )
-    return cls(
-      targets=targets,
-      batch_size=read(args, 'eval_batch_size', read(args, 'batch_size')),
-      batches=read(args, 'eval_batches'),
-      online_agg=read(args, 'eval_online_agg', 'mean'),
-      agg=read(args, 'eval_agg'),
-      interval_steps=read(args, 'eval_interval_steps'),
-      validate_first=bool(read(args, 'validate_first', False)),
-      early_stopping_patience=read(args, 'early_stopping_patience'),
-      early_stopping_min_delta=float(
-        read(args, 'early_stopping_min_delta', 0.0)
-      ),
-      slices=_slices_value(read(args, 'eval_slices')),
-      slice_min_examples=int(read(args, 'eval_slice_min_examples', 10)),
-    )
+    """The settings; --eval-batch-size defaults to --batch-size."""
+    settings = super().from_args(args)
+    if settings.batch_size is None:
+      return dataclasses.replace(
+        settings, batch_size=_section.read(args, 'batch_size')
+      )
+    return settings
 
   def all_targets(self, has_eval: bool) -> list[Any]:
     """Every target, the default (the dataset's `eval` source) first.
@@ -256,10 +302,3 @@ class ValidationSettings:
         ),
       )
     return list(default + self.targets)
-
-
-def _slices_value(value: Any) -> tuple[Any, ...]:
-  """`--eval-slices` as a tuple (a run configuration may give one string)."""
-  if not value:
-    return ()
-  return (value,) if isinstance(value, str) else tuple(value)
