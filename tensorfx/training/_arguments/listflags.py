@@ -43,20 +43,21 @@ def add_list_argument(
       'A list flag needs one or more names that start with "--". '
       f'Received: {names!r}'
     )
-  if help is not None:
-    help += ' '
-  help = (help or '') + (
-    f'(several values; or one at a time: {names[0]}:1 VALUE '
-    f'{names[0]}:2 VALUE ...)'
-  )
   return parser.add_argument(
     *names,
     action=ListAction,
     nargs='+',
     type=type,
     default=default,
-    help=help,
+    help=list_help(names[0], help),
     **kwargs,
+  )
+
+
+def list_help(name, help=None):
+  """A list flag's help: `help`, then how to give its values."""
+  return (f'{help} ' if help is not None else '') + (
+    f'(several values; or one at a time: {name}:1 VALUE {name}:2 VALUE ...)'
   )
 
 

@@ -282,3 +282,61 @@ def batch(value: Any) -> int | str:
   if isinstance(value, str) and value.lower() == ALL:
     return ALL
   return int(value)
+
+
+# --- List flags (data, prediction, ...): `--name V1 V2`, or `--name:N V`. ---
+
+
+@dataclasses.dataclass(frozen=True)
+class ListFlag(Flag):
+  """A list flag: None when not given (as `add_list_argument`'s), read as ().
+
+  Its check also sees None (no values), so that it runs as it always has.
+  """
+
+  @property
+  def default(self) -> Any:
+    return ()
+
+
+def listed(
+  *names: str,
+  group: str,
+  help: str,
+  check: Optional[Check] = None,
+  convert: Callable[[Any], Any] = tuple,
+  **options: Any,
+) -> Any:
+  """A settings field declared with its list flag; the field is a tuple.
+
+  The flag is what `ModelArguments.add_list_argument` adds: `nargs='+'`,
+  its indexed form, None when not given.
+
+  Args:
+    *names: the flag's spellings, e.g. `'--data-train'`.
+    group: the `--help` group.
+    help: the flag's help; how to give several values is added.
+    check: the values it may take (called with None for none).
+    convert: from the list of values (or `()`) to the field's value.
+    **options: more of `add_argument`'s keywords (type, metavar, choices).
+
+  Returns:
+    A `dataclasses.field` carrying the `ListFlag`, `convert(())` by default.
+  """
+  # Here, so that this block stays apart from the rest of the module.
+  from tensorfx.training._arguments import listflags
+
+  flag = ListFlag(
+    names,
+    group,
+    dict(
+      options,
+      action=listflags.ListAction,
+      nargs='+',
+      default=None,
+      help=listflags.list_help(names[0], help),
+    ),
+    check,
+    convert,
+  )
+  return dataclasses.field(default=convert(()), metadata={'flag': flag})
