@@ -16,26 +16,10 @@ This package must not import TensorFlow (see `tensorfx.training._arguments.args`
 
 import argparse
 import dataclasses
-from typing import Any, Self, cast
+from typing import Any, Self, Tuple, Type, cast
 
 from tensorfx.training._settings import _section
-from tensorfx.training._settings import checkpoints
 from tensorfx.training._settings import data
-from tensorfx.training._settings import export
-from tensorfx.training._settings import guards
-from tensorfx.training._settings import job
-from tensorfx.training._settings import logging
-from tensorfx.training._settings import loop
-from tensorfx.training._settings import loss
-from tensorfx.training._settings import optimizer
-from tensorfx.training._settings import prediction
-from tensorfx.training._settings import restore
-from tensorfx.training._settings import speed
-from tensorfx.training._settings import summaries
-from tensorfx.training._settings import tasks
-from tensorfx.training._settings import tracking
-from tensorfx.training._settings import validation
-from tensorfx.training._settings import weights
 from tensorfx.training._settings.checkpoints import CheckpointSettings
 from tensorfx.training._settings.checkpoints import parse_best_metric
 from tensorfx.training._settings.data import DataSettings
@@ -56,32 +40,32 @@ from tensorfx.training._settings.validation import ValidationSettings
 from tensorfx.training._settings.weights import WeightSettings
 
 # In the order their flags appear in --help.
-_SECTIONS = (
-  data,
-  job,
-  loop,
-  speed,
-  checkpoints,
-  optimizer,
-  loss,
-  weights,
-  validation,
-  guards,
-  restore,
-  export,
-  tracking,
-  prediction,
-  logging,
-  summaries,
-  tasks,
+_SECTIONS: Tuple[Type[_section.Section], ...] = (
+  DataSettings,
+  JobSettings,
+  LoopSettings,
+  SpeedSettings,
+  CheckpointSettings,
+  OptimizerSettings,
+  LossSettings,
+  WeightSettings,
+  ValidationSettings,
+  GuardSettings,
+  RestoreSettings,
+  ExportSettings,
+  TrackingSettings,
+  PredictionSettings,
+  LoggingSettings,
+  SummarySettings,
+  TaskSettings,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   """Adds every section's flags to `parser`."""
   for section in _SECTIONS:
-    _adder(section)(parser)
-    if section is job:
+    section.add_arguments(parser)
+    if section is JobSettings:
       data.add_filter_arguments(parser)
 
 
@@ -92,29 +76,7 @@ def check(args: Any) -> None:
     ConfigurationError: naming the flag and the value received.
   """
   for section in _SECTIONS:
-    _checker(section)(args)
-
-
-# TRANSITION: sections still written as module functions, or as a Section.
-def _section_class(module: Any) -> Any:
-  for value in vars(module).values():
-    if (
-      isinstance(value, type)
-      and issubclass(value, _section.Section)
-      and value is not _section.Section
-    ):
-      return value
-  return None
-
-
-def _adder(module: Any) -> Any:
-  return getattr(module, 'add_arguments', None) or (
-    _section_class(module).add_arguments
-  )
-
-
-def _checker(module: Any) -> Any:
-  return getattr(module, 'check', None) or _section_class(module).check
+    section.check(args)
 
 
 @dataclasses.dataclass(frozen=True)

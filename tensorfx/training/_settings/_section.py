@@ -88,32 +88,6 @@ def batch_size(text: Any) -> int | str:
     ) from None
 
 
-def check_batch_size(args: Any, dest: str, optional: bool = False) -> None:
-  """Raises unless flag `dest` is a positive integer or `all`."""
-  value = getattr(args, dest, None)
-  if value is None and (optional or not hasattr(args, dest)):
-    return
-  if isinstance(value, str) and value.lower() == ALL:
-    return
-  check_positive(
-    args,
-    dest,
-    optional,
-    expected="a positive integer, or 'all' for the whole "
-    'training data in one batch',
-  )
-
-
-def check_not_negative(args: Any, *dests: str) -> None:
-  """Raises unless each of the flags `dests` is zero or more (or absent)."""
-  for dest in dests:
-    value = getattr(args, dest, None)
-    if value is not None and value < 0:
-      raise ConfigurationError(
-        f'{flag(dest)} must be zero or more. Received: {flag(dest)}={value}'
-      )
-
-
 # A field's check: called with the flag's spelling and the parsed value
 # (None only where the flag was set to None explicitly); raises
 # ConfigurationError naming the flag.
@@ -211,13 +185,19 @@ class Section:
   EXTRA_FLAGS: ClassVar[Sequence[Flag]] = ()
 
   @classmethod
-  def _flags(cls) -> list[Flag]:
+  def ordered_flags(cls) -> list[Flag]:
+    """The section's flags in `--help` order: its fields', then the extra.
+
+    A section whose flags were listed in another order before its fields
+    were declared overrides this to keep `--help` (and the order checks
+    run in) as users know it.
+    """
     return [flag for _, flag in flags(cls)] + list(cls.EXTRA_FLAGS)
 
   @classmethod
   def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
     """Adds the section's flags to `parser`, in field order."""
-    for flag in cls._flags():
+    for flag in cls.ordered_flags():
       group(parser, flag.group).add_argument(*flag.names, **flag.options)
 
   @classmethod
@@ -231,7 +211,7 @@ class Section:
     Raises:
       ConfigurationError: naming the flag and the value received.
     """
-    for flag in cls._flags():
+    for flag in cls.ordered_flags():
       if flag.check is None or not hasattr(args, flag.dest):
         continue
       value = getattr(args, flag.dest)
@@ -381,6 +361,7 @@ def listed(
   *names: str,
   group: str,
   help: str,
+  check: Optional[Check] = None,
   convert: Callable[[Any], Any] = tuple,
   **options: Any,
 ) -> Any:
@@ -388,6 +369,7 @@ def listed(
   return unset(
     *names,
     group=group,
+    check=check,
     convert=convert,
     **dict(options, **list_options(names[0], help)),
   )

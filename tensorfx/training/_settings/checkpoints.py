@@ -103,7 +103,7 @@ class CheckpointSettings(_section.Section):
     type=int,
     default=0,
     metavar='K',
-    check=_section.not_negative,
+    check=_section.optional(_section.not_negative),
     help='also keep the K best checkpoints by '
     '--best-metric, in checkpoints/best/ (default: '
     '%(default)s)',

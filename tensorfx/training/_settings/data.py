@@ -2,73 +2,11 @@
 
 import argparse
 import dataclasses
-from typing import Any, Optional, Self, Tuple
+from typing import Any, Optional, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
-from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._settings import _section
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  data = _section.group(parser, 'data')
-  _listflags.add_list_argument(
-    data,
-    '--data-train',
-    metavar='PATH',
-    help='training data files or patterns (local or gs://)',
-  )
-  _listflags.add_list_argument(
-    data,
-    '--data-eval',
-    metavar='PATH',
-    help='evaluation data files or patterns (local or gs://)',
-  )
-  data.add_argument(
-    '--data-schema', metavar='PATH', help='the schema of the data (YAML)'
-  )
-  data.add_argument(
-    '--data-metadata',
-    metavar='PATH',
-    help='the metadata of the data (an analysis output)',
-  )
-  data.add_argument(
-    '--data-features', metavar='PATH', help='the features of the model (YAML)'
-  )
-  data.add_argument(
-    '--skip-bad-records',
-    action='store_true',
-    help='skip bad records (CSV: wrong column count, '
-    'unparsable values, a missing target; TFRecord: not a '
-    'tf.Example, a feature of the wrong type or count, a '
-    'missing required feature) instead of failing the job; '
-    'they are counted in the log and the summaries',
-  )
-
-
-def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
-  # After the job's flags, where --help and job.yaml have always had it.
-  _listflags.add_list_argument(
-    _section.group(parser, 'data'),
-    '--data-filter',
-    metavar='FIELD=REGEX',
-    help='keep only the records whose FIELD matches REGEX (re.search; '
-    'any value of a multivalent field); several must all match',
-  )
-  _listflags.add_list_argument(
-    _section.group(parser, 'data'),
-    '--data-vocabulary',
-    metavar='FEATURE=PATH',
-    help='the vocabulary of a onehot or embedding feature from a file of '
-    'one token per line (its line is its index; other values go to the '
-    "feature's OOV buckets) instead of the analysis; Gematria's "
-    '--gematria_tokens_file is tokens=PATH',
-  )
-
-
-def check(args: Any) -> None:
-  _filters.parse_filters(_section.read(args, 'data_filter'))
-  vocabularies(_section.read(args, 'data_vocabulary'))
 
 
 def vocabularies(items: Any) -> dict[str, str]:
@@ -85,8 +23,20 @@ def vocabularies(items: Any) -> dict[str, str]:
   return found
 
 
+def _filters_check(name: str, value: Any) -> None:
+  _filters.parse_filters(value)
+
+
+def _vocabularies_check(name: str, value: Any) -> None:
+  vocabularies(value)
+
+
+def _vocabularies(value: Any) -> Tuple[Tuple[str, str], ...]:
+  return tuple(vocabularies(value).items())
+
+
 @dataclasses.dataclass(frozen=True)
-class DataSettings:
+class DataSettings(_section.Section):
   """Where the data is and which of it is read.
 
   Attributes:
@@ -103,27 +53,90 @@ class DataSettings:
       (`--data-vocabulary`).
   """
 
-  train: Tuple[str, ...] = ()
-  eval: Tuple[str, ...] = ()
-  schema: Optional[str] = None
-  metadata: Optional[str] = None
-  features: Optional[str] = None
-  skip_bad_records: bool = False
-  filters: Tuple[str, ...] = ()
-  vocabularies: Tuple[Tuple[str, str], ...] = ()
+  train: Tuple[str, ...] = _section.listed(
+    '--data-train',
+    group='data',
+    metavar='PATH',
+    help='training data files or patterns (local or gs://)',
+  )
+  eval: Tuple[str, ...] = _section.listed(
+    '--data-eval',
+    group='data',
+    metavar='PATH',
+    help='evaluation data files or patterns (local or gs://)',
+  )
+  schema: Optional[str] = _section.setting(
+    '--data-schema',
+    group='data',
+    metavar='PATH',
+    help='the schema of the data (YAML)',
+  )
+  metadata: Optional[str] = _section.setting(
+    '--data-metadata',
+    group='data',
+    metavar='PATH',
+    help='the metadata of the data (an analysis output)',
+  )
+  features: Optional[str] = _section.setting(
+    '--data-features',
+    group='data',
+    metavar='PATH',
+    help='the features of the model (YAML)',
+  )
+  skip_bad_records: bool = _section.setting(
+    '--skip-bad-records',
+    group='data',
+    action='store_true',
+    default=False,
+    convert=bool,
+    help='skip bad records (CSV: wrong column count, '
+    'unparsable values, a missing target; TFRecord: not a '
+    'tf.Example, a feature of the wrong type or count, a '
+    'missing required feature) instead of failing the job; '
+    'they are counted in the log and the summaries',
+  )
+  filters: Tuple[str, ...] = _section.listed(
+    '--data-filter',
+    group='data',
+    metavar='FIELD=REGEX',
+    check=_filters_check,
+    help='keep only the records whose FIELD matches REGEX (re.search; '
+    'any value of a multivalent field); several must all match',
+  )
+  vocabularies: Tuple[Tuple[str, str], ...] = _section.listed(
+    '--data-vocabulary',
+    group='data',
+    metavar='FEATURE=PATH',
+    check=_vocabularies_check,
+    convert=_vocabularies,
+    help='the vocabulary of a onehot or embedding feature from a file of '
+    'one token per line (its line is its index; other values go to the '
+    "feature's OOV buckets) instead of the analysis; Gematria's "
+    '--gematria_tokens_file is tokens=PATH',
+  )
 
   @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    return cls(
-      train=tuple(read(args, 'data_train', ())),
-      eval=tuple(read(args, 'data_eval', ())),
-      schema=read(args, 'data_schema'),
-      metadata=read(args, 'data_metadata'),
-      features=read(args, 'data_features'),
-      skip_bad_records=bool(read(args, 'skip_bad_records', False)),
-      filters=tuple(read(args, 'data_filter', ())),
-      vocabularies=tuple(
-        vocabularies(read(args, 'data_vocabulary', ())).items()
-      ),
-    )
+  def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+    """Adds the section's flags but `--data-filter` and `--data-vocabulary`.
+
+    Those come after the job's flags, where `--help` and job.yaml have
+    always had them: `add_filter_arguments` adds them.
+    """
+    _add(parser, after_job=False)
+
+
+# The fields whose flags `add_filter_arguments` adds.
+_AFTER_JOB = ('filters', 'vocabularies')
+
+
+def _add(parser: argparse.ArgumentParser, after_job: bool) -> None:
+  for name, flag in _section.flags(DataSettings):
+    if (name in _AFTER_JOB) == after_job:
+      _section.group(parser, flag.group).add_argument(
+        *flag.names, **flag.options
+      )
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+  """Adds `--data-filter` and `--data-vocabulary`, after the job's flags."""
+  _add(parser, after_job=True)

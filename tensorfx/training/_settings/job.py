@@ -155,10 +155,12 @@ class JobSettings(_section.Section):
   )
 
   @classmethod
-  def _flags(cls) -> list[_section.Flag]:
+  def ordered_flags(cls) -> list[_section.Flag]:
     # --help lists the flags as before the fields were declared: --config
     # and --print-config among them, --eval-interval-secs after --follow.
-    return sorted(super()._flags(), key=lambda f: _HELP_ORDER.index(f.dest))
+    return sorted(
+      super().ordered_flags(), key=lambda f: _HELP_ORDER.index(f.dest)
+    )
 
   @classmethod
   def check(cls, args: Any) -> None:

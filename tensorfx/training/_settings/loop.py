@@ -130,8 +130,10 @@ class LoopSettings(_section.Section):
   )
 
   @classmethod
-  def _flags(cls) -> list[_section.Flag]:
+  def ordered_flags(cls) -> list[_section.Flag]:
     # --help (its usage line) and --print-config list --log-interval-steps,
     # the logging group's first flag, after the job group's flags; the
     # fields keep their order (the repr).
-    return sorted(super()._flags(), key=lambda flag: flag.group == 'logging')
+    return sorted(
+      super().ordered_flags(), key=lambda flag: flag.group == 'logging'
+    )

@@ -108,10 +108,10 @@ class RestoreSettings(_section.Section):
   )
 
   @classmethod
-  def _flags(cls) -> list[_section.Flag]:
+  def ordered_flags(cls) -> list[_section.Flag]:
     # --help has listed --resume-from first; the fields (repr) start with
     # resume.
-    resume, resume_from, *rest = super()._flags()
+    resume, resume_from, *rest = super().ordered_flags()
     return [resume_from, resume, *rest]
 
   @classmethod

@@ -2,7 +2,7 @@
 
 import argparse
 import dataclasses
-from typing import Any, Optional, Self
+from typing import Any, Optional, Sequence
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -11,65 +11,20 @@ CACHE_MODES = ('auto', 'memory', 'none')
 PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  speed = _section.group(parser, 'speed')
-  speed.add_argument(
-    '--jit-compile',
-    action=argparse.BooleanOptionalAction,
-    default=False,
-    help='compile the training and evaluation steps with '
-    'XLA (not the input pipeline); a step XLA cannot '
-    'compile (string or sparse inputs it uses, embedding '
-    'tables) runs without it, with a warning (default: '
-    'off)',
-  )
-  speed.add_argument(
-    '--cache',
-    type=str.lower,
-    choices=CACHE_MODES,
-    default='auto',
-    help='keep the transformed training data in memory '
-    'after the first epoch: auto (when training reads it '
-    'more than once and its estimated size fits '
-    '--cache-budget-mb), memory (always), none (default: '
-    '%(default)s)',
-  )
-  speed.add_argument(
-    '--cache-budget-mb',
-    type=int,
-    metavar='MB',
-    help='the most memory the cache of the training data '
-    'may take in each process that reads it (default: a '
-    "quarter of the machine's memory; with parameter "
-    'servers --cache auto caches only when this is given)',
-  )
-  speed.add_argument(
-    '--precision',
-    type=str.lower,
-    choices=PRECISIONS,
-    default='float32',
-    help='mixed precision: layers compute in float16 or '
-    'bfloat16 and keep float32 variables; float16 adds '
-    "loss scaling; the exported model's outputs stay "
-    'float32 (default: %(default)s)',
-  )
+def _one_of(choices: Sequence[str]) -> _section.Check:
+  """A check: the value is one of `choices` (None: the default)."""
 
-
-def check(args: Any) -> None:
-  _section.check_positive(
-    args, 'cache_budget_mb', optional=True, expected='a positive number of MiB'
-  )
-  for dest, choices in (('cache', CACHE_MODES), ('precision', PRECISIONS)):
-    value = getattr(args, dest, None)
+  def check(name: str, value: Any) -> None:
     if value is not None and value not in choices:
       raise ConfigurationError(
-        f'{_section.flag(dest)} must be one of {", ".join(choices)}. '
-        f'Received: {_section.flag(dest)}={value}'
+        f'{name} must be one of {", ".join(choices)}. Received: {name}={value}'
       )
+
+  return check
 
 
 @dataclasses.dataclass(frozen=True)
-class SpeedSettings:
+class SpeedSettings(_section.Section):
   """How fast the steps and the input run.
 
   Attributes:
@@ -83,17 +38,51 @@ class SpeedSettings:
       (`--precision`).
   """
 
-  jit_compile: bool = False
-  cache: str = 'auto'
-  cache_budget_mb: Optional[int] = None
-  precision: str = 'float32'
-
-  @classmethod
-  def from_args(cls, args: Any) -> Self:
-    read = _section.read
-    return cls(
-      jit_compile=bool(read(args, 'jit_compile', False)),
-      cache=read(args, 'cache', 'auto'),
-      cache_budget_mb=read(args, 'cache_budget_mb'),
-      precision=read(args, 'precision', 'float32'),
-    )
+  jit_compile: bool = _section.setting(
+    '--jit-compile',
+    group='speed',
+    action=argparse.BooleanOptionalAction,
+    default=False,
+    convert=bool,
+    help='compile the training and evaluation steps with '
+    'XLA (not the input pipeline); a step XLA cannot '
+    'compile (string or sparse inputs it uses, embedding '
+    'tables) runs without it, with a warning (default: '
+    'off)',
+  )
+  cache: str = _section.setting(
+    '--cache',
+    group='speed',
+    type=str.lower,
+    choices=CACHE_MODES,
+    default='auto',
+    check=_one_of(CACHE_MODES),
+    help='keep the transformed training data in memory '
+    'after the first epoch: auto (when training reads it '
+    'more than once and its estimated size fits '
+    '--cache-budget-mb), memory (always), none (default: '
+    '%(default)s)',
+  )
+  cache_budget_mb: Optional[int] = _section.setting(
+    '--cache-budget-mb',
+    group='speed',
+    type=int,
+    metavar='MB',
+    check=_section.positive('a positive number of MiB'),
+    help='the most memory the cache of the training data '
+    'may take in each process that reads it (default: a '
+    "quarter of the machine's memory; with parameter "
+    'servers --cache auto caches only when this is given)',
+  )
+  precision: str = _section.setting(
+    '--precision',
+    group='speed',
+    type=str.lower,
+    choices=PRECISIONS,
+    default='float32',
+    check=_one_of(PRECISIONS),
+    help='mixed precision: layers compute in float16 or '
+    'bfloat16 and keep float32 variables; float16 adds '
+    "loss scaling; the exported model's outputs stay "
+    'float32 (default: %(default)s)',
+  )

@@ -1,28 +1,10 @@
 """Summary settings: what a run adds to TensorBoard besides its scalars."""
 
-import argparse
 import dataclasses
-from typing import Any, Optional, Self, Tuple
+from typing import Any, Optional, Tuple
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  logging = _section.group(parser, 'logging')
-  logging.add_argument(
-    '--profile-steps',
-    metavar='FIRST[,LAST]',
-    help='write a profile of training steps FIRST to '
-    'LAST (counted from 1, like the global step) to '
-    "summaries/train/plugins/profile/, for TensorBoard's "
-    'Profile tab (pip install "tensorfx-sdk[profile]") '
-    '(default: none)',
-  )
-
-
-def check(args: Any) -> None:
-  parse_profile_steps(_section.read(args, 'profile_steps'))
 
 
 def parse_profile_steps(value: Any) -> tuple[int, int] | None:
@@ -59,8 +41,12 @@ def parse_profile_steps(value: Any) -> tuple[int, int] | None:
   return steps[0], steps[1]
 
 
+def _profile_steps(name: str, value: Any) -> None:
+  parse_profile_steps(value)
+
+
 @dataclasses.dataclass(frozen=True)
-class SummarySettings:
+class SummarySettings(_section.Section):
   """What the run writes for TensorBoard besides loss and metrics.
 
   Attributes:
@@ -68,10 +54,15 @@ class SummarySettings:
       (`--profile-steps`), both included; None for no profile.
   """
 
-  profile_steps: Optional[Tuple[int, int]] = None
-
-  @classmethod
-  def from_args(cls, args: Any) -> Self:
-    return cls(
-      profile_steps=parse_profile_steps(_section.read(args, 'profile_steps'))
-    )
+  profile_steps: Optional[Tuple[int, int]] = _section.setting(
+    '--profile-steps',
+    group='logging',
+    metavar='FIRST[,LAST]',
+    check=_profile_steps,
+    convert=parse_profile_steps,
+    help='write a profile of training steps FIRST to '
+    'LAST (counted from 1, like the global step) to '
+    "summaries/train/plugins/profile/, for TensorBoard's "
+    'Profile tab (pip install "tensorfx-sdk[profile]") '
+    '(default: none)',
+  )

@@ -247,10 +247,10 @@ class ValidationSettings(_section.Section):
   )
 
   @classmethod
-  def _flags(cls) -> list[_section.Flag]:
+  def ordered_flags(cls) -> list[_section.Flag]:
     # Added to the parser, and checked, in --help's order.
     return sorted(
-      super()._flags(), key=lambda flag: _ORDER.index(flag.names[0])
+      super().ordered_flags(), key=lambda flag: _ORDER.index(flag.names[0])
     )
 
   @classmethod

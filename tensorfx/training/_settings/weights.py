@@ -10,8 +10,8 @@ or by index in the target's vocabulary), the others weighing 1. Keras
 This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
-import argparse
 import dataclasses
+from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
@@ -73,25 +73,12 @@ def parse_class_weight(value: object) -> ClassWeight | None:
   return tuple(pairs)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  loss = _section.group(parser, 'loss')
-  loss.add_argument(
-    '--class-weight',
-    metavar='balanced|{CLASS: W, ...}',
-    help='weigh each class in the training loss of a '
-    'classifier: balanced (the inverse of its share of the '
-    'training data) or a mapping of label (or index) to '
-    'weight, the classes not named weighing 1 (the '
-    'ready-made models and KerasModelBuilder)',
-  )
-
-
-def check(args: argparse.Namespace) -> None:
-  parse_class_weight(getattr(args, 'class_weight', None))
+def _class_weight(name: str, value: Any) -> None:
+  parse_class_weight(value)
 
 
 @dataclasses.dataclass(frozen=True)
-class WeightSettings:
+class WeightSettings(_section.Section):
   """How examples and classes are weighed in the training loss.
 
   Attributes:
@@ -100,10 +87,15 @@ class WeightSettings:
       (`--class-weight`).
   """
 
-  class_weight: ClassWeight | None = None
-
-  @classmethod
-  def from_args(cls, args: argparse.Namespace) -> 'WeightSettings':
-    return cls(
-      class_weight=parse_class_weight(getattr(args, 'class_weight', None))
-    )
+  class_weight: ClassWeight | None = _section.setting(
+    '--class-weight',
+    group='loss',
+    metavar='balanced|{CLASS: W, ...}',
+    check=_class_weight,
+    convert=parse_class_weight,
+    help='weigh each class in the training loss of a '
+    'classifier: balanced (the inverse of its share of the '
+    'training data) or a mapping of label (or index) to '
+    'weight, the classes not named weighing 1 (the '
+    'ready-made models and KerasModelBuilder)',
+  )
