@@ -12,6 +12,11 @@ error with its suggestion, last, where the eye lands:
 A trainer that `tensorfx train` (or predict, evaluate...) runs parses its
 flags under the name the user typed (`program()`), not `trainer.py`.
 
+It is also the one place that reads argparse's internals, which have no
+public API: a parser's actions (`actions`) and argument groups
+(`argument_groups`), its registries (`registered`) and the kinds of its
+built-in actions (`is_help_action`, `is_flag_action`, ...).
+
 This module must not import TensorFlow (the command line's `--help`
 answers without it).
 """
@@ -20,8 +25,10 @@ import argparse
 from collections.abc import Iterator
 import contextlib
 import difflib
+import functools
 import re
 import sys
+from typing import Any
 
 _UNRECOGNIZED = re.compile(r'^unrecognized arguments: (.*)$')
 _CHOICE = re.compile(r"^argument (\S+): invalid choice: '([^']*)'")
@@ -82,13 +89,74 @@ def usage_line(parser: argparse.ArgumentParser) -> str:
   return f'usage: {parser.prog} [options] ({parser.prog} --help lists them)'
 
 
+def actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+  """Every action of `parser`, its argument groups' included, in order."""
+  return list(parser._actions)  # noqa: SLF001  (argparse has no public API to list a parser's actions)
+
+
+def argument_groups(parser: argparse.ArgumentParser) -> list[Any]:
+  """The argument groups of `parser` (`-h`'s sections), in order."""
+  return list(parser._action_groups)  # noqa: SLF001  (argparse has no public API to list a parser's groups)
+
+
+def registered(
+  parser: argparse.ArgumentParser, kind: str, name: Any, default: Any = None
+) -> Any:
+  """What `parser` registered as `name` of `kind`, else `default`.
+
+  Kinds are argparse's registries: `'action'` maps the names that
+  `add_argument(action=...)` takes to their classes, `'type'` the names
+  that `type=` takes (`parser.register`).
+
+  Example:
+    >>> registered(parser, 'action', 'store_true')
+    <class 'argparse._StoreTrueAction'>
+  """
+  return parser._registry_get(kind, name, default)  # noqa: SLF001  (argparse has no public API to read its registries)
+
+
+@functools.cache
+def _builtin(*names: str) -> tuple[type, ...]:
+  """argparse's own classes of the `action=` names ('store_true', ...)."""
+  parser = argparse.ArgumentParser(add_help=False)
+  return tuple(registered(parser, 'action', name) for name in names)
+
+
+def is_help_action(action: argparse.Action) -> bool:
+  """Whether `action` is argparse's `--help` or `--version` (they exit)."""
+  return isinstance(action, _builtin('help', 'version'))
+
+
+def is_flag_action(action: argparse.Action) -> bool:
+  """Whether `action` is a boolean flag (store_true/false, BooleanOptional)."""
+  return isinstance(
+    action,
+    (argparse.BooleanOptionalAction, *_builtin('store_true', 'store_false')),
+  )
+
+
+def is_store_false(action: argparse.Action) -> bool:
+  """Whether `action` is `action='store_false'` (true turns it off)."""
+  return isinstance(action, _builtin('store_false'))
+
+
+def is_store_const(action: argparse.Action) -> bool:
+  """Whether `action` stores a constant (store_const, store_true/false)."""
+  return isinstance(action, _builtin('store_const'))
+
+
+def is_append(action: argparse.Action) -> bool:
+  """Whether `action` is `action='append'` (each use adds a value)."""
+  return isinstance(action, _builtin('append'))
+
+
 def suggest(parser, message):
   """The " (did you mean ...?)" to add to argparse's error `message`."""
   match = _UNRECOGNIZED.match(message)
   if match:
     options = [
       o
-      for action in parser._actions
+      for action in actions(parser)
       for o in action.option_strings
       if o.startswith('--')
     ]
@@ -103,7 +171,7 @@ def suggest(parser, message):
     return f' ({"; ".join(hints)})' if hints else ''
   match = _CHOICE.match(message)
   if match:
-    for action in parser._actions:
+    for action in actions(parser):
       if action.choices and match.group(1) in (
         action.metavar,
         action.dest,

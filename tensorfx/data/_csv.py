@@ -17,7 +17,7 @@ analysis decodes byte ranges of the files with the same two functions
 (`_csvsplits`).
 """
 
-from typing import Any
+from typing import Any, Self
 
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
@@ -199,7 +199,7 @@ class CsvDataSource(_skipping.SkippingSource):
     return ds.prefetch(tf.data.AUTOTUNE)
 
   def with_paths(self, paths):
-    source = super().with_paths(paths)
+    source: Self = super().with_paths(paths)
     source._layouts = None
     return source
 

@@ -83,7 +83,7 @@ class DataSource:
       )
     if not _paths.as_list(paths):
       raise DataError(f'A source needs paths. Received: {paths!r}')
-    source = copy.copy(self)
+    source: DataSource = copy.copy(self)
     source.paths = _paths.as_list(paths)
     source._files = None
     return source

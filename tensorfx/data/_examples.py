@@ -35,7 +35,7 @@ _SUFFIXES = (
   ('.zlib', 'ZLIB'),
 )
 # Files read at once; more only adds buffers once reading is parallel.
-_CYCLE_LENGTH = 16
+CYCLE_LENGTH = 16
 
 
 def compression_of(path, compression='auto'):
@@ -127,7 +127,7 @@ class ExamplesDataSource(_skipping.SkippingSource):
           path, compression
         )
       ),
-      cycle_length=min(len(files), _CYCLE_LENGTH),
+      cycle_length=min(len(files), CYCLE_LENGTH),
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=deterministic,
     )
@@ -162,7 +162,7 @@ class ExamplesDataSource(_skipping.SkippingSource):
         deterministic=deterministic,
       )
       # A batch of bad records only is empty.
-      return ds.filter(_not_empty).prefetch(tf.data.AUTOTUNE)
+      return ds.filter(not_empty).prefetch(tf.data.AUTOTUNE)
     ds = ds.map(
       no_autograph(lambda records: tf.io.parse_example(records, spec)),
       num_parallel_calls=tf.data.AUTOTUNE,
@@ -263,7 +263,7 @@ class ExamplesDataSource(_skipping.SkippingSource):
     return files | f'{label}Batches' >> beam.FlatMap(batches)
 
 
-def _not_empty(features):
+def not_empty(features):
   """Whether a batch of parsed features holds any record."""
   import tensorflow as tf
 

@@ -18,7 +18,7 @@ from tensorfx.data import _validation
 _SCAN_BATCH = 1024
 # DataLossErrors that reading a TFRecord file raises (others, e.g. from a
 # checkpoint, are not this source's business).
-_RECORD_LOSS = re.compile(
+RECORD_LOSS = re.compile(
   r'(truncated|corrupted) record at (\d+)|inflate|'
   r'deflate|zlib|gzip|Read less bytes',
   re.IGNORECASE,
@@ -47,7 +47,7 @@ def diagnose(source, error):
   import tensorflow as tf
 
   if isinstance(error, tf.errors.DataLossError):
-    match = _RECORD_LOSS.search(clean(error))
+    match = RECORD_LOSS.search(clean(error))
     if not match:
       return None
     offset = int(match.group(2)) if match.group(2) else None

@@ -26,7 +26,7 @@ def to_examples(
   if not values:
     return []
   try:
-    decoded = source._decode(tf.constant(list(values)), for_prediction=True)
+    decoded = source.decode(tf.constant(list(values)), for_prediction=True)
   except tf.errors.OpError:
     results: list[tuple[bytes | None, str | None]] = []
     for value in values:

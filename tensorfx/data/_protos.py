@@ -63,7 +63,15 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     self.proto_format = proto_format
     self._decoders: dict = {}
 
-  def _decode(self, records, for_prediction=False):
+  def decode(self, records, for_prediction=False):
+    """Dict of raw feature tensors (by schema field) of a [B] batch.
+
+    Args:
+      records: a [B] string tensor of serialized messages.
+      for_prediction: one example per record even when the format's
+        `examples` is set; the fields under `examples` (measurements,
+        targets) are left out.
+    """
     key = for_prediction
     if key not in self._decoders:
       self._decoders[key] = self.proto_format.decoder(self.schema)
@@ -83,14 +91,14 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     no_autograph = tf.autograph.experimental.do_not_convert
     ds = ds.interleave(
       no_autograph(tf.data.TFRecordDataset),
-      cycle_length=min(len(files), _examples._CYCLE_LENGTH),
+      cycle_length=min(len(files), _examples.CYCLE_LENGTH),
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=deterministic,
     )
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
-    decode = no_autograph(self._decode)
+    decode = no_autograph(self.decode)
     if self.skip_bad_records and not self._counting:
       ds = (
         ds.map(
@@ -121,7 +129,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       # A record makes any number of examples: batches of batch_size again.
       ds = ds.unbatch().batch(batch_size)
     elif self.skip_bad_records:
-      ds = ds.filter(_examples._not_empty)
+      ds = ds.filter(_examples.not_empty)
     return ds.prefetch(tf.data.AUTOTUNE)
 
   def record_problem(self, value: bytes) -> str | None:
@@ -132,7 +140,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     if problem is not None:
       return problem
     try:
-      self._decode(tf.constant([value]))
+      self.decode(tf.constant([value]))
     except tf.errors.OpError as e:
       return _message(e)
     return None
@@ -144,7 +152,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
 
     values = records.numpy()
     try:
-      self._decode(tf.constant(values))
+      self.decode(tf.constant(values))
       return np.ones(len(values), dtype=bool)
     except tf.errors.OpError:
       pass
@@ -174,7 +182,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     checks = {m.strip() for m in _FIELD_CHECK.findall(text)}
     reading = (
       isinstance(error, tf.errors.DataLossError)
-      and _examplescan._RECORD_LOSS.search(text) is not None
+      and _examplescan.RECORD_LOSS.search(text) is not None
     )
     if not (decoding or checks or reading):
       return None
@@ -206,7 +214,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     ):
       values = records.numpy()
       try:
-        decoded = self._decode(records)
+        decoded = self.decode(records)
       except tf.errors.OpError:
         problems = [self.record_problem(v) for v in values]
         if not self.skip_bad_records:
@@ -221,7 +229,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
         count += len(values)
         if not good.any():
           continue
-        decoded = self._decode(tf.constant(values[good]))
+        decoded = self.decode(tf.constant(values[good]))
       else:
         count += len(values)
       yield decoded

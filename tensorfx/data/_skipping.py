@@ -6,6 +6,7 @@ across tf.data's threads) and how many of them are logged.
 """
 
 import threading
+from typing import Self
 
 from tensorfx._errors import DataError
 from tensorfx.data._dataset import DataSource
@@ -47,7 +48,7 @@ class SkippingSource(DataSource):
       self.enable_skipping()
 
   def bind(self, schema):
-    source = super().bind(schema)
+    source: Self = super().bind(schema)
     # Counts and locks are the new source's own.
     source._bad_records = 0
     source._lock = threading.Lock()

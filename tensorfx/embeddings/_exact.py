@@ -30,6 +30,7 @@ from typing import Any
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _index
 from tensorfx.embeddings import _keyed
@@ -46,12 +47,19 @@ class ExactKeys:
 
   exact = True
 
-  def __init__(self, table):
+  def __init__(self, table, initial, evict_every):
     self._table = table
+    self._initial = initial
+    self._eviction = _eviction.Eviction(table, self, evict_every)
     self.indexes: Any = None
     self.ranges: Any = None
     self.state: Any = None
     self.lock: Any = None
+
+  @property
+  def eviction(self):
+    """The schedule that stamps this mode's rows and sweeps stale keys."""
+    return self._eviction
 
   def build(self):
     """Makes one index per shard of the table's rows, beside it."""
@@ -162,7 +170,7 @@ class ExactKeys:
         rows = self._record_replicated(context, unique, occurrences)
       else:
         rows = self._record(unique, occurrences, self._now())
-      table._eviction.sweep_if_due()
+      self._eviction.sweep_if_due()
       rows = tf.gather(rows, position)
     else:
       rows = self.rows(keys)
@@ -224,7 +232,7 @@ class ExactKeys:
     table = self._table
     if table.step_counter is None and table.eviction_threshold is None:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
-    return table._eviction.now()
+    return self._eviction.now()
 
   def _prepare(self, rows, now):
     """Fresh values and cleared slots for the rows keys were just given."""
@@ -234,7 +242,7 @@ class ExactKeys:
     # holds the first row each was given, and their rows are disjoint.
     first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
     salt = now * (table.capacity + 1) + first
-    values = table._initial.draw(tf.stack([size, table.dim]), salt)
+    values = self._initial.draw(tf.stack([size, table.dim]), salt)
     updates = _sharding.scatter_update(table.embeddings, rows, values)
     optimizer = table.optimizer
     if hasattr(optimizer, 'reset_slots'):

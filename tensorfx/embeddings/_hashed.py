@@ -9,6 +9,7 @@ import functools
 
 import tensorflow as tf
 
+from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _replicas
 
 
@@ -21,8 +22,15 @@ class HashedKeys:
 
   exact = False
 
-  def __init__(self, table):
+  def __init__(self, table, initial, evict_every):
     self._table = table
+    self._initial = initial
+    self._eviction = _eviction.Eviction(table, self, evict_every)
+
+  @property
+  def eviction(self):
+    """The schedule that stamps this mode's rows and sweeps stale keys."""
+    return self._eviction
 
   def build(self):
     """Makes the per-row statistics, in the table's name scope."""
@@ -45,9 +53,7 @@ class HashedKeys:
       )
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
-    return self._table._initial.initial_rows(
-      shape, partition_shape, partition_offset
-    )
+    return self._initial.initial_rows(shape, partition_shape, partition_offset)
 
   def rows(self, keys):
     """The hash bucket of each key, int64 in [0, capacity)."""
@@ -65,7 +71,7 @@ class HashedKeys:
     rows = self.rows(keys)
     if training:
       self._record(rows)
-      self._table._eviction.sweep_if_due()
+      self._eviction.sweep_if_due()
     return self._admitted(rows, training)
 
   def _admitted(self, rows, training):
@@ -98,7 +104,7 @@ class HashedKeys:
     )
     if table.eviction_threshold is not None:
       table.last_seen.scatter_update(
-        tf.IndexedSlices(tf.fill(tf.shape(rows), table._eviction.now()), rows)
+        tf.IndexedSlices(tf.fill(tf.shape(rows), self._eviction.now()), rows)
       )
 
   def _record_replicated(self, context, rows):
@@ -119,7 +125,7 @@ class HashedKeys:
       if table.eviction_threshold is not None:
         table.last_seen.scatter_update(
           tf.IndexedSlices(
-            tf.fill(tf.shape(every), table._eviction.now()), every
+            tf.fill(tf.shape(every), self._eviction.now()), every
           )
         )
       return
@@ -131,7 +137,7 @@ class HashedKeys:
     if table.eviction_threshold is not None:
       table.last_seen.assign(
         tf.where(
-          seen > 0, table._eviction.now(), tf.convert_to_tensor(table.last_seen)
+          seen > 0, self._eviction.now(), tf.convert_to_tensor(table.last_seen)
         )
       )
 
@@ -146,7 +152,7 @@ class HashedKeys:
     size = tf.shape(stale, out_type=tf.int64)[0]
     table.embeddings.scatter_update(
       tf.IndexedSlices(
-        table._initial.draw(tf.stack([size, table.dim]), now), stale
+        self._initial.draw(tf.stack([size, table.dim]), now), stale
       )
     )
     table.counts.scatter_update(

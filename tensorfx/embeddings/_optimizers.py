@@ -70,7 +70,8 @@ class _SparseOptimizer(tf_keras.optimizers.Optimizer):
       variable = tf.Variable(
         tf.fill(tf.shape(var), tf.cast(initial or 0, var.dtype)),
         shape=tf.TensorShape([None]).concatenate(var.shape[1:]),
-        name=f'{slot}/{var._shared_name}',
+        # The name without its ':0' (TensorFlow's `_shared_name`).
+        name=f'{slot}/{var.name.partition(":")[0]}',
         dtype=var.dtype,
         trainable=False,
       )

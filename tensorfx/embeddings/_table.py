@@ -29,7 +29,6 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _combine
-from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _exact
 from tensorfx.embeddings import _expansion
 from tensorfx.embeddings import _hashed
@@ -202,9 +201,9 @@ class EmbeddingTable(tf.Module):
     # key mode holds an exact table's index, which is checkpointed by key.
     self._bound = types.SimpleNamespace(optimizer=None, step_counter=None)
     self._keys: Any = (
-      _exact.ExactKeys(self) if hashing == 'exact' else _hashed.HashedKeys(self)
-    )
-    self._eviction = _eviction.Eviction(self, self._keys, self._evict_every)
+      _exact.ExactKeys if hashing == 'exact' else _hashed.HashedKeys
+    )(self, self._initial, self._evict_every)
+    self._eviction = self._keys.eviction
     self._built = False
     self._grows_in_step = False
     self.bind(step_counter=step_counter, optimizer=optimizer)
@@ -582,8 +581,8 @@ def find_tables(module):
     ['items', 'users']
   """
   found: dict[Any, Any] = {}
-  for table in module._flatten(
-    predicate=lambda m: isinstance(m, EmbeddingTable), with_path=False
-  ):
-    found.setdefault(id(table), table)
+  # `submodules` walks the attributes in name order, recursively.
+  for table in module.submodules:
+    if isinstance(table, EmbeddingTable):
+      found.setdefault(id(table), table)
   return list(found.values())

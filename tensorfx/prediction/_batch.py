@@ -149,7 +149,7 @@ def predict_files(
       counts['records'] += len(batch)
       if protos is not None:
         batch = _protorecords.decoded(protos, batch)
-      for record, outputs in _predict(model, batch):
+      for record, outputs in predict_batch(model, batch):
         if outputs is None:
           _bad(record, skip_bad_records, counts)
           continue
@@ -193,7 +193,7 @@ def _bad(record, skip, counts):
   counts['skipped'] += 1
 
 
-def _predict(model, batch):
+def predict_batch(model, batch):
   """Yields `(record, outputs)`; outputs None for a bad record.
 
   Records of one kind in a row go to the model in one call; when a call

@@ -58,7 +58,7 @@ def _predict_dofn() -> Any:
       )
 
     def process(self, batch: list) -> Iterator[Any]:
-      for record, outputs in _batch._predict(self._model, batch):
+      for record, outputs in _batch.predict_batch(self._model, batch):
         if outputs is None:
           message = f'{record.where}: {record.problem}'
           if not self._skip:
@@ -84,13 +84,13 @@ def _records(kind: str) -> Any:
   def convert(item: tuple[str, Any]) -> Iterator[Any]:
     filename, value = item
     if kind == 'tfrecord':
-      yield _reader._Record(
+      yield _reader.Record(
         'example', value, f'{filename}: a record', len(value)
       )
       return
     text = value.decode('utf-8', 'replace').strip()
     where = f'{filename}: the line {text[:60]!r}'
-    record = _reader._text_record(value, kind, where)
+    record = _reader.text_record(value, kind, where)
     if record is not None:
       yield record
 
@@ -226,7 +226,7 @@ def predict_beam(
   )
   kinds: dict[str, list[str]] = {}
   for path in paths:
-    kinds.setdefault(_reader._format_of(path, input_format), []).append(path)
+    kinds.setdefault(_reader.format_of(path, input_format), []).append(path)
   pipeline = beam.Pipeline(options=options)
   parts = []
   for kind, group in sorted(kinds.items()):

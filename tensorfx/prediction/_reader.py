@@ -28,7 +28,7 @@ _PARQUET = re.compile(r'\.(parquet|pq)$', re.IGNORECASE)
 
 
 @dataclasses.dataclass
-class _Record:
+class Record:
   """One input record: its kind, value, place (for messages) and size."""
 
   kind: str  # 'example' (bytes), 'csv' (str), 'json' (dict) or 'bad'.
@@ -39,7 +39,8 @@ class _Record:
   original: Any = None  # A protocol buffer record, before decoding.
 
 
-def _format_of(path, input_format):
+def format_of(path, input_format):
+  """The input format of `path`: `input_format`, or guessed from the name."""
   if input_format != 'auto':
     return input_format
   if path == '-':
@@ -63,7 +64,7 @@ def total_bytes(paths, input_format, compression):
   for path in paths:
     if path == '-':
       return None
-    if _format_of(path, input_format) == 'tfrecord' and compression_of(
+    if format_of(path, input_format) == 'tfrecord' and compression_of(
       path, compression
     ):
       return None  # Compressed: records do not add up to the file size.
@@ -75,9 +76,9 @@ def total_bytes(paths, input_format, compression):
 
 
 def batches(paths, input_format, compression, batch_size):
-  """Lists of `_Record`s, `batch_size` at most, in input order."""
+  """Lists of `Record`s, `batch_size` at most, in input order."""
   for path in paths:
-    kind = _format_of(path, input_format)
+    kind = format_of(path, input_format)
     if kind == 'tfrecord':
       yield from _tfrecord_batches(
         path, compression_of(path, compression), batch_size
@@ -98,7 +99,7 @@ def _tfrecord_batches(path, compression, batch_size):
       number += 1
       # On disk: length (8 bytes), its CRC (4), the data, its CRC (4).
       batch.append(
-        _Record('example', value, f'{path}: record {number}', len(value) + 16)
+        Record('example', value, f'{path}: record {number}', len(value) + 16)
       )
     yield batch
 
@@ -122,7 +123,7 @@ def _parquet_batches(path, batch_size):
     records = []
     for row in batch.to_pylist():
       number += 1
-      records.append(_Record('json', row, f'{path}: row {number}', size))
+      records.append(Record('json', row, f'{path}: row {number}', size))
     yield records
 
 
@@ -134,7 +135,7 @@ def _text_batches(path, kind, batch_size):
   try:
     batch = []
     for number, line in enumerate(stream, start=1):
-      record = _text_record(line, kind, f'{name}:{number}')
+      record = text_record(line, kind, f'{name}:{number}')
       if record is None:
         continue
       batch.append(record)
@@ -148,27 +149,27 @@ def _text_batches(path, kind, batch_size):
       stream.close()
 
 
-def _text_record(line, kind, where):
-  """The `_Record` of one line, or None for a blank one."""
+def text_record(line, kind, where):
+  """The `Record` of one line, or None for a blank one."""
   size = len(line)
   try:
     text = line.decode('utf-8').rstrip('\r\n')
   except UnicodeDecodeError as e:
-    return _Record('bad', line, where, size, f'not UTF-8 text ({e.reason})')
+    return Record('bad', line, where, size, f'not UTF-8 text ({e.reason})')
   if not text.strip():
     return None
   if kind == 'json' or (kind == 'lines' and text.lstrip().startswith('{')):
     try:
       value = json.loads(text)
     except json.JSONDecodeError as e:
-      return _Record('bad', text, where, size, f'invalid JSON: {e}')
+      return Record('bad', text, where, size, f'invalid JSON: {e}')
     if not isinstance(value, dict):
-      return _Record(
+      return Record(
         'bad',
         text,
         where,
         size,
         f'expected a JSON object of features. Received: {type(value).__name__}',
       )
-    return _Record('json', value, where, size)
-  return _Record('csv', text, where, size)
+    return Record('json', value, where, size)
+  return Record('csv', text, where, size)

@@ -87,7 +87,7 @@ class ExperimentRecord(base.Callback):
         {
           'exp_id': self.exp_id,
           'experiment': self.experiment,
-          'store': self.store and _tracking._safe(self.store.uri),
+          'store': self.store and _tracking.safe_uri(self.store.uri),
           'fingerprint': fingerprint,
           'params': self.description,
           'model_config': builder.model_config,
@@ -218,6 +218,6 @@ class ExperimentRecord(base.Callback):
 
 
 def _tag(value):
-  return _tracking._text(
-    json.dumps(value, sort_keys=True), _tracking._TAG_LIMIT
+  return _tracking.clipped_text(
+    json.dumps(value, sort_keys=True), _tracking.TAG_LIMIT
   )

@@ -222,7 +222,7 @@ class Store:
     except Exception as e:
       raise ConfigurationError(
         'Cannot read the MLflow tracking store '
-        f'{_tracking._safe(self.uri)}: {type(e).__name__}: {e}'
+        f'{_tracking.safe_uri(self.uri)}: {type(e).__name__}: {e}'
       ) from None
 
   def _search(self, experiment, conditions):
@@ -264,7 +264,9 @@ class Store:
 
   def log_metrics(self, run_id, step, values):
     # Through the tracker's conversion: numbers only, one timestamp.
-    self.client.log_batch(run_id, metrics=_tracking._metrics(values, step))
+    self.client.log_batch(
+      run_id, metrics=_tracking.mlflow_metrics(values, step)
+    )
 
 
 def store_if_installed(uri):

@@ -137,8 +137,8 @@ def _fresh_get_variable_store():
   try:
     from tensorflow.python.ops import variable_scope
 
-    store = variable_scope._VariableStore()
-    store._store_eager_variables = True
+    store = variable_scope._VariableStore()  # noqa: SLF001  (TensorFlow has no public API for a variable store)
+    store._store_eager_variables = True  # noqa: SLF001  (nor for its eager mode)
     return variable_scope.with_variable_store(store)
   except (ImportError, AttributeError):
     return contextlib.nullcontext()

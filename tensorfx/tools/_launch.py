@@ -145,7 +145,7 @@ class LocalCluster:
       name = job if job == 'chief' else f'{job}-{index}'
       self._tasks[name] = (job, index)
       self._launch(name)
-    self._say(
+    self.say(
       f'started {len(order)} tasks: '
       + ', '.join(f'{name} (pid {p.pid})' for name, p in self.processes.items())
     )
@@ -174,9 +174,10 @@ class LocalCluster:
     # Closed at the end: a pipe left to the garbage collector is a leak.
     with process.stdout:
       for line in process.stdout:
-        self._say(line.rstrip('\n'), name)
+        self.say(line.rstrip('\n'), name)
 
-  def _say(self, text, name='cluster'):
+  def say(self, text, name='cluster'):
+    """Writes one line of `name`'s output, prefixed with its name."""
     with self._lock:
       self.stream.write(f'[{name:<{self._width}}] {text}\n')
       self.stream.flush()
@@ -187,13 +188,13 @@ class LocalCluster:
     try:
       code = self._watch()
     except KeyboardInterrupt:
-      self._say('interrupted: asking the chief to checkpoint and stop')
+      self.say('interrupted: asking the chief to checkpoint and stop')
       self._stop(self.processes['chief'], graceful=True)
       raise
     finally:
       # The evaluator finishes the last checkpoint of a completed job.
       self.stop(wait_for_evaluator=code == 0)
-    self._say(f'the chief exited with code {code}')
+    self.say(f'the chief exited with code {code}')
     return code
 
   def _watch(self, poll_secs=0.2):
@@ -221,7 +222,7 @@ class LocalCluster:
       return code
     self.restarted[name] = self.restarted.get(name, 0) + 1
     new = self._launch(name)
-    self._say(
+    self.say(
       f'restarted {name} (pid {new.pid}) after it {_ended(code)} '
       f'(restart {self.restarted[name]} of {self.restarts})'
     )
@@ -292,5 +293,5 @@ def run_local_cluster(command, cluster_text, stream=None, restarts=0):
     code = cluster.wait()
   finally:
     signal.signal(signal.SIGTERM, previous)
-  cluster._say(f'cluster ran {time.monotonic() - start:.0f}s')
+  cluster.say(f'cluster ran {time.monotonic() - start:.0f}s')
   return code

@@ -25,6 +25,7 @@ from tensorfx.training._arguments import gematriaflags as _gematriaflags
 from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._arguments import runconfig as _runconfig
 from tensorfx.training._arguments.parsedjob import ParsedJob
+from tensorfx.training._settings import _section
 
 _A = TypeVar('_A', bound='ModelArguments')
 
@@ -206,7 +207,7 @@ class ModelArguments(argparse.Namespace):
       defaults = _runconfig.resolve(
         parser, _runconfig.read_config(config), config, origins
       )
-      for action in parser._actions:
+      for action in _argparsing.actions(parser):
         if action.dest in defaults:
           action.required = False  # The file gave it.
       parser.set_defaults(**defaults)
@@ -282,7 +283,7 @@ class ModelArguments(argparse.Namespace):
 
   def _check_positive(self, dest, optional=False, expected=None):
     """Raises unless flag `dest` is positive; for subclasses' `process()`."""
-    _settings._section.check_positive(self, dest, optional, expected)
+    _section.check_positive(self, dest, optional, expected)
 
 
 def _description(cls):
@@ -291,10 +292,8 @@ def _description(cls):
 
 
 def _dests(parser):
-  # parser._actions includes every argument group's actions; argparse has no
-  # public way to list them.
   seen = []
-  for action in parser._actions:
+  for action in _argparsing.actions(parser):
     if action.dest is argparse.SUPPRESS or action.dest == 'help':
       continue
     if action.dest not in seen:

@@ -12,6 +12,7 @@ import difflib
 import re
 from typing import Any
 
+from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
 
 # `--name:N` or `--name:N=value`; the index is validated separately so that
@@ -81,11 +82,12 @@ def rewrite_indexed(parser, argv, bases=None):
       wrong type, an indexed form of a flag that is not a list flag, or a
       flag given both ways.
   """
-  list_actions = {}
-  for action in parser._actions:
-    if isinstance(action, ListAction):
-      for name in action.option_strings:
-        list_actions[name] = action
+  list_actions = {
+    name: action
+    for action in _argparsing.actions(parser)
+    if isinstance(action, ListAction)
+    for name in action.option_strings
+  }
 
   items: dict[str, Any] = {}  # dest -> {index: (token, value)}
   names: dict[str, str] = {}  # dest -> the name first used in the indexed form
@@ -187,7 +189,7 @@ def _convert(parser, action, flag, value):
   convert = action.type
   if convert is not None and not callable(convert):
     # argparse also accepts the name of a registered type, e.g. 'int'.
-    convert = parser._registry_get('type', convert, convert)
+    convert = _argparsing.registered(parser, 'type', convert, convert)
   if convert is not None:
     try:
       value = convert(value)

@@ -62,6 +62,7 @@ import os
 import re
 from typing import Any
 
+from tensorfx import _argparsing
 from tensorfx import _yaml
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
@@ -234,7 +235,7 @@ def locate(error, parser, path, origins, argv):
     'run.yaml:9: optimizer.momentum: --momentum applies to --optimizer sgd'
   """
   options = {}
-  for action in parser._actions:
+  for action in _argparsing.actions(parser):
     for option in action.option_strings:
       options[option] = action.dest
   for option in re.findall(r'--[A-Za-z][\w-]*', str(error)):
@@ -253,8 +254,8 @@ def _normal(key):
 def _flags(parser):
   """Every long option (normalised) to its action."""
   flags = {}
-  for action in parser._actions:
-    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+  for action in _argparsing.actions(parser):
+    if _argparsing.is_help_action(action):
       continue
     for option in action.option_strings:
       if option.startswith('--'):
@@ -276,7 +277,7 @@ def _section_flag(flags, section, key):
 
 def _items_action(parser, section):
   """The action whose entries are the section's mapping-valued keys."""
-  for action in parser._actions:
+  for action in _argparsing.actions(parser):
     if getattr(action, 'config_section', None) == section:
       return action
   return None
@@ -326,22 +327,15 @@ def _convert(action, value, label, line, path):
   where = f'{path}:{line}: {label}'
   if value is None:
     return None
-  if isinstance(
-    action,
-    (
-      argparse.BooleanOptionalAction,
-      argparse._StoreTrueAction,
-      argparse._StoreFalseAction,
-    ),
-  ):
+  if _argparsing.is_flag_action(action):
     if not isinstance(value, bool):
       raise ConfigurationError(
         f'{where} expects true or false. Received: {label}={value!r}'
       )
-    if isinstance(action, argparse._StoreFalseAction):
+    if _argparsing.is_store_false(action):
       return not value
     return value
-  if isinstance(action, argparse._StoreConstAction):
+  if _argparsing.is_store_const(action):
     if not isinstance(value, bool):
       raise ConfigurationError(
         f'{where} expects true or false. Received: {label}={value!r}'
@@ -353,7 +347,7 @@ def _convert(action, value, label, line, path):
       f'(e.g. {action.config_section}: {{NAME: {{...}}}}). Received: '
       f'{label}={value!r}'
     )
-  if action.nargs in ('+', '*') or isinstance(action, argparse._AppendAction):
+  if action.nargs in ('+', '*') or _argparsing.is_append(action):
     if isinstance(value, dict):
       # A mapping for a list of KEY=VALUE items (--restore-rename a=b).
       value = [f'{k}={v}' for k, v in value.items()]
@@ -425,11 +419,11 @@ def dump(parser, values):
   Returns:
     The YAML text.
   """
-  names = {}
-  for action in parser._actions:
-    longs = [o for o in action.option_strings if o.startswith('--')]
-    if longs and action.dest not in names:
-      names[action.dest] = (_normal(longs[0]), action)
+  names: dict[str, tuple[str | None, Any]] = {}
+  for flag in _argparsing.actions(parser):
+    longs = [o for o in flag.option_strings if o.startswith('--')]
+    if longs and flag.dest not in names:
+      names[flag.dest] = (_normal(longs[0]), flag)
   doc: dict[str, Any] = {}
   for dest, value in values.items():
     name, action = names.get(dest, (None, None))

@@ -109,7 +109,7 @@ class Configuration:
 
   @classmethod
   def _from(cls, task, cluster, job, env, where):
-    config = cls.__new__(cls)
+    config: Configuration = cls.__new__(cls)
     config._init(task, cluster, job, env, where)
     return config
 

@@ -37,6 +37,14 @@ class _Tracked(tf.Module):
     self._accumulator: Any = None
     self._loss_scale_optimizer: Any = None
 
+  def keep_evaluation_metrics(self, metrics: Dict[str, Any]) -> None:
+    """Checkpoints `metrics` under `_evaluation_metrics`, the release's name."""
+    self._evaluation_metrics = metrics
+
+  def children(self, save_type: Any, **kwargs: Any) -> Dict[str, Any]:
+    """The checkpointed objects by their names in checkpoints."""
+    return dict(self._trackable_children(save_type, **kwargs))
+
 
 def _tracked(name: str, doc: str) -> Any:
   """A property of `EngineState` kept in its checkpointed `_Tracked`."""
@@ -110,13 +118,13 @@ class EngineState:
     """
     self._metrics = dict(metrics)
     if self.evaluation_checkpointed:
-      self._tracked._evaluation_metrics = self._metrics
+      self._tracked.keep_evaluation_metrics(self._metrics)
 
   def checkpoint_children(
     self, save_type: Any, **kwargs: Any
   ) -> Dict[str, Any]:
     """The engine's checkpointed objects by their names in checkpoints."""
-    return dict(self._tracked._trackable_children(save_type, **kwargs))
+    return self._tracked.children(save_type, **kwargs)
 
 
 def find(builder: Any) -> Optional[EngineState]:
@@ -149,7 +157,10 @@ class _Checkpointed(tf.__internal__.tracking.Trackable):
     self, save_type: Any = 'checkpoint', **kwargs: Any
   ) -> Dict[str, Any]:
     builder, state = self._parts
-    children = dict(builder._trackable_children(save_type, **kwargs))
+    # The builder's own children as checkpointing reads them: TensorFlow
+    # has no public API for them (`tf.train.TrackableView.children` also
+    # converts them).
+    children = dict(builder._trackable_children(save_type, **kwargs))  # noqa: SLF001  (TensorFlow's checkpoint protocol)
     children.update(state.checkpoint_children(save_type, **kwargs))
     return children
 

@@ -30,7 +30,7 @@ from tensorfx.training._run import layout as _layout
 from tensorfx.training._run import tracking as _tracking
 
 
-class _Prepared:
+class Prepared:
   """A builder built and restored from one checkpoint."""
 
   def __init__(self, builder, layout, checkpoint):
@@ -84,7 +84,7 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   """
   settings = builder.settings
   layout = _layout.JobLayout.of(output)
-  prepared = _Prepared(builder, layout, checkpoint)
+  prepared = Prepared(builder, layout, checkpoint)
   if prepared.evaluation is None or not prepared.targets:
     raise ConfigurationError(
       'Nothing to evaluate: give --data-eval or --eval-target.'
@@ -197,7 +197,7 @@ def export(builder, output, checkpoint=None, directory=None):
     The exported `tensorfx.prediction.Model`.
   """
   layout = _layout.JobLayout.of(output)
-  prepared = _Prepared(builder, layout, checkpoint)
+  prepared = Prepared(builder, layout, checkpoint)
   directory = directory or layout.model
   _export.export(prepared.prediction, builder.dataset.schema, directory)
   logger.info('Exported %s to %s', prepared.path, directory)

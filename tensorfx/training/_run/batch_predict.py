@@ -52,7 +52,7 @@ def checkpoint_model(builder, output, checkpoint=None):
   Returns:
     The `Model`, its `path` the checkpoint restored.
   """
-  prepared = _actions._Prepared(
+  prepared = _actions.Prepared(
     builder, _layout.JobLayout.of(output), checkpoint
   )
   signatures = {

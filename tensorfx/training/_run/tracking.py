@@ -38,7 +38,7 @@ INSTALL = 'pip install "tensorfx-sdk[tracking]"'
 DEFAULT_DB = 'mlruns.db'
 # MLflow's limits on a parameter's and a tag's value.
 _PARAM_LIMIT = 6000
-_TAG_LIMIT = 8000
+TAG_LIMIT = 8000
 _BATCH = 100  # Parameters per log_batch call (MLflow's limit).
 
 
@@ -149,7 +149,7 @@ class MlflowTracker(Tracker):
       self.client = MlflowClient(tracking_uri=uri)
     except Exception as e:
       raise ConfigurationError(
-        f'Cannot open the MLflow tracking store {_safe(uri)}: {e}'
+        f'Cannot open the MLflow tracking store {safe_uri(uri)}: {e}'
       ) from None
     self.run_id: Any = None
     self.experiment_id: Any = None
@@ -175,7 +175,9 @@ class MlflowTracker(Tracker):
     try:
       self.experiment_id = self._experiment_id()
       run = self._find_run() if resume else None
-      params = {k: _text(v, _PARAM_LIMIT) for k, v in _flatten(params).items()}
+      params = {
+        k: clipped_text(v, _PARAM_LIMIT) for k, v in _flatten(params).items()
+      }
       if run is not None:
         self.run_id = run.info.run_id
         self.client.update_run(self.run_id, status='RUNNING')
@@ -198,7 +200,7 @@ class MlflowTracker(Tracker):
           'Resuming MLflow run %s of experiment %r (%s)',
           self.run_id,
           self.experiment,
-          _safe(self.uri),
+          safe_uri(self.uri),
         )
       else:
         tags = _source_tags(source)
@@ -219,7 +221,7 @@ class MlflowTracker(Tracker):
           'Recording MLflow run %s of experiment %r (%s)',
           self.run_id,
           self.experiment,
-          _safe(self.uri),
+          safe_uri(self.uri),
         )
       items = [Param(k, v) for k, v in params.items()]
       for i in range(0, len(items), _BATCH):
@@ -237,7 +239,7 @@ class MlflowTracker(Tracker):
     except Exception as e:
       raise ConfigurationError(
         f'Cannot record the run in the MLflow tracking store '
-        f'{_safe(self.uri)}: {type(e).__name__}: {e}'
+        f'{safe_uri(self.uri)}: {type(e).__name__}: {e}'
       ) from None
     return self.run_id
 
@@ -288,12 +290,14 @@ class MlflowTracker(Tracker):
 
   def log_train(self, step, values):
     self._log(
-      metrics=_metrics({f'train/{k}': v for k, v in values.items()}, step)
+      metrics=mlflow_metrics({f'train/{k}': v for k, v in values.items()}, step)
     )
 
   def log_validation(self, step, target, results):
     self._log(
-      metrics=_metrics({f'{target}/{k}': v for k, v in results.items()}, step)
+      metrics=mlflow_metrics(
+        {f'{target}/{k}': v for k, v in results.items()}, step
+      )
     )
 
   def log_checkpoint(self, step, path, recent=()):
@@ -303,17 +307,19 @@ class MlflowTracker(Tracker):
     if recent:
       tags.append(
         RunTag(
-          'tensorfx.checkpoints', _text(json.dumps(list(recent)), _TAG_LIMIT)
+          'tensorfx.checkpoints',
+          clipped_text(json.dumps(list(recent)), TAG_LIMIT),
         )
       )
-    self._log(metrics=_metrics({'checkpoint': step}, step), tags=tags)
+    self._log(metrics=mlflow_metrics({'checkpoint': step}, step), tags=tags)
 
   def set_tags(self, **tags):
     from mlflow.entities import RunTag
 
     self._log(
       tags=[
-        RunTag(f'tensorfx.{k}', _text(v, _TAG_LIMIT)) for k, v in tags.items()
+        RunTag(f'tensorfx.{k}', clipped_text(v, TAG_LIMIT))
+        for k, v in tags.items()
       ]
     )
 
@@ -332,7 +338,8 @@ class MlflowTracker(Tracker):
       logger.warning('Could not end the MLflow run %s: %s', self.run_id, e)
 
 
-def _metrics(values, step):
+def mlflow_metrics(values, step):
+  """MLflow `Metric`s of the numbers in `values` at `step`, stamped now."""
   from mlflow.entities import Metric
 
   now = int(time.time() * 1000)
@@ -370,7 +377,8 @@ def _flatten(params, prefix=''):
   return flat
 
 
-def _text(value, limit):
+def clipped_text(value, limit):
+  """`value` as text (JSON for containers), cut to `limit` characters."""
   if isinstance(value, str):
     text = value
   elif isinstance(value, (list, tuple, dict)):
@@ -386,7 +394,7 @@ def _host():
   return socket.gethostname()
 
 
-def _safe(uri):
+def safe_uri(uri):
   """The URI without a password."""
   if '@' in uri and '://' in uri:
     scheme, rest = uri.split('://', 1)
