@@ -23,20 +23,19 @@ import argparse
 import dataclasses
 from typing import Any, Callable, ClassVar, Dict, Optional, Self, Sequence
 
+from tensorfx import _argparsing
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._arguments import listflags as _listflags
 
 
-def group(
-  parser: argparse.ArgumentParser, title: str
-) -> argparse._ArgumentGroup:
+def group(parser: argparse.ArgumentParser, title: str) -> Any:
   """The argument group `title` of `parser`, made on first use.
 
   Sections add their flags to shared groups (`job`, `data`, ...) so that
   `--help` lists them by what a user looks for, whichever section owns
   them.
   """
-  for existing in parser._action_groups:
+  for existing in _argparsing.argument_groups(parser):
     if existing.title == title:
       return existing
   return parser.add_argument_group(title)
