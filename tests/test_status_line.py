@@ -18,7 +18,7 @@ _SCRIPT = """
 import time
 from tensorfx import _logging
 from tensorfx.prediction._progress import RecordProgress
-from tensorfx.training._run.progress import Progress
+from tensorfx.training._callbacks.progress import Progress
 _logging.configure('info')
 progress = Progress(max_steps=100)
 progress.update(10)

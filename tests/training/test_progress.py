@@ -3,7 +3,7 @@
 import io
 import logging
 
-from tensorfx.training._run.progress import Progress
+from tensorfx.training._callbacks.progress import Progress
 
 
 class _Terminal(io.StringIO):

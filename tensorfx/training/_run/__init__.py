@@ -1,1 +1,1 @@
-"""One run: its layout, job record, tracking, summaries and progress; actions."""
+"""One run: its layout, job record, tracking and summaries; the actions."""
