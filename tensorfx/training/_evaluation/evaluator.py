@@ -33,6 +33,7 @@ from tensorfx.training._evaluation import evaluation as _evaluation
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import layout as _layout
+from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
 
@@ -99,18 +100,18 @@ class EvaluatorRun:
     Returns:
       The evaluator's state: `evaluated` (steps), `best`, `best_step`.
     """
-    builder, dataset = self.builder, self.builder.dataset
+    builder = self.builder
     settings = builder.settings
     start = _cluster.job_started()
-    if settings.data.skip_bad_records:
-      dataset.skip_bad_records()
-    if not dataset.analyzed:
-      _cluster.wait_for_analysis(
-        dataset, self.paths['analysis'], self.timeout_secs
-      )
-    targets = _evaluation.prepare_targets(settings.validation, dataset)
-    with _validation.data_errors():
-      _, interface, prediction = builder.build_graph_interfaces(self.config)
+    _skeleton.ready_data(
+      builder,
+      self.paths['analysis'],
+      skip_bad_records=settings.data.skip_bad_records,
+      wait_secs=self.timeout_secs,
+    )
+    targets, _, interface, prediction = _skeleton.build_graphs(
+      builder, self.config
+    )
     if interface is None or not targets:
       raise ConfigurationError(
         'The evaluator needs an eval source '
@@ -140,18 +141,18 @@ class EvaluatorRun:
       prediction=prediction,
     )
     tracker = _tracking.create(settings.tracking, self.output)
-    callbacks = _callbacks.CallbackList(
-      _callbacks.builtin(
-        settings, tracker, role='evaluator', source=_jobinfo.source()
-      )
-      + [
+    callbacks = _skeleton.callback_list(
+      builder,
+      tracker,
+      context,
+      self.user_callbacks,
+      role='evaluator',
+      extra=[
         _callbacks.BestModelExport(
           self.best_dir, state.get('best'), state.get('best_step')
         )
-      ]
-      + self.user_callbacks
-      + list(builder.build_callbacks()),
-      context,
+      ],
+      source=_jobinfo.source(),
     )
     exporter = callbacks.find(_callbacks.BestModelExport)
     logger.info(
@@ -161,14 +162,7 @@ class EvaluatorRun:
       best[1],
       best[2],
     )
-    logs: dict[str, Any] = {
-      'status': 'failed',
-      'step': None,
-      'reason': None,
-      'error': None,
-      'metrics': {},
-      'model': None,
-    }
+    logs = _skeleton.new_logs()
     callbacks.on_train_begin(
       {
         'step': int(builder.global_step.numpy()),
@@ -226,10 +220,7 @@ class EvaluatorRun:
         logs['error'] = f'{type(e).__name__}: {e}'
         raise
       finally:
-        try:
-          callbacks.on_train_end(logs)
-        finally:
-          summaries.close()
+        _skeleton.end(callbacks, summaries, logs)
     logger.info(
       'The job has ended; the evaluator evaluated %d checkpoints',
       len(state['evaluated']),

@@ -14,7 +14,6 @@ import tensorflow as tf
 
 from tensorfx import _atomic
 from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
@@ -27,6 +26,7 @@ from tensorfx.training._evaluation import evaluation as _evaluation
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import layout as _layout
+from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import tracking as _tracking
 
 
@@ -34,21 +34,10 @@ class Prepared:
   """A builder built and restored from one checkpoint."""
 
   def __init__(self, builder, layout, checkpoint):
-    dataset = builder.dataset
-    if not dataset.analyzed:
-      analysis = layout.analysis
-      if not dataset.use_analysis(analysis):
-        raise DataError(
-          'The dataset has not been analyzed: give --data-metadata, or '
-          f'train first (training writes its analysis to {analysis}).'
-        )
-    self.targets = _evaluation.prepare_targets(
-      builder.settings.validation, dataset
+    _skeleton.ready_data(builder, layout.analysis, skip_bad_records=False)
+    self.targets, training, self.evaluation, self.prediction = (
+      _skeleton.build_graphs(builder, Configuration.local())
     )
-    with _validation.data_errors():
-      training, self.evaluation, self.prediction = (
-        builder.build_graph_interfaces(Configuration.local())
-      )
     self.path = _restore.resolve_checkpoint(
       checkpoint or layout.checkpoints,
       what='--checkpoint',
@@ -109,27 +98,17 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     if hasattr(builder.args, 'to_dict')
     else dict(vars(builder.args))
   )
-  callback_list = _callbacks.CallbackList(
-    _callbacks.builtin(
-      settings,
-      tracker,
-      role='evaluate',
-      source=_jobinfo.source(),
-      arguments=arguments,
-    )
-    + list(callbacks)
-    + list(builder.build_callbacks()),
+  callback_list = _skeleton.callback_list(
+    builder,
+    tracker,
     context,
+    callbacks,
+    role='evaluate',
+    source=_jobinfo.source(),
+    arguments=arguments,
   )
   path, step = prepared.path, prepared.step
-  logs = {
-    'status': 'failed',
-    'step': step,
-    'reason': None,
-    'error': None,
-    'metrics': {},
-    'model': None,
-  }
+  logs = dict(_skeleton.new_logs(), step=step)
   callback_list.on_train_begin(
     {
       'step': step,

@@ -8,7 +8,6 @@ theirs to a scratch directory that is removed at the end.
 
 import os
 import re
-from typing import Any
 
 import tensorflow as tf
 
@@ -31,6 +30,7 @@ from tensorfx.training._evaluation import evaluation as _evaluation
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import layout as _layout
+from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
 
@@ -106,28 +106,23 @@ class TrainingRun:
     tracker = _tracking.create(
       settings.tracking, self.output, enabled=self.chief
     )
-    if settings.data.skip_bad_records:
+    _skeleton.ready_data(
+      builder,
+      self.paths['analysis'],
+      skip_bad_records=settings.data.skip_bad_records,
       # Parameter-server workers run the input pipeline in their own
       # processes, which cannot count into this one.
-      dataset.skip_bad_records(
-        count=self.config.strategy_kind != 'parameter_server'
-      )
-    if not dataset.analyzed:
-      if self.chief:
-        self._analyze(dataset)
-      else:
-        _cluster.wait_for_analysis(
-          dataset, self.paths['analysis'], settings.job.cluster_timeout_secs
-        )
-    targets = _evaluation.prepare_targets(settings.validation, dataset)
+      count_bad_records=self.config.strategy_kind != 'parameter_server',
+      analyze=self._analyze if self.chief else None,
+      wait_secs=settings.job.cluster_timeout_secs,
+    )
     # Tables this job grew under parameter servers start with their rows.
     _expansion.start_rows(
       table_fill.grown_rows(self.layout.grown_tables) if self.chief else {}
     )
-    with _validation.data_errors():
-      training, evaluation, prediction = builder.build_graph_interfaces(
-        self.config
-      )
+    targets, training, evaluation, prediction = _skeleton.build_graphs(
+      builder, self.config
+    )
     best = settings.checkpoints.best(builder.evaluation_metric)
     evaluation = _evaluation.Evaluation(
       evaluation if not self.evaluator_task else None,
@@ -166,18 +161,15 @@ class TrainingRun:
       prediction=prediction,
       training_graph=_graph_of(training, iterator),
     )
-    callbacks = _callbacks.CallbackList(
-      _callbacks.builtin(
-        settings,
-        tracker,
-        role='train',
-        source=record.source,
-        arguments=record.arguments,
-        evaluator_task=self.evaluator_task,
-      )
-      + self.user_callbacks
-      + list(builder.build_callbacks()),
+    callbacks = _skeleton.callback_list(
+      builder,
+      tracker,
       context,
+      self.user_callbacks,
+      role='train',
+      source=record.source,
+      arguments=record.arguments,
+      evaluator_task=self.evaluator_task,
     )
     steps = _step_function(training, iterator, settings.guards.thres_loss)
     # A builder may drive each call of the steps itself (tfutils'
@@ -209,14 +201,7 @@ class TrainingRun:
     )
     context.save = loop.save_checkpoint
     context.step_hook = loop.at_step
-    logs: dict[str, Any] = {
-      'status': 'failed',
-      'step': None,
-      'reason': None,
-      'error': None,
-      'metrics': {},
-      'model': None,
-    }
+    logs = _skeleton.new_logs()
     try:
       with _validation.data_errors():
         outcome = loop.run()
@@ -241,10 +226,7 @@ class TrainingRun:
       model=self.paths['model'] if context.exit_code is None else None,
       nan_restores=callbacks.find(_callbacks.LossGuardCallback).restores,
     )
-    try:
-      callbacks.on_train_end(logs)
-    finally:
-      summaries.close()
+    _skeleton.end(callbacks, summaries, logs)
     step = outcome.step
     if context.exit_code is not None:
       record.write(status='interrupted', global_step=step)
