@@ -28,7 +28,9 @@ import difflib
 import functools
 import re
 import sys
-from typing import Any
+from typing import Any, Callable, Optional
+
+from tensorfx._errors import ConfigurationError
 
 _UNRECOGNIZED = re.compile(r'^unrecognized arguments: (.*)$')
 _CHOICE = re.compile(r"^argument (\S+): invalid choice: '([^']*)'")
@@ -183,3 +185,45 @@ def suggest(parser, message):
         if close:
           return f' (did you mean {" or ".join(close)}?)'
   return ''
+
+
+def typed(
+  convert: Optional[Callable[[Any], Any]],
+  choices: Any,
+  value: Any,
+  where: str,
+  received: Callable[[Any], str],
+) -> Any:
+  """`value` through a flag's type and choices, as argparse applies them.
+
+  For values argparse does not parse itself (a list flag's indexed item, a
+  run configuration's key), with errors that name the flag.
+
+  Args:
+    convert: the flag's `type=`; None keeps `value`.
+    choices: the flag's `choices=`; None for any.
+    value: the text (or value) given.
+    where: the flag as the message names it.
+    received: `FLAG=VALUE` as the user wrote it, given the value reached
+      (the given one when the type refused it, the converted one when the
+      choices did).
+
+  Raises:
+    ConfigurationError: the type refused the value, or it is not a choice.
+  """
+  if convert is not None:
+    try:
+      value = convert(value)
+    except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
+      kind = getattr(convert, '__name__', repr(convert))
+      detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
+      raise ConfigurationError(
+        f'{where} expects a value of type {kind}{detail}. '
+        f'Received: {received(value)}'
+      ) from None
+  if choices is not None and value not in choices:
+    raise ConfigurationError(
+      f'{where} expects one of {", ".join(map(str, choices))}. '
+      f'Received: {received(value)}'
+    )
+  return value

@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 
+from tensorfx import _argparsing
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _settings
@@ -51,7 +52,7 @@ def test_every_flag_has_one_declaration():
   parser = training.ModelArguments.build_parser()
   parsed = {
     action.option_strings[0]
-    for action in parser._actions
+    for action in _argparsing.actions(parser)
     if action.option_strings and action.dest not in ('help', 'version')
   }
   # Every flag of a trainer is a declared setting, and vice versa.

@@ -190,19 +190,6 @@ def _convert(parser, action, flag, value):
   if convert is not None and not callable(convert):
     # argparse also accepts the name of a registered type, e.g. 'int'.
     convert = _argparsing.registered(parser, 'type', convert, convert)
-  if convert is not None:
-    try:
-      value = convert(value)
-    except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
-      kind = getattr(convert, '__name__', repr(convert))
-      detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
-      raise ConfigurationError(
-        f'{flag} expects a value of type {kind}{detail}. '
-        f'Received: {flag}={value}'
-      ) from None
-  if action.choices is not None and value not in action.choices:
-    raise ConfigurationError(
-      f'{flag} expects one of {", ".join(map(str, action.choices))}. '
-      f'Received: {flag}={value}'
-    )
-  return value
+  return _argparsing.typed(
+    convert, action.choices, value, flag, lambda v: f'{flag}={v}'
+  )

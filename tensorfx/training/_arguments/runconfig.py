@@ -381,22 +381,13 @@ def _scalar(action, value, where, label):
   text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
   if isinstance(value, bool):
     text = 'true' if value else 'false'
-  convert = action.type or str
-  try:
-    result = convert(text)
-  except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
-    kind = getattr(convert, '__name__', repr(convert))
-    detail = f' ({e})' if isinstance(e, argparse.ArgumentTypeError) else ''
-    raise ConfigurationError(
-      f'{where} expects a value of type {kind}{detail}. Received: '
-      f'{label}={value!r}'
-    ) from None
-  if action.choices is not None and result not in action.choices:
-    raise ConfigurationError(
-      f'{where} expects one of {", ".join(map(str, action.choices))}. '
-      f'Received: {label}={value!r}'
-    )
-  return result
+  return _argparsing.typed(
+    action.type or str,
+    action.choices,
+    text,
+    where,
+    lambda _: f'{label}={value!r}',
+  )
 
 
 def dump(parser, values):

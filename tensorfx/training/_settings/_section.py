@@ -63,11 +63,7 @@ def check_positive(
   value = getattr(args, dest, None)
   if value is None and (optional or not hasattr(args, dest)):
     return
-  if value is None or value <= 0:
-    expected = expected or 'a positive integer'
-    raise ConfigurationError(
-      f'{flag(dest)} must be {expected}. Received: {flag(dest)}={value}'
-    )
+  positive(expected or 'a positive integer')(flag(dest), value)
 
 
 # `--batch-size all`: every instance of the training data in one batch.
@@ -123,6 +119,10 @@ class Flag:
   def default(self) -> Any:
     return self.options.get('default')
 
+  def add_to(self, parser: argparse.ArgumentParser) -> None:
+    """Adds the flag to `parser`, in its `--help` group."""
+    group(parser, self.group).add_argument(*self.names, **self.options)
+
 
 def setting(
   *names: str,
@@ -154,13 +154,19 @@ def setting(
   flag = Flag(
     names, group, dict(options, default=default, help=help), check, convert
   )
-  value = convert(default) if convert and default is not None else default
+  return _field(
+    flag, convert(default) if convert and default is not None else default
+  )
+
+
+def _field(flag: Flag, default: Any) -> Any:
+  """The dataclass field of `flag`; a list default is copied per instance."""
   metadata = {'flag': flag}
-  if isinstance(value, (list, dict, set)):
+  if isinstance(default, (list, dict, set)):
     return dataclasses.field(
-      default_factory=lambda: type(value)(value), metadata=metadata
+      default_factory=lambda: type(default)(default), metadata=metadata
     )
-  return dataclasses.field(default=value, metadata=metadata)
+  return dataclasses.field(default=default, metadata=metadata)
 
 
 def flags(cls: type) -> list[tuple[str, Flag]]:
@@ -197,7 +203,7 @@ class Section:
   def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
     """Adds the section's flags to `parser`, in field order."""
     for flag in cls.ordered_flags():
-      group(parser, flag.group).add_argument(*flag.names, **flag.options)
+      flag.add_to(parser)
 
   @classmethod
   def check(cls, args: Any) -> None:
@@ -334,13 +340,7 @@ def unset(
     convert,
     value,
   )
-  default = convert(value) if convert else value
-  metadata = {'flag': flag}
-  if isinstance(default, (list, dict, set)):
-    return dataclasses.field(
-      default_factory=lambda: type(default)(default), metadata=metadata
-    )
-  return dataclasses.field(default=default, metadata=metadata)
+  return _field(flag, convert(value) if convert else value)
 
 
 def list_options(name: str, help: str) -> Dict[str, Any]:

@@ -132,9 +132,7 @@ _AFTER_JOB = ('filters', 'vocabularies')
 def _add(parser: argparse.ArgumentParser, after_job: bool) -> None:
   for name, flag in _section.flags(DataSettings):
     if (name in _AFTER_JOB) == after_job:
-      _section.group(parser, flag.group).add_argument(
-        *flag.names, **flag.options
-      )
+      flag.add_to(parser)
 
 
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,11 +14,6 @@ from tensorfx.training._checkpoints import restore as _restore
 from tensorfx.training._settings import _section
 
 
-def _given(value: Any) -> Any:
-  """A path or pattern given, or None for an empty one."""
-  return value or None
-
-
 def _pattern(name: str, value: Any) -> None:
   _restore.compile_pattern(value)
 
@@ -62,7 +57,7 @@ class RestoreSettings(_section.Section):
     '--resume-from',
     group='restore',
     metavar='PATH',
-    convert=_given,
+    convert=_section.or_none,
     help='resume from this checkpoint (a prefix such as '
     'OUTPUT/checkpoints/ckpt-200, or a directory: its '
     'latest) with its optimizer state and global step, '
@@ -74,7 +69,7 @@ class RestoreSettings(_section.Section):
     '--warm-start',
     group='restore',
     metavar='PATH',
-    convert=_given,
+    convert=_section.or_none,
     help='initialize a fresh job from this checkpoint (a '
     "prefix, a directory, or another job's output), by "
     'variable name; a job resuming its own checkpoint '
@@ -84,7 +79,7 @@ class RestoreSettings(_section.Section):
     '--restore-pattern',
     group='restore',
     metavar='REGEX',
-    convert=_given,
+    convert=_section.or_none,
     check=_pattern,
     help='warm-start only the variables whose names match '
     '(re.search); the others keep their initial values',
