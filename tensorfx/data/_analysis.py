@@ -21,6 +21,7 @@ import re
 
 import apache_beam as beam
 
+from tensorfx import _beamlocal
 from tensorfx import _faults
 from tensorfx import _logging
 from tensorfx._errors import DataError
@@ -109,8 +110,8 @@ def _run(dataset, data_source, output_dir, options):
     'every core' if _workers(options) > 1 else 'one process',
   )
   try:
-    with _quiet_beam():
-      pipeline = beam.Pipeline(options=options)
+    with _quiet_beam(), _beamlocal.faster_beam():
+      pipeline = _beamlocal.pipeline(options)
       with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
         batches = data_source.record_batches(pipeline)
         transform_fn = (

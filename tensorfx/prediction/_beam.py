@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 import json
 from typing import Any
 
+from tensorfx import _beamlocal
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import DataError
 from tensorfx.data import _paths
@@ -161,6 +162,8 @@ def _check_dataflow(options: Any) -> None:
       )
 
 
+# Beam's fixed costs dominate a small batch job: see tensorfx/_beamlocal.py.
+@_beamlocal.faster_beam()
 def predict_beam(
   model_dir: str,
   inputs: Any,
@@ -227,7 +230,7 @@ def predict_beam(
   kinds: dict[str, list[str]] = {}
   for path in paths:
     kinds.setdefault(_reader.format_of(path, input_format), []).append(path)
-  pipeline = beam.Pipeline(options=options)
+  pipeline = _beamlocal.pipeline(options)
   parts = []
   for kind, group in sorted(kinds.items()):
     if kind == 'tfrecord':
