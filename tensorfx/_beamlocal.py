@@ -3,8 +3,8 @@
 tensorfx's pipelines (the tf.Transform analysis, batch prediction) are
 large graphs of small steps, so Beam's fixed costs outweigh the data below
 a few hundred thousand rows. Measured on the census sample's analysis
-(8,000 rows, 2 cores, CPU seconds of the analysis call, each a fresh
-process): 22.0 s as Beam runs it, 15.1 s with the two changes below.
+(`benchmarks/analysis.py`, 30,000 rows, 2 cores, a fresh process each):
+21.7 CPU seconds as Beam runs it, 11.5 with the two changes below.
 
 - `pipeline()`: Beam's DirectRunner first tries its Prism runner (a Go
   binary it downloads on first use), converting the whole pipeline to its
