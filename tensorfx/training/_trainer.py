@@ -1,5 +1,6 @@
 """ModelTrainer: runs a ModelBuilder as whatever role this process has."""
 
+import contextlib
 import json
 import os
 import sys
@@ -256,8 +257,23 @@ def _exit_task(config):
   logger.info('%s is done', config.device or config.task.type)
   sys.stdout.flush()
   sys.stderr.flush()
+  _remove_autograph_sources()
   # A server's gRPC threads would keep the interpreter alive: leave now.
   os._exit(0)
+
+
+def _remove_autograph_sources():
+  """Removes the temporary files holding autograph's converted functions.
+
+  Autograph writes each function it converts to a file in the temporary
+  directory and removes it in an `atexit` hook, which `os._exit` skips:
+  without this, every task that ends here would leave its files behind.
+  """
+  for name, module in list(sys.modules.items()):
+    path = getattr(module, '__file__', None)
+    if name.startswith('__autograph_generated_file') and path:
+      with contextlib.suppress(OSError):
+        os.remove(path)
 
 
 def _configure_logging(settings):

@@ -3,6 +3,8 @@
 import glob
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -191,3 +193,46 @@ def test_trainer_rejects_bad_arguments():
     ConfigurationError, match='config must be a Configuration'
   ):
     training.ModelTrainer(config={'task': 'chief'})
+
+
+_ENDING_TASK = """
+import glob, os, sys
+import tensorflow as tf
+from tensorfx.training import _trainer
+
+@tf.function
+def countdown(x):
+  while x > 0:  # Converted by autograph: its source goes to a file.
+    x -= 1
+  return x
+
+countdown(tf.constant(3))
+print(len(glob.glob(os.path.join(sys.argv[1], '__autograph_generated_file*'))))
+
+class Task:
+  type = 'worker'
+
+class Config:
+  device = None
+  task = Task
+
+_trainer._exit_task(Config)
+"""
+
+
+def test_a_task_that_ends_by_exiting_leaves_no_autograph_files(tmp_path):
+  # Workers, parameter servers and the evaluator end with os._exit, which
+  # skips the atexit hook where TensorFlow removes these files.
+  script = tmp_path / 'task.py'  # Autograph needs the source in a file.
+  script.write_text(_ENDING_TASK)
+  result = subprocess.run(
+    [sys.executable, str(script), str(tmp_path)],
+    capture_output=True,
+    text=True,
+    timeout=300,
+    check=False,
+    env=dict(os.environ, TMPDIR=str(tmp_path)),
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert int(result.stdout.split()[-1]) >= 1  # Written while it ran,
+  assert not list(tmp_path.glob('__autograph_generated_file*'))  # gone.
