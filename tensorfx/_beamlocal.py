@@ -28,10 +28,10 @@ import threading
 import types
 from typing import Any
 
-__all__ = ['faster_beam', 'pipeline']
+__all__ = ['faster_beam', 'is_direct', 'pipeline']
 
 # Runner names that mean Beam's DirectRunner.
-_DIRECT = ('directrunner', 'direct', 'switchingdirectrunner')
+_DIRECT = ('directrunner', 'direct')
 _lock = threading.Lock()
 # The open blocks of `faster_beam()`, and Beam's functions they replaced.
 _active: dict[str, Any] = {'depth': 0}
@@ -53,10 +53,8 @@ def pipeline(options):
     'FnApiRunner'
   """
   import apache_beam as beam
-  from apache_beam.options.pipeline_options import StandardOptions
 
-  name = options.view_as(StandardOptions).runner
-  if name is not None and str(name).lower() not in _DIRECT:
+  if not is_direct(options):
     return beam.Pipeline(options=options)
   from apache_beam.portability.api import beam_provision_api_pb2
   from apache_beam.runners.portability.fn_api_runner import fn_runner
@@ -70,6 +68,14 @@ def pipeline(options):
     )
   )
   return beam.Pipeline(runner=runner, options=options)
+
+
+def is_direct(options):
+  """Whether `options` run on Beam's DirectRunner (named, or by default)."""
+  from apache_beam.options.pipeline_options import StandardOptions
+
+  name = options.view_as(StandardOptions).runner
+  return name is None or str(name).lower() in _DIRECT
 
 
 @contextlib.contextmanager
@@ -123,10 +129,9 @@ def _install(core, options_type):
     # Views of one options object share its values (`_all_options`); the
     # object is kept in the entry, so its id is not reused meanwhile.
     key = (id(self), cls)
-    found = views.get(key)
-    if found is None or found[0] is not self:
-      found = views[key] = (self, original_view(self, cls))
-    return found[1]
+    if key not in views:
+      views[key] = (self, original_view(self, cls))
+    return views[key][1]
 
   _active['signature'] = original_signature
   _active['view'] = original_view

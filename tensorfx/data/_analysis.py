@@ -41,7 +41,6 @@ _BEAM_STEP = re.compile(r"(?:\s*\[while running '[^']*'\])+\s*$")
 MULTI_PROCESSING_BYTES = 256 << 20
 MULTI_PROCESSING_CORES = 4
 _METADATA_FILE = 'metadata.json'
-_DIRECT = ('directrunner', 'direct')
 
 
 # Beam's logging set-up and advisory warnings stay out of the job's output.
@@ -179,8 +178,7 @@ def pipeline_options(pipeline_args, files=()):
     # Beam's default (Prism) downloads a binary at start; run in-process.
     args.append('--runner=DirectRunner')
   options = PipelineOptions(args)
-  runner = str(options.get_all_options()['runner'] or '').lower()
-  if runner not in _DIRECT or given & {
+  if not _beamlocal.is_direct(options) or given & {
     'direct_num_workers',
     'direct_running_mode',
   }:
