@@ -459,3 +459,56 @@ def test_model_summary_counts_unnamed_variables_apart():
     'Variable_1': [],
     'kernel': [3, 2],
   }
+
+
+def _records(directory):
+  return [
+    (step, tag, value.metadata.SerializeToString(), value.tensor)
+    for step, tag, _, value in _events(directory)
+  ]
+
+
+def test_scalars_and_text_are_tensorboards_own_records(tmp_path):
+  from tensorfx.training._run import summaries
+
+  ours = summaries.Summaries(str(tmp_path / 'ours'))
+  ours.scalars('train', 7, {'loss': 0.25, 'steps': tf.constant(3, tf.int64)})
+  ours.text('train', 0, 'model_summary', '| layer | size |')
+  ours.close()
+  writer = tf.summary.create_file_writer(str(tmp_path / 'plugins' / 'train'))
+  with writer.as_default():
+    tf.summary.scalar('loss', 0.25, step=7)
+    tf.summary.scalar('steps', tf.constant(3, tf.int64), step=7)
+    tf.summary.text('model_summary', '| layer | size |', step=0)
+  writer.close()
+  written = _records(tmp_path / 'ours' / 'train')
+  assert [r[:2] for r in written] == [
+    (7, 'loss'),
+    (7, 'steps'),
+    (0, 'model_summary'),
+  ]
+  assert written == _records(tmp_path / 'plugins' / 'train')
+
+
+def test_writing_summaries_imports_no_tensorboard_summary_module(tmp_path):
+  # tf.summary.scalar/text would import tensorboard.summary (every plugin's
+  # helpers, boto3): 0.3 s of each training process's start.
+  probe = (
+    'import sys\n'
+    'from tensorfx.training._run import summaries\n'
+    f's = summaries.Summaries({str(tmp_path)!r})\n'
+    "s.scalars('train', 1, {'loss': 0.5})\n"
+    "s.text('train', 0, 'model_summary', 'text')\n"
+    's.close()\n'
+    "late = ('boto3', 'tensorboard.summary')\n"
+    'print(sorted(m for m in late if m in sys.modules))\n'
+  )
+  result = subprocess.run(
+    [sys.executable, '-c', probe],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=True,
+  )
+  assert result.stdout.strip() == '[]', result.stdout
+  assert len(_events(tmp_path / 'train')) == 2
