@@ -96,6 +96,51 @@ def test_build_init_is_skipped_when_resuming(tmp_path, iris_dataset_factory):
     assert [c[0] for c in builder.calls].count('build_init') == expected
 
 
+class _PythonControlFlow(nn.FeedForwardClassification):
+  """Hooks with Python `if`/`for`/`while` over tensors (autograph's work)."""
+
+  def build_inference(self, inputs, training):
+    inferences = super().build_inference(inputs, training)
+    # A Python `if` on a tensor: an error in a graph unless converted.
+    if tf.reduce_max(tf.abs(inferences)) > 1e9:
+      inferences = inferences * 0.0
+    return inferences
+
+  def build_training(self, global_steps, inputs, inferences):
+    loss, optimizer = super().build_training(global_steps, inputs, inferences)
+    extra = tf.constant(0.0)
+    for _ in tf.range(2):  # Iterating a tensor: converted to a while loop.
+      extra += 0.0
+    while extra > 1.0:
+      extra -= 1.0
+    return loss + extra, optimizer
+
+
+@pytest.mark.parametrize(
+  'flags', [(), ('--jit-compile',)], ids=['plain', 'xla']
+)
+def test_python_control_flow_over_tensors_works_in_traced_hooks(
+  tmp_path, iris_dataset_factory, flags
+):
+  # The trainer converts the hooks with autograph (not its own step, which
+  # would only cost start-up time): as a tf.function would.
+  args, job = nn.FeedForwardClassificationArguments.parse(
+    iris_args(
+      tmp_path, '--max-steps', '4', '--log-interval-steps', '2', *flags
+    ),
+    parse_job=True,
+  )
+  model = training.ModelTrainer().train(
+    _PythonControlFlow(args, iris_dataset_factory()), job
+  )
+  assert tf.train.latest_checkpoint(tmp_path / 'checkpoints').endswith('ckpt-4')
+  assert model.predict(['5.1,3.5,1.4,0.2'])[0]['label'] in (
+    'setosa',
+    'versicolor',
+    'virginica',
+  )
+
+
 class _NoModel(training.ModelBuilder):
   pass
 

@@ -47,11 +47,13 @@ def make_train_step(
       None for never.
 
   Returns:
-    `(train_step, variables, gradients_step)`: the step, converted by
-    autograph once, here (the hooks it calls with it): the loops around
-    it are plain TensorFlow, traced without autograph, which saves seconds
-    of every job's start; the variables it trains; the `xla.Step`
-    computing `(loss, gradients)` (the dense ones None once applied).
+    `(train_step, variables, gradients_step)`: the step; the variables it
+    trains; the `xla.Step` computing `(loss, gradients)` (the dense ones
+    None once applied). Only the hooks the step calls are converted by
+    autograph (Python `if`/`for` over tensors work in them, as in a
+    `tf.function`); the step itself and the loops around it are plain
+    TensorFlow, traced without autograph: converting library code would
+    only cost start-up time (about half a second of every job's).
   """
   strategy = builder.strategy
   replicas = strategy.num_replicas_in_sync
@@ -131,12 +133,13 @@ def make_train_step(
   # gradients' computation may be compiled: only tensors come out).
   traced = {}
 
+  build_inference = _converted(builder.build_inference)
+  build_training = _converted(builder.build_training)
+
   def gradients_of(inputs):
     with tf.GradientTape() as tape:
-      inferences = precision.to_float32(
-        builder.build_inference(inputs, training=True)
-      )
-      loss, traced['optimizer'] = builder.build_training(
+      inferences = precision.to_float32(build_inference(inputs, training=True))
+      loss, traced['optimizer'] = build_training(
         global_step, inputs, inferences
       )
       loss = tf.cast(loss, tf.float32)
@@ -193,11 +196,21 @@ def make_train_step(
     global_step.assign_add(1)
     return loss
 
-  return tf.autograph.to_graph(train_step), variables, gradients_step
+  return train_step, variables, gradients_step
+
+
+def _converted(hook):
+  """`hook`, converted by autograph when called, as `tf.function` would.
+
+  Python control flow over tensors in it becomes graph control flow. A
+  hook marked `do_not_convert` is called as it is.
+  """
+  autograph = tf.__internal__.autograph
+  return autograph.tf_convert(hook, autograph.control_status_ctx())
 
 
 def _plain(fn):
-  return xla.Step(fn, 'training step', enabled=False)
+  return xla.Step(fn, 'training step', enabled=False, autograph=False)
 
 
 def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):

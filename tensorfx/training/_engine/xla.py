@@ -44,14 +44,18 @@ class Step:
 
   Args:
     fn: `fn(inputs) -> outputs`, a structure of tensors (None and
-      `tf.IndexedSlices` allowed), traced with autograph.
+      `tf.IndexedSlices` allowed).
     what: the step's name in messages ('training step').
     enabled: whether `--jit-compile` asked for XLA.
     reason: a reason not to compile at all (e.g. parameter servers).
+    autograph: whether the compiled function converts `fn` with autograph
+      (False: `fn` converts what it calls itself, as the training step's
+      hooks are).
   """
 
-  def __init__(self, fn, what, enabled, reason=None):
+  def __init__(self, fn, what, enabled, reason=None, autograph=True):
     self._fn = fn
+    self._autograph = autograph
     self._what = what
     self.compiled = False
     self.reason = None
@@ -87,7 +91,9 @@ class Step:
     inputs = example_inputs(element_spec)
     fixed, rest = _split(inputs)
     function = tf.function(
-      lambda args: self._fn(_merge(args, rest)), jit_compile=True
+      lambda args: self._fn(_merge(args, rest)),
+      jit_compile=True,
+      autograph=self._autograph,
     )
     try:
       concrete = function.get_concrete_function(fixed)
@@ -121,7 +127,9 @@ class Step:
     # Made at each trace of the caller: the inputs left outside are that
     # trace's tensors, captured.
     function = tf.function(
-      lambda args: self._fn(_merge(args, rest)), jit_compile=True
+      lambda args: self._fn(_merge(args, rest)),
+      jit_compile=True,
+      autograph=self._autograph,
     )
     return function(fixed)
 
