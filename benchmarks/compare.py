@@ -47,6 +47,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+# As the shell had it: importing tensorfx below sets it (see
+# tensorfx/__init__.py), and the start-up probes must not inherit that.
+_KERAS_CHOICE = os.environ.get('TF_USE_LEGACY_KERAS')
 
 import ctr_data
 import ctr_model
@@ -349,12 +352,19 @@ def _cpu_seconds(pid):
 def _time_to_first_step(command):
   """(wall, CPU) seconds from starting `command` to its `step 1` line.
 
+  The command starts with the environment this script was started with
+  (`TF_USE_LEGACY_KERAS` as the shell had it): each probe starts as it
+  would from a shell.
+
   The CPU seconds are read from /proc as the line arrives: close to the
   wall time, they show the start is one busy core, not waiting (on this
   shared machine they swing with the wall time; only the rotation and the
   rounds tame that). The process is killed (by PID) once the line is seen:
   what it does after its first step is not measured.
   """
+  environ = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
+  if _KERAS_CHOICE is not None:
+    environ['TF_USE_LEGACY_KERAS'] = _KERAS_CHOICE
   start = time.perf_counter()
   process = subprocess.Popen(
     command,
@@ -362,6 +372,7 @@ def _time_to_first_step(command):
     stderr=subprocess.PIPE,
     text=True,
     cwd=ROOT,
+    env=environ,
   )
   seen = cpu = None
   lines = []

@@ -34,14 +34,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-import tensorflow as tf
-import tf_keras
-
 sys.path.insert(0, HERE)
 # Run as a script (the start-up probe), this checkout's tensorfx, not
 # whichever one is installed.
 sys.path.insert(1, ROOT)
+if __name__ == '__main__' and sys.argv[1:2] == ['tensorfx']:
+  # The tensorfx probe starts as a tensorfx job does (`tensorfx train`, a
+  # trainer module): tensorfx is imported before TensorFlow.
+  import tensorfx  # noqa: F401
+
 import ctr_data
+import tensorflow as tf
+import tf_keras
 
 LEARNING_RATE = 1e-3
 STEPS_PER_EXECUTION = 50

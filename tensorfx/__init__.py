@@ -4,6 +4,7 @@ Subpackages are imported on first use, so `import tensorfx` (and the
 command line's `--help`) does not import TensorFlow.
 """
 
+import os
 import typing
 
 from tensorfx import _lazy
@@ -14,6 +15,12 @@ from tensorfx._errors import HighLossError
 from tensorfx._errors import TensorFXError
 from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
+
+# tensorfx trains Keras 2 (tf_keras). tf.Transform sets this variable when
+# it is imported, unless it is set; set here first, by the same rule,
+# TensorFlow's own import loads Keras 2's optimizers instead of Keras 3's
+# (1 to 1.8 s of every process's start), and `tf.keras` is Keras 2 as well.
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # TensorFlow's C++ start-up chatter is held back (see tensorfx._logging).
 _logging.install_import_hook()

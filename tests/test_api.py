@@ -1,6 +1,7 @@
 """The public surface: explicit exports, nothing private leaking."""
 
 import importlib
+import os
 import subprocess
 import sys
 import types
@@ -101,3 +102,38 @@ def test_import_and_cli_help_do_not_import_tensorflow():
   )
   assert result.returncode == 0, result.stderr
   assert 'train' in result.stdout and 'predict' in result.stdout
+
+
+_KERAS_PROBE = """
+import os, sys
+import tensorfx
+import tensorflow as tf
+import tf_keras
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+print(os.environ.get('TF_USE_LEGACY_KERAS'), isinstance(model, tf_keras.Model),
+      'keras.src.optimizers' in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+  ('environ', 'expected'),
+  [
+    # Keras 2 before TensorFlow's import: Keras 3 is never loaded.
+    ({}, '1 True False'),
+    # A user's own choice stands.
+    ({'TF_USE_LEGACY_KERAS': '0'}, '0 False True'),
+  ],
+  ids=['default', 'users-choice'],
+)
+def test_importing_tensorfx_first_makes_tf_keras_keras_2(environ, expected):
+  env = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
+  result = subprocess.run(
+    [sys.executable, '-c', _KERAS_PROBE],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=False,
+    env={**env, **environ},
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split()[-3:] == expected.split()

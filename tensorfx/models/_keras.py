@@ -312,9 +312,9 @@ def _checked(model: Any, builder: KerasModelBuilder) -> tf_keras.Model:
   where = f'{type(builder).__name__}.build_model'
   if not isinstance(model, tf_keras.Model):
     raise ConfigurationError(
-      f'{where} must return a tf_keras.Model (Keras 2: `import tf_keras`; '
-      'tf.keras in TensorFlow 2.21 is Keras 3, which cannot train under '
-      'parameter servers or several workers). Received: '
+      f'{where} must return a tf_keras.Model (Keras 2: `import tf_keras`, '
+      'or tf.keras when tensorfx is imported before TensorFlow; Keras 3 '
+      'cannot train under parameter servers or several workers). Received: '
       f'{type(model).__module__}.{type(model).__qualname__}'
     )
   if (
