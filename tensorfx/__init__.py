@@ -17,9 +17,9 @@ from tensorfx._errors import TrainingError
 from tensorfx._version import __version__
 
 # tensorfx trains Keras 2 (tf_keras). tf.Transform sets this variable when
-# it is imported, unless it is set; set here first, by the same rule,
-# TensorFlow's own import loads Keras 2's optimizers instead of Keras 3's
-# (1 to 1.8 s of every process's start), and `tf.keras` is Keras 2 as well.
+# it is imported, unless it is set; set here first, by the same rule, so
+# that TensorFlow's own import loads Keras 2's optimizers instead of Keras
+# 3's (1 to 1.8 s of every process's start); `tf.keras` is Keras 2 too.
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # TensorFlow's C++ start-up chatter is held back (see tensorfx._logging).
