@@ -51,6 +51,9 @@ def analyze(
   """Runs the analysis (or reuses an equal one); see `DataSet.analyze`."""
   import tensorflow as tf
 
+  from tensorfx import _autograph
+
+  _autograph.skip_library()
   data_source = dataset[source]
   files = data_source.files()  # Fail fast, before Beam starts.
   fingerprint = _fingerprint.fingerprint(dataset, source)

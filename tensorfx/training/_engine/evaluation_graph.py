@@ -11,6 +11,7 @@ import warnings
 
 import tensorflow as tf
 
+from tensorfx import _autograph
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import precision
@@ -22,6 +23,13 @@ from tensorfx.training._engine import xla
 def build(builder):
   """Builds the `EvaluationInterface` (None without anything to evaluate)."""
   import tf_keras
+
+  _autograph.skip_library()
+  # The hooks are users' code: converted (this module is not).
+  build_inference = _autograph.hook(builder.build_inference)
+  build_output = _autograph.hook(builder.build_output)
+  build_training = _autograph.hook(builder.build_training)
+  build_evaluation = _autograph.hook(builder.build_evaluation)
 
   settings = builder.settings
   default_batch = settings.validation.batch_size or settings.loop.batch_size
@@ -44,7 +52,7 @@ def build(builder):
   # the loss and the metrics' updates are cheap, and stay outside.
   inference = xla.Step(
     lambda inputs: precision.to_float32(
-      builder.build_inference(inputs, training=False)
+      build_inference(inputs, training=False)
     ),
     'evaluation step',
     settings.speed.jit_compile,
@@ -53,13 +61,13 @@ def build(builder):
 
   def eval_step(inputs):
     inferences = inference(inputs)
-    outputs = builder.build_output(inferences)
-    loss, _ = builder.build_training(global_step, inputs, inferences)
+    outputs = build_output(inferences)
+    loss, _ = build_training(global_step, inputs, inferences)
     size = tf.shape(tf.nest.flatten(inputs)[0], out_type=tf.int64)[0]
     loss_metric.update_state(
       tf.cast(loss, tf.float32), sample_weight=tf.cast(size, tf.float32)
     )
-    builder.build_evaluation(inputs, outputs)
+    build_evaluation(inputs, outputs)
     return size
 
   def run_step(inputs):
@@ -94,10 +102,10 @@ def build(builder):
     if fn not in computations:
 
       def target_step(inputs):
-        outputs = builder.build_output(
-          precision.to_float32(builder.build_inference(inputs, training=False))
+        outputs = build_output(
+          precision.to_float32(build_inference(inputs, training=False))
         )
-        values = fn(inputs, outputs)
+        values = _autograph.hook(fn)(inputs, outputs)
         if not isinstance(values, dict):
           raise ConfigurationError(
             "A validation target's computation "

@@ -10,6 +10,7 @@ on the chief, when the model is first exported or checked).
 
 import tensorflow as tf
 
+from tensorfx import _autograph
 from tensorfx.data import _csv
 from tensorfx.data import _listtext
 from tensorfx.data import _missing
@@ -44,13 +45,18 @@ def build(builder):
   text_spec = _transforms.raw_feature_spec(text_schema)
   transform = _transforms.applier(builder.transform_layer)
 
+  # The hooks are users' code: converted (this module is not).
+  _autograph.skip_library()
+  build_inference = _autograph.hook(builder.build_inference)
+  build_output = _autograph.hook(builder.build_output)
+
   def predict(raw):
     transformed = transform(raw)
     inferences = precision.to_float32(
-      builder.build_inference(transformed, training=False)
+      build_inference(transformed, training=False)
     )
     # float32 outputs whatever --precision the model computed in.
-    outputs = dict(precision.to_float32(builder.build_output(inferences)))
+    outputs = dict(precision.to_float32(build_output(inferences)))
     for name in key_names:
       outputs[name] = transformed[name]
     return outputs

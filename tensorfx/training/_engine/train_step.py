@@ -9,6 +9,7 @@ import inspect
 
 import tensorflow as tf
 
+from tensorfx import _autograph
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
@@ -133,8 +134,8 @@ def make_train_step(
   # gradients' computation may be compiled: only tensors come out).
   traced = {}
 
-  build_inference = _converted(builder.build_inference)
-  build_training = _converted(builder.build_training)
+  build_inference = _autograph.hook(builder.build_inference)
+  build_training = _autograph.hook(builder.build_training)
 
   def gradients_of(inputs):
     with tf.GradientTape() as tape:
@@ -197,16 +198,6 @@ def make_train_step(
     return loss
 
   return train_step, variables, gradients_step
-
-
-def _converted(hook):
-  """`hook`, converted by autograph when called, as `tf.function` would.
-
-  Python control flow over tensors in it becomes graph control flow. A
-  hook marked `do_not_convert` is called as it is.
-  """
-  autograph = tf.__internal__.autograph
-  return autograph.tf_convert(hook, autograph.control_status_ctx())
 
 
 def _plain(fn):

@@ -8,6 +8,7 @@ import math
 
 import tensorflow as tf
 
+from tensorfx import _autograph
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import local_loop
 from tensorfx.training._engine import optimizers as _optimizers
@@ -22,6 +23,7 @@ from tensorfx.training._engine import xla
 
 def build(builder):
   """Builds the `TrainingInterface` of `builder` under its strategy."""
+  _autograph.skip_library()
   settings = builder.settings
   strategy = builder.strategy
   parameter_servers = strategies.parameter_servers(strategy)
