@@ -201,7 +201,7 @@ def make_train_step(
 
 
 def _plain(fn):
-  return xla.Step(fn, 'training step', enabled=False, autograph=False)
+  return xla.Step(fn, 'training step', enabled=False)
 
 
 def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):

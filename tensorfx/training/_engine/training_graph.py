@@ -62,8 +62,6 @@ def build(builder):
       'training step',
       settings.speed.jit_compile,
       reason=_no_xla(parameter_servers),
-      # The step converts the hooks it calls; nothing else needs it.
-      autograph=False,
     )
 
   train_step, variables, gradients_step = train_steps.make_train_step(

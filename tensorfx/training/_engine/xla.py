@@ -44,18 +44,15 @@ class Step:
 
   Args:
     fn: `fn(inputs) -> outputs`, a structure of tensors (None and
-      `tf.IndexedSlices` allowed).
+      `tf.IndexedSlices` allowed), compiled without autograph: the engine's
+      steps convert the hooks they call themselves (`_autograph.hook`).
     what: the step's name in messages ('training step').
     enabled: whether `--jit-compile` asked for XLA.
     reason: a reason not to compile at all (e.g. parameter servers).
-    autograph: whether the compiled function converts `fn` with autograph
-      (False: `fn` converts what it calls itself, as the training step's
-      hooks are).
   """
 
-  def __init__(self, fn, what, enabled, reason=None, autograph=True):
+  def __init__(self, fn, what, enabled, reason=None):
     self._fn = fn
-    self._autograph = autograph
     self._what = what
     self.compiled = False
     self.reason = None
@@ -93,7 +90,7 @@ class Step:
     function = tf.function(
       lambda args: self._fn(_merge(args, rest)),
       jit_compile=True,
-      autograph=self._autograph,
+      autograph=False,
     )
     try:
       concrete = function.get_concrete_function(fixed)
@@ -129,7 +126,7 @@ class Step:
     function = tf.function(
       lambda args: self._fn(_merge(args, rest)),
       jit_compile=True,
-      autograph=self._autograph,
+      autograph=False,
     )
     return function(fixed)
 
