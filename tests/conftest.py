@@ -4,6 +4,7 @@ TensorFlow start-up and Beam analysis cost seconds, so the expensive
 artifacts are made once per session and shared read-only.
 """
 
+import ast
 import os
 import subprocess
 import sys
@@ -34,6 +35,26 @@ def iris_args(output, *extra):
     os.path.join(IRIS, 'features.yaml'),
     *extra,
   ]
+
+
+def modules_imported(code, modules):
+  """Which of `modules` a fresh interpreter has imported after `code`.
+
+  For checks that a path of tensorfx stays clear of slow imports (its own
+  process: this one has imported everything by now).
+  """
+  probe = (
+    f'{code}\nimport sys\n'
+    f'print(sorted(m for m in {tuple(modules)!r} if m in sys.modules))\n'
+  )
+  result = subprocess.run(
+    [sys.executable, '-c', probe],
+    capture_output=True,
+    text=True,
+    timeout=120,
+    check=True,
+  )
+  return ast.literal_eval(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope='session')

@@ -5,11 +5,9 @@ plugin's Python helpers, whose imports (TensorBoard's filesystem stubs,
 boto3, fsspec) would delay every run's first step.
 """
 
-import subprocess
-import sys
-
 from tensorboard.plugins.hparams import summary_v2
 
+from conftest import modules_imported
 from tensorfx.training._callbacks import hparams
 
 
@@ -22,18 +20,9 @@ def test_the_session_start_record_is_the_plugins_own():
 
 
 def test_a_run_imports_no_tensorboard_helpers_before_it_starts():
-  probe = (
-    'import sys\n'
+  code = (
     'from tensorfx.training._run import run\n'
     'from tensorfx.training._callbacks import builtin\n'
-    "late = ('boto3', 'fsspec', 'tensorboard.plugins.hparams.summary_v2')\n"
-    'print(sorted(m for m in late if m in sys.modules))\n'
   )
-  result = subprocess.run(
-    [sys.executable, '-c', probe],
-    capture_output=True,
-    text=True,
-    timeout=120,
-    check=True,
-  )
-  assert result.stdout.strip() == '[]', result.stdout
+  late = ('boto3', 'fsspec', 'tensorboard.plugins.hparams.summary_v2')
+  assert modules_imported(code, late) == []
