@@ -1,8 +1,9 @@
 """Steps per call without --steps-per-loop: sized by the measured step time.
 
 A fast step runs many steps a call (up to the next event), a slow one
-few, so each call lasts about `TARGET_CALL_SECONDS`; `--steps-per-loop`
-and multi-worker replicas keep fixed sizes.
+few, so each call lasts about `TARGET_CALL_SECONDS` (with parameter
+servers `PS_TARGET_CALL_SECONDS`); `--steps-per-loop` and multi-worker
+replicas keep fixed sizes.
 """
 
 import time
@@ -40,6 +41,14 @@ def test_fast_steps_run_more_steps_per_call_than_slow_ones():
   assert fast[2:] == [250] * 3
   assert slow[2:] == [2] * 3
   assert _sizes(3.0, 4) == [1, 1, 1, 1]
+
+
+def test_parameter_server_calls_last_ten_times_as_long():
+  # Each call ends by joining the workers: with calls of 0.5 s, they idled
+  # about as long as they trained.
+  ps = _sizes(0.05, 4, call_seconds=_cadence.PS_TARGET_CALL_SECONDS)
+  assert _sizes(0.05, 4) == [1, 1, 10, 10]
+  assert ps == [1, 1, 100, 100]
 
 
 def test_calls_stop_at_the_next_event():

@@ -19,12 +19,24 @@ and time-based checkpoints are acted on between calls, and a call of
 100 slow steps could outlast a preemption's grace period. So a fast step
 (1 ms) runs calls of up to the next log line, a 50 ms step calls of 10
 steps, a step slower than 0.5 s one step per call.
+
+Parameter servers are different: each call ends by joining the workers,
+which idles every worker but the slowest while its last closure runs, and
+then again while the next call's closures are dispatched. With calls of
+0.5 s, a profile of the benchmark's embedding model on two workers showed
+each worker idle about as long as it computed. Their calls fill
+`PS_TARGET_CALL_SECONDS` instead, still bounded by the next event.
 """
 
 import time
 
 # How long one call of the training loop should run, in seconds.
 TARGET_CALL_SECONDS = 0.5
+# The same with parameter servers: ten times as long, so that the join at
+# the end of a call costs a few percent of it (still well inside a
+# preemption's grace period, and time-based checkpoints are still acted
+# on at the first call that ends after their interval).
+PS_TARGET_CALL_SECONDS = 5.0
 
 
 class StepsPerCall:
@@ -97,6 +109,8 @@ class Cadence:
     validate_first: whether to validate before the first step (with an
       evaluator task: to write a checkpoint of the first step for it).
     clock: the clock of the time interval (seconds).
+    call_seconds: how long a measured call should run (`TARGET_CALL_SECONDS`
+      by default; `PS_TARGET_CALL_SECONDS` with parameter servers).
     measured: whether calls without `per_call` are sized by the measured
       step time; if not, they run up to the next event. Replicas of a
       multi-worker cluster must run the same steps per call, and their
@@ -115,13 +129,14 @@ class Cadence:
     validate=True,
     validate_first=False,
     clock=time.monotonic,
+    call_seconds=TARGET_CALL_SECONDS,
     measured=True,
   ):
     self.max_steps = max_steps
     self.log_every = max(1, int(log_every))
     self.per_call = max(1, int(per_call or self.log_every))
     self.steps_per_call = (
-      StepsPerCall() if per_call is None and measured else None
+      StepsPerCall(call_seconds) if per_call is None and measured else None
     )
     self.checkpoint_steps = checkpoint_steps
     self.checkpoint_secs = float(checkpoint_secs)

@@ -13,6 +13,7 @@ import math
 import tensorflow as tf
 
 from tensorfx.training._engine import state as _state
+from tensorfx.training._engine import strategies as _strategies
 
 
 def make_loop(
@@ -75,18 +76,16 @@ def make_loop(
     )
     return loss, steps
 
+  workers = _strategies.worker_count(strategy)
+
   def loop(iterator, num_steps):
-    remaining = int(num_steps)
     start = int(global_step.numpy())
-    scheduled = []
-    while remaining > 0:
-      count = min(remaining, steps_per_closure)
-      scheduled.append(
-        coordinator.schedule(
-          worker_loop, args=(iterator, tf.constant(count, tf.int64))
-        )
+    scheduled = [
+      coordinator.schedule(
+        worker_loop, args=(iterator, tf.constant(count, tf.int64))
       )
-      remaining -= count
+      for count in closure_steps(int(num_steps), steps_per_closure, workers)
+    ]
     coordinator.join()
     losses = [float(result.fetch()[0]) for result in scheduled]
     bad = [
@@ -99,3 +98,34 @@ def make_loop(
     return loss, int(global_step.numpy()) - start
 
   return loop, per_worker
+
+
+def closure_steps(num_steps, steps_per_closure, workers):
+  """The steps of each closure of a call: even, in rounds of the workers.
+
+  A call ends by joining the workers, so every worker should finish at
+  about the same time: the steps are split into a multiple of `workers`
+  closures of at most `steps_per_closure` steps, as even as they can be
+  (50 steps, 10 a closure, 2 workers: six closures of 9, 9, 8, 8, 8, 8,
+  not five of 10, of which one worker runs three while the other waits).
+
+  Example:
+    >>> closure_steps(50, 10, workers=2)
+    [9, 9, 8, 8, 8, 8]
+    >>> closure_steps(3, 10, workers=2)
+    [2, 1]
+
+  Args:
+    num_steps: the steps of the call (>= 0).
+    steps_per_closure: the most steps of one closure (`--steps-per-closure`).
+    workers: the cluster's workers (>= 1).
+
+  Returns:
+    The closures' step counts (each >= 1), summing to `num_steps`.
+  """
+  if num_steps <= 0:
+    return []
+  closures = -(-num_steps // steps_per_closure)
+  closures = min(num_steps, -(-closures // workers) * workers)
+  size, extra = divmod(num_steps, closures)
+  return [size + 1] * extra + [size] * (closures - extra)

@@ -15,6 +15,16 @@ def parameter_servers(strategy):
   return isinstance(strategy, tf.distribute.ParameterServerStrategy)
 
 
+def worker_count(strategy):
+  """The workers of a parameter-server cluster (1 where it cannot be read).
+
+  Only closure sizes depend on it (`ps_loop.closure_steps`): a TensorFlow
+  that no longer keeps the count where 2.21 does costs their balance, not
+  correctness. `strategy.cluster_resolver` is None for this strategy.
+  """
+  return max(1, int(getattr(strategy, '_num_workers', 1) or 1))
+
+
 def replicated(strategy):
   """Whether steps run on several synchronous replicas (mirrored)."""
   return not parameter_servers(strategy) and strategy.num_replicas_in_sync > 1

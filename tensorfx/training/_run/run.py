@@ -187,6 +187,9 @@ class TrainingRun:
         eval_steps=settings.validation.interval_steps,
         validate=evaluation.enabled,
         validate_first=settings.validation.validate_first,
+        call_seconds=_cadence.PS_TARGET_CALL_SECONDS
+        if strategies.parameter_servers(builder.strategy)
+        else _cadence.TARGET_CALL_SECONDS,
         measured=not strategies.multi_worker(builder.strategy),
       ),
       callbacks,

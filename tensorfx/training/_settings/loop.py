@@ -39,8 +39,9 @@ class LoopSettings(_section.Section):
       checkpoint, validation, end).
     log_interval_steps: steps between progress reports
       (`--log-interval-steps`).
-    steps_per_closure: with parameter servers, the steps of each closure
-      a worker runs (`--steps-per-closure`).
+    steps_per_closure: with parameter servers, the most steps of each
+      closure a worker runs (`--steps-per-closure`); each call's steps are
+      split evenly over closures, in rounds of one closure per worker.
   """
 
   # --training-num-epochs: Gematria's name for the step count.
@@ -124,8 +125,8 @@ class LoopSettings(_section.Section):
     convert=int,
     metavar='N',
     check=_section.positive(),
-    help='with parameter servers: training steps a worker '
-    'runs per closure the chief schedules (default: '
+    help='with parameter servers: the most training steps a '
+    'worker runs per closure the chief schedules (default: '
     '%(default)s)',
   )
 
