@@ -98,7 +98,7 @@ class Cadence:
     max_steps: the step training stops at; None for no limit.
     log_every: steps between log events (`on_step_end`).
     per_call: the most steps of one call (`--steps-per-loop`); None for
-      as many as fill `TARGET_CALL_SECONDS` (see `StepsPerCall`), up to
+      as many as fill `call_seconds` (see `StepsPerCall`), up to
       the next event.
     checkpoint_steps: steps between checkpoints; None for time only.
     checkpoint_secs: seconds between checkpoints.
