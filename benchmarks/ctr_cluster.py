@@ -19,7 +19,8 @@ compares them with `tensorfx train --cluster`):
   by element), `--window` steps per `tf.function` call.
 
 The coordinator, or the replica of the `chief` job, prints one JSON line:
-`{"rate": examples/s}`, measured after `--warmup` steps.
+`{"rate": examples/s, "began": ..., "ended": ...}`, measured after
+`--warmup` steps (the span's ends in seconds since the epoch).
 
   TF_CONFIG=... python benchmarks/ctr_cluster.py ps --data D --rows N ...
 """
@@ -95,16 +96,23 @@ def _model_and_step(
   return step
 
 
+# The measured span's wall-clock ends (time.time()), for the CPU sampler.
+SPAN: dict[str, float] = {}
+
+
 def _timed(
   run: Callable[[int], None], warmup: int, steps: int, window: int
 ) -> float:
   """Seconds `steps` steps take, `window` a call, after `warmup` steps."""
   for done in range(0, warmup, window):
     run(min(window, warmup - done))
+  SPAN['began'] = time.time()
   start = time.perf_counter()
   for done in range(0, steps, window):
     run(min(window, steps - done))
-  return time.perf_counter() - start
+  seconds = time.perf_counter() - start
+  SPAN['ended'] = time.time()
+  return seconds
 
 
 def serve() -> None:
@@ -231,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
   rate = train(args, stats, files['tfrecord'])
   task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {})
   if task.get('type', 'chief') == 'chief':
-    print(json.dumps({'rate': rate}), flush=True)
+    print(json.dumps({'rate': rate, **SPAN}), flush=True)
   return 0
 
 

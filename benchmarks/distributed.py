@@ -6,7 +6,9 @@ process per task) twice a round: with `tensorfx train --cluster`
 (`ctr_trainer.py` as the trainer module) and with hand-written TensorFlow
 (`ctr_cluster.py`), and reports examples/s and the ratio, the median of
 per-round paired ratios (the two runs adjacent, the order flipping every
-round) with its interquartile range:
+round) with its interquartile range, and beside it the CPU seconds every
+task's process used over the measured steps (sampled from `/proc`, see
+`cpu_split.py`), by job and per thousand examples:
 
 1. `parameter-servers`: `--cluster ps=1,workers=2` against a hand-written
    `ParameterServerStrategy` + `ClusterCoordinator` loop: a chief, one
@@ -62,6 +64,7 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import compare
+import cpu_split
 import ctr_data
 import ctr_model
 import tensorflow as tf
@@ -91,6 +94,10 @@ _HAND_JOBS = {
 # which also updates only the rows looked up).
 _TABLES_RATE = 0.05
 _PIDS = re.compile(r'\(pid (\d+)\)')
+# A quick run measures about a second of steps.
+_SAMPLE_SECONDS = 0.1
+# The launcher's line naming its tasks: `ps-0 (pid 123), ..., chief (pid 9)`.
+_TASK_PIDS = re.compile(r'([\w-]+) \(pid (\d+)\)')
 
 
 def _env(tf_config: dict[str, Any] | None = None) -> dict[str, str]:
@@ -132,10 +139,30 @@ def _tail(path: str, lines: int = 30) -> str:
     return ''.join(f.readlines()[-lines:])
 
 
+def _launched_tasks(log: str) -> dict[str, int]:
+  """{task: pid} from the launcher's `started N tasks: ...` line, if logged."""
+  try:
+    with open(log, errors='replace') as f:
+      for line in f:
+        if 'started' in line and '(pid ' in line:
+          return {name: int(pid) for name, pid in _TASK_PIDS.findall(line)}
+  except OSError:
+    pass
+  return {}
+
+
+def _cpu(
+  sampler: cpu_split.CpuSampler, span: tuple[float, float] | None, rate: float
+) -> dict[str, Any]:
+  """The cores each task used over the measured span, and their total."""
+  split = sampler.split(*span) if span else None
+  return {'tasks': split or {}, **cpu_split.summary(split, rate)}
+
+
 def tensorfx_run(
   section: str, config: dict[str, Any], output: str, timeout: float
-) -> tuple[float, float | None]:
-  """examples/s of `tensorfx train --cluster`: (wall-clock, in-loop)."""
+) -> dict[str, Any]:
+  """`tensorfx train --cluster`: examples/s (wall-clock, in-loop), CPU."""
   window, warmup = config['window'], config['warmup']
   command = [
     sys.executable,
@@ -192,11 +219,22 @@ def tensorfx_run(
       env=_env(),
       cwd=ROOT,
     )
+  tasks: dict[str, int] = {}
+
+  def pids() -> dict[str, int]:
+    # Read until the launcher has named its tasks.
+    if not tasks:
+      tasks.update(_launched_tasks(log))
+    return {'launcher': launcher.pid, **tasks}
+
+  sampler = cpu_split.CpuSampler(pids, _SAMPLE_SECONDS)
+  sampler.start()
   try:
     code = launcher.wait(timeout=timeout)
   except subprocess.TimeoutExpired:
     code = None
   finally:
+    sampler.stop()
     if launcher.poll() is None:
       # The launcher stops its tasks on SIGTERM; whatever outlives it is
       # killed by the PIDs it logged.
@@ -221,7 +259,7 @@ def tensorfx_run(
       f'{"timed out" if code is None else f"exited {code}"}'
       f':\n{_tail(log)}'
     )
-  rate, in_loop = _rates(
+  rate, in_loop, span = _rates(
     os.path.join(output, 'summaries', 'train'), warmup, config['batch']
   )
   if rate is None:
@@ -229,13 +267,13 @@ def tensorfx_run(
       f'no examples_per_sec summaries after step {warmup} '
       f'in {output}:\n{_tail(log)}'
     )
-  return rate, in_loop
+  return {'rate': rate, 'in_loop': in_loop, 'cpu': _cpu(sampler, span, rate)}
 
 
 def _rates(
   directory: str, warmup: int, batch: int
-) -> tuple[float | None, float | None]:
-  """(wall-clock, in-loop) examples/s from the chief's summaries.
+) -> tuple[float | None, float | None, tuple[float, float] | None]:
+  """(wall-clock, in-loop) examples/s from the chief's summaries, the span.
 
   The wall-clock rate runs from the summary written at step `warmup` to
   the last one, as the hand-written side is timed: it includes what the
@@ -254,7 +292,7 @@ def _rates(
   start = [e for e in events if e[0] == warmup]
   measured = [e for e in events if e[0] > warmup]
   if not start or not measured:
-    return None, None
+    return None, None, None
   (first, began, _), (last, ended, _) = start[0], measured[-1]
   # Equal windows: the rate over all of them is their harmonic mean.
   in_loop = len(measured) / sum(1 / e[2] for e in measured)
@@ -264,13 +302,13 @@ def _rates(
     file=sys.stderr,
     flush=True,
   )
-  return (last - first) * batch / (ended - began), in_loop
+  return (last - first) * batch / (ended - began), in_loop, (began, ended)
 
 
 def hand_written_run(
   section: str, config: dict[str, Any], output: str, timeout: float
-) -> tuple[float, float | None]:
-  """examples/s of the hand-written cluster (its chief's JSON line)."""
+) -> dict[str, Any]:
+  """The hand-written cluster: examples/s (its chief's JSON line), CPU."""
   jobs = _HAND_JOBS[section]
   ports = iter(_free_ports(sum(jobs.values())))
   cluster = {
@@ -325,26 +363,35 @@ def hand_written_run(
             )
           )
     chief = processes[-1][1]
+    named = {
+      f'{job}-{i}': p.pid
+      for job in jobs
+      for i, p in enumerate(q for j, q in processes if j == job)
+    }
+    sampler = cpu_split.CpuSampler(lambda: named, _SAMPLE_SECONDS)
+    sampler.start()
     try:
       code = chief.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
       code = None
+    finally:
+      sampler.stop()
   finally:
     _kill([p.pid for _, p in processes])
     for _, p in processes:
       p.wait()
   log = os.path.join(output, 'chief-0.log')
   with open(log, errors='replace') as f:
-    rates = [
-      json.loads(line)['rate'] for line in f if line.startswith('{"rate"')
-    ]
-  if code != 0 or not rates:
+    lines = [json.loads(line) for line in f if line.startswith('{"rate"')]
+  if code != 0 or not lines:
     raise RuntimeError(
       f'the hand-written {section} cluster '
       f'{"timed out" if code is None else f"exited {code}"}'
       f':\n{_tail(log)}'
     )
-  return rates[0], None
+  rate = lines[0]['rate']
+  span = (lines[0]['began'], lines[0]['ended']) if 'began' in lines[0] else None
+  return {'rate': rate, 'in_loop': None, 'cpu': _cpu(sampler, span, rate)}
 
 
 def section_result(
@@ -357,17 +404,20 @@ def section_result(
   """Both sides, `rounds` times, each round's pair adjacent."""
   runs = {'tensorfx': tensorfx_run, 'hand-written': hand_written_run}
   rates: dict[str, list[float]] = {name: [] for name in runs}
+  cpu: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
   in_loop: list[float] = []
   for round_ in range(rounds):
     # The order flips every round: neither side always runs first.
     for name in compare._rotated(list(runs), round_):
       output = os.path.join(workdir, f'{section}-{name}-{round_}')
-      rate, loop_only = runs[name](section, config, output, timeout)
-      rates[name].append(rate)
-      if loop_only is not None:
-        in_loop.append(loop_only)
+      run = runs[name](section, config, output, timeout)
+      rates[name].append(run['rate'])
+      cpu[name].append(run['cpu'])
+      if run['in_loop'] is not None:
+        in_loop.append(run['in_loop'])
       print(
-        f'{section} round {round_ + 1}: {name} {rate:,.0f} examples/s',
+        f'{section} round {round_ + 1}: {name} {run["rate"]:,.0f} examples/s'
+        + _cpu_line(run['cpu']),
         file=sys.stderr,
         flush=True,
       )
@@ -379,7 +429,45 @@ def section_result(
     'ratio': compare.spread(ratios),
     # What tensorfx logs: its loop calls only, not what runs between.
     'tensorfx_in_loop': compare._median(in_loop),
+    'cpu': cpu,
+    'cpu_ratio': _cpu_ratio(cpu),
   }
+
+
+def _cpu_line(cpu: dict[str, Any]) -> str:
+  """`, 1.95 cores, 0.41 CPU s / 1k examples (chief 0.02, ...)`, or ''."""
+  if 'cores' not in cpu:
+    return ''
+  roles = ', '.join(f'{k} {v:.2f}' for k, v in _by_job(cpu['tasks']).items())
+  return (
+    f', {cpu["cores"]:.2f} cores, {cpu["cpu_seconds_per_1k"]:.3f} CPU s '
+    f'/ 1k examples ({roles})'
+  )
+
+
+def _by_job(tasks: dict[str, float]) -> dict[str, float]:
+  """Cores by job (`worker-0`, `worker-1` -> `worker`), in a fixed order."""
+  jobs = dict.fromkeys(('launcher', 'chief', 'ps', 'worker'), 0.0)
+  for task, cores in tasks.items():
+    # `chief-0` (by hand) and `chief` (tensorfx's launcher) are one job.
+    job = task.rsplit('-', 1)[0] if task[-1:].isdigit() else task
+    jobs[job] = jobs.get(job, 0.0) + cores
+  present = {t.rsplit('-', 1)[0] if t[-1:].isdigit() else t for t in tasks}
+  return {job: cores for job, cores in jobs.items() if job in present}
+
+
+def _cpu_ratio(cpu: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+  """Paired hand-written / tensorfx CPU per example (>1: tensorfx cheaper).
+
+  Oriented as the rate ratio is: on a machine whose cores the cluster
+  saturates, the two agree, and this one moves less from run to run.
+  """
+  pairs = [
+    h['cpu_seconds_per_1k'] / t['cpu_seconds_per_1k']
+    for t, h in zip(cpu['tensorfx'], cpu['hand-written'])
+    if t.get('cpu_seconds_per_1k') and h.get('cpu_seconds_per_1k')
+  ]
+  return compare.spread(pairs) if pairs else None
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -421,7 +509,53 @@ def markdown(result: dict[str, Any]) -> str:
       'range includes 1.0: no difference shown.'
     ),
   ]
-  return '\n'.join(lines) + '\n'
+  cpu = _cpu_table(result['sections'])
+  return '\n'.join(lines + cpu) + '\n'
+
+
+def _cpu_table(sections: dict[str, Any]) -> list[str]:
+  """CPU per example and cores by job over the measured steps ([] if none)."""
+  rows = []
+  for section, s in sections.items():
+    ratio = s.get('cpu_ratio')
+    if not ratio:
+      continue
+    cells = []
+    for side in ('tensorfx', 'hand-written'):
+      runs = [r for r in s['cpu'][side] if 'cores' in r]
+      per_1k = compare._median([r['cpu_seconds_per_1k'] for r in runs])
+      jobs: dict[str, list[float]] = {}
+      for r in runs:
+        for job, cores in _by_job(r['tasks']).items():
+          jobs.setdefault(job, []).append(cores)
+      split = ', '.join(
+        f'{job} {compare._median(v):.2f}' for job, v in jobs.items()
+      )
+      cells += [f'{per_1k:.3f}', split]
+    rows.append(
+      f'| {section} | {cells[0]} | {cells[2]} | **{ratio["median"]:.2f}x** '
+      f'({ratio["q1"]:.2f}-{ratio["q3"]:.2f}, n={ratio["pairs"]})'
+      f'{" *" if ratio["includes_one"] else ""} | {cells[1]} | {cells[3]} |'
+    )
+  if not rows:
+    return []
+  return [
+    '',
+    (
+      '| section | CPU s / 1k examples tensorfx | hand-written | '
+      'CPU ratio (IQR, pairs) | cores by job, tensorfx | hand-written |'
+    ),
+    '| --- | ---: | ---: | ---: | --- | --- |',
+    *rows,
+    '',
+    (
+      "CPU seconds of every task's process (`/proc`) over the measured "
+      'steps; the CPU ratio is hand-written / tensorfx per example, '
+      'oriented as the rate ratio is. Where the cluster saturates the '
+      "machine's cores, the rate follows CPU work per example, and this "
+      'ratio moves less from run to run.'
+    ),
+  ]
 
 
 def _write(out: str, result: dict[str, Any]) -> str:

@@ -5,9 +5,9 @@ local clusters on 127.0.0.1 (parameter-server clusters, with Keras
 embeddings and with tensorfx tables split over two servers, and a
 multi-worker one), with `tensorfx train --cluster` and with hand-written
 TensorFlow.
-The test asserts that every section measured both sides and wrote its
-results; never a timing (performance is reported in benchmarks/README.md,
-not tested).
+The test asserts that every section measured both sides (their rates and
+the CPU each task used) and wrote its results; never a timing
+(performance is reported in benchmarks/README.md, not tested).
 """
 
 import json
@@ -59,7 +59,18 @@ def test_quick_distributed_comparison_measures_every_section(tmp_path):
     ratio = section['ratio']
     assert ratio['pairs'] == 1 and ratio['median'] > 0, name
     assert ratio['q1'] <= ratio['median'] <= ratio['q3'], name
+    # The CPU each task used over the measured steps, by side.
+    for side in ('tensorfx', 'hand-written'):
+      (cpu,) = section['cpu'][side]
+      assert cpu['cores'] > 0 and cpu['cpu_seconds_per_1k'] > 0, (name, side)
+      jobs = {task.rsplit('-', 1)[0] for task in cpu['tasks']}
+      assert {'chief', 'worker'} <= jobs, (name, side, cpu['tasks'])
+      if section['cluster'].startswith('ps='):
+        assert 'ps' in jobs, (name, side)
+    assert 'launcher' in section['cpu']['tensorfx'][0]['tasks'], name
+    assert section['cpu_ratio']['pairs'] == 1, name
   table = (results / 'distributed.md').read_text()
   for name in report['sections']:
     assert f'| {name} |' in table
   assert 'n=1' in table
+  assert 'CPU s / 1k examples' in table
