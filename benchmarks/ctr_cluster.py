@@ -96,23 +96,27 @@ def _model_and_step(
   return step
 
 
-# The measured span's wall-clock ends (time.time()), for the CPU sampler.
-SPAN: dict[str, float] = {}
-
-
 def _timed(
-  run: Callable[[int], None], warmup: int, steps: int, window: int
-) -> float:
-  """Seconds `steps` steps take, `window` a call, after `warmup` steps."""
-  for done in range(0, warmup, window):
-    run(min(window, warmup - done))
-  SPAN['began'] = time.time()
+  run: Callable[[int], None], args: argparse.Namespace
+) -> dict[str, float]:
+  """`--steps` steps, `--window` a call, after `--warmup` steps.
+
+  Returns:
+    `{'rate': examples/s, 'began': ..., 'ended': ...}`: the measured span's
+    ends in seconds since the epoch (for the CPU sampler).
+  """
+  for done in range(0, args.warmup, args.window):
+    run(min(args.window, args.warmup - done))
+  began = time.time()
   start = time.perf_counter()
-  for done in range(0, steps, window):
-    run(min(window, steps - done))
+  for done in range(0, args.steps, args.window):
+    run(min(args.window, args.steps - done))
   seconds = time.perf_counter() - start
-  SPAN['ended'] = time.time()
-  return seconds
+  return {
+    'rate': args.steps * args.batch / seconds,
+    'began': began,
+    'ended': time.time(),
+  }
 
 
 def serve() -> None:
@@ -130,8 +134,8 @@ def serve() -> None:
 
 def parameter_servers(
   args: argparse.Namespace, stats: dict[str, Any], files: list[str]
-) -> float:
-  """The coordinator's loop; returns examples/s."""
+) -> dict[str, float]:
+  """The coordinator's loop; returns examples/s and the span (`_timed`)."""
   resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
   servers = len(resolver.cluster_spec().as_dict().get('ps', []))
   partitioner = None
@@ -165,14 +169,13 @@ def parameter_servers(
       )
     coordinator.join()
 
-  seconds = _timed(run, args.warmup, args.steps, args.window)
-  return args.steps * args.batch / seconds
+  return _timed(run, args)
 
 
 def multi_worker(
   args: argparse.Namespace, stats: dict[str, Any], files: list[str]
-) -> float:
-  """One replica's loop; returns examples/s (the global batch's)."""
+) -> dict[str, float]:
+  """One replica's loop; examples/s (the global batch's) and the span."""
   strategy = tf.distribute.MultiWorkerMirroredStrategy(
     communication_options=tf.distribute.experimental.CommunicationOptions(
       timeout_seconds=120
@@ -201,13 +204,7 @@ def multi_worker(
       )
     return loss
 
-  seconds = _timed(
-    lambda count: loop(iterator, tf.constant(count)).numpy(),
-    args.warmup,
-    args.steps,
-    args.window,
-  )
-  return args.steps * args.batch / seconds
+  return _timed(lambda count: loop(iterator, tf.constant(count)).numpy(), args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
   with open(files['stats']) as f:
     stats = json.load(f)
   train = parameter_servers if args.role == 'ps' else multi_worker
-  rate = train(args, stats, files['tfrecord'])
+  measured = train(args, stats, files['tfrecord'])
   task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {})
   if task.get('type', 'chief') == 'chief':
-    print(json.dumps({'rate': rate, **SPAN}), flush=True)
+    print(json.dumps(measured), flush=True)
   return 0
 
 

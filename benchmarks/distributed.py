@@ -348,10 +348,11 @@ def hand_written_run(
         else:
           role = ['ps' if servers else 'mwm', *flags]
         env = _env({'cluster': cluster, 'task': {'type': job, 'index': index}})
-        with open(os.path.join(output, f'{job}-{index}.log'), 'w') as out:
+        task = f'{job}-{index}'
+        with open(os.path.join(output, f'{task}.log'), 'w') as out:
           processes.append(
             (
-              job,
+              task,
               subprocess.Popen(
                 script + role,
                 stdout=out,
@@ -363,11 +364,7 @@ def hand_written_run(
             )
           )
     chief = processes[-1][1]
-    named = {
-      f'{job}-{i}': p.pid
-      for job in jobs
-      for i, p in enumerate(q for j, q in processes if j == job)
-    }
+    named = {task: p.pid for task, p in processes}
     sampler = cpu_split.CpuSampler(lambda: named, _SAMPLE_SECONDS)
     sampler.start()
     try:
@@ -389,8 +386,7 @@ def hand_written_run(
       f'{"timed out" if code is None else f"exited {code}"}'
       f':\n{_tail(log)}'
     )
-  rate = lines[0]['rate']
-  span = (lines[0]['began'], lines[0]['ended']) if 'began' in lines[0] else None
+  rate, span = lines[0]['rate'], (lines[0]['began'], lines[0]['ended'])
   return {'rate': rate, 'in_loop': None, 'cpu': _cpu(sampler, span, rate)}
 
 
@@ -447,13 +443,15 @@ def _cpu_line(cpu: dict[str, Any]) -> str:
 
 def _by_job(tasks: dict[str, float]) -> dict[str, float]:
   """Cores by job (`worker-0`, `worker-1` -> `worker`), in a fixed order."""
-  jobs = dict.fromkeys(('launcher', 'chief', 'ps', 'worker'), 0.0)
+  jobs: dict[str, float] = {}
   for task, cores in tasks.items():
     # `chief-0` (by hand) and `chief` (tensorfx's launcher) are one job.
     job = task.rsplit('-', 1)[0] if task[-1:].isdigit() else task
     jobs[job] = jobs.get(job, 0.0) + cores
-  present = {t.rsplit('-', 1)[0] if t[-1:].isdigit() else t for t in tasks}
-  return {job: cores for job, cores in jobs.items() if job in present}
+  order = ('launcher', 'chief', 'ps', 'worker')
+  return dict(
+    sorted(jobs.items(), key=lambda item: (order + (item[0],)).index(item[0]))
+  )
 
 
 def _cpu_ratio(cpu: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
