@@ -176,11 +176,12 @@ def multi_worker(
   args: argparse.Namespace, stats: dict[str, Any], files: list[str]
 ) -> dict[str, float]:
   """One replica's loop; examples/s (the global batch's) and the span."""
-  strategy = tf.distribute.MultiWorkerMirroredStrategy(
-    communication_options=tf.distribute.experimental.CommunicationOptions(
-      timeout_seconds=120
-    )
-  )
+  # No collective timeout (`CommunicationOptions(timeout_seconds=...)`):
+  # with one, TensorFlow 2.21 starts a thread per collective that waits
+  # out the timeout, about 650 a second here at batch 1024, until a
+  # process cannot start another (`std::system_error: Resource
+  # temporarily unavailable`). `distributed.py` kills a run that hangs.
+  strategy = tf.distribute.MultiWorkerMirroredStrategy()
   step = _model_and_step(strategy)
   dataset = ctr_model.tuned_pipeline(files, args.batch, stats)
   options = tf.data.Options()

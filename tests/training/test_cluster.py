@@ -1,12 +1,63 @@
-"""The chief's restart in place (a table grows under parameter servers)."""
+"""Cluster plumbing: the job's end as tasks see it, the chief's restart."""
 
 import os
 import sys
+import time
 
 import pytest
+import yaml
 
 from tensorfx._errors import TrainingError
 from tensorfx.training._cluster import cluster as _cluster
+from tensorfx.training._run import jobinfo
+
+
+def _job(output):
+  return jobinfo.JobRecord(os.path.join(output, 'job.yaml'), {}, {})
+
+
+def test_a_job_has_ended_when_its_chief_records_completion(tmp_path):
+  since = time.time() - 1
+  assert not _cluster.job_finished(str(tmp_path), since)
+  job = _job(str(tmp_path))
+  job.write()
+  assert not _cluster.job_finished(str(tmp_path), since)
+  job.write(status='completed')
+  assert _cluster.job_finished(str(tmp_path), since)
+  # An end recorded before this task started is an earlier run's.
+  assert not _cluster.job_finished(str(tmp_path), time.time() + 5)
+
+
+def test_a_failed_chief_is_waited_for_until_the_record_settles(tmp_path):
+  since = time.time() - 1
+  _job(str(tmp_path)).write(status='failed')
+  assert not _cluster.job_finished(str(tmp_path), since, settle_secs=300)
+  assert not _cluster.job_finished(str(tmp_path), since)
+  assert _cluster.job_finished(str(tmp_path), since, settle_secs=0)
+
+
+def test_polling_parses_the_record_only_when_it_changes(tmp_path, monkeypatch):
+  parsed = []
+  load = yaml.load
+  monkeypatch.setattr(
+    yaml, 'load', lambda text, Loader: parsed.append(1) or load(text, Loader)
+  )
+  since = time.time() - 1
+  job = _job(str(tmp_path))
+  job.write()
+  for _ in range(5):
+    assert not _cluster.job_finished(str(tmp_path), since)
+  assert len(parsed) == 1
+  job.write(status='completed')
+  assert _cluster.job_finished(str(tmp_path), since)
+  assert len(parsed) == 2
+
+
+def test_a_damaged_record_is_read_as_not_ended(tmp_path):
+  (tmp_path / 'job.yaml').write_text('status: [completed\n')
+  assert not _cluster.job_finished(str(tmp_path), 0)
+  (tmp_path / 'job.yaml').write_text('- completed\n')
+  assert not _cluster.job_finished(str(tmp_path), 0)
 
 
 def test_a_script_is_replaced_by_the_same_command(monkeypatch):
