@@ -51,6 +51,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 # tensorfx/__init__.py), and the start-up probes must not inherit that.
 _KERAS_CHOICE = os.environ.get('TF_USE_LEGACY_KERAS')
 
+import cpu_split
 import ctr_data
 import ctr_model
 import tensorflow as tf
@@ -341,14 +342,6 @@ def input_only(files, stats, batch, rounds):
   }
 
 
-def _cpu_seconds(pid):
-  """User + system CPU seconds a running process has used (Linux /proc)."""
-  with open(f'/proc/{pid}/stat') as f:
-    # Fields after the parenthesized command name; utime, stime are 14, 15.
-    fields = f.read().rsplit(')', 1)[1].split()
-  return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def _time_to_first_step(command):
   """(wall, CPU) seconds from starting `command` to its `step 1` line.
 
@@ -381,7 +374,7 @@ def _time_to_first_step(command):
       lines.append(line)
       if _FIRST_STEP.search(line):
         seen = time.perf_counter() - start
-        cpu = _cpu_seconds(process.pid)
+        cpu = cpu_split.cpu_seconds(process.pid)
         break
   finally:
     process.kill()
