@@ -17,7 +17,7 @@ from tensorfx.training._engine import strategies as _strategies
 
 
 def make_loop(
-  builder, train_step, epochs, shuffle, loss_limit, steps_per_closure
+  builder, train_step, last_norm, epochs, shuffle, loss_limit, steps_per_closure
 ):
   """The chief's loop over per-worker datasets.
 
@@ -25,6 +25,9 @@ def make_loop(
     builder: the `ModelBuilder` (its `build_input` makes each worker's
       dataset).
     train_step: the per-replica training step.
+    last_norm: `last_norm()`, the gradient norm tensor of the step traced
+      last (see `train_step.make_train_step`): each closure returns its
+      last step's, kept in the engine state's `run.gradient_norm`.
     epochs: passes over the training data per worker (None: forever).
     shuffle: whether the workers shuffle.
     loss_limit: the largest loss a step may have (inf for none).
@@ -61,20 +64,26 @@ def make_loop(
 
   @tf.function(autograph=False)
   def worker_loop(iterator, num_steps):
-    def body(steps, _, __):
+    def body(steps, _, __, ___):
       loss = strategy.run(train_step, (next(iterator),))
       return (
         steps + 1,
         loss,
         tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
+        last_norm(),
       )
 
-    steps, loss, _ = tf.while_loop(
-      lambda steps, _, ok: tf.logical_and(ok, steps < num_steps),
+    steps, loss, _, norm = tf.while_loop(
+      lambda steps, _, ok, __: tf.logical_and(ok, steps < num_steps),
       body,
-      (tf.constant(0, tf.int64), tf.constant(0.0), tf.constant(True)),
+      (
+        tf.constant(0, tf.int64),
+        tf.constant(0.0),
+        tf.constant(True),
+        tf.constant(0.0),
+      ),
     )
-    return loss, steps
+    return loss, steps, norm
 
   workers = _strategies.worker_count(strategy)
 
@@ -87,7 +96,10 @@ def make_loop(
       for count in closure_steps(int(num_steps), steps_per_closure, workers)
     ]
     coordinator.join()
-    losses = [float(result.fetch()[0]) for result in scheduled]
+    results = [result.fetch() for result in scheduled]
+    losses = [float(loss) for loss, _, _ in results]
+    if results:
+      engine.run.gradient_norm.value = float(results[-1][2])
     bad = [
       loss for loss in losses if not math.isfinite(loss) or loss > loss_limit
     ]

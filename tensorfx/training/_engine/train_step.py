@@ -26,7 +26,11 @@ def make_train_step(
   Each step also writes the global norm of the gradient it applies to
   the engine state's `run.gradient_norm` (a variable made here, kept out of
   checkpoints and exports), which the trainer reads at log intervals
-  only: no host synchronisation per step. Under mirrored replicas the
+  only: no host synchronisation per step. Under parameter servers a
+  variable would live on a server, and writing it would add remote
+  operations to every step's path: there the step leaves its norm to its
+  closure (`last_norm`), which returns its last step's to the chief, and
+  `run.gradient_norm` holds what the chief fetched. Under mirrored replicas the
   replicas' gradients are summed first (the sum the optimizer applies,
   before clipping), so the norm is that of the global batch's gradient;
   under parameter servers each worker's step applies its own gradient,
@@ -48,9 +52,11 @@ def make_train_step(
       None for never.
 
   Returns:
-    `(train_step, variables, gradients_step)`: the step; the variables it
-    trains; the `xla.Step` computing `(loss, gradients)` (the dense ones
-    None once applied). Only the hooks the step calls are converted by
+    `(train_step, variables, gradients_step, last_norm)`: the step; the
+    variables it trains; the `xla.Step` computing `(loss, gradients)` (the
+    dense ones None once applied); under parameter servers, `last_norm()`,
+    the norm tensor of the step traced last (for the closure tracing it to
+    return), else None. Only the hooks the step calls are converted by
     autograph (Python `if`/`for` over tensors work in them, as in a
     `tf.function`); the step itself and the loops around it are plain
     TensorFlow, traced without autograph: converting library code would
@@ -68,15 +74,29 @@ def make_train_step(
   global_step = engine.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
-  # Made under the strategy's scope (the caller's): replicas hold the same
-  # value, the first one's is kept.
-  gradient_norm = tf.Variable(
-    0.0,
-    trainable=False,
-    name='gradient_norm',
-    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-  )
-  engine.run.gradient_norm = gradient_norm
+  traced_norms = {}
+  if strategies.parameter_servers(strategy):
+    gradient_norm = None
+    engine.run.gradient_norm = FetchedNorm()
+  else:
+    # Made under the strategy's scope (the caller's): replicas hold the
+    # same value, the first one's is kept.
+    gradient_norm = tf.Variable(
+      0.0,
+      trainable=False,
+      name='gradient_norm',
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
+    engine.run.gradient_norm = gradient_norm
+
+  def record_norm(norm):
+    if gradient_norm is None:
+      traced_norms['last'] = norm
+    else:
+      gradient_norm.assign(norm)
+
+  def recorded_norm():
+    return traced_norms['last'] if gradient_norm is None else gradient_norm
 
   # Python-only control flow, calling optimizers (which autograph leaves
   # alone, as Keras' own training step does): converting it would only
@@ -122,8 +142,8 @@ def make_train_step(
     )
     if step_optimizer is None:
       # The compiled step left the dense gradients' norm in the variable.
-      norm = tf.sqrt(tf.square(norm) + tf.square(gradient_norm))
-    gradient_norm.assign(norm)
+      norm = tf.sqrt(tf.square(norm) + tf.square(recorded_norm()))
+    record_norm(norm)
     for (optimizer, begin, end), presum in zip(parts, presummed):
       kwargs = {'skip_gradients_aggregation': True} if presum else {}
       optimizer.apply_gradients(
@@ -173,7 +193,7 @@ def make_train_step(
 
   def update_of(inputs):
     loss, gradients = gradients_of(inputs)
-    gradient_norm.assign(_global_norm(gradients[: len(dense)]))
+    record_norm(_global_norm(gradients[: len(dense)]))
     return loss, apply_dense(gradients)
 
   gradients_step = (compiled or _plain)(update_of if fused else gradients_of)
@@ -193,11 +213,28 @@ def make_train_step(
     else:
       # Applied every --accumulation-steps steps by the step runner.
       accumulator.add(gradients)
-      gradient_norm.assign(_global_norm(gradients) * replicas)
+      record_norm(_global_norm(gradients) * replicas)
     global_step.assign_add(1)
     return loss
 
-  return train_step, variables, gradients_step
+  last_norm = (
+    None if gradient_norm is not None else lambda: traced_norms['last']
+  )
+  return train_step, variables, gradients_step, last_norm
+
+
+class FetchedNorm:
+  """Under parameter servers: the gradient norm the chief last fetched.
+
+  The closures return their last step's norm; the chief's loop keeps the
+  last scheduled closure's here, read like the variable it stands for.
+  """
+
+  def __init__(self):
+    self.value = 0.0
+
+  def numpy(self):
+    return self.value
 
 
 def _plain(fn):

@@ -64,13 +64,15 @@ def build(builder):
       reason=_no_xla(parameter_servers),
     )
 
-  train_step, variables, gradients_step = train_steps.make_train_step(
-    builder,
-    dense,
-    groups,
-    accumulator,
-    loss_scale=loss_scale,
-    compiled=compiled,
+  train_step, variables, gradients_step, last_norm = (
+    train_steps.make_train_step(
+      builder,
+      dense,
+      groups,
+      accumulator,
+      loss_scale=loss_scale,
+      compiled=compiled,
+    )
   )
   gradients_step.check(dataset.element_spec, strategy)
   # The guards stop the loop at the first bad step, compared on the
@@ -81,6 +83,7 @@ def build(builder):
     loop, distributed = ps_loop.make_loop(
       builder,
       train_step,
+      last_norm,
       epochs,
       shuffle,
       loss_limit,
