@@ -16,6 +16,9 @@ files of growing size, side by side in one run:
   statistics (count, min, max, mean, std of the numbers, the value counts of
   every discrete column, the quartiles of hours_per_week): what reading and
   reducing the data costs without Beam or tf.Transform.
+- `pandas`: the same statistics from one `pandas.read_csv` of the file
+  (`describe`-like aggregates, `value_counts`, `quantile`): what a user
+  computes by hand in a notebook. Not run by default (`--variants`).
 
 Each variant runs in a fresh process, the variants of a size one after the
 other (rotated between rounds); the time is the analysis call's (imports
@@ -26,6 +29,7 @@ may be shared.
   python benchmarks/analysis.py                   # 30k, 300k, 3M rows
   python benchmarks/analysis.py --quick           # 30k, 100k rows
   python benchmarks/analysis.py --sizes 300000 --rounds 3
+  python benchmarks/analysis.py --sizes 1000000 --variants now,pandas,floor
 
 Writes benchmarks/results/analysis.json and .md and prints the table.
 """
@@ -48,6 +52,8 @@ FEATURES = os.path.join(CENSUS, 'features.yaml')
 # The last commit whose analysis fed tf.Transform instance dicts.
 BEFORE = 'd065826'
 VARIANTS = ('before', 'now', 'now-mp', 'floor')
+# Measured when asked for (--variants): not part of the default run.
+EXTRA_VARIANTS = ('pandas',)
 
 
 # The variants, each run in a child process: they print one JSON line.
@@ -63,7 +69,9 @@ def _child(variant, data, output):
 
   from tensorfx import data as tfx_data
 
-  if variant != 'floor':
+  if variant == 'pandas':
+    import pandas  # noqa: F401  (timed: the import is what is measured)
+  elif variant != 'floor':
     import apache_beam  # noqa: F401  (timed: the import is what is measured)
     import tensorflow_transform.beam  # noqa: F401  (timed: the import is what is measured)
   imports = time.perf_counter() - start
@@ -71,6 +79,8 @@ def _child(variant, data, output):
   cpu = _cpu_seconds()
   if variant == 'floor':
     rows = _floor(data)
+  elif variant == 'pandas':
+    rows = _pandas(data)
   else:
     dataset = tfx_data.CsvDataSet(SCHEMA, features=FEATURES, train=data)
     if variant == 'before':
@@ -177,6 +187,28 @@ def _floor(path):
   return int(sums[numbers[0]][0])
 
 
+def _pandas(path):
+  """One pandas pass computing the statistics the analysis computes."""
+  import pandas as pd
+
+  from tensorfx.data import Schema
+
+  schema = Schema.load(SCHEMA)
+  numbers = [f.name for f in schema if f.numeric]
+  texts = [f.name for f in schema if not f.numeric]
+  frame = pd.read_csv(
+    path,
+    header=None,
+    names=[f.name for f in schema],
+    dtype={name: str for name in texts},
+  )
+  frame[numbers].agg(['count', 'min', 'max', 'mean', 'std'])
+  for name in texts:
+    frame[name].value_counts()
+  frame['hours_per_week'].quantile([0.25, 0.5, 0.75])
+  return len(frame)
+
+
 # The parent.
 
 
@@ -245,7 +277,8 @@ def main(argv=None):
     '--variants',
     type=lambda t: t.split(','),
     default=list(VARIANTS),
-    help=f'which to run (default {",".join(VARIANTS)})',
+    help=f'which to run (default {",".join(VARIANTS)}; also '
+    f'{",".join(EXTRA_VARIANTS)})',
   )
   parser.add_argument(
     '--before',
@@ -325,13 +358,14 @@ def _report(runs, sizes):
     'processes; load: the 1-minute load average before the run (the '
     'machine may be shared).',
     '',
-    '| rows | CSV | variant | time | rows/s | vs before | vs floor | CPU | '
-    'peak RSS | load |',
-    '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| rows | CSV | variant | time | rows/s | vs before | vs floor | '
+    'vs pandas | CPU | peak RSS | load |',
+    '| ---: | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: '
+    '| ---: |',
   ]
   for rows in sizes:
     medians = {}
-    for variant in VARIANTS:
+    for variant in VARIANTS + EXTRA_VARIANTS:
       mine = [r for r in runs if r['size'] == rows and r['variant'] == variant]
       if mine:
         cpu = [r['cpu_seconds'] for r in mine if 'cpu_seconds' in r]
@@ -353,16 +387,22 @@ def _report(runs, sizes):
         if 'floor' in medians and variant != 'floor'
         else ''
       )
+      by_hand = (
+        f'{seconds / medians["pandas"][0]:.1f}x'
+        if 'pandas' in medians and variant not in ('pandas', 'floor')
+        else ''
+      )
       cpu = f'{cpu:.1f} s' if cpu is not None else ''
       lines.append(
         f'| {rows:,} | {mib:,.0f} MiB | {variant} | {seconds:.1f} s'
-        f' | {rows / seconds:,.0f} | {before} | {floor} | {cpu} | '
-        f'{peak:,.0f} MiB | {load:.1f} |'
+        f' | {rows / seconds:,.0f} | {before} | {floor} | {by_hand} | '
+        f'{cpu} | {peak:,.0f} MiB | {load:.1f} |'
       )
   lines += [
     '',
     '"vs before": how many times faster than the path before; '
-    '"vs floor": how many times slower than the tf.data pass.',
+    '"vs floor", "vs pandas": how many times slower than the tf.data '
+    'pass, the pandas pass.',
   ]
   return '\n'.join(lines) + '\n'
 
