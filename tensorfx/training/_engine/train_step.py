@@ -30,11 +30,10 @@ def make_train_step(
   variable would live on a server, and writing it would add remote
   operations to every step's path: there the step leaves its norm to its
   closure (`last_norm`), which returns its last step's to the chief, and
-  `run.gradient_norm` holds what the chief fetched. Under mirrored replicas the
-  replicas' gradients are summed first (the sum the optimizer applies,
-  before clipping), so the norm is that of the global batch's gradient;
-  under parameter servers each worker's step applies its own gradient,
-  and the variable holds the last step's. Two cases report the norm of a
+  `run.gradient_norm` holds what the chief fetched last (each worker's
+  step applies its own gradient). Under mirrored replicas the replicas'
+  gradients are summed first (the sum the optimizer applies, before
+  clipping), so the norm is that of the global batch's gradient. Two cases report the norm of a
   replica's own minibatch gradient instead: `--accumulation-steps` (the
   step does not apply), and mirrored replicas with an optimizer that
   cannot take summed gradients (`apply_gradients` without
@@ -141,7 +140,7 @@ def make_train_step(
       else tf.constant(0.0)
     )
     if step_optimizer is None:
-      # The compiled step left the dense gradients' norm in the variable.
+      # The dense update's step recorded the dense gradients' norm.
       norm = tf.sqrt(tf.square(norm) + tf.square(recorded_norm()))
     record_norm(norm)
     for (optimizer, begin, end), presum in zip(parts, presummed):
