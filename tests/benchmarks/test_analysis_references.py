@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
 import analysis  # noqa: E402  (the benchmark script, from its directory)
 from analysis_memory import write_data  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group('test_analysis_references')
+
 
 @pytest.fixture(scope='module')
 def census(tmp_path_factory):

@@ -19,7 +19,11 @@ import pytest
 from conftest import IRIS
 from conftest import ROOT
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [
+  pytest.mark.cluster,
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_gradient_norm_ps'),
+]
 
 _SCRIPT = r"""
 import json, os, socket, sys
