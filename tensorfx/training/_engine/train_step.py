@@ -33,11 +33,11 @@ def make_train_step(
   `run.gradient_norm` holds what the chief fetched last (each worker's
   step applies its own gradient). Under mirrored replicas the replicas'
   gradients are summed first (the sum the optimizer applies, before
-  clipping), so the norm is that of the global batch's gradient. Two cases report the norm of a
-  replica's own minibatch gradient instead: `--accumulation-steps` (the
-  step does not apply), and mirrored replicas with an optimizer that
-  cannot take summed gradients (`apply_gradients` without
-  `skip_gradients_aggregation`).
+  clipping), so the norm is that of the global batch's gradient. Two
+  cases report the norm of a replica's own minibatch gradient instead:
+  `--accumulation-steps` (the step does not apply), and mirrored replicas
+  with an optimizer that cannot take summed gradients (`apply_gradients`
+  without `skip_gradients_aggregation`).
 
   Args:
     builder: the `ModelBuilder`.
@@ -216,9 +216,7 @@ def make_train_step(
     global_step.assign_add(1)
     return loss
 
-  last_norm = (
-    None if gradient_norm is not None else lambda: traced_norms['last']
-  )
+  last_norm = recorded_norm if gradient_norm is None else None
   return train_step, variables, gradients_step, last_norm
 
 
