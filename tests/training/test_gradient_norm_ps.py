@@ -18,6 +18,7 @@ import pytest
 
 from conftest import IRIS
 from conftest import ROOT
+from ps_cluster_script import in_process_cluster
 
 pytestmark = [
   pytest.mark.cluster,
@@ -25,26 +26,19 @@ pytestmark = [
   pytest.mark.xdist_group('test_gradient_norm_ps'),
 ]
 
-_SCRIPT = r"""
+_SCRIPT = (
+  r"""
 import json, os, socket, sys
 import tensorflow as tf
 from tensorfx import data, training
 from tensorfx.models import nn
 from tensorfx.training._engine import state
 
-def port():
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
 iris, analysis = sys.argv[1], sys.argv[2]
-cluster = {'chief': [f'127.0.0.1:{port()}'], 'worker': [f'127.0.0.1:{port()}'],
-           'ps': [f'127.0.0.1:{port()}']}
-spec = tf.train.ClusterSpec(cluster)
-config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4)
-servers = [tf.distribute.Server(spec, job_name=job, task_index=0,
-                                protocol='grpc', config=config)
-           for job in ('worker', 'ps')]
+num_ps = 1
+"""
+  + in_process_cluster(1)
+  + r"""
 dataset = data.CsvDataSet(
     os.path.join(iris, 'schema.yaml'), metadata=analysis,
     features=os.path.join(iris, 'features.yaml'),
@@ -53,7 +47,6 @@ args = nn.FeedForwardClassificationArguments.parse([
     '--no-shuffle', '--seed', '7', '--hidden-layers', '4',
     '--batch-size', '32', '--steps-per-closure', '2'])
 builder = nn.FeedForwardClassification(args, dataset)
-chief = training.Configuration(training.TaskSpec('chief', 0), cluster)
 interface, _, _ = builder.build_graph_interfaces(chief)
 engine = state.of(builder)
 # The gradient of the first batch, by hand, on the initial weights.
@@ -78,6 +71,7 @@ print(json.dumps({
     'variable': type(interface.gradient_norm).__name__,
 }))
 """
+)
 
 
 @pytest.fixture(scope='module')
