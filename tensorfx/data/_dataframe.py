@@ -287,7 +287,8 @@ class DataFrameDataSource(DataSource):
         seed=seed,
         reshuffle_each_iteration=True,
       )
-    ds = ds.repeat(epochs).batch(batch_size)
+    # Full batches when endless (see `DataSource.read`).
+    ds = ds.repeat(epochs).batch(batch_size, drop_remainder=epochs is None)
 
     def gather(indices):
       batch = {}

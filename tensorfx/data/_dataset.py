@@ -94,7 +94,12 @@ class DataSource:
     """A `tf.data.Dataset` of dicts of raw [batch] tensors, by field name.
 
     Args:
-      batch_size: records per batch (the last batch may be smaller).
+      batch_size: records per batch; the last batch may be smaller.
+        Repeating forever, readers of one record per row (TFRecord,
+        Parquet, DataFrame) make every batch full, with a static batch
+        dimension: an endless stream has no last batch to drop, and a
+        static size lets TensorFlow fold each step's shape arithmetic.
+        CSV batches stay dynamic (blank lines are dropped after batching).
       epochs: passes over the data; None repeats forever.
       shuffle: whether to shuffle files and records.
       seed: the shuffle seed, for repeatable runs.

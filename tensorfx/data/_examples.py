@@ -148,9 +148,12 @@ class ExamplesDataSource(_skipping.SkippingSource):
         .ignore_errors()
         .unbatch()
       )
-      return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+      return ds.batch(batch_size, drop_remainder=epochs is None).prefetch(
+        tf.data.AUTOTUNE
+      )
     # Batch first: one vectorized parse per batch, not one call per record.
-    ds = ds.batch(batch_size)
+    # Full batches when endless (see `DataSource.read`).
+    ds = ds.batch(batch_size, drop_remainder=epochs is None)
     if self.skip_bad_records:
       ds = ds.map(
         no_autograph(

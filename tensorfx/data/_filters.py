@@ -58,17 +58,20 @@ def parse_filters(items, schema=None):
   return filters
 
 
-def filter_records(dataset, filters, batch_size):
+def filter_records(dataset, filters, batch_size, forever=False):
   """Keeps the records of a batched raw dataset that match every filter.
 
   The batches are split into records, filtered and batched again, so
-  batches keep `batch_size` records (the last one may be smaller).
+  batches keep `batch_size` records (the last one may be smaller, unless
+  the data repeats forever).
 
   Args:
     dataset: a `tf.data.Dataset` of dicts of raw [batch] tensors (dense or
       `tf.SparseTensor`), as `DataSource.read()` makes.
     filters: `(field, regex)` pairs, as `parse_filters` returns.
     batch_size: records per batch of the result.
+    forever: whether `dataset` repeats forever: then every batch is full,
+      with a static batch dimension (see `DataSource.read`).
 
   Returns:
     The filtered `tf.data.Dataset`.
@@ -97,5 +100,8 @@ def filter_records(dataset, filters, batch_size):
     return matched
 
   return (
-    dataset.unbatch().filter(keep).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    dataset.unbatch()
+    .filter(keep)
+    .batch(batch_size, drop_remainder=forever)
+    .prefetch(tf.data.AUTOTUNE)
   )

@@ -222,7 +222,9 @@ class ParquetDataSource(DataSource):
     ds = ds.unbatch()
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return ds.repeat(epochs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    # Full batches when endless (see `DataSource.read`).
+    ds = ds.repeat(epochs).batch(batch_size, drop_remainder=epochs is None)
+    return ds.prefetch(tf.data.AUTOTUNE)
 
   def diagnose(self, error: Exception) -> str | None:
     """The message of the `DataError` that failed a `read()` pipeline."""

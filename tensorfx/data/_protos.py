@@ -109,8 +109,11 @@ class ProtoDataSource(_examples.ExamplesDataSource):
         .ignore_errors()
         .unbatch()
       )
-      return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-    ds = ds.batch(batch_size)
+      return ds.batch(batch_size, drop_remainder=epochs is None).prefetch(
+        tf.data.AUTOTUNE
+      )
+    # Full batches when endless (see `DataSource.read`).
+    ds = ds.batch(batch_size, drop_remainder=epochs is None)
     if self.skip_bad_records:
       ds = ds.map(
         no_autograph(
@@ -127,7 +130,7 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       )
     if self.proto_format.examples:
       # A record makes any number of examples: batches of batch_size again.
-      ds = ds.unbatch().batch(batch_size)
+      ds = ds.unbatch().batch(batch_size, drop_remainder=epochs is None)
     elif self.skip_bad_records:
       ds = ds.filter(_examples.not_empty)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -263,6 +263,7 @@ class ModelBuilder(tf.Module):
         raw,
         _filters.parse_filters(settings.data.filters, self._dataset.schema),
         batch,
+        forever=epochs is None and not memory,
       )
     slice_filter = _state.of(self).run.slice_filter
     if slice_filter is not None:
