@@ -149,7 +149,11 @@ def warm_start_variables(builder):
 
 
 def _zeros_like_spec(spec):
+  # One instance: the batch dimension may be static (the batch size of an
+  # endless read) in some features and not in others (sparse ones).
   shape = [1 if d is None else d for d in spec.shape.as_list()]
+  if shape:
+    shape[0] = 1
   if spec.dtype == tf.string:
     return tf.fill(shape, '')
   return tf.zeros(shape, spec.dtype)
