@@ -151,7 +151,20 @@ def parameter_servers(
   per_worker = coordinator.create_per_worker_dataset(
     lambda: ctr_model.tuned_pipeline(files, args.batch, stats)
   )
-  iterator = iter(per_worker)
+  run = coordinator_loop(
+    strategy, coordinator, step, iter(per_worker), args.steps_per_closure
+  )
+  return _timed(run, args)
+
+
+def coordinator_loop(
+  strategy: Any,
+  coordinator: Any,
+  step: Callable[..., tf.Tensor],
+  iterator: Any,
+  steps_per_closure: int,
+) -> Callable[[int], None]:
+  """`run(count)`: `count` steps in closures of `steps_per_closure`, joined."""
 
   @tf.function
   def closure(iterator: Any, count: tf.Tensor) -> tf.Tensor:
@@ -162,14 +175,14 @@ def parameter_servers(
     return loss
 
   def run(count: int) -> None:
-    for done in range(0, count, args.steps_per_closure):
+    for done in range(0, count, steps_per_closure):
       coordinator.schedule(
         closure,
-        args=(iterator, tf.constant(min(args.steps_per_closure, count - done))),
+        args=(iterator, tf.constant(min(steps_per_closure, count - done))),
       )
     coordinator.join()
 
-  return _timed(run, args)
+  return run
 
 
 def multi_worker(

@@ -37,11 +37,9 @@ import os
 import platform
 import re
 import shutil
-import socket
 import sys
 import tempfile
 import time
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -54,6 +52,7 @@ import compare
 import ctr_cluster
 import ctr_data
 import ctr_model
+import distributed
 import tensorflow as tf
 
 SIDES = ('tensorfx', 'hand-written')
@@ -76,18 +75,13 @@ PARTS = (
 _CALLS = re.compile(r'^\s|partitioned|^\d+$')
 
 
-def _port() -> int:
-  with socket.socket() as s:
-    s.bind(('127.0.0.1', 0))
-    return s.getsockname()[1]
-
-
 def start_cluster(num_ps: int, workers: int = 2) -> tuple[dict, list]:
   """Servers for the workers and parameter servers, in this process."""
+  ports = iter(distributed._free_ports(1 + workers + num_ps))
   cluster = {
-    'chief': [f'127.0.0.1:{_port()}'],
-    'worker': [f'127.0.0.1:{_port()}' for _ in range(workers)],
-    'ps': [f'127.0.0.1:{_port()}' for _ in range(num_ps)],
+    'chief': [f'127.0.0.1:{next(ports)}'],
+    'worker': [f'127.0.0.1:{next(ports)}' for _ in range(workers)],
+    'ps': [f'127.0.0.1:{next(ports)}' for _ in range(num_ps)],
   }
   spec = tf.train.ClusterSpec(cluster)
   # Each server of this process runs closures and remote operations at
@@ -157,22 +151,9 @@ def hand_written_side(strategy, files, args):
       lambda: ctr_model.tuned_pipeline(files['tfrecord'], args.batch, stats)
     )
   )
-
-  @tf.function
-  def closure(iterator: Any, count: tf.Tensor) -> tf.Tensor:
-    loss = tf.constant(0.0)
-    for _ in tf.range(count):
-      inputs, labels = next(iterator)
-      loss = strategy.run(step, (inputs, labels))
-    return loss
-
-  def run(steps: int) -> None:
-    for done in range(0, steps, STEPS_PER_CLOSURE):
-      count = min(STEPS_PER_CLOSURE, steps - done)
-      coordinator.schedule(closure, args=(iterator, tf.constant(count)))
-    coordinator.join()
-
-  return run
+  return ctr_cluster.coordinator_loop(
+    strategy, coordinator, step, iterator, STEPS_PER_CLOSURE
+  )
 
 
 def rates_in_turns(runs, args):
@@ -319,7 +300,7 @@ def markdown(result):
   )
   lines += [
     '',
-    f'Profiled over {config["profile_steps"]} steps a side (steps seen: '
+    f'Profiled over {config["steps"]} steps a side (steps seen: '
     f'{ours["steps"]:.0f} and {theirs["steps"]:.0f}). Operations of every '
     'task (the servers, the workers, their input pipelines); the '
     'milliseconds are summed wall time of the operations, waiting for a '
@@ -388,7 +369,6 @@ def main(argv=None):
       'shards': args.shards,
       'batch': args.batch,
       'steps': args.steps,
-      'profile_steps': args.steps,
     },
     'rounds': args.rounds,
     'cpus': os.cpu_count(),
