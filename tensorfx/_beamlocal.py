@@ -114,9 +114,8 @@ def _install(core, options_type):
   original_view = options_type.view_as
 
   def get_function_args_defaults(f):
-    # A bound method's arguments are its function's, less the first.
-    key = (f.__func__,) if isinstance(f, types.MethodType) else f
     try:
+      key = _signature_key(f)
       found = signatures.get(key)
     except TypeError:  # An unhashable callable: not remembered.
       return original_signature(f)
@@ -137,6 +136,33 @@ def _install(core, options_type):
   _active['view'] = original_view
   core.get_function_args_defaults = get_function_args_defaults
   options_type.view_as = view_as
+
+
+def _signature_key(f):
+  """What decides `f`'s argument names and defaults, as a dict key.
+
+  A runner unpickles each DoFn's functions anew for every bundle, so the
+  function objects differ while their code is the same: a plain function
+  is known by its code (compared by value) and its defaults (by type and
+  value, so `1` and `True` differ). Anything else (a wrapper, a partial,
+  a callable object) by itself.
+  """
+  if isinstance(f, types.MethodType):
+    # A bound method's arguments are its function's, less the first.
+    return ('method', _signature_key(f.__func__))
+  if (
+    isinstance(f, types.FunctionType)
+    and not hasattr(f, '__wrapped__')
+    and '__signature__' not in f.__dict__
+  ):
+    kwdefaults = sorted((f.__kwdefaults__ or {}).items())
+    return (
+      'function',
+      f.__code__,
+      tuple((type(d), d) for d in f.__defaults__ or ()),
+      tuple((name, type(d), d) for name, d in kwdefaults),
+    )
+  return f
 
 
 def _uninstall(core, options_type):

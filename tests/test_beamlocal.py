@@ -70,6 +70,47 @@ def test_signatures_are_introspected_once_with_the_same_answer():
   assert len(calls) == len({getattr(f, '__func__', f) for f in calls})
 
 
+def _counting_signatures():
+  original = core.get_function_args_defaults
+  calls = []
+
+  def counted(f):
+    calls.append(f)
+    return original(f)
+
+  return original, counted, calls
+
+
+def _made(default):
+  def process(self, element, flag=default):
+    return element
+
+  return process
+
+
+def test_functions_unpickled_anew_are_introspected_once():
+  from apache_beam.internal import pickler
+
+  original, counted, calls = _counting_signatures()
+  # As a runner makes them for every bundle: equal code, new objects.
+  copies = [pickler.loads(pickler.dumps(_made(3))) for _ in range(4)]
+  assert len({id(f) for f in copies}) == 4
+  core.get_function_args_defaults = counted
+  try:
+    with _beamlocal.faster_beam():
+      answers = [core.get_function_args_defaults(f) for f in copies]
+      # The same code with other defaults is asked again: 1 is not True.
+      others = [
+        core.get_function_args_defaults(_made(d)) for d in (1, True, 1.0)
+      ]
+  finally:
+    core.get_function_args_defaults = original
+  assert answers == [(['self', 'element', 'flag'], [3])] * 4
+  assert [defaults for _, defaults in others] == [[1], [True], [1.0]]
+  assert [type(d) for _, (d,) in others] == [int, bool, float]
+  assert len(calls) == 1 + 3
+
+
 def test_views_are_shared_and_their_values_stay_live():
   options = PipelineOptions(['--runner=DirectRunner'])
   with _beamlocal.faster_beam():

@@ -27,6 +27,7 @@ from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _arrow
+from tensorfx.data import _arrowcoder
 from tensorfx.data import _fingerprint
 from tensorfx.data import _statistics
 from tensorfx.data._metadata import Metadata
@@ -115,7 +116,7 @@ def _run(dataset, data_source, output_dir, options):
     with _quiet_beam(), _beamlocal.faster_beam():
       pipeline = _beamlocal.pipeline(options)
       with tft_beam.Context(temp_dir=work_dir, force_tf_compat_v1=False):
-        batches = data_source.record_batches(pipeline)
+        batches = _arrowcoder.declare(data_source.record_batches(pipeline))
         transform_fn = (
           batches,
           _arrow.tensor_adapter_config(schema),
