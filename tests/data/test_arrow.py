@@ -113,7 +113,7 @@ def test_the_coder_round_trips_a_batch_and_sizes_it_without_encoding(
 
   assert coder.decode(coder.encode(batch)).equals(batch)
   encoded = []
-  monkeypatch.setattr(coder, 'encode', lambda value: encoded.append(value))
+  monkeypatch.setattr(coder, 'encode', encoded.append)
   size = coder.get_impl().estimate_size(batch)
   assert size == batch.nbytes > 0
   assert not encoded
