@@ -23,6 +23,7 @@ layers), and then:
 
   python benchmarks/ps_profile.py                      # 26 hashed tables on 2 servers, batch 256
   python benchmarks/ps_profile.py --tables none --ps 1 --batch 1024 --rows 200000 --shards 4
+  python benchmarks/ps_profile.py --tables exact       # the same with exact-key tables
   python benchmarks/ps_profile.py --quick              # 4,000 rows, a few steps
 
 Results go to `benchmarks/results/ps_profile.{json,md}`. No timing is
@@ -61,6 +62,13 @@ TABLES_RATE = 0.05
 STEPS_PER_CLOSURE = 10
 # (part, pattern of the operation's name), the first match wins.
 PARTS = (
+  # Exact keys: each table's distinct keys, then its indexes read and
+  # written under its lock (one `CriticalSection` a table).
+  (
+    'exact keys (lock, index)',
+    r'critical_section_execute|ctr/(Unique|UnsortedSegmentSum|GatherV2'
+    r'|GreaterEqual|SelectV2|ReadVariableOp)(_\d+)?$',
+  ),
   ('admission counts', r'ones_like|ctr/ResourceScatter(Add|Update)|last_seen'),
   ('keys (cast, hash)', r'ctr/(FloorMod|Cast|mod)'),
   ('gradient norm', r'global_norm|^while/body/_\d+/while/Sqrt'),

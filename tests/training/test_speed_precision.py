@@ -41,7 +41,12 @@ def _train(output, dataset, *flags, builder_type=nn.FeedForwardClassification):
 
 @pytest.mark.parametrize(
   'precision, compute',
-  [('mixed_float16', 'float16'), ('mixed_bfloat16', 'bfloat16')],
+  [
+    ('mixed_float16', 'float16'),
+    # bfloat16 has no fast CPU kernels: 300 steps take 30 s here, so it
+    # runs in the full suite only (float16 keeps the path in the fast tier).
+    pytest.param('mixed_bfloat16', 'bfloat16', marks=pytest.mark.slow),
+  ],
 )
 def test_mixed_precision_trains_and_exports_float32(
   tmp_path, iris_dataset_factory, precision, compute
