@@ -48,9 +48,7 @@ class _Stateful(beam.DoFn):
     yield element
 
 
-def test_signatures_are_introspected_once_with_the_same_answer():
-  dofn = _Stateful()
-  before = userstate.get_dofn_specs(dofn)
+def _counting_signatures():
   original = core.get_function_args_defaults
   calls = []
 
@@ -58,6 +56,13 @@ def test_signatures_are_introspected_once_with_the_same_answer():
     calls.append(f)
     return original(f)
 
+  return original, counted, calls
+
+
+def test_signatures_are_introspected_once_with_the_same_answer():
+  dofn = _Stateful()
+  before = userstate.get_dofn_specs(dofn)
+  original, counted, calls = _counting_signatures()
   core.get_function_args_defaults = counted
   try:
     with _beamlocal.faster_beam():
@@ -68,17 +73,6 @@ def test_signatures_are_introspected_once_with_the_same_answer():
   assert {spec.name for spec in before[0]} == {'count'}
   # Each method once, not once per call of get_dofn_specs.
   assert len(calls) == len({getattr(f, '__func__', f) for f in calls})
-
-
-def _counting_signatures():
-  original = core.get_function_args_defaults
-  calls = []
-
-  def counted(f):
-    calls.append(f)
-    return original(f)
-
-  return original, counted, calls
 
 
 def _made(default):

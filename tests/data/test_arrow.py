@@ -39,6 +39,7 @@ PAIRS = [
 ]
 TAGS = [[b'x'], [], ['ß'.encode(), b'y', b''], [], [b'z']]
 NUMBERS = [[1], [], [2, 3], [4], []]
+REALS = [1.5, -2.0, 0.0, 3.25, 1e-3]
 
 
 def _sparse(rows, dtype):
@@ -50,7 +51,7 @@ def _expected():
     'word': [[w] for w in WORDS],
     'pair': PAIRS,
     'tags': TAGS,
-    'x': [[v] for v in (1.5, -2.0, 0.0, 3.25, 1e-3)],
+    'x': [[v] for v in REALS],
     'n': NUMBERS,
   }
 
@@ -59,7 +60,7 @@ def _columns(as_tensors):
   columns = {
     'word': WORDS,
     'pair': PAIRS,
-    'x': np.array([1.5, -2.0, 0.0, 3.25, 1e-3], np.float32),
+    'x': np.array(REALS, np.float32),
   }
   if not as_tensors:
     return dict(columns, tags=TAGS, n=NUMBERS)
