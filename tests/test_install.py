@@ -42,6 +42,7 @@ pytestmark = [
   pytest.mark.install,
   pytest.mark.slow,
   pytest.mark.xdist_group('test_install'),
+  pytest.mark.release,
 ]
 
 DISTRIBUTION = 'tensorfx-sdk'

@@ -72,6 +72,7 @@ print('root unchanged')
 """
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_a_default_run_prints_no_tensorflow_startup_lines_and_keeps_root(
   tmp_path,

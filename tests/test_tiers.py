@@ -1,7 +1,9 @@
-"""The test tiers: markers declared, cluster tests marked, CI runs all.
+"""The test tiers: markers declared, cluster tests marked, CI runs both.
 
-The fast tier leaves out the tests marked slow, cluster, install, chaos
-or docs; the full suite (README, .ci/run) runs every test.
+The standard tier (the README's `python -m pytest tests`) leaves out the
+tests marked release; the release tier is `-m release`; the fast tier
+leaves out the tests marked slow, cluster, install, chaos or docs, and so
+the release tier's too. CI (.ci/run) runs the standard tier, then release.
 """
 
 import ast
@@ -11,13 +13,88 @@ import re
 
 from conftest import ROOT
 
-TIERS = ('slow', 'cluster', 'install', 'chaos', 'docs')
+TIERS = ('slow', 'cluster', 'install', 'chaos', 'docs', 'release')
 FAST = 'not (slow or cluster or install or chaos or docs)'
 # What starts a local TensorFlow cluster in a test module.
 _CLUSTER = re.compile(
   r"'--cluster',|run_local_cluster\(|LocalCluster\(|"
   r'in_process_cluster\(|ChaosRun\(|distribute\.Server\('
 )
+# The standard tier's end-to-end proof of each real part: the test that
+# keeps it there (not marked release). Moving one of these to the release
+# tier needs another standard test in its place.
+STANDARD_PROOF = {
+  "tf.Transform analysis on Beam's DirectRunner": (
+    'tests/data/test_analysis.py::'
+    'test_writes_the_transform_graph_schemas_and_statistics'
+  ),
+  'a parameter-server cluster of processes (chief, workers, ps, evaluator) '
+  'writing its job to gs:// on the loopback server': (
+    'tests/cloud/test_gcs_cluster.py::'
+    'test_a_parameter_server_cluster_writes_its_job_to_gs'
+  ),
+  'MultiWorkerMirrored with two worker processes, a Keras model': (
+    'tests/models/test_keras_distributed.py::'
+    'test_a_keras_model_trains_unchanged_on_multi_worker_mirrored'
+  ),
+  'a Vertex request built by the real client': (
+    'tests/cloud/test_cloud_submit.py::'
+    'test_submit_stages_the_package_and_creates_the_job'
+  ),
+  'the iris sample, as the README runs it': (
+    'tests/samples/test_iris.py::test_iris_sample_trains_and_predicts'
+  ),
+  'the census sample': (
+    'tests/samples/test_census.py::'
+    'test_predict_takes_csv_lines_and_json_instances'
+  ),
+  "the original tensorfx's census sample": (
+    'tests/samples/test_original_census.py::'
+    'test_the_model_predicts_raw_lines_with_empty_cells'
+  ),
+  "the original tensorfx's iris sample": (
+    'tests/samples/test_original_iris.py::'
+    'test_tfx_predict_writes_a_json_line_per_instance'
+  ),
+  'the recommendation sample': (
+    'tests/embeddings/test_table_training.py::'
+    'test_the_exported_sample_serves_raw_ids'
+  ),
+  "the Gematria sample through Gematria's command line": (
+    'tests/samples/test_small_runs.py::'
+    'test_gematria_trains_and_predicts_through_gematrias_command_line'
+  ),
+  'the Gematria-style sample': (
+    'tests/samples/test_small_runs.py::'
+    'test_gematria_style_trains_and_predicts_as_its_readme_says'
+  ),
+  'the Keras builder': (
+    'tests/models/test_keras.py::'
+    'test_a_functional_fit_model_trains_and_serves_raw_instances'
+  ),
+  'train_from_params': (
+    'tests/training/test_params.py::test_the_exported_model_takes_raw_instances'
+  ),
+  'embedding tables on parameter servers': (
+    'tests/embeddings/test_table_sharding.py::'
+    'test_the_table_is_split_across_parameter_servers'
+  ),
+  'tuning': (
+    'tests/tuning/test_tune.py::'
+    'test_a_legacy_study_searches_every_type_and_scale'
+  ),
+  'sliced evaluation': (
+    'tests/training/test_slices.py::test_evaluate_reports_slices_that_add_up'
+  ),
+  'Beam prediction': (
+    'tests/prediction/test_beam.py::'
+    'test_tfrecord_output_and_a_bad_record_fails_by_default'
+  ),
+  'a killed-and-resumed run': (
+    'tests/training/test_interrupted_writes.py::'
+    'test_a_kill_during_export_leaves_the_previous_model'
+  ),
+}
 # Tests that name a cluster but start none.
 _NOT_STARTED = {
   # Checks --restart's arguments, refused before anything starts.
@@ -118,11 +195,57 @@ def test_modules_with_module_fixtures_stay_on_one_worker():
   assert '--dist loadgroup' in _pytest_ini()['addopts']
 
 
-def test_the_full_suite_runs_everything_and_the_fast_tier_is_documented():
-  assert 'python -m pytest tests' in _read('.ci', 'run')
-  assert not re.search(r'pytest\s.*-m\s', _read('.ci', 'run'))
-  assert 'pip install -e ".[test]" && python -m pytest tests' in _read(
-    'README.md'
+def test_ci_runs_the_readme_command_then_the_release_tier():
+  ci = _read('.ci', 'run')
+  readme_command = 'pip install -e ".[test]" && python -m pytest tests'
+  assert readme_command in _read('README.md')
+  assert f"'{readme_command}'" in ci
+  assert ci.index(readme_command) < ci.index(
+    'python -m pytest tests -m release'
   )
+  assert '-m "not release"' in _pytest_ini()['addopts']
+  assert '--durations=25' in _pytest_ini()['addopts']
   for page in (('README.md',), ('docs', 'contributing.md'), ('pytest.ini',)):
     assert f'python -m pytest -m "{FAST}"' in _read(*page), page
+  assert 'python -m pytest tests -m release' in _read('docs', 'contributing.md')
+
+
+def test_every_release_test_is_left_out_of_the_fast_tier_too():
+  # The fast tier's -m replaces the standard tier's "not release", so a
+  # release test must carry one of the fast tier's own exclusions.
+  fast_excluded = set(TIERS) - {'release'}
+  loose = []
+  for path in _test_modules():
+    tree = ast.parse(_read(path))
+    module_marks = _marks(tree)
+    for node in tree.body:
+      if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
+        marks = module_marks | _marks(tree, node.name)
+        if 'release' in marks and not marks & fast_excluded:
+          loose.append(f'{os.path.relpath(path, ROOT)}::{node.name}')
+  assert not loose, loose
+
+
+def test_installs_chaos_and_benchmark_smoke_runs_are_in_the_release_tier():
+  for path in _test_modules():
+    relative = os.path.relpath(path, ROOT)
+    tree = ast.parse(_read(path))
+    module_marks = _marks(tree)
+    for node in tree.body:
+      if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
+        marks = module_marks | _marks(tree, node.name)
+        if marks & {'install', 'chaos'} or relative.endswith('_quick.py'):
+          assert 'release' in marks, f'{relative}::{node.name}'
+
+
+def test_the_standard_tier_proves_every_real_part_end_to_end():
+  missing = []
+  for part, test in STANDARD_PROOF.items():
+    path, name = test.split('::')
+    tree = ast.parse(_read(path))
+    defined = any(
+      isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body
+    )
+    if not defined or 'release' in _marks(tree) | _marks(tree, name):
+      missing.append((part, test))
+  assert not missing, missing

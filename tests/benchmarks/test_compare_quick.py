@@ -14,7 +14,11 @@ import pytest
 
 from conftest import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_compare_quick')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_compare_quick'),
+  pytest.mark.release,
+]
 
 
 @pytest.fixture(scope='module')

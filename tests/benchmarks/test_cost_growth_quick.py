@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.release
+
 
 @pytest.mark.slow
 def test_quick_cost_growth_measures_every_size_and_draws(tmp_path):

@@ -19,6 +19,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.release
+
 
 @pytest.mark.slow
 @pytest.mark.cluster

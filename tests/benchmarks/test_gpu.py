@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 
 # Left out of the fast tier: its tests train, analyze or start processes.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.release]
 
 GPU_PY = os.path.join(ROOT, 'benchmarks', 'gpu.py')
 

@@ -20,7 +20,11 @@ from conftest import IRIS
 from gcs_loopback import gcs  # noqa: F401  (a fixture: pytest finds it by name)
 from tensorfx import _atomic
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('gcs_loopback')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('gcs_loopback'),
+  pytest.mark.release,
+]
 
 _INSTANCES = '6.3,3.3,6,2.5\n4.4,3,1.3,0.2\n6.1,2.8,4.7,1.2\n'
 _FLAGS = [

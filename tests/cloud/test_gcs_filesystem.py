@@ -15,7 +15,11 @@ import pytest
 
 from gcs_loopback import gcs  # noqa: F401  (a fixture: pytest finds it by name)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('gcs_loopback')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('gcs_loopback'),
+  pytest.mark.release,
+]
 
 SCRIPT = os.path.join(os.path.dirname(__file__), 'gcs_roundtrip.py')
 

@@ -161,6 +161,7 @@ def _as_written(path):
   return rows
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_csv_rows_with_random_byte_edits(tmp_path):

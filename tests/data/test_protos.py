@@ -298,6 +298,7 @@ features:
 """
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_analysis_training_evaluation_and_prediction(tmp_path):
   from tensorfx import prediction

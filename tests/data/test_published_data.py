@@ -31,7 +31,11 @@ PENGUINS = os.path.join(
   os.path.dirname(palmerpenguins.__file__), 'data', 'penguins.csv'
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_published_data')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_published_data'),
+  pytest.mark.release,
+]
 
 # Fields in an order of our own: the header says where each column is.
 SCHEMA = Schema.parse("""\

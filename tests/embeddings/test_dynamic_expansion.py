@@ -76,6 +76,7 @@ def _state(table, optimizer, keys):
   }
 
 
+@pytest.mark.release
 def test_a_table_grows_past_its_capacity_keeping_rows_and_slots(tmp_path):
   table, step, optimizer, train = _table_and_trainer(capacity=4)
   train(1, 2, 3)  # 3 of 4 rows: not yet past 0.8

@@ -20,6 +20,7 @@ pytestmark = [
   pytest.mark.cluster,
   pytest.mark.slow,
   pytest.mark.xdist_group('test_exact_sharding'),
+  pytest.mark.release,
 ]
 
 _SCRIPT = (

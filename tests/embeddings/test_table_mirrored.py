@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.release]
 
 _SCRIPT = r"""
 import json, os, sys

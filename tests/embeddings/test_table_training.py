@@ -253,6 +253,7 @@ class DotProduct(training.ModelBuilder):
     return {'auc': self._auc}
 
 
+@pytest.mark.release
 def test_a_builder_hook_trains_tables_with_their_own_optimizer(data, tmp_path):
   args, job = training.ModelArguments.parse(
     _args(
@@ -345,6 +346,7 @@ def test_the_exported_sample_serves_raw_ids(single, data):
   assert loaded.predict([f'{user},{item},'])[0]['label'] in ('yes', 'no')
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_the_sample_trains_on_a_parameter_server_cluster(data, tmp_path):
   output = tmp_path / 'ps'
@@ -459,6 +461,7 @@ def test_the_exported_exact_model_serves_raw_ids(exact, data):
   assert again['scores'] == pytest.approx(seen['scores'], abs=1e-6)
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(
   data, tmp_path
@@ -554,6 +557,7 @@ def test_exact_tables_train_on_a_parameter_server_cluster_and_grow(
     assert new['scores'] == pytest.approx(old['scores'], abs=1e-6)
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_exact_tables_train_on_multi_worker_mirrored_workers(data, tmp_path):
   # mxRec's mode: one process per device, synchronous updates. The workers
@@ -657,6 +661,7 @@ def test_dynamic_expansion_grows_in_a_training_run_and_a_restart_keeps_it(
       assert restored[key][0] == entry[0]  # Every held key kept its row.
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_dynamic_expansion_grows_on_a_parameter_server_cluster(data, tmp_path):
   # 400 items against 64 rows: the item table must grow. On parameter

@@ -95,6 +95,7 @@ def _run(argv):
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_keras_model_trains_unchanged_on_mirrored_replicas(
@@ -112,6 +113,7 @@ def test_a_keras_model_trains_unchanged_on_mirrored_replicas(
   assert found['labels'] == LABELS
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_keras_model_trains_unchanged_on_parameter_servers(

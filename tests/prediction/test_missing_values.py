@@ -27,7 +27,11 @@ from tensorfx.data import Schema
 from tensorfx.models import nn
 from tensorfx.training import ModelTrainer
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_missing_values')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_missing_values'),
+  pytest.mark.release,
+]
 
 SCHEMA = Schema.parse("""\
 fields:

@@ -118,6 +118,7 @@ def _blocks(path):
 
 
 @pytest.mark.slow
+@pytest.mark.release
 def test_predict_adds_one_throughput_to_each_block(run):
   work, _ = run
   given = _blocks(work / 'eval_blocks.tfrecord')
@@ -134,6 +135,7 @@ def test_predict_adds_one_throughput_to_each_block(run):
 
 
 @pytest.mark.slow
+@pytest.mark.release
 def test_the_model_learned_the_haswell_throughputs(run):
   work, _ = run
   measured, predicted = [], []
@@ -151,6 +153,7 @@ def test_the_model_learned_the_haswell_throughputs(run):
 
 
 @pytest.mark.slow
+@pytest.mark.release
 def test_the_follower_evaluated_the_checkpoints(run):
   _, stdout = run
   lines = [

@@ -20,7 +20,11 @@ import yaml
 
 from conftest import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gematria_style')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_gematria_style'),
+  pytest.mark.release,
+]
 
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria-style')
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'

@@ -39,6 +39,7 @@ pytestmark = [
   pytest.mark.slow,
   pytest.mark.timeout(1800),
   pytest.mark.xdist_group('test_gematria_tasks'),
+  pytest.mark.release,
 ]
 
 

@@ -122,6 +122,7 @@ def test_tfx_predict_writes_a_json_line_per_instance(csv_job, tmp_path, capsys):
   capsys.readouterr()
 
 
+@pytest.mark.release
 def test_the_examples_trainer_reads_the_original_tfrecords(tmp_path):
   output = tmp_path / 'examples'
   code, log = _tfx_train('trainer.examples', 'tfrecord', output)
@@ -133,6 +134,7 @@ def test_the_examples_trainer_reads_the_original_tfrecords(tmp_path):
   assert [p['label'] for p in model.predict(INSTANCES)] == EXPECTED
 
 
+@pytest.mark.release
 def test_the_dataframe_client_trains_and_predicts_in_process(tmp_path):
   spec = importlib.util.spec_from_file_location(
     'original_iris_df', os.path.join(SAMPLE, 'trainer', 'df.py')
@@ -145,6 +147,7 @@ def test_the_dataframe_client_trains_and_predicts_in_process(tmp_path):
   assert job['metrics']['accuracy'] >= 0.85, job['metrics']
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_distributed_trains_on_a_local_master_worker_and_ps(tmp_path):
   output = tmp_path / 'distributed'

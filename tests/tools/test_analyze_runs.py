@@ -125,6 +125,7 @@ def test_other_features_or_options_analyze_again(tmp_path):
   )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_a_bad_row_is_one_line_without_a_traceback(tmp_path):
   train = tmp_path / 'train.csv'
@@ -218,6 +219,7 @@ def test_other_runners_are_left_as_given():
   assert options['direct_running_mode'] == 'in_memory'  # Beam's default.
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_worker_processes_analyze_as_this_process_does(tmp_path, iris_analysis):
   output = tmp_path / 'analysis'

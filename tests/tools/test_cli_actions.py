@@ -44,6 +44,7 @@ def _run(*args):
   )
 
 
+@pytest.mark.release
 def test_evaluate_prints_and_writes_the_latest_checkpoint_results(
   iris_model, iris_analysis
 ):
@@ -72,6 +73,7 @@ def test_evaluate_prints_and_writes_the_latest_checkpoint_results(
   assert os.path.exists(os.path.join(output, 'evaluations', 'ckpt-300.json'))
 
 
+@pytest.mark.release
 def test_export_writes_a_model_of_the_checkpoint(
   iris_model, iris_analysis, tmp_path
 ):

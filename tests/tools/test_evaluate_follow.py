@@ -116,6 +116,7 @@ def _follow(output, analysis):
   )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_follow_evaluates_each_checkpoint_of_a_run_until_interrupted(
   tmp_path, iris_analysis, processes

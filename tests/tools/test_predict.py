@@ -88,6 +88,7 @@ def test_from_a_checkpoint_without_writing_a_model(
     )
 
 
+@pytest.mark.release
 def test_lines_from_stdin_to_stdout(iris_model):
   output, _ = iris_model
   lines = [
@@ -178,6 +179,7 @@ def _peak_rss_mb(args, tty=False):
   return usage.ru_maxrss / 1024, text
 
 
+@pytest.mark.release
 def test_memory_does_not_grow_with_the_input(iris_model, tmp_path):
   output, _ = iris_model
   model = os.path.join(output, 'model')
@@ -216,6 +218,7 @@ def test_memory_does_not_grow_with_the_input(iris_model, tmp_path):
   assert len(_values(last.features.feature['payload'])[0]) == 4096
 
 
+@pytest.mark.release
 def test_one_key_order_in_every_process(iris_model):
   output, _ = iris_model
   # Keys out of schema order, and one the schema lacks.

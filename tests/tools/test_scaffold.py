@@ -177,6 +177,7 @@ def test_submit_dry_run_accepts_the_project(tmp_path, capsys):
   )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.parametrize('model', MODELS)
 def test_the_project_passes_its_own_test(tmp_path, model, capsys):

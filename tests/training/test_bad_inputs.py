@@ -70,6 +70,7 @@ def _error_line(result):
   return result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.release
 def test_a_damaged_row_is_named_or_skipped(tmp_path, iris_analysis):
   lines = pathlib.Path(_TRAIN).read_text(encoding='utf-8').splitlines()
   # A byte edit that breaks a number: "5.1" -> "5,1" adds a column.
@@ -121,6 +122,7 @@ def test_training_data_with_no_record_is_an_error(tmp_path, iris_analysis):
   assert not (tmp_path / 'job' / 'model').exists()
 
 
+@pytest.mark.release
 def test_bad_tf_config_and_features_are_named(tmp_path, iris_analysis):
   result = _train(
     tmp_path / 'a',

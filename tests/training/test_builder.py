@@ -47,6 +47,7 @@ class Recording(nn.FeedForwardClassification):
     self._record('build_init')
 
 
+@pytest.mark.release
 def test_hook_order(tmp_path, iris_dataset_factory):
   args, job = nn.FeedForwardClassificationArguments.parse(
     iris_args(tmp_path, '--max-steps', '4', '--log-interval-steps', '2'),

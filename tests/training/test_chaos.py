@@ -22,7 +22,12 @@ from conftest import ROOT
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
 import chaos
 
-pytestmark = [pytest.mark.chaos, pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [
+  pytest.mark.chaos,
+  pytest.mark.cluster,
+  pytest.mark.slow,
+  pytest.mark.release,
+]
 
 
 def test_a_killed_task_of_each_kind_is_survived(tmp_path, iris_analysis):

@@ -28,6 +28,7 @@ from tensorfx.training._checkpoints import damaged as _damaged
 pytestmark = [
   pytest.mark.slow,
   pytest.mark.xdist_group('test_damaged_checkpoints'),
+  pytest.mark.release,
 ]
 
 _INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']

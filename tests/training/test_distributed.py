@@ -167,6 +167,7 @@ def _step(output):
   )
 
 
+@pytest.mark.release
 def test_parameter_servers_with_evaluator_survive_a_killed_worker(
   cluster, tmp_path
 ):
@@ -205,6 +206,7 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
   run.assert_all_exited()
 
 
+@pytest.mark.release
 def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   # The evaluator evaluates as the chief would: every target, the interval,
   # step 0 first, the batches asked for, the best metric and the K best.
@@ -297,6 +299,7 @@ def test_evaluator_task_honours_the_validation_flags(cluster, tmp_path):
   run.assert_all_exited()
 
 
+@pytest.mark.release
 def test_multi_worker_mirrored(cluster, tmp_path):
   run = cluster('mw', 'workers=2', '--max-steps', '600')
   assert run.wait() == 0, run.text[-4000:]
@@ -318,6 +321,7 @@ def test_multi_worker_mirrored(cluster, tmp_path):
   run.assert_all_exited()
 
 
+@pytest.mark.release
 def test_multi_worker_mirrored_lost_worker_is_named(cluster, tmp_path):
   """A killed worker stops the chief within seconds, naming the worker."""
   run = cluster('mwlost', 'workers=1', '--max-steps', '1000000')
@@ -337,6 +341,7 @@ def test_multi_worker_mirrored_lost_worker_is_named(cluster, tmp_path):
   run.assert_all_exited()
 
 
+@pytest.mark.release
 def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster, tmp_path):
   args = ('--max-steps', '1500', '--checkpoint-interval-steps', '300')
   run = cluster('chief', 'ps=1,workers=1', *args)
@@ -369,6 +374,7 @@ def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster, tmp_path):
   run.assert_all_exited()
 
 
+@pytest.mark.release
 def test_lost_parameter_server_fails_clearly_and_restart_resumes(
   cluster, tmp_path
 ):

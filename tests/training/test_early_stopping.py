@@ -62,6 +62,7 @@ def _builder(output, dataset, *extra):
   return nn.FeedForwardClassification(args, dataset), job
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_an_overfitting_run_stops_and_exports_its_best_model(
   tmp_path, iris_dataset_factory, noisy_train
@@ -117,6 +118,7 @@ def test_an_overfitting_run_stops_and_exports_its_best_model(
   ).endswith(f'ckpt-{final}')
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_early_stopping_on_a_metric_of_another_target(
   tmp_path, iris_dataset_factory, noisy_train

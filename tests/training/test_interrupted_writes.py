@@ -133,6 +133,7 @@ def test_a_kill_during_export_leaves_the_previous_model(
   )
 
 
+@pytest.mark.release
 def test_object_store_export_killed_is_refused_until_exported_again(
   tmp_path, iris_analysis
 ):
@@ -194,6 +195,7 @@ def test_a_kill_while_job_yaml_is_written_leaves_the_previous_record(
   assert record['status'] == 'completed' and record['global_step'] == 150
 
 
+@pytest.mark.release
 def test_a_kill_before_the_analysis_is_complete_is_not_taken_as_complete(
   tmp_path,
 ):
@@ -212,6 +214,7 @@ def test_a_kill_before_the_analysis_is_complete_is_not_taken_as_complete(
   )
 
 
+@pytest.mark.release
 def test_a_reanalysis_killed_midway_leaves_no_complete_looking_output(tmp_path):
   from tensorfx import data
 
@@ -246,6 +249,7 @@ def test_a_reanalysis_killed_midway_leaves_no_complete_looking_output(tmp_path):
   assert not dataset.analyzed
 
 
+@pytest.mark.release
 @pytest.mark.cluster
 def test_kills_in_the_evaluator_writes_are_survived(tmp_path, iris_analysis):
   """The evaluator killed while writing its files carries on.

@@ -149,6 +149,7 @@ def _args(*extra):
   )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_build_init_runs_fresh_then_after_the_restore(
   iris_dataset_factory, tmp_path

@@ -489,6 +489,7 @@ _MIRRORED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_two_mirrored_replicas(tmp_path):
   # Logical devices are set before TensorFlow starts: a fresh process. Each

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from conftest import iris_args
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.release]
 
 _SCRIPT = r'''
 import json, socket, sys

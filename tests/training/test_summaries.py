@@ -269,6 +269,7 @@ def _request(port, path, body=None, timeout=10):
     return content
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_tensorboard_shows_one_hparams_row_per_run(run, iris_dataset_factory):
   first, _ = run

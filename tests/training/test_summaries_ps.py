@@ -18,7 +18,7 @@ import tensorflow as tf
 from conftest import ROOT
 from conftest import iris_args
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.release]
 
 _SCRIPT = r"""
 import json, logging, socket, sys

@@ -113,6 +113,7 @@ def test_sqlite_store_records_the_run_and_resumes_it(
   }
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_another_experiment_on_the_same_store_is_another_run(
   tmp_path, iris_dataset_factory
@@ -192,6 +193,7 @@ def _git(directory, *args):
   )
 
 
+@pytest.mark.release
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which('git') is None, reason='git is not installed')
 def test_git_provenance_of_a_trainer_on_a_detached_head(

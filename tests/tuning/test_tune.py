@@ -180,6 +180,7 @@ def test_a_legacy_study_searches_every_type_and_scale(tmp_path):
   assert best['value'] == min(t['value'] for t in record['trials'])
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_the_median_rule_stops_trials_worse_than_the_median(tmp_path):
   # Trials run one at a time; after two complete, a trial whose score at a
@@ -221,6 +222,7 @@ def test_the_median_rule_stops_trials_worse_than_the_median(tmp_path):
     assert len(lines.splitlines()) < 30
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_failed_trials_stop_the_study_past_max_failed(tmp_path):
   config = _config(
@@ -248,6 +250,7 @@ def test_failed_trials_stop_the_study_past_max_failed(tmp_path):
   assert 'x is too large' in log
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_a_stopped_study_resumes(tmp_path):
   config = _config(
@@ -362,6 +365,7 @@ def test_no_study_and_trainer_output_are_refused(tmp_path):
   assert 'do not pass --output' in result.stderr
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
   """docs/guides/cloud.md's tuning example: 4 trials, 2 at a time."""
