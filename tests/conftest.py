@@ -57,6 +57,19 @@ def modules_imported(code, modules):
   return ast.literal_eval(result.stdout.strip().splitlines()[-1])
 
 
+def pytest_sessionfinish(session, exitstatus):
+  """Says where the tests went when the standard tier selected none."""
+  if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and (
+    session.config.option.markexpr == 'not release'
+  ):
+    reporter = session.config.pluginmanager.get_plugin('terminalreporter')
+    if reporter is not None:
+      reporter.write_line(
+        'No standard-tier test was selected: these are release-tier tests '
+        '(add -m release; docs/contributing.md lists the tiers).'
+      )
+
+
 @pytest.fixture(scope='session')
 def iris_analysis(tmp_path_factory):
   """The iris training data analyzed once (a `tensorfx analyze` output)."""

@@ -55,10 +55,9 @@ def test_test_step_runs_exactly_the_ci_commands():
 def test_test_step_starts_in_the_repository_root():
   step = _load()['steps'][0]
   lines = _script(step).splitlines()
-  # Everything up to the install, then where the script stands.
-  prefix = [line for line in lines if not line.startswith('pip install')] + [
-    'pwd'
-  ]
+  # Everything before the install, then where the script stands.
+  install = next(i for i, line in enumerate(lines) if line.startswith('pip '))
+  prefix = [*lines[:install], 'pwd']
   result = subprocess.run(
     ['bash', '-c', '\n'.join(prefix), '.ci/run'],
     cwd=ROOT,

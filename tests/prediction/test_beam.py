@@ -67,6 +67,7 @@ def _canonical(row):
   return json.dumps(rounded, sort_keys=True)
 
 
+@pytest.mark.release
 @pytest.mark.slow
 def test_several_direct_workers_predict_what_local_predict_does(
   iris_model, inputs, tmp_path

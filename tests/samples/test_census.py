@@ -16,7 +16,11 @@ import yaml
 
 from conftest import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_census')]
+pytestmark = [
+  pytest.mark.slow,
+  pytest.mark.xdist_group('test_census'),
+  pytest.mark.release,
+]
 
 CENSUS = os.path.join(ROOT, 'samples', 'census')
 

@@ -22,6 +22,7 @@ from tensorfx.data import Metadata
 pytestmark = [
   pytest.mark.slow,
   pytest.mark.xdist_group('test_original_census'),
+  pytest.mark.release,
 ]
 
 SAMPLES = os.path.join(ROOT, 'samples')

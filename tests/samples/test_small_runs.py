@@ -1,11 +1,13 @@
-"""The Gematria samples at the smallest size: trained, exported, predicting.
+"""Samples at their smallest size: trained, exported, reloaded, predicting.
 
 The standard tier's proof that each sample runs end to end as its README
 says, through its own command line. The full-size runs, which also check
-what the models learned, are the release tier's (test_gematria.py,
-test_gematria_style.py, test_gematria_tasks.py).
+what the models learned, are the release tier's (test_census.py,
+test_original_census.py, test_gematria.py, test_gematria_style.py,
+test_gematria_tasks.py).
 """
 
+import ast
 import os
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import ROOT
+from tensorfx import prediction
 
 pytestmark = pytest.mark.slow
 
@@ -149,3 +152,65 @@ def test_gematria_style_trains_and_predicts_as_its_readme_says(tmp_path):
       assert features[name] == feature
     assert features['block'] == source.features.feature['block_id']
     assert features['value'].float_list.value[0] > 0
+
+
+def test_census_generates_trains_and_predicts_with_its_key(tmp_path):
+  data, output = tmp_path / 'data', tmp_path / 'output'
+  _run(
+    'census',
+    'generate.py',
+    '--train',
+    '200',
+    '--eval',
+    '50',
+    '--output',
+    str(data),
+  )
+  # No --data-metadata: the trainer analyzes its training data first.
+  trained = _run(
+    'census',
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    'trainer',
+    '--output',
+    str(output),
+    '--data-train',
+    str(data / 'train-*.tfrecord.gz'),
+    '--data-eval',
+    str(data / 'eval.tfrecord.gz'),
+    '--data-schema',
+    'schema.yaml',
+    '--data-features',
+    'features.yaml',
+    '--max-steps',
+    '20',
+  )
+  with open(data / 'predict.csv') as f:
+    ids = [int(line.split(',')[0]) for line in f if line.strip()]
+  # The trainer loads the exported model back and predicts predict.csv.
+  predictions = ast.literal_eval(trained.stdout.strip().splitlines()[-1])
+  assert [p['person'] for p in predictions] == ids
+  assert {p['label'] for p in predictions} <= {'>50K', '<=50K'}
+
+
+def test_original_census_runs_its_run_sh_and_reads_empty_cells(tmp_path):
+  output = tmp_path / 'output'
+  result = subprocess.run(
+    ['sh', 'original_census/run.sh', '--output', str(output)]
+    + ['--max-steps', '20', '--seed', '1'],
+    cwd=SAMPLES,
+    capture_output=True,
+    text=True,
+    timeout=600,
+    check=False,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(os.path.join(SAMPLES, 'original_census', 'data', 'eval.csv')) as f:
+    holes = [line.strip() for line in f if ',,' in line][:3]
+  model = prediction.Model.load(str(output / 'model'))
+  # Lines without their label (the first column), empty cells kept.
+  predicted = model.predict([line.split(',', 1)[1] for line in holes])
+  assert len(predicted) == len(holes) == 3
+  assert all(sum(p['scores']) == pytest.approx(1.0) for p in predicted)

@@ -172,6 +172,7 @@ def test_object_store_export_killed_is_refused_until_exported_again(
   assert len(prediction.Model.load(f'{output}/model').predict(_INSTANCES)) == 3
 
 
+@pytest.mark.release
 def test_a_kill_while_job_yaml_is_written_leaves_the_previous_record(
   trained, tmp_path, iris_analysis
 ):

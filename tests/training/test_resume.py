@@ -109,6 +109,7 @@ def test_resume_from_a_checkpoint_restores_the_optimizer_state(
   assert tf.train.latest_checkpoint(output / 'checkpoints').endswith('ckpt-8')
 
 
+@pytest.mark.release
 def test_a_restarted_job_resumes_its_own_checkpoint_not_path_again(
   tmp_path, first, iris_dataset_factory
 ):
@@ -258,6 +259,7 @@ def test_contradicting_flags(flags, message):
     training.ModelArguments.parse(flags)
 
 
+@pytest.mark.release
 def test_a_resumed_run_prints_nothing_of_tensorflows(
   tmp_path, iris_dataset_factory, capfd, caplog
 ):
