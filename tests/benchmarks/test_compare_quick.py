@@ -111,7 +111,7 @@ def test_step_parts_measures_every_part(tmp_path, data_dir):
       '--window',
       '5',
       '--rounds',
-      '2',
+      '1',
       '--data',
       str(data_dir),
       '--output',
@@ -132,7 +132,8 @@ def test_step_parts_measures_every_part(tmp_path, data_dir):
     'tensorfx default',
     'tensorfx --jit-compile',
   }
-  assert all(len(rates) == 2 for rates in report['rates'].values())
+  # One rate of each part per round (the smallest run of every path).
+  assert all(len(rates) == 1 for rates in report['rates'].values())
   assert all(rate > 0 for rate in report['medians'].values())
   assert report['best_hand_written'] in ('loop cached', 'loop XLA cached')
   assert report['ratios'][report['best_hand_written']] == 1.0
