@@ -8,6 +8,7 @@ the release tier's too. CI (.ci/run) runs the standard tier, then release.
 
 import ast
 import configparser
+import functools
 import os
 import re
 
@@ -142,6 +143,26 @@ def _marks(tree, function=None):
   }
 
 
+@functools.cache
+def _tests():
+  """Every test function: ('path::name', module source, tree, node, marks).
+
+  The marks are the module's (pytestmark) and the function's own. Parsed
+  once for all the checks below.
+  """
+  found = []
+  for path in _test_modules():
+    source = _read(path)
+    tree = ast.parse(source)
+    module_marks = _marks(tree)
+    for node in tree.body:
+      if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
+        name = f'{os.path.relpath(path, ROOT)}::{node.name}'
+        marks = module_marks | _marks(tree, node.name)
+        found.append((name, source, tree, node, marks))
+  return tuple(found)
+
+
 def test_the_tiers_markers_are_declared_and_enforced():
   ini = _pytest_ini()
   declared = {
@@ -154,32 +175,19 @@ def test_the_tiers_markers_are_declared_and_enforced():
 
 def test_every_test_that_starts_a_cluster_is_marked_cluster():
   unmarked = []
-  for path in _test_modules():
-    source = _read(path)
-    tree = ast.parse(source)
-    module_marks = _marks(tree)
-    for node in tree.body:
-      if not isinstance(node, ast.FunctionDef) or not node.name.startswith(
-        'test'
-      ):
-        continue
-      body = ast.get_source_segment(source, node)
-      # A test's fixtures may start the cluster: count the module's text
-      # when the test takes a fixture of the module that does.
-      fixtures = {a.arg for a in node.args.args}
-      starts = _CLUSTER.search(body) or any(
-        isinstance(other, ast.FunctionDef)
-        and other.name in fixtures
-        and _CLUSTER.search(ast.get_source_segment(source, other))
-        for other in tree.body
-      )
-      name = f'{os.path.relpath(path, ROOT)}::{node.name}'
-      if (
-        starts
-        and name not in _NOT_STARTED
-        and 'cluster' not in module_marks | _marks(tree, node.name)
-      ):
-        unmarked.append(name)
+  for name, source, tree, node, marks in _tests():
+    body = ast.get_source_segment(source, node)
+    # A test's fixtures may start the cluster: count the module's text
+    # when the test takes a fixture of the module that does.
+    fixtures = {a.arg for a in node.args.args}
+    starts = _CLUSTER.search(body) or any(
+      isinstance(other, ast.FunctionDef)
+      and other.name in fixtures
+      and _CLUSTER.search(ast.get_source_segment(source, other))
+      for other in tree.body
+    )
+    if starts and name not in _NOT_STARTED and 'cluster' not in marks:
+      unmarked.append(name)
   assert not unmarked, unmarked
 
 
@@ -214,38 +222,31 @@ def test_every_release_test_is_left_out_of_the_fast_tier_too():
   # The fast tier's -m replaces the standard tier's "not release", so a
   # release test must carry one of the fast tier's own exclusions.
   fast_excluded = set(TIERS) - {'release'}
-  loose = []
-  for path in _test_modules():
-    tree = ast.parse(_read(path))
-    module_marks = _marks(tree)
-    for node in tree.body:
-      if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
-        marks = module_marks | _marks(tree, node.name)
-        if 'release' in marks and not marks & fast_excluded:
-          loose.append(f'{os.path.relpath(path, ROOT)}::{node.name}')
+  loose = [
+    name
+    for name, _, _, _, marks in _tests()
+    if 'release' in marks and not marks & fast_excluded
+  ]
   assert not loose, loose
 
 
 def test_installs_chaos_and_benchmark_smoke_runs_are_in_the_release_tier():
-  for path in _test_modules():
-    relative = os.path.relpath(path, ROOT)
-    tree = ast.parse(_read(path))
-    module_marks = _marks(tree)
-    for node in tree.body:
-      if isinstance(node, ast.FunctionDef) and node.name.startswith('test'):
-        marks = module_marks | _marks(tree, node.name)
-        if marks & {'install', 'chaos'} or relative.endswith('_quick.py'):
-          assert 'release' in marks, f'{relative}::{node.name}'
+  standard = [
+    name
+    for name, _, _, _, marks in _tests()
+    if (marks & {'install', 'chaos'} or '_quick.py::' in name)
+    and 'release' not in marks
+  ]
+  assert not standard, standard
 
 
 def test_the_standard_tier_proves_every_real_part_end_to_end():
-  missing = []
-  for part, test in STANDARD_PROOF.items():
-    path, name = test.split('::')
-    tree = ast.parse(_read(path))
-    defined = any(
-      isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body
-    )
-    if not defined or 'release' in _marks(tree) | _marks(tree, name):
-      missing.append((part, test))
+  standard = {
+    name for name, _, _, _, marks in _tests() if 'release' not in marks
+  }
+  missing = [
+    (part, test)
+    for part, test in STANDARD_PROOF.items()
+    if test not in standard
+  ]
   assert not missing, missing
