@@ -83,9 +83,24 @@ class Decoder:
     self._specs = specs
     self._schema = schema
     self._examples = tuple(examples.split('.')) if examples else None
+    # Specs share their paths' prefixes (every token of an instruction
+    # reads the instructions): each level is decoded once per batch.
+    self._levels: dict = {}
 
   def _decode(self, serialized, descriptor, field):
     """[N, (k)] ragged values of one field of N serialized messages."""
+    return self._once(
+      (serialized.ref(), descriptor.full_name, field.name),
+      lambda: self._decode_level(serialized, descriptor, field),
+    )
+
+  def _once(self, key, build):
+    """`build()`, made once per batch for each key."""
+    if key not in self._levels:
+      self._levels[key] = build()
+    return self._levels[key]
+
+  def _decode_level(self, serialized, descriptor, field):
     import tensorflow as tf
 
     # decode_proto refuses an empty batch (no element of a record matched,
@@ -111,34 +126,48 @@ class Decoder:
         if (values.dtype != tf.string)
         else tf.fill([tf.shape(serialized)[0], 1], '')
       )
-      dense = tf.concat([dense, default], axis=1)[:, :1]
-      return tf.RaggedTensor.from_tensor(dense)
-    return tf.RaggedTensor.from_tensor(values, lengths=lengths)
+      dense = tf.concat([dense, default], axis=1)[:, 0]
+      return _rows(dense, tf.ones_like(lengths))
+    present = tf.sequence_mask(lengths, tf.shape(values)[1])
+    return _rows(tf.gather_nd(values, tf.where(present)), lengths)
 
   def _walk(self, serialized, descriptor, parts, token=None):
     """[N, (k)] ragged values at `parts`, every level flattened."""
+    return self._once(
+      (serialized.ref(), descriptor.full_name, tuple(parts), token),
+      lambda: self._walk_level(serialized, descriptor, parts, token),
+    )
+
+  def _walk_level(self, serialized, descriptor, parts, token):
     import tensorflow as tf
 
     field = descriptor.fields_by_name[parts[0]]
     level = self._decode(serialized, descriptor, field)
     if len(parts) == 1:
       if token is not None:
-        return tf.RaggedTensor.from_row_lengths(
+        return _rows(
           tf.fill([tf.shape(level.flat_values)[0]], token), level.row_lengths()
         )
       return level
     inner = self._walk(level.flat_values, field.message_type, parts[1:], token)
-    return tf.RaggedTensor.from_row_lengths(
-      inner, level.row_lengths()
-    ).merge_dims(1, 2)
+    return _nest(inner, level.row_lengths())
 
   def _select(self, serialized, descriptor, selection, lengths=False):
-    import tensorflow as tf
 
     if isinstance(selection, _protopaths.Path):
       return self._walk(
         serialized, descriptor, selection.parts, selection.token
       )
+    joined, elements = self._once(
+      (serialized.ref(), descriptor.full_name, selection),
+      lambda: self._each(serialized, descriptor, selection),
+    )
+    if lengths:
+      return _rows(joined.row_lengths(), elements.row_lengths())
+    return _nest(joined, elements.row_lengths())
+
+  def _each(self, serialized, descriptor, selection):
+    """The items of each element, joined as text; and the elements."""
     elements = self._walk(serialized, descriptor, selection.parts)
     element_type = _protopaths.resolve(descriptor, selection.parts, '')[
       -1
@@ -147,14 +176,7 @@ class Decoder:
       self._as_text(self._select(elements.flat_values, element_type, item))
       for item in selection.items
     ]
-    joined = parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
-    if lengths:
-      return tf.RaggedTensor.from_row_lengths(
-        joined.row_lengths(), elements.row_lengths()
-      )
-    return tf.RaggedTensor.from_row_lengths(
-      joined, elements.row_lengths()
-    ).merge_dims(1, 2)
+    return _join(parts), elements
 
   @staticmethod
   def _as_text(ragged):
@@ -203,7 +225,7 @@ class Decoder:
       inner,
       spec.lengths,
     )
-    return tf.RaggedTensor.from_row_lengths(values, counts).merge_dims(1, 2)
+    return _nest(values, counts)
 
   def _field(self, spec, serialized, descriptor):
     import tensorflow as tf
@@ -215,7 +237,8 @@ class Decoder:
         serialized, descriptor, spec.selection, spec.lengths
       )
     if spec.reduce == 'count':
-      return tf.RaggedTensor.from_tensor(values.row_lengths()[:, tf.newaxis])
+      counts = values.row_lengths()
+      return _rows(counts, tf.ones_like(counts))
     if spec.reduce is not None:
       if values.dtype == tf.string or spec.reduce == 'first':
         return values[:, :1]
@@ -228,7 +251,7 @@ class Decoder:
       }[spec.reduce]
       present = values.row_lengths() > 0
       # No values: nothing to reduce (a missing value, not NaN).
-      return tf.RaggedTensor.from_row_lengths(
+      return _rows(
         tf.boolean_mask(reduce(values, axis=1), present),
         tf.cast(present, tf.int64),
       )
@@ -242,6 +265,13 @@ class Decoder:
       for_prediction: one example per record even when `examples` is set;
         the fields under `examples` (measurements, targets) are left out.
     """
+    self._levels = {}
+    try:
+      return self._decode_batch(serialized, for_prediction)
+    finally:
+      self._levels = {}
+
+  def _decode_batch(self, serialized, for_prediction):
     import tensorflow as tf
 
     records = serialized
@@ -332,3 +362,47 @@ def _relative(selection, depth):
   if isinstance(selection, _protopaths.Each):
     return _protopaths.Each(selection.parts[depth:], selection.items)
   return _protopaths.Path(selection.parts[depth:], selection.token)
+
+
+# The ragged tensors below are built from decode_proto's own counts, so
+# they are valid by construction: RaggedTensor's checks and its general
+# concat and merge would add ~50 operations each to every traced decoder.
+
+
+def _rows(values, lengths):
+  """[N, (k)]: `values` cut into rows of `lengths`."""
+  import tensorflow as tf
+
+  return tf.RaggedTensor.from_row_lengths(
+    values, tf.cast(lengths, tf.int64), validate=False
+  )
+
+
+def _nest(inner, lengths):
+  """[N, (k)]: the rows of `inner` taken `lengths` at a time, each joined."""
+  import tensorflow as tf
+
+  splits = tf.concat([[0], tf.cumsum(tf.cast(lengths, tf.int64))], 0)
+  return tf.RaggedTensor.from_row_splits(
+    inner.values, tf.gather(inner.row_splits, splits), validate=False
+  )
+
+
+def _join(parts):
+  """[N, (k)]: row by row, the values of each part in turn."""
+  import tensorflow as tf
+
+  if len(parts) == 1:
+    return parts[0]
+  lengths = tf.add_n([part.row_lengths() for part in parts])
+  # Where each part's values go: its row's start, after the earlier parts.
+  start = tf.cumsum(lengths, exclusive=True)
+  indices = []
+  for part in parts:
+    position = tf.range(tf.size(part.values, tf.int64))
+    rows = tf.searchsorted(part.row_splits[1:], position, side='right')
+    within = position - tf.gather(part.row_splits, rows)
+    indices.append(tf.cast(tf.gather(start, rows) + within, tf.int32))
+    start += part.row_lengths()
+  values = tf.dynamic_stitch(indices, [part.values for part in parts])
+  return _rows(values, lengths)

@@ -129,6 +129,44 @@ def test_paths_select_flatten_nest_and_reduce():
   assert _plain(decoded['y']) == [3.0, 6.0, 6.0]
 
 
+def test_each_joins_items_of_any_length_element_by_element():
+  # Labels with no, one and three values; a station without labels; and a
+  # batch of one record whose elements have nothing at all.
+  schema = data.Schema.parse("""
+fields:
+- {name: labels, type: discrete, length: 0}
+- {name: label_counts, type: integer, length: 0}
+""")
+  fields = {
+    'labels': {'each': 'labels', 'values': ['values', 'kind', 'values']},
+    'label_counts': {
+      'each': 'labels',
+      'values': ['values', 'kind'],
+      'lengths': True,
+    },
+  }
+  decoder = data.ProtoFormat(Station, fields).decoder(schema)
+  stations = [Station(name='empty')]
+  stations.append(Station(name='three'))
+  for kind, values in (('a', []), ('', [1.5]), ('c', [2.0, 3.25, -1.0])):
+    stations[-1].labels.add(kind=kind, values=values)
+
+  def expected(message):
+    joined, counts = [], []
+    for label in message.labels:
+      items = [f'{v:g}' for v in label.values] + [label.kind]
+      joined += items + [f'{v:g}' for v in label.values]
+      counts.append(len(items))
+    return joined, counts
+
+  for batch in (stations, stations[:1], stations[::-1]):
+    decoded = decoder.decode(
+      tf.constant([m.SerializeToString() for m in batch])
+    )
+    assert _plain(decoded['labels']) == [expected(m)[0] for m in batch]
+    assert _plain(decoded['label_counts']) == [expected(m)[1] for m in batch]
+
+
 def test_prediction_reads_one_instance_per_record_without_the_examples():
   decoded = FORMAT.decoder(SCHEMA).decode(
     tf.constant(

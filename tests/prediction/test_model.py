@@ -2,6 +2,7 @@
 
 import glob
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -148,6 +149,23 @@ print(json.dumps([v.decode() for v in out['label'].numpy()]))
   )
   assert result.returncode == 0, result.stderr[-2000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == EXPECTED
+
+
+def test_the_three_signatures_share_one_trace_of_the_model(iris_model):
+  from tensorflow.core.protobuf import saved_model_pb2
+
+  output, _ = iris_model
+  with open(f'{output}/model/saved_model.pb', 'rb') as f:
+    saved = saved_model_pb2.SavedModel.FromString(f.read())
+  names = [
+    function.signature.name
+    for function in saved.meta_graphs[0].graph_def.library.function
+  ]
+  # The hooks are traced once, in `predict`; each signature only parses.
+  traced = [n for n in names if re.fullmatch(r'__inference_predict_\d+', n)]
+  assert len(traced) == 1, names
+  for signature in ('csv', 'examples', 'features'):
+    assert any(n.startswith(f'__inference_predict_{signature}_') for n in names)
 
 
 def _train_versioned(output, dataset, steps):
