@@ -153,7 +153,6 @@ class Decoder:
     return _nest(inner, level.row_lengths())
 
   def _select(self, serialized, descriptor, selection, lengths=False):
-
     if isinstance(selection, _protopaths.Path):
       return self._walk(
         serialized, descriptor, selection.parts, selection.token
