@@ -1,6 +1,6 @@
 """KerasModelBuilder: a compiled tf_keras model, trained by tensorfx."""
 
-from typing import Any
+from typing import Any, Callable
 
 import tensorflow as tf
 import tf_keras
@@ -113,14 +113,16 @@ class KerasModelBuilder(ModelBuilder):
 
   # The hooks, over the Keras model.
 
-  def build_inference(self, inputs, training):
+  def build_inference(self, inputs: dict[str, Any], training: bool) -> Any:
     model = self._model()
     outputs = model(self._model_inputs(inputs), training=training)
     if self._output_width is None and tf.is_tensor(outputs):
       self._output_width = _width(outputs)
     return outputs
 
-  def build_training(self, global_steps, inputs, inferences):
+  def build_training(
+    self, global_steps: Any, inputs: dict[str, Any], inferences: Any
+  ) -> tuple[Any, Any]:
     del global_steps
     model = self._model()
     labels, y_true = self._target(inputs, inferences)
@@ -142,7 +144,7 @@ class KerasModelBuilder(ModelBuilder):
       loss += tf.add_n([tf.cast(extra, tf.float32) for extra in model.losses])
     return loss, model.optimizer
 
-  def build_output(self, inferences):
+  def build_output(self, inferences: Any) -> dict[str, Any]:
     if not tf.is_tensor(inferences):
       return super().build_output(inferences)
     vocabulary = self._vocabulary()
@@ -160,7 +162,9 @@ class KerasModelBuilder(ModelBuilder):
       'classes': tf.tile(labels[tf.newaxis, :], [tf.shape(scores)[0], 1]),
     }
 
-  def build_evaluation(self, inputs, outputs):
+  def build_evaluation(
+    self, inputs: dict[str, Any], outputs: dict[str, Any]
+  ) -> dict[str, Any]:
     model = self._model()
     metrics = model.compiled_metrics
     if metrics is None:
@@ -207,7 +211,7 @@ class KerasModelBuilder(ModelBuilder):
         )
     return inputs
 
-  def _model_inputs(self, inputs):
+  def _model_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
     values = {}
     for name in self._feature_names():
       value = inputs[name]
@@ -227,7 +231,9 @@ class KerasModelBuilder(ModelBuilder):
       return []
     return [str(v) for v in self.dataset.transformed_features[name].vocabulary]
 
-  def _target(self, inputs, predictions):
+  def _target(
+    self, inputs: dict[str, Any], predictions: Any
+  ) -> tuple[Any, Any]:
     """`(labels or None, y_true)`: y_true shaped as Keras' losses want."""
     name = self._target_name()
     if name is None:
@@ -251,14 +257,14 @@ class KerasModelBuilder(ModelBuilder):
       return bool(loss.get_config().get('from_logits', False))
     return False
 
-  def _loss_function(self):
+  def _loss_function(self) -> Callable[..., Any]:
     loss = self._model().loss
     if isinstance(loss, tf_keras.losses.Loss):
       # Per-example values; reduced here, as the engine needs.
       return loss.call
     return tf_keras.losses.get(loss)
 
-  def _scores(self, inferences, classes):
+  def _scores(self, inferences: Any, classes: int) -> Any:
     width = _width(inferences)
     logits = self._from_logits()
     if width == classes:
@@ -274,7 +280,7 @@ class KerasModelBuilder(ModelBuilder):
       + '.'
     )
 
-  def _predictions(self, outputs):
+  def _predictions(self, outputs: dict[str, Any]) -> Any:
     """The model's own output, read back from `build_output`'s."""
     if 'scores' not in outputs:
       value = outputs.get('value')
@@ -294,12 +300,12 @@ class KerasModelBuilder(ModelBuilder):
     return tf.math.log(tf.maximum(scores, _EPSILON)) if logits else scores
 
 
-def _width(tensor) -> int:
+def _width(tensor: Any) -> int:
   width = tensor.shape[-1] if tensor.shape.rank else 1
   return 1 if width is None else int(width)
 
 
-def _per_example(function, y_true, y_pred):
+def _per_example(function: Callable[..., Any], y_true: Any, y_pred: Any) -> Any:
   """Each example's loss, a [B] tensor (later axes averaged, as Keras)."""
   losses = tf.cast(function(y_true, y_pred), tf.float32)
   if losses.shape.rank and losses.shape.rank > 1:

@@ -8,6 +8,7 @@ tensorfx job.
 
 import json
 import os
+from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 
@@ -29,20 +30,20 @@ from tensorfx.tfutils import _validation
 
 
 def train_from_params(
-  save_params,
-  model_params,
-  train_params,
-  loss_params=None,
-  learning_rate_params=None,
-  optimizer_params=None,
-  validation_params=None,
-  load_params=None,
-  log_device_placement=False,
-  dont_run=False,
-  skip_check=False,
-  callbacks=None,
-  config=None,
-):
+  save_params: Optional[dict[str, Any]],
+  model_params: Optional[dict[str, Any]],
+  train_params: Optional[dict[str, Any]],
+  loss_params: Optional[dict[str, Any]] = None,
+  learning_rate_params: Optional[dict[str, Any]] = None,
+  optimizer_params: Optional[dict[str, Any]] = None,
+  validation_params: Optional[dict[str, Any]] = None,
+  load_params: Optional[dict[str, Any]] = None,
+  log_device_placement: bool = False,
+  dont_run: bool = False,
+  skip_check: bool = False,
+  callbacks: Optional[Sequence[Any]] = None,
+  config: Any = None,
+) -> dict[str, Any]:
   """Trains a model given as tfutils' parameter dictionaries.
 
   tfutils' interface on tensorfx's engine: the dictionaries are read
@@ -254,16 +255,16 @@ def train_from_params(
 
 
 def test_from_params(
-  load_params,
-  model_params,
-  validation_params,
-  log_device_placement=False,
-  save_params=None,
-  dont_run=False,
-  skip_check=False,
-  loss_params=None,
-  callbacks=None,
-):
+  load_params: Optional[dict[str, Any]],
+  model_params: Optional[dict[str, Any]],
+  validation_params: Optional[dict[str, Any]],
+  log_device_placement: bool = False,
+  save_params: Optional[dict[str, Any]] = None,
+  dont_run: bool = False,
+  skip_check: bool = False,
+  loss_params: Optional[dict[str, Any]] = None,
+  callbacks: Optional[Sequence[Any]] = None,
+) -> dict[str, Any]:
   """Evaluates a trained experiment on validation targets, without training.
 
   tfutils' `test_from_params` on tensorfx's evaluation engine
@@ -405,7 +406,9 @@ def test_from_params(
   }
 
 
-def _model_flags(model, trainable_names=None):
+def _model_flags(
+  model: _functions.Model, trainable_names: Optional[str] = None
+) -> list[str]:
   flags = []
   if model.seed:
     flags += ['--seed', str(model.seed)]
@@ -419,7 +422,9 @@ def _model_flags(model, trainable_names=None):
   return flags
 
 
-def _recorded_fingerprint(output, store, location):
+def _recorded_fingerprint(
+  output: str, store: Optional[_store.Store], location: _store.Location
+) -> Optional[dict[str, Any]]:
   """The fingerprint the experiment recorded: in its output, or its run."""
   record = _store.read_record(output)
   if record is not None:
@@ -434,7 +439,9 @@ def _recorded_fingerprint(output, store, location):
   return None
 
 
-def _fresh_start(load, location, output):
+def _fresh_start(
+  load: _load.LoadSettings, location: _store.Location, output: str
+) -> Optional[str]:
   """The checkpoint `do_restore` False sets aside, or None.
 
   tfutils' `do_restore=False` trains from scratch whatever the exp_id
@@ -454,7 +461,12 @@ def _fresh_start(load, location, output):
   return own
 
 
-def _warm_start(load, location, store, output):
+def _warm_start(
+  load: _load.LoadSettings,
+  location: _store.Location,
+  store: Optional[_store.Store],
+  output: str,
+) -> Optional[tuple[str, _load.LoadSettings]]:
   """What a fresh experiment loads, `(checkpoint, load)`, or None.
 
   Raises:
@@ -488,7 +500,9 @@ def _warm_start(load, location, store, output):
   return _load.find_checkpoint(load, load_store, loaded), load
 
 
-def _checkpoint_to_load(load, output, store):
+def _checkpoint_to_load(
+  load: _load.LoadSettings, output: str, store: Optional[_store.Store]
+) -> str:
   if load.from_ckpt:
     from tensorfx.training._checkpoints import restore as _restore
 

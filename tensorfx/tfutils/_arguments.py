@@ -8,6 +8,7 @@ parameters record); the dictionaries themselves are recorded too, under
 """
 
 import dataclasses
+from typing import Any, Iterable, Self
 
 from tensorfx.tfutils import _keys
 from tensorfx.training._arguments.args import ModelArguments
@@ -24,7 +25,12 @@ class ParamsArguments(ModelArguments):
   """
 
   @classmethod
-  def make(cls, flags, targets, description):
+  def make(
+    cls,
+    flags: list[str],
+    targets: Iterable[Any],
+    description: dict[str, Any],
+  ) -> Self:
     """Parses `flags`, then adds the validation targets and the record.
 
     Args:
@@ -39,7 +45,7 @@ class ParamsArguments(ModelArguments):
     args.process()
     return args
 
-  def to_dict(self):
+  def to_dict(self) -> dict[str, Any]:
     result = super().to_dict()
     # The targets as their dictionaries said, without function addresses.
     result['eval_targets'] = {
@@ -52,7 +58,7 @@ class ParamsArguments(ModelArguments):
     return result
 
 
-def _fields(target):
+def _fields(target: Any) -> dict[str, Any]:
   """The fields of a `ValidationTarget` that differ from the defaults."""
   return {
     f.name: getattr(target, f.name)

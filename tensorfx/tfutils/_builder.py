@@ -16,7 +16,7 @@ Everything else is the engine's, as for any builder.
 
 import dataclasses
 import types
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, cast
 
 import tensorflow as tf
 
@@ -28,9 +28,10 @@ from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _optimizer
 from tensorfx.tfutils import _train_loop
 from tensorfx.tfutils import _variables
+from tensorfx.training import _builder
+from tensorfx.training import _interfaces
 from tensorfx.training._builder import ModelBuilder
 from tensorfx.training._checkpoints import restore as _restore
-from tensorfx.training._engine import state as _state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Spec:
   callbacks: Tuple[Any, ...] = ()
 
   @property
-  def testing(self):
+  def testing(self) -> bool:
     """Whether the builder only evaluates (`test_from_params`)."""
     return self.optimizer is None
 
@@ -81,7 +82,7 @@ class ParamsBuilder(ModelBuilder):
     spec: the `Spec`.
   """
 
-  def __init__(self, args, dataset, spec):
+  def __init__(self, args: Any, dataset: Any, spec: Spec) -> None:
     super().__init__(args, dataset)
     self._spec = spec
     self.model_variables = _variables.VariableStore("model_params['func']")
@@ -97,37 +98,39 @@ class ParamsBuilder(ModelBuilder):
     # A builder that only evaluates restores the model from a training
     # checkpoint, which holds evaluation metrics only if that training
     # validated: the engine keeps them out of this builder's checkpoint.
-    _state.of(self).evaluation_checkpointed = not spec.testing
+    _builder.engine_of(self).evaluation_checkpointed = not spec.testing
 
   @property
-  def spec(self):
+  def spec(self) -> Spec:
     """The `Spec` the builder was made of."""
     return self._spec
 
   @property
-  def model_config(self):
+  def model_config(self) -> Any:
     """The dict the model function returned beside its outputs, or None."""
     return self._run.config
 
   @property
-  def warm_started(self):
+  def warm_started(self) -> Optional[Dict[str, Any]]:
     """What `build_init` loaded (`_restore.warm_start`'s dict), or None."""
     return self._run.warm_started
 
   @property
-  def transform_layer(self):
+  def transform_layer(self) -> Any:
     """Parsed raw instances to model inputs (there is no transform graph)."""
     if self._run.input_layer is None:
       self._run.input_layer = self.dataset.input_layer()
     return self._run.input_layer
 
-  def build_callbacks(self):
+  def build_callbacks(self) -> List[Any]:
     return list(self._spec.callbacks)
 
-  def build_input(self, source, batch, epochs, shuffle):
+  def build_input(
+    self, source: str, batch: int, epochs: Optional[int], shuffle: bool
+  ) -> tf.data.Dataset:
     return self.dataset[source].read(batch, epochs=epochs, shuffle=shuffle)
 
-  def build_inference(self, inputs, training):
+  def build_inference(self, inputs: Dict[str, Any], training: bool) -> Any:
     outputs, config = self.model_variables.call(
       self._spec.model, inputs, training
     )
@@ -138,16 +141,18 @@ class ParamsBuilder(ModelBuilder):
       self._train_targets(inputs, outputs, training)
     return outputs
 
-  def build_output(self, inferences):
+  def build_output(self, inferences: Any) -> Dict[str, Any]:
     if isinstance(inferences, dict):
       return dict(inferences)
     return _functions.Wrapped(outputs=inferences)
 
-  def build_training(self, global_steps, inputs, inferences):
+  def build_training(
+    self, global_steps: Any, inputs: Dict[str, Any], inferences: Any
+  ) -> Tuple[Any, Any]:
     loss = self._loss(inputs, inferences)
     return loss, self.optimizer
 
-  def build_optimizer(self):
+  def build_optimizer(self) -> Any:
     spec = self._spec
     if spec.testing:
       return _NoOptimizer()
@@ -177,7 +182,7 @@ class ParamsBuilder(ModelBuilder):
     )
     logger.info('Loaded %s into %s', checkpoint, self._spec.exp_id)
 
-  def build_training_graph(self):
+  def build_training_graph(self) -> _interfaces.TrainingInterface:
     training = super().build_training_graph()
     if not self._spec.testing:
       _fingerprint.check(
@@ -185,7 +190,7 @@ class ParamsBuilder(ModelBuilder):
       )
     return training
 
-  def build_prediction_graph(self):
+  def build_prediction_graph(self) -> _interfaces.PredictionInterface:
     try:
       return super().build_prediction_graph()
     except KeyError as e:
@@ -196,13 +201,15 @@ class ParamsBuilder(ModelBuilder):
         'the target functions only.'
       ) from None
 
-  def fingerprint(self):
+  def fingerprint(self) -> Dict[str, Any]:
     """The model's fingerprint (see `_fingerprint`)."""
     return _fingerprint.fingerprint(
       self._spec.model, self.model_variables.created
     )
 
-  def wrap_train_steps(self, steps):
+  def wrap_train_steps(
+    self, steps: Callable[[int], Any]
+  ) -> Callable[[int], Any]:
     """The engine's steps, driven by `train_params['train_loop']` if any.
 
     Called by the engine once per run (see `_train_loop`).
@@ -214,7 +221,7 @@ class ParamsBuilder(ModelBuilder):
       self._run.targets or ()
     )
 
-    def values(result):
+    def values(result: Any) -> Dict[str, Any]:
       rate = None
       try:
         rate = float(self.optimizer.learning_rate)
@@ -229,13 +236,13 @@ class ParamsBuilder(ModelBuilder):
 
     return _train_loop.wrap(steps, function, values, names)
 
-  def train_target_values(self):
+  def train_target_values(self) -> Dict[str, float]:
     """The extra training targets of the last step: name -> float."""
     if self._run.targets is None:
       return {}
     return {name: float(v.numpy()) for name, v in self._run.targets.items()}
 
-  def _loss(self, inputs, outputs):
+  def _loss(self, inputs: Dict[str, Any], outputs: Any) -> Any:
     loss = self._spec.loss
     if (
       self._spec.testing
@@ -247,8 +254,11 @@ class ParamsBuilder(ModelBuilder):
       return tf.constant(0.0)
     return loss(inputs, outputs)
 
-  def _train_targets(self, inputs, outputs, training):
-    function = self._spec.train_targets
+  def _train_targets(
+    self, inputs: Dict[str, Any], outputs: Any, training: bool
+  ) -> None:
+    # Called by build_inference only when the spec has train targets.
+    function = cast(_functions.Function, self._spec.train_targets)
     if self._run.targets is None:
       # The first (eager) call: the targets' names make their variables.
       values = _functions.call_targets(function, inputs, outputs)
@@ -292,11 +302,11 @@ class _NoOptimizer:
 
   variables = ()
 
-  def apply_gradients(self, grads_and_vars):
+  def apply_gradients(self, grads_and_vars: Any) -> NoReturn:
     del grads_and_vars
     raise ConfigurationError('test_from_params does not train.')
 
 
-def _engine_variables(builder):
+def _engine_variables(builder: ParamsBuilder) -> List[Any]:
   """The variables a load may set: the model's own."""
   return list(builder.model_variables.created)

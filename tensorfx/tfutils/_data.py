@@ -13,6 +13,7 @@ into the shapes and types the model was trained on.
 """
 
 import math
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Optional
 
 import tensorflow as tf
 
@@ -39,20 +40,28 @@ class FunctionSource(DataSource):
       tfutils' data providers did).
   """
 
-  def __init__(self, name, func, kwargs, where, cycle=False):
+  def __init__(
+    self,
+    name: str,
+    func: Callable[..., Any],
+    kwargs: Mapping[str, Any],
+    where: str,
+    cycle: bool = False,
+  ) -> None:
     super().__init__([], schema=None)
     self.name = name
     self.func = func
     self.kwargs = dict(kwargs)
     self.where = where
     self.cycle = cycle
-    self._made = None  # (batch_size, dataset) of the first call, unread.
+    # (batch_size, dataset) of the first call, unread.
+    self._made: Optional[tuple[int, tf.data.Dataset]] = None
 
-  def files(self):
+  def files(self) -> list[str]:
     """A function source has no files."""
     return []
 
-  def dataset(self, batch_size):
+  def dataset(self, batch_size: int) -> tf.data.Dataset:
     """The function's dataset for `batch_size`, as it returns it (checked).
 
     Raises:
@@ -76,8 +85,13 @@ class FunctionSource(DataSource):
     return data
 
   def read(
-    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
-  ):
+    self,
+    batch_size: int,
+    epochs: Optional[int] = 1,
+    shuffle: bool = False,
+    seed: Optional[int] = None,
+    shuffle_buffer: int = 10000,
+  ) -> tf.data.Dataset:
     """A `tf.data.Dataset` of the function's batches.
 
     Shuffling is the function's business (`shuffle` and `seed` are not
@@ -116,7 +130,12 @@ class FunctionDataSet(DataSet):
       identifier, a type a schema cannot hold).
   """
 
-  def __init__(self, sources, batch_size, targets=()):
+  def __init__(
+    self,
+    sources: Mapping[str, FunctionSource],
+    batch_size: int,
+    targets: Iterable[str] = (),
+  ) -> None:
     first = next(iter(sources.values()))
     spec = first.dataset(batch_size).element_spec
     self.input_spec = dict(spec)
@@ -129,27 +148,35 @@ class FunctionDataSet(DataSet):
     self._sources.update(sources)
 
   @property
-  def analyzed(self):
+  def analyzed(self) -> bool:
     """Always: the functions make the model's inputs, there is no analysis."""
     return True
 
-  def use_analysis(self, directory):
+  def use_analysis(self, directory: str) -> bool:
     del directory
     return True
 
-  def analyze(self, output_dir, source='train', pipeline_args=None, reuse=True):
+  def analyze(
+    self,
+    output_dir: str,
+    source: str = 'train',
+    pipeline_args: Any = None,
+    reuse: bool = True,
+  ) -> NoReturn:
     raise ConfigurationError(
       'A dataset of tfutils data functions has no feature set to analyze.'
     )
 
-  def add_source(self, name, paths, like=None):
+  def add_source(
+    self, name: str, paths: Any, like: Optional[str] = None
+  ) -> NoReturn:
     raise ConfigurationError(
       f'Validation target {name!r}: a train_from_params target brings its '
       "own data function (validation_params[NAME]['data']), not files. "
       f'Received: data={paths!r}'
     )
 
-  def input_layer(self):
+  def input_layer(self) -> 'InputLayer':
     """The layer that makes model inputs of parsed raw instances."""
     return InputLayer(self.serving_spec)
 
@@ -166,11 +193,11 @@ class InputLayer(tf.Module):
     spec: input name -> `tf.TensorSpec` of a batch.
   """
 
-  def __init__(self, spec):
+  def __init__(self, spec: Mapping[str, Any]) -> None:
     super().__init__(name='tfutils_inputs')
     self._spec = dict(spec)
 
-  def __call__(self, raw):
+  def __call__(self, raw: Mapping[str, Any]) -> dict[str, Any]:
     inputs = {}
     for name, spec in self._spec.items():
       value = tf.cast(raw[name], spec.dtype)
@@ -178,7 +205,7 @@ class InputLayer(tf.Module):
     return inputs
 
 
-def _as_dataset(data, batch_size, where):
+def _as_dataset(data: Any, batch_size: int, where: str) -> tf.data.Dataset:
   if isinstance(data, dict):
     try:
       data = tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
@@ -206,7 +233,7 @@ def _as_dataset(data, batch_size, where):
   return data
 
 
-def _schema(spec, where):
+def _schema(spec: Mapping[str, Any], where: str) -> Schema:
   fields = []
   for name, tensor in spec.items():
     shape = tensor.shape

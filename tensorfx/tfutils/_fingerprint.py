@@ -10,12 +10,18 @@ shapes and types, recorded with the run.
 
 import hashlib
 import json
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._checkpoints import restore as _restore
 
+if TYPE_CHECKING:
+  from tensorfx.tfutils import _functions
 
-def fingerprint(model, variables):
+
+def fingerprint(
+  model: '_functions.Model', variables: Iterable[Any]
+) -> dict[str, Any]:
   """The fingerprint of `model` (`_functions.Model`) with `variables`.
 
   Example:
@@ -26,7 +32,7 @@ def fingerprint(model, variables):
     A dict: `func`, `kwargs`, `variables` and `digest` (a hash of them).
   """
   described = model.function.describe()
-  record = {
+  record: dict[str, Any] = {
     'func': described.pop('func'),
     'kwargs': described,
     'variables': [
@@ -39,7 +45,12 @@ def fingerprint(model, variables):
   return record
 
 
-def check_function(recorded, model, exp_id, where):
+def check_function(
+  recorded: Optional[dict[str, Any]],
+  model: '_functions.Model',
+  exp_id: str,
+  where: str,
+) -> None:
   """Like `check`, for the model function and arguments only.
 
   What can be compared before the model is built: a call with other
@@ -62,7 +73,12 @@ def check_function(recorded, model, exp_id, where):
   )
 
 
-def check(recorded, current, exp_id, where):
+def check(
+  recorded: Optional[dict[str, Any]],
+  current: dict[str, Any],
+  exp_id: str,
+  where: str,
+) -> None:
   """Raises unless `current` is the model `recorded` for the experiment.
 
   Args:
@@ -105,7 +121,7 @@ def check(recorded, current, exp_id, where):
   )
 
 
-def _shape(entry):
+def _shape(entry: Optional[Sequence[Any]]) -> str:
   if entry is None:
     return 'absent'
   return f'{entry[1]} {entry[0]}'

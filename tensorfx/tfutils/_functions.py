@@ -14,7 +14,7 @@
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Iterable, Mapping, Optional, Self, Tuple
 
 import tensorflow as tf
 
@@ -50,12 +50,14 @@ class Function:
   where: str
 
   @classmethod
-  def from_params(cls, params, what, exclude=()):
+  def from_params(
+    cls, params: _keys.Params, what: str, exclude: Iterable[str] = ()
+  ) -> Self:
     """`params['func']` and the other keys (less `exclude`)."""
     func = params.function('func', what)
     return cls(func, params.rest('func', *exclude), params.path)
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     """A plain record of the function and its arguments."""
     return {
       'func': _keys.describe(self.func),
@@ -72,7 +74,7 @@ class Model:
   trainable_scopes: Tuple[str, ...] = ()
 
   @classmethod
-  def from_params(cls, params):
+  def from_params(cls, params: _keys.Params) -> Self:
     function = Function.from_params(
       params,
       'the function that makes the model of the inputs',
@@ -87,7 +89,9 @@ class Model:
       trainable_scopes=tuple(s.rstrip('/') for s in scopes),
     )
 
-  def __call__(self, inputs, train):
+  def __call__(
+    self, inputs: Any, train: bool
+  ) -> Tuple[Any, Optional[dict[str, Any]]]:
     """Calls the model; returns `(outputs, config or None)`."""
     func = self.function.func
     kwargs = dict(self.function.kwargs)
@@ -116,7 +120,7 @@ class Loss:
   where: str
 
   @classmethod
-  def from_params(cls, params):
+  def from_params(cls, params: _keys.Params) -> Self:
     """tfutils' default without `loss_params`: softmax cross-entropy."""
     params.alias('loss_per_case_func', 'loss_func')
     params.alias('targets', 'pred_targets')
@@ -163,7 +167,7 @@ class Loss:
       params.path,
     )
 
-  def __call__(self, inputs, outputs):
+  def __call__(self, inputs: Mapping[str, Any], outputs: Any) -> Any:
     """The scalar loss of a batch.
 
     Raises:
@@ -197,7 +201,7 @@ class Loss:
       loss = tf.reduce_mean(loss)
     return loss
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     return _keys.describe(
       {
         'pred_targets': list(self.pred_targets),
@@ -217,14 +221,16 @@ class Wrapped(dict):
   """
 
 
-def model_outputs(outputs):
+def model_outputs(outputs: Any) -> Any:
   """What the model function returned, from `build_output`'s dict."""
   if isinstance(outputs, Wrapped):
     return outputs['outputs']
   return outputs
 
 
-def call_targets(function, inputs, outputs):
+def call_targets(
+  function: Function, inputs: Any, outputs: Any
+) -> dict[str, Any]:
   """`function(inputs, outputs, **kwargs)`, checked to be a dict.
 
   Raises:
@@ -239,7 +245,7 @@ def call_targets(function, inputs, outputs):
   return values
 
 
-def _takes_logits_and_labels(func):
+def _takes_logits_and_labels(func: Callable[..., Any]) -> bool:
   try:
     parameters = list(inspect.signature(func).parameters)
   except (TypeError, ValueError):

@@ -8,6 +8,7 @@ in their script at once.
 import difflib
 import inspect
 import re
+from typing import Any, Callable, Optional, Sequence
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
@@ -33,7 +34,7 @@ class Params:
     ConfigurationError: `value` is not a dict.
   """
 
-  def __init__(self, value, path):
+  def __init__(self, value: Any, path: str) -> None:
     if value is None:
       value = {}
     if not isinstance(value, dict):
@@ -43,19 +44,19 @@ class Params:
     self.value = dict(value)
     self.path = path
 
-  def __contains__(self, key):
+  def __contains__(self, key: Any) -> bool:
     return key in self.value
 
-  def where(self, key):
+  def where(self, key: Any) -> str:
     """The path of `key`: `train_params['num_steps']`."""
     return f'{self.path}[{key!r}]'
 
-  def get(self, key, default=None):
+  def get(self, key: str, default: Any = None) -> Any:
     """The value of `key`, or `default` when absent (or None)."""
     value = self.value.get(key)
     return default if value is None else value
 
-  def required(self, key, what):
+  def required(self, key: str, what: str) -> Any:
     """The value of `key`, which must be there.
 
     Args:
@@ -73,7 +74,7 @@ class Params:
       )
     return self.value[key]
 
-  def function(self, key, what, required=True):
+  def function(self, key: str, what: str, required: bool = True) -> Any:
     """A callable at `key` (None when absent and not required).
 
     Raises:
@@ -89,7 +90,13 @@ class Params:
       )
     return value
 
-  def integer(self, key, default, minimum=1, allow_none=False):
+  def integer(
+    self,
+    key: str,
+    default: Optional[int],
+    minimum: int = 1,
+    allow_none: bool = False,
+  ) -> Any:
     """A whole number at `key` (at least `minimum`), or `default`.
 
     Raises:
@@ -114,7 +121,7 @@ class Params:
       )
     return value
 
-  def boolean(self, key, default):
+  def boolean(self, key: str, default: bool) -> bool:
     """A bool at `key`, or `default`.
 
     Raises:
@@ -130,13 +137,15 @@ class Params:
       )
     return bool(value)
 
-  def child(self, key, required=False, what='a dict'):
+  def child(
+    self, key: str, required: bool = False, what: str = 'a dict'
+  ) -> 'Params':
     """The dictionary at `key` as `Params` (empty when absent)."""
     if required:
       self.required(key, what)
     return Params(self.value.get(key), self.where(key))
 
-  def alias(self, old, new):
+  def alias(self, old: str, new: str) -> None:
     """Reads tfutils' deprecated key `old` as `new` (and says so)."""
     if self.value.get(old) is None:
       return
@@ -152,11 +161,11 @@ class Params:
     )
     self.value[new] = self.value.pop(old)
 
-  def rest(self, *known):
+  def rest(self, *known: str) -> dict[str, Any]:
     """The keys not in `known`: the keyword arguments of a function."""
     return {k: v for k, v in self.value.items() if k not in known}
 
-  def check_known(self, known, hint=''):
+  def check_known(self, known: Sequence[str], hint: str = '') -> None:
     """Raises on a key that is not in `known` (a typo, or unsupported).
 
     Raises:
@@ -172,7 +181,7 @@ class Params:
         )
 
 
-def accepts(func, name):
+def accepts(func: Callable[..., Any], name: str) -> bool:
   """Whether `func` takes an argument `name` (or any keyword)."""
   try:
     parameters = inspect.signature(func).parameters
@@ -183,7 +192,7 @@ def accepts(func, name):
   )
 
 
-def describe(value):
+def describe(value: Any) -> Any:
   """A plain, stable description of a parameter value, to record.
 
   Functions and classes are named by module and qualified name; dicts,

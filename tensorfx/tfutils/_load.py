@@ -16,7 +16,7 @@ loaded: a new experiment begins a new optimization.
 import dataclasses
 import os
 import re
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
@@ -66,7 +66,9 @@ class LoadSettings:
   to_restore: Any = None
 
   @classmethod
-  def from_params(cls, params, save_location):
+  def from_params(
+    cls, params: _keys.Params, save_location: Optional[_store.Location]
+  ) -> Self:
     """Reads `load_params` (a `Params`); location keys default to saving's.
 
     Raises:
@@ -105,7 +107,7 @@ class LoadSettings:
       to_restore=_keys.describe(params.get('to_restore')),
     )
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     return _keys.describe(
       {
         'location': dataclasses.asdict(self.location),
@@ -120,7 +122,9 @@ class LoadSettings:
     )
 
 
-def checkpoint_of(output, step=None, what="load_params['exp_id']"):
+def checkpoint_of(
+  output: str, step: Optional[int] = None, what: str = "load_params['exp_id']"
+) -> str:
   """The checkpoint of an experiment's output: its latest, or of `step`.
 
   Looks among the rotating checkpoints (`checkpoints/`) and those kept for
@@ -152,7 +156,9 @@ def checkpoint_of(output, step=None, what="load_params['exp_id']"):
   )
 
 
-def find_checkpoint(load, store, output):
+def find_checkpoint(
+  load: LoadSettings, store: Optional[_store.Store], output: str
+) -> str:
   """The checkpoint `load` names: by query, else `checkpoint_of(output)`.
 
   Args:
@@ -183,7 +189,7 @@ def find_checkpoint(load, store, output):
   return _query.latest_match(query, outputs, "load_params['query']")
 
 
-def _selection(params):
+def _selection(params: _keys.Params) -> Optional[Callable[[str], bool]]:
   """`to_restore` as a predicate of variable names (None: all)."""
   value = params.get('to_restore')
   where = params.where('to_restore')
@@ -215,7 +221,7 @@ def _selection(params):
   )
 
 
-def _rename(params):
+def _rename(params: _keys.Params) -> dict[str, str]:
   value = params.get('load_param_dict')
   if value is None:
     return {}

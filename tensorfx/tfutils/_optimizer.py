@@ -15,6 +15,7 @@ default: momentum 0.9, gradients clipped to [-1, 1].
 """
 
 import re
+from typing import Any, Callable, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -51,24 +52,28 @@ class GlobalStepSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
     global_step: the global step variable.
   """
 
-  def __init__(self, func, kwargs, global_step):
+  def __init__(
+    self, func: Callable[..., Any], kwargs: Mapping[str, Any], global_step: Any
+  ) -> None:
     super().__init__()
     self.func = func
     self.kwargs = dict(kwargs)
     self.global_step = global_step
 
-  def __call__(self, step):
+  def __call__(self, step: Any) -> Any:
     del step  # tfutils' functions take the global step, not the optimizer's.
     rate = self.func(global_step=self.global_step, **self.kwargs)
     if callable(rate) and not tf.is_tensor(rate):
       rate = rate()
     return tf.cast(rate, tf.float32)
 
-  def get_config(self):
+  def get_config(self) -> dict[str, Any]:
     return {'func': _keys.describe(self.func), **_keys.describe(self.kwargs)}
 
 
-def learning_rate(params, global_step):
+def learning_rate(
+  params: _keys.Params, global_step: Any
+) -> GlobalStepSchedule | float:
   """The learning rate of `learning_rate_params`.
 
   Args:
@@ -96,7 +101,7 @@ def learning_rate(params, global_step):
   return GlobalStepSchedule(func, params.rest('func'), global_step)
 
 
-def optimizer(params, rate):
+def optimizer(params: _keys.Params, rate: GlobalStepSchedule | float) -> Any:
   """The optimizer of `optimizer_params`, with learning rate `rate`.
 
   Args:
@@ -173,7 +178,7 @@ def optimizer(params, rate):
   return result
 
 
-def trainable_pattern(params):
+def trainable_pattern(params: _keys.Params) -> Optional[str]:
   """`--trainable-pattern` of ClipOptimizer's `trainable_names`, or None.
 
   tfutils' ClipOptimizer trained only the variables whose names start with
@@ -200,7 +205,12 @@ def trainable_pattern(params):
   return '^(?:' + '|'.join(re.escape(n) for n in names) + ')'
 
 
-def _tf1(made, kwargs, rate, where):
+def _tf1(
+  made: Any,
+  kwargs: dict[str, Any],
+  rate: GlobalStepSchedule | float,
+  where: str,
+) -> _tf1_optimizer.TF1Optimizer:
   """A TensorFlow 1-style optimizer class made and adapted.
 
   The class receives the rate as a variable (every TensorFlow 1 optimizer
@@ -227,11 +237,13 @@ def _tf1(made, kwargs, rate, where):
   )
 
 
-def _is_clip_optimizer(value):
+def _is_clip_optimizer(value: Any) -> bool:
   return getattr(value, '__name__', value) == 'ClipOptimizer'
 
 
-def _keras_equivalent(made, kwargs):
+def _keras_equivalent(
+  made: Any, kwargs: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
   """A TensorFlow 1 optimizer class as its tf_keras class and keys."""
   name = getattr(made, '__name__', None)
   if name not in _TF1 or getattr(tf.compat.v1.train, name, None) is not made:

@@ -19,12 +19,13 @@ experiment records:
 import json
 import os
 import statistics
-from typing import Any
+from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
 from tensorfx._logging import logger
 from tensorfx.tfutils import _load
+from tensorfx.tfutils import _save
 from tensorfx.tfutils import _store
 from tensorfx.training._callbacks import base
 from tensorfx.training._evaluation import targets as _targets
@@ -49,34 +50,35 @@ class ExperimentRecord(base.Callback):
 
   def __init__(
     self,
-    exp_id,
-    store,
-    experiment,
-    action='train',
-    description=None,
-    save=None,
-    validates=None,
-    fresh=False,
-  ):
+    exp_id: str,
+    store: Optional[_store.Store],
+    experiment: str,
+    action: str = 'train',
+    description: Optional[dict[str, Any]] = None,
+    save: Optional[_save.SaveSettings] = None,
+    validates: Optional[dict[str, Any]] = None,
+    fresh: bool = False,
+  ) -> None:
     super().__init__()
     self.exp_id = exp_id
-    self.store = store
+    # A Store whenever run_id is set (runs are recorded only with one).
+    self.store: Any = store
     self.experiment = experiment
     self.action = action
     self.description = description or {}
     self.save = save
     self.validates = validates
     self.fresh = fresh
-    self.run_id = None
+    self.run_id: Optional[str] = None
     self.results: Any = None
-    self.saved_filters = []
+    self.saved_filters: list[str] = []
     self._failed = False
 
   @property
-  def _chief(self):
+  def _chief(self) -> bool:
     return self.context.chief
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     if not self._chief:
       return
     builder = self.context.builder
@@ -124,7 +126,7 @@ class ExperimentRecord(base.Callback):
       # tfutils kept the initial filters of a model it did not load.
       self.context.save_checkpoint()
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     if not self._chief:
       return
     values = self.context.builder.train_target_values()
@@ -140,7 +142,7 @@ class ExperimentRecord(base.Callback):
         {f'train/{k}': v for k, v in values.items()},
       )
 
-  def on_checkpoint(self, step, path):
+  def on_checkpoint(self, step: int, path: str) -> None:
     save = self.save
     if not self._chief or save is None:
       return
@@ -164,7 +166,7 @@ class ExperimentRecord(base.Callback):
     logger.info('Kept %s (save_filters_freq %d)', kept, save.save_filters_freq)
     self._tags({'tfutils.saved_filters': _tag(self.saved_filters)})
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     self.results = {
       'step': step,
       'results': {k: dict(v) for k, v in results.items()},
@@ -196,11 +198,11 @@ class ExperimentRecord(base.Callback):
           {f'{name}/{k}': v for k, v in means.items()},
         )
 
-  def _tags(self, tags):
+  def _tags(self, tags: dict[str, str]) -> None:
     if self.run_id is not None:
       self._call(self.store.set_tags, self.run_id, tags)
 
-  def _call(self, method, *args):
+  def _call(self, method: Callable[..., Any], *args: Any) -> Any:
     if self._failed:
       return None
     try:
@@ -217,7 +219,7 @@ class ExperimentRecord(base.Callback):
       return None
 
 
-def _tag(value):
+def _tag(value: Any) -> str:
   return _tracking.clipped_text(
     json.dumps(value, sort_keys=True), _tracking.TAG_LIMIT
   )

@@ -16,6 +16,7 @@ Checkpoints are made by step only, as tfutils made them, never by time.
 
 import dataclasses
 import math
+from typing import Any, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
@@ -61,7 +62,7 @@ class SaveSettings:
   save_initial_filters: bool = True
 
   @classmethod
-  def from_params(cls, params):
+  def from_params(cls, params: _keys.Params) -> Self:
     """Reads `save_params` (a `Params`).
 
     Raises:
@@ -87,7 +88,7 @@ class SaveSettings:
       save_initial_filters=params.boolean('save_initial_filters', True),
     )
 
-  def flags(self):
+  def flags(self) -> list[str]:
     """The trainer flags of these settings."""
     flags = [
       '--log-interval-steps',
@@ -110,7 +111,7 @@ class SaveSettings:
       ]
     return flags
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     return _keys.describe(
       {k: v for k, v in dataclasses.asdict(self).items() if k != 'location'}
     )

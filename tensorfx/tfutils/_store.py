@@ -24,10 +24,11 @@ A run records its model's fingerprint (`tfutils.fingerprint`); the same
 import dataclasses
 import json
 import os
-from typing import Optional
+from typing import Any, Mapping, Optional, Self, Sequence
 from urllib import parse
 
 from tensorfx._errors import ConfigurationError
+from tensorfx.tfutils import _keys
 from tensorfx.training._run import tracking as _tracking
 
 LOCATION_KEYS = ('host', 'port', 'dbname', 'collname', 'exp_id')
@@ -37,7 +38,7 @@ _ACTION = 'tensorfx.action'
 _EXP_ID = 'tfutils.exp_id'
 
 
-def home():
+def home() -> str:
   """tfutils' home directory: `TFUTILS_HOME`, else `~/.tfutils`."""
   return os.environ.get('TFUTILS_HOME') or os.path.join(
     os.path.expanduser('~'), '.tfutils'
@@ -71,7 +72,9 @@ class Location:
   cache_dir: Optional[str] = None
 
   @classmethod
-  def from_params(cls, params, fallback=None):
+  def from_params(
+    cls, params: _keys.Params, fallback: Optional['Location'] = None
+  ) -> Self:
     """The location of a `save_params` or `load_params` dict.
 
     Args:
@@ -82,7 +85,7 @@ class Location:
     Raises:
       ConfigurationError: a required key is missing or malformed.
     """
-    values = {}
+    values: dict[str, Any] = {}
     for key in LOCATION_KEYS:
       value = params.get(key)
       if value is None and fallback is not None:
@@ -153,12 +156,12 @@ class Location:
     )
 
   @property
-  def experiment(self):
+  def experiment(self) -> str:
     """The MLflow experiment: `DBNAME/COLLNAME`."""
     return f'{self.dbname}/{self.collname}'
 
   @property
-  def uri(self):
+  def uri(self) -> str:
     """The MLflow tracking URI of the store."""
     if self.host and '://' in self.host:
       return self.host
@@ -173,7 +176,7 @@ class Location:
       os.path.abspath(home()), _tracking.DEFAULT_DB
     )
 
-  def same_experiment(self, other):
+  def same_experiment(self, other: 'Location') -> bool:
     """Whether `other` names the same store, experiment and exp_id."""
     return (self.uri, self.experiment, self.exp_id) == (
       other.uri,
@@ -181,7 +184,7 @@ class Location:
       other.exp_id,
     )
 
-  def default_output(self):
+  def default_output(self) -> str:
     """The output directory when neither given nor recorded."""
     return self.cache_dir or os.path.join(
       home(), self.dbname, self.collname, self.exp_id
@@ -198,14 +201,16 @@ class Store:
     ConfigurationError: MLflow is not installed.
   """
 
-  def __init__(self, uri):
+  def __init__(self, uri: str) -> None:
     _tracking.require_mlflow()
     from mlflow.tracking import MlflowClient
 
     self.uri = uri
     self.client = MlflowClient(tracking_uri=uri)
 
-  def search(self, experiment, conditions, max_results=1000):
+  def search(
+    self, experiment: str, conditions: Sequence[str], max_results: int = 1000
+  ) -> list[Any]:
     """The runs of `experiment` meeting `conditions`, newest first."""
     try:
       found = self.client.get_experiment_by_name(experiment)
@@ -225,11 +230,11 @@ class Store:
         f'{_tracking.safe_uri(self.uri)}: {type(e).__name__}: {e}'
       ) from None
 
-  def _search(self, experiment, conditions):
+  def _search(self, experiment: str, conditions: Sequence[str]) -> Any:
     runs = self.search(experiment, conditions, max_results=1)
     return runs[0] if runs else None
 
-  def training_run(self, location):
+  def training_run(self, location: Location) -> Any:
     """The latest training run of `location`'s exp_id, or None."""
     return self._search(
       location.experiment,
@@ -239,7 +244,7 @@ class Store:
       ],
     )
 
-  def run_of_output(self, experiment, output, action):
+  def run_of_output(self, experiment: str, output: str, action: str) -> Any:
     """The latest run that tensorfx started for `output` and `action`."""
     if "'" in output:
       return None
@@ -251,7 +256,7 @@ class Store:
       ],
     )
 
-  def set_tags(self, run_id, tags):
+  def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
     from mlflow.entities import RunTag
 
     self.client.log_batch(
@@ -262,14 +267,16 @@ class Store:
       ],
     )
 
-  def log_metrics(self, run_id, step, values):
+  def log_metrics(
+    self, run_id: str, step: int, values: Mapping[str, Any]
+  ) -> None:
     # Through the tracker's conversion: numbers only, one timestamp.
     self.client.log_batch(
       run_id, metrics=_tracking.mlflow_metrics(values, step)
     )
 
 
-def store_if_installed(uri):
+def store_if_installed(uri: str) -> Optional[Store]:
   """The `Store` of `uri`, or None when MLflow is not installed.
 
   For what only reads the store when it can (finding an experiment's
@@ -282,7 +289,7 @@ def store_if_installed(uri):
   return Store(uri)
 
 
-def output_of(location, store):
+def output_of(location: Location, store: Optional[Store]) -> str:
   """The output directory of `location`'s experiment.
 
   `cache_dir` when given; else the directory the store recorded for the
@@ -298,7 +305,7 @@ def output_of(location, store):
   return location.default_output()
 
 
-def read_record(output):
+def read_record(output: str) -> Optional[dict[str, Any]]:
   """The experiment record in `output` (`tfutils.json`), or None."""
   import tensorflow as tf
 
@@ -309,7 +316,7 @@ def read_record(output):
     return json.load(f)
 
 
-def write_record(output, record):
+def write_record(output: str, record: Mapping[str, Any]) -> None:
   """Writes the experiment record into `output` (whole, or not at all)."""
   import tensorflow as tf
 

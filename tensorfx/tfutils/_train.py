@@ -12,7 +12,7 @@
 """
 
 import dataclasses
-from typing import Optional
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _functions
@@ -55,7 +55,7 @@ class TrainSettings:
   train_loop: Optional[_functions.Function] = None
 
   @classmethod
-  def from_params(cls, params):
+  def from_params(cls, params: _keys.Params) -> Self:
     """Reads `train_params` (a `Params`).
 
     Raises:
@@ -121,7 +121,7 @@ class TrainSettings:
       num_minibatches=params.integer('num_minibatches', 1),
     )
 
-  def flags(self):
+  def flags(self) -> list[str]:
     """The trainer flags of these settings."""
     flags = [
       '--batch-size',
@@ -138,7 +138,7 @@ class TrainSettings:
       flags += ['--steps-per-loop', '1']
     return flags
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     return _keys.describe(
       {
         'data_params': {**self.data.describe(), 'batch_size': self.batch_size},

@@ -56,11 +56,11 @@ class Validation:
   agg_func: str | Callable[..., Any] | None = None
 
   @property
-  def source_name(self):
+  def source_name(self) -> str:
     """The dataset source the target reads (a target may be 'train')."""
     return f'validation.{self.name}'
 
-  def source(self):
+  def source(self) -> _data.FunctionSource:
     """The dataset source the target reads."""
     return _data.FunctionSource(
       self.source_name,
@@ -70,7 +70,7 @@ class Validation:
       cycle=self.num_steps is not None,
     )
 
-  def target(self):
+  def target(self) -> _targets.ValidationTarget:
     """The engine's `ValidationTarget`."""
     online: Any = self.online_agg_func or 'append'
     # tfutils' default agg_func is the identity: the per-batch lists.
@@ -85,7 +85,7 @@ class Validation:
       compute=_compute(self.targets) if self.targets else None,
     )
 
-  def describe(self):
+  def describe(self) -> dict[str, Any]:
     return _keys.describe(
       {
         'data': {**self.data.describe(), 'batch_size': self.batch_size},
@@ -110,10 +110,12 @@ def identity(aggregate: dict[str, Any]) -> dict[str, Any]:
   return dict(aggregate)
 
 
-def _compute(function):
+def _compute(
+  function: _functions.Function,
+) -> Callable[[Any, Any], dict[str, Any]]:
   """`ValidationTarget.compute` of a tfutils targets function."""
 
-  def compute(inputs, outputs):
+  def compute(inputs: Any, outputs: Any) -> dict[str, Any]:
     return _functions.call_targets(
       function, inputs, _functions.model_outputs(outputs)
     )
@@ -126,7 +128,7 @@ def _compute(function):
   return compute
 
 
-def _agg_func(target):
+def _agg_func(target: _keys.Params) -> str | Callable[..., Any] | None:
   """`agg_func`: a callable, or the name of a reduction of each list."""
   value = target.get('agg_func')
   if isinstance(value, str):
@@ -145,7 +147,7 @@ def _agg_func(target):
   )
 
 
-def from_params(params):
+def from_params(params: _keys.Params) -> list[Validation]:
   """The validation targets of `validation_params` (a `Params`), in order.
 
   Raises:

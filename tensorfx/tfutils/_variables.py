@@ -12,6 +12,7 @@ for tfutils.
 
 import contextlib
 import types
+from typing import Any, Callable, ContextManager, Iterator
 
 import tensorflow as tf
 
@@ -33,15 +34,17 @@ class VariableStore(tf.Module):
     where: what makes the variables, for errors (`model_params['func']`).
   """
 
-  def __init__(self, where):
+  def __init__(self, where: str) -> None:
     super().__init__(name='model_variables')
     self._where = where
-    self.created = []
+    self.created: list[Any] = []
     # The name each variable was asked for by (before scoping), in order;
     # bookkeeping, kept out of the checkpoint.
     self._calls = types.SimpleNamespace(requested=[], sealed=False)
 
-  def call(self, function, *args, **kwargs):
+  def call(
+    self, function: Callable[..., Any], *args: Any, **kwargs: Any
+  ) -> Any:
     """Calls `function`; its variables are the first call's.
 
     Raises:
@@ -50,7 +53,7 @@ class VariableStore(tf.Module):
     """
     index = 0
 
-    def creator(next_creator, **options):
+    def creator(next_creator: Callable[..., Any], **options: Any) -> Any:
       nonlocal index
       position = index
       index += 1
@@ -91,7 +94,7 @@ class VariableStore(tf.Module):
 
 
 @contextlib.contextmanager
-def _no_trace_in_collections():
+def _no_trace_in_collections() -> Iterator[None]:
   """Leaves the graph's collections as they were before the call.
 
   TensorFlow 1 code (`get_variable`, `tf.compat.v1.layers`) adds its
@@ -112,7 +115,7 @@ def _no_trace_in_collections():
       graph.get_collection_ref(key)[:] = before.get(key, [])
 
 
-def _root_variable_scope():
+def _root_variable_scope() -> Any:
   """The root variable scope, creating: each call builds the model anew.
 
   A mirrored strategy runs replicas after the first under a reusing
@@ -124,7 +127,7 @@ def _root_variable_scope():
   )
 
 
-def _fresh_get_variable_store():
+def _fresh_get_variable_store() -> ContextManager[Any]:
   """Each call's `tf.compat.v1.get_variable`s in a store of their own.
 
   TensorFlow keeps one store of `get_variable` names per graph, shared by

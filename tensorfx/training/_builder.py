@@ -6,13 +6,11 @@ from typing import Any, Dict, List, Optional, Tuple
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.data import _filters
 from tensorfx.training import _engine
 from tensorfx.training import _interfaces
 from tensorfx.training import _settings
 from tensorfx.training._arguments import parsedjob as _parsedjob
 from tensorfx.training._checkpoints import restore as _restore
-from tensorfx.training._engine import cache as _engine_cache
 from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import seed as _seed
 from tensorfx.training._engine import state as _state
@@ -79,6 +77,8 @@ class ModelBuilder(tf.Module):
     self._args = _parsedjob.arguments_of(args)
     self._dataset = dataset
     self._settings: Optional[_settings.Settings] = None
+    # The engine's state of this builder: read here, passed by the trainer.
+    self._engine = _state.EngineState()
     # Before any hook creates a variable: initializers draw from the seed.
     _seed.set_seed(self.settings.loop.seed)
     if self.settings.data.vocabularies and dataset is not None:
@@ -125,8 +125,7 @@ class ModelBuilder(tf.Module):
     """
     if dataset is self._dataset:
       return
-    state = _state.find(self)
-    if state is not None and state.strategy is not None:
+    if self._engine.strategy is not None:
       raise ConfigurationError(
         f'{type(self).__name__} was built with another dataset; make a new '
         'builder to train on this one.'
@@ -140,9 +139,8 @@ class ModelBuilder(tf.Module):
     Once the graphs are built, the engine's: with `--batch-size all`
     replaced by the training data's size.
     """
-    state = _state.find(self)
-    if state is not None and state.settings is not None:
-      return state.settings
+    if self._engine.settings is not None:
+      return self._engine.settings
     if self._settings is None:
       self._settings = _settings.Settings.from_args(self._args)
     return self._settings
@@ -150,13 +148,12 @@ class ModelBuilder(tf.Module):
   @property
   def strategy(self) -> tf.distribute.Strategy:
     """The `tf.distribute.Strategy` the graphs were built under."""
-    state = _state.find(self)
-    if state is None or state.strategy is None:
+    if self._engine.strategy is None:
       raise ConfigurationError(
         'strategy is available once build_graph_interfaces(config) has '
         'been called.'
       )
-    return state.strategy
+    return self._engine.strategy
 
   @property
   def global_step(self) -> Any:
@@ -164,8 +161,7 @@ class ModelBuilder(tf.Module):
 
     Kept by the engine, and checkpointed with the model.
     """
-    state = _state.find(self)
-    return None if state is None else state.global_step
+    return self._engine.global_step
 
   @property
   def optimizer(self) -> Any:
@@ -186,7 +182,7 @@ class ModelBuilder(tf.Module):
     """The tf.Transform layer that maps raw features to model inputs."""
     # Held by the engine, outside checkpoints: the transform graph is
     # exported with the model but is not part of the model's checkpoints.
-    run = _state.of(self).run
+    run = self._engine.run
     if run.worker_layer is not None:
       # Building a parameter-server worker's dataset: its tables must be
       # the copies the strategy places on each worker.
@@ -243,47 +239,8 @@ class ModelBuilder(tf.Module):
     Returns:
       A `tf.data.Dataset` of dicts of tensors keyed by feature name.
     """
-    settings = self.settings
-    # --cache: the training data's later epochs replay the first's
-    # transformed batches from memory.
-    memory = (
-      source == 'train'
-      and epochs != 1
-      and _engine_cache.plan(self, batch, epochs).cache
-    )
-    raw = self._dataset[source].read(
-      batch,
-      epochs=1 if memory else epochs,
-      shuffle=shuffle,
-      seed=settings.loop.seed,
-    )
-    if settings.data.filters:
-      # --data-filter FIELD=REGEX: keep matching records (Gematria's filter).
-      raw = _filters.filter_records(
-        raw,
-        _filters.parse_filters(settings.data.filters, self._dataset.schema),
-        batch,
-        forever=epochs is None and not memory,
-      )
-    slice_filter = _state.of(self).run.slice_filter
-    if slice_filter is not None:
-      # --eval-slices: the records of the slice being evaluated.
-      raw = slice_filter(raw, batch)
-    transformed = self._dataset.transform(raw, self.transform_layer)
-    if not memory:
-      return transformed
-    instances = (
-      self._dataset.metadata.instances
-      if (self._dataset.metadata is not None)
-      else 0
-    )
-    return _engine_cache.cached(
-      transformed,
-      batch,
-      epochs,
-      shuffle,
-      seed=settings.loop.seed,
-      batches=-(-instances // batch),
+    return _engine.build_input(
+      self, self._engine, source, batch, epochs, shuffle
     )
 
   def build_inference(self, inputs, training):
@@ -453,7 +410,7 @@ class ModelBuilder(tf.Module):
     if restored or not restore.warm_start:
       return
     _restore.warm_start(
-      _engine.warm_start_variables(self),
+      _engine.warm_start_variables(self, self._engine, made_optimizers(self)),
       restore.warm_start,
       pattern=restore.pattern,
       rename=restore.rename,
@@ -485,7 +442,7 @@ class ModelBuilder(tf.Module):
       prediction interface is traced when first used (once training has
       started, and at export).
     """
-    return _engine.build_graph_interfaces(self, config)
+    return _engine.build_graph_interfaces(self, self._engine, config)
 
   def build_training_graph(self) -> _interfaces.TrainingInterface:
     """Builds the training interface; see `TrainingInterface`.
@@ -494,7 +451,7 @@ class ModelBuilder(tf.Module):
     creates the variables (the eager hook calls), then traces the training
     step and the loop that runs it for the strategy.
     """
-    return _engine.training_graph(self)
+    return _engine.training_graph(self, self._engine)
 
   def build_evaluation_graph(self) -> Optional[_interfaces.EvaluationInterface]:
     """Builds the evaluation interface; see `EvaluationInterface`.
@@ -502,7 +459,7 @@ class ModelBuilder(tf.Module):
     Called once, under the strategy's scope. Returns None when there is
     nothing to evaluate (no `eval` source and no validation target).
     """
-    return _engine.evaluation_graph(self)
+    return _engine.evaluation_graph(self, self._engine)
 
   def build_prediction_graph(self) -> _interfaces.PredictionInterface:
     """Builds the prediction interface over raw instances.
@@ -514,6 +471,22 @@ class ModelBuilder(tf.Module):
     tensor per raw field.
     """
     return _engine.prediction_graph(self)
+
+
+def engine_of(builder: 'ModelBuilder') -> _state.EngineState:
+  """The engine state of a builder the trainer runs.
+
+  The one seam between the user's builder and the engine: a run takes the
+  state here once and passes it on (to the engine, the evaluation, the
+  callbacks' `RunContext`).
+  """
+  return builder._engine  # noqa: SLF001  (the seam itself)
+
+
+def made_optimizers(builder: 'ModelBuilder') -> List[Any]:
+  """The optimizers the builder has made itself, without making any."""
+  made = (builder._optimizer, builder._sparse_optimizer)  # noqa: SLF001
+  return [optimizer for optimizer in made if optimizer is not None]
 
 
 def run_init(builder: 'ModelBuilder', restored: bool) -> None:

@@ -26,8 +26,8 @@ from tensorfx import embeddings
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
+from tensorfx.training._builder import engine_of
 from tensorfx.training._callbacks import table_fill
-from tensorfx.training._engine import state as engine_state
 from tensorfx.training._run import summaries as _summaries
 
 # Left out of the fast tier: its tests train, analyze or start processes.
@@ -201,8 +201,8 @@ def test_the_engine_s_training_loop_grows_the_table_without_stopping(
   builder = _Builder(
     training.ModelArguments.parse(['--batch-size', '16', '--seed', '1']), None
   )
-  engine_state.of(builder).strategy = tf.distribute.get_strategy()
-  engine_state.of(builder).global_step = tf.Variable(
+  engine_of(builder).strategy = tf.distribute.get_strategy()
+  engine_of(builder).global_step = tf.Variable(
     0, dtype=tf.int64, trainable=False
   )
   train = builder.build_training_graph()

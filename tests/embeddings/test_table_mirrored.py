@@ -26,7 +26,7 @@ import numpy as np
 index = int(sys.argv[1])
 import tensorflow as tf
 from tensorfx import embeddings, training
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builder import engine_of
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 
@@ -54,9 +54,9 @@ class Builder(training.ModelBuilder):
 
 args = training.ModelArguments.parse(['--batch-size', '8', '--seed', '1'])
 builder = Builder(args, None)
-engine_state.of(builder).strategy = strategy
+engine_of(builder).strategy = strategy
 with strategy.scope():
-  engine_state.of(builder).global_step = tf.Variable(
+  engine_of(builder).global_step = tf.Variable(
       0, dtype=tf.int64, trainable=False,
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
   train = builder.build_training_graph()
@@ -144,7 +144,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builder import engine_of
 
 args = training.ModelArguments.parse(
     ['--batch-size', '16', '--seed', '1', '--learning-rate', '0.05'])
@@ -194,9 +194,9 @@ class Builder(training.ModelBuilder):
 
 
 builder = Builder(args, None)
-engine_state.of(builder).strategy = strategy
+engine_of(builder).strategy = strategy
 with strategy.scope():
-  engine_state.of(builder).global_step = tf.Variable(
+  engine_of(builder).global_step = tf.Variable(
       0, dtype=tf.int64, trainable=False,
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
   train = builder.build_training_graph()

@@ -22,8 +22,9 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import KerasModelBuilder
 from tensorfx.prediction import Model
+from tensorfx.training._builder import engine_of
 from tensorfx.training._callbacks import CallbackList
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._engine.state import EngineState
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras_iris
@@ -61,7 +62,7 @@ def _train(builder_class, output, dataset, callbacks=(), *flags):
 
 def training_optimizer(builder):
   # The optimizer the engine keeps (and checkpoints) for the builder.
-  return engine_state.of(builder).training_optimizer
+  return engine_of(builder).training_optimizer
 
 
 def _metrics(output):
@@ -311,7 +312,7 @@ def test_terminate_on_nan_stops_the_run(tmp_path):
   callback = training.KerasCallback(tf_keras.callbacks.TerminateOnNaN())
   optimizer = tf_keras.optimizers.SGD(0.1)
   context = training.RunContext(
-    builder=_Trained(optimizer), output=str(tmp_path)
+    builder=_Trained(), engine=_engine(optimizer), output=str(tmp_path)
   )
   callback.set_context(context)
   callback.on_train_begin({'step': 0})
@@ -326,7 +327,7 @@ def test_a_keras_callback_drives_the_optimizer_of_any_builder(tmp_path):
   # Not a Keras model: the callback's model holds the training optimizer.
   optimizer = tf_keras.optimizers.SGD(0.1)
   context = training.RunContext(
-    builder=_Trained(optimizer), output=str(tmp_path)
+    builder=_Trained(), engine=_engine(optimizer), output=str(tmp_path)
   )
   plateau = tf_keras.callbacks.ReduceLROnPlateau(
     monitor='val_loss', factor=0.1, patience=1
@@ -359,8 +360,14 @@ def test_keras_callbacks_in_the_list_are_adapted_and_others_refused(tmp_path):
 
 
 class _Trained:
-  """A builder's engine state as a callback sees it: the optimizer."""
+  """A builder as a callback sees it: its global step."""
 
-  def __init__(self, optimizer):
-    engine_state.of(self).training_optimizer = optimizer
+  def __init__(self):
     self.global_step = tf.Variable(0, dtype=tf.int64)
+
+
+def _engine(optimizer):
+  """A run's engine state as a callback sees it: the training optimizer."""
+  engine = EngineState()
+  engine.training_optimizer = optimizer
+  return engine

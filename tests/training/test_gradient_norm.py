@@ -25,6 +25,7 @@ from mirrored_script import PREAMBLE
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gradient_norm')]
 
 _SCRIPT = PREAMBLE + textwrap.dedent("""
+    from tensorfx.training._builder import engine_of
     from tensorfx.training._callbacks import model_summary
 
 
@@ -50,7 +51,8 @@ _SCRIPT = PREAMBLE + textwrap.dedent("""
       return {'replicas': builder.strategy.num_replicas_in_sync,
               'expected': float(expected),
               'reported': float(interface.gradient_norm.numpy()),
-              'summary': model_summary.ModelSummaryCallback.lines(builder)}
+              'summary': model_summary.ModelSummaryCallback.lines(
+                  builder, engine_of(builder))}
 
 
     print(json.dumps({

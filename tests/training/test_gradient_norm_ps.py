@@ -32,7 +32,7 @@ import json, os, socket, sys
 import tensorflow as tf
 from tensorfx import data, training
 from tensorfx.models import nn
-from tensorfx.training._engine import state
+from tensorfx.training._builder import engine_of
 
 iris, analysis = sys.argv[1], sys.argv[2]
 num_ps = 1
@@ -48,7 +48,7 @@ args = nn.FeedForwardClassificationArguments.parse([
     '--batch-size', '32', '--steps-per-closure', '2'])
 builder = nn.FeedForwardClassification(args, dataset)
 interface, _, _ = builder.build_graph_interfaces(chief)
-engine = state.of(builder)
+engine = engine_of(builder)
 # The gradient of the first batch, by hand, on the initial weights.
 batch = next(iter(builder.build_input('train', 32, None, False)))
 with tf.GradientTape() as tape:

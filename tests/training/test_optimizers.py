@@ -13,6 +13,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._yaml import load_yaml
 from tensorfx.models import nn
 from tensorfx.training._arguments.args import ModelArguments
+from tensorfx.training._builder import engine_of
 from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import state as engine_state
 
@@ -284,10 +285,12 @@ def test_accumulation_equals_one_large_batch(tmp_path, iris_dataset_factory):
   assert int(accumulated.global_step.numpy()) == 4
   assert int(accumulated.optimizer.iterations.numpy()) == 1
   # The sums were applied and cleared; they are checkpointed variables.
-  accumulator = engine_state.of(accumulated).accumulator
+  accumulator = engine_of(accumulated).accumulator
   assert all(not np.any(s.numpy()) for s in accumulator.sums)
   # Checkpointed with the model, under the name earlier releases gave it.
-  saved = engine_state.checkpointed(accumulated)._trackable_children()
+  saved = engine_state.checkpointed(
+    accumulated, engine_of(accumulated)
+  )._trackable_children()
   assert saved['_accumulator'] is accumulator
 
 
@@ -308,9 +311,7 @@ def test_accumulation_applies_only_every_n_steps(
   for name in initial:
     np.testing.assert_array_equal(initial[name], final[name])
   assert int(builder.optimizer.iterations.numpy()) == 0
-  assert any(
-    np.any(s.numpy()) for s in engine_state.of(builder).accumulator.sums
-  )
+  assert any(np.any(s.numpy()) for s in engine_of(builder).accumulator.sums)
 
 
 def test_trainable_pattern_freezes_the_others(tmp_path, iris_dataset_factory):

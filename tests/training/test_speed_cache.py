@@ -17,8 +17,8 @@ from tensorfx import data
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
+from tensorfx.training._builder import engine_of
 from tensorfx.training._engine import cache
-from tensorfx.training._engine import state as engine_state
 
 
 class _RenameData(training.Callback):
@@ -124,7 +124,7 @@ def test_auto_caches_a_repeating_run_also_without_epochs(
   )
   builder = nn.FeedForwardClassification(args, dataset)
   training.ModelTrainer(callbacks=[mover]).train(builder, job)
-  assert engine_state.of(builder).run.cache_plan.cache
+  assert engine_of(builder).run.cache_plan.cache
   assert int(builder.global_step.numpy()) == 40
 
 
@@ -144,7 +144,7 @@ def test_cached_epochs_are_shuffled_differently(iris_dataset_factory):
   )
   builder = nn.FeedForwardClassification(args, iris_dataset_factory())
   epochs = _epochs(builder.build_input('train', 16, 3, True), 120, 3)
-  assert engine_state.of(builder).run.cache_plan.cache
+  assert engine_of(builder).run.cache_plan.cache
   # Each epoch holds every instance once, in its own order.
   assert sorted(epochs[1]) == sorted(epochs[0]) == sorted(epochs[2])
   assert epochs[0] != epochs[1] != epochs[2] != epochs[0]

@@ -24,7 +24,7 @@ from mirrored_script import PREAMBLE
 from tensorfx import embeddings
 from tensorfx import training
 from tensorfx.models import nn
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builder import engine_of
 
 
 def _interfaces(dataset, *flags):
@@ -108,9 +108,7 @@ def test_compiled_step_with_float16_loss_scaling(iris_dataset_factory):
   # The scale optimizer applied the updates inside the compiled step (an
   # overflowing step would be skipped, not applied).
   assert 0 < int(builder.optimizer.iterations.numpy()) <= 20
-  assert np.isfinite(
-    float(engine_state.of(builder).loss_scale_optimizer.loss_scale)
-  )
+  assert np.isfinite(float(engine_of(builder).loss_scale_optimizer.loss_scale))
 
 
 def test_compiled_evaluation_gives_the_same_metrics(iris_dataset_factory):

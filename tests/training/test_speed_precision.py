@@ -15,7 +15,7 @@ import yaml
 from conftest import iris_args
 from tensorfx import training
 from tensorfx.models import nn
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builder import engine_of
 
 
 def _train(output, dataset, *flags, builder_type=nn.FeedForwardClassification):
@@ -79,7 +79,7 @@ def test_mixed_precision_trains_and_exports_float32(
     'versicolor',
   ]
 
-  scale = engine_state.of(builder).loss_scale_optimizer
+  scale = engine_of(builder).loss_scale_optimizer
   if precision == 'mixed_float16':
     assert isinstance(scale, tf_keras.mixed_precision.LossScaleOptimizer)
     # Checkpointed, so a resumed job keeps its scale.
@@ -111,7 +111,7 @@ def test_float16_overflow_lowers_the_loss_scale(tmp_path, iris_dataset_factory):
     '0.0001',
     builder_type=_LargeLoss,
   )
-  scale = float(engine_state.of(builder).loss_scale_optimizer.loss_scale)
+  scale = float(engine_of(builder).loss_scale_optimizer.loss_scale)
   # 2**15 at the start; halved at every overflowing step, which is skipped
   # rather than applied: the variables stay finite.
   assert scale < 2**15
@@ -127,7 +127,7 @@ def test_float32_is_the_default(iris_dataset_factory):
   assert builder.settings.speed.precision == 'float32'
   builder.build_graph_interfaces(training.Configuration.local())
   assert [layer.compute_dtype for layer in builder._layers] == ['float32']
-  assert engine_state.of(builder).loss_scale_optimizer is None
+  assert engine_of(builder).loss_scale_optimizer is None
 
 
 def test_unknown_precision_is_rejected(capsys):

@@ -1,6 +1,7 @@
 """Feed-forward neural networks for classification and regression."""
 
-from typing import Any
+import argparse
+from typing import Any, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -21,7 +22,7 @@ class FeedForwardArguments(ModelArguments):
   """Arguments of the feed-forward models: `--hidden-layers:N units`, ..."""
 
   @classmethod
-  def build_parser(cls):
+  def build_parser(cls) -> argparse.ArgumentParser:
     parser = super().build_parser()
     cls.add_list_argument(
       parser,
@@ -36,12 +37,14 @@ class FeedForwardArguments(ModelArguments):
     parser.set_defaults(learning_rate=0.01)
     return parser
 
-  def process(self):
+  def process(self) -> None:
     super().process()
     hidden_layers(self.hidden_layers)
 
 
-def hidden_layers(layers):
+def hidden_layers(
+  layers: Optional[Sequence[Any]],
+) -> list[tuple[str, int, str]]:
   """`(name, units, activation)` of each hidden layer of `--hidden-layers`.
 
   An item is a number of units (a relu layer named `hidden<N>`), or, as the
@@ -105,14 +108,14 @@ class _FeedForward(ModelBuilder):
 
   _outputs = 1
 
-  def __init__(self, args, dataset=None):
+  def __init__(self, args: Any, dataset: Any = None) -> None:
     super().__init__(args, dataset)
-    self._described = None
+    self._described: Any = None
     self._layers: Any = None
     self._embeddings: Any = None
 
   @property
-  def target(self):
+  def target(self) -> Any:
     """The `TransformedFeature` of the single target feature."""
     features = self.dataset.features
     target = features.target if features is not None else None
@@ -124,12 +127,14 @@ class _FeedForward(ModelBuilder):
     return self.described[target.name]
 
   @property
-  def described(self):
+  def described(self) -> Any:
     if self._described is None:
       self._described = self.dataset.transformed_features
     return self._described
 
-  def _model_inputs(self, inputs, training=False):
+  def _model_inputs(
+    self, inputs: dict[str, Any], training: bool = False
+  ) -> Any:
     parts = []
     for name, info in sorted(self.described.items()):
       if info.type in (FeatureType.TARGET, FeatureType.KEY, FeatureType.WEIGHT):
@@ -164,9 +169,9 @@ class _FeedForward(ModelBuilder):
       )
     return tf.concat(parts, axis=1)
 
-  def _build_layers(self):
+  def _build_layers(self) -> None:
     features = self.dataset.features
-    tables = {}
+    tables: dict[str, EmbeddingTable] = {}
     self._embeddings = {}
     for name, info in sorted(self.described.items()):
       if info.type != FeatureType.EMBEDDING:
@@ -196,7 +201,7 @@ class _FeedForward(ModelBuilder):
       tf_keras.layers.Dense(self._output_units(), name='output')
     )
 
-  def build_inference(self, inputs, training):
+  def build_inference(self, inputs: dict[str, Any], training: bool) -> Any:
     if self._layers is None:
       self._build_layers()
     x = self._model_inputs(inputs, training)
@@ -205,7 +210,7 @@ class _FeedForward(ModelBuilder):
     return x
 
 
-def _embed(layer, indices, combiner='mean'):
+def _embed(layer: Any, indices: Any, combiner: str = 'mean') -> Any:
   """Embeds [B] indices; combines the embeddings of [B, N] or sparse ones."""
   if isinstance(indices, tf.SparseTensor):
     if not layer.built:
@@ -244,7 +249,7 @@ class FeedForwardClassification(_FeedForward):
 
   evaluation_metric = ('accuracy', 'max')
 
-  def __init__(self, args, dataset=None):
+  def __init__(self, args: Any, dataset: Any = None) -> None:
     super().__init__(args, dataset)
     loss = self.settings.loss
     if loss.given:
@@ -256,7 +261,7 @@ class FeedForwardClassification(_FeedForward):
         f'--huber-delta={loss.huber_delta}'
       )
 
-  def _output_units(self):
+  def _output_units(self) -> int:
     classes = self.target.cardinality
     if classes < 2:
       raise ConfigurationError(
@@ -266,11 +271,13 @@ class FeedForwardClassification(_FeedForward):
     return classes
 
   @property
-  def labels(self):
+  def labels(self) -> list[str]:
     """The class labels, in score order."""
     return list(self.target.vocabulary)
 
-  def build_training(self, global_steps, inputs, inferences):
+  def build_training(
+    self, global_steps: Any, inputs: dict[str, Any], inferences: Any
+  ) -> tuple[Any, Any]:
     del global_steps
     labels = inputs[self.target.name]
     if not hasattr(self, '_class_weights'):
@@ -290,7 +297,7 @@ class FeedForwardClassification(_FeedForward):
     )
     return loss, self.optimizer
 
-  def build_output(self, inferences):
+  def build_output(self, inferences: Any) -> dict[str, Any]:
     scores = tf.nn.softmax(inferences)
     labels = tf.constant(self.labels)
     return {
@@ -301,7 +308,9 @@ class FeedForwardClassification(_FeedForward):
       'classes': tf.tile(labels[tf.newaxis, :], [tf.shape(scores)[0], 1]),
     }
 
-  def build_evaluation(self, inputs, outputs):
+  def build_evaluation(
+    self, inputs: dict[str, Any], outputs: dict[str, Any]
+  ) -> dict[str, Any]:
     if not hasattr(self, '_accuracy'):
       self._accuracy = tf_keras.metrics.Accuracy(name='accuracy')
     labels = inputs[self.target.name]
@@ -338,7 +347,7 @@ class FeedForwardRegression(_FeedForward):
   evaluation_metric = ('rmse', 'min')
 
   @property
-  def tasks(self):
+  def tasks(self) -> list[tuple[str, str]]:
     """`(task name, target feature name)` of each task; [] for one target."""
     try:
       features = self.dataset.features
@@ -351,10 +360,12 @@ class FeedForwardRegression(_FeedForward):
       return []
     return list(zip(self.settings.tasks.named(targets), targets))
 
-  def _output_units(self):
+  def _output_units(self) -> int:
     return len(self.tasks) or 1
 
-  def build_training(self, global_steps, inputs, inferences):
+  def build_training(
+    self, global_steps: Any, inputs: dict[str, Any], inferences: Any
+  ) -> tuple[Any, Any]:
     del global_steps
     tasks = self.tasks
     if tasks:
@@ -378,7 +389,7 @@ class FeedForwardRegression(_FeedForward):
     )
     return loss, self.optimizer
 
-  def build_output(self, inferences):
+  def build_output(self, inferences: Any) -> dict[str, Any]:
     tasks = self.tasks
     if tasks:
       return {
@@ -387,7 +398,9 @@ class FeedForwardRegression(_FeedForward):
       }
     return {'value': inferences[:, 0]}
 
-  def build_evaluation(self, inputs, outputs):
+  def build_evaluation(
+    self, inputs: dict[str, Any], outputs: dict[str, Any]
+  ) -> dict[str, Any]:
     ranks = getattr(self.args, 'percentile_ranks', None) or ()
     tasks = self.tasks
     if tasks:

@@ -1,5 +1,7 @@
 """Bad records: the count of skipped records, in the log and TensorBoard."""
 
+from typing import Any
+
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
 
@@ -12,17 +14,17 @@ class BadRecordsCallback(base.Callback):
   validation; the total is logged once at the end.
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     super().__init__()
-    self._reported = {}
+    self._reported: dict[str, int] = {}
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     self._report(step)
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     self._report(step)
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     step = logs.get('step')
     if step is not None and logs.get('status') != 'failed':
       self._report(step)
@@ -33,7 +35,7 @@ class BadRecordsCallback(base.Callback):
         ', '.join(f'{count} of {name}' for name, count in bad.items()),
       )
 
-  def counts(self):
+  def counts(self) -> dict[str, int]:
     """The bad records skipped so far, by source (sources with any)."""
     return {
       name: count
@@ -41,7 +43,7 @@ class BadRecordsCallback(base.Callback):
       if count
     }
 
-  def _report(self, step):
+  def _report(self, step: int) -> None:
     summaries = self.context.summaries
     for name, count in self.context.builder.dataset.bad_records().items():
       if count != self._reported.get(name, 0):

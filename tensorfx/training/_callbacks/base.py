@@ -1,6 +1,6 @@
 """Callback: behaviour added to training without touching the loop."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 from tensorfx.training._callbacks.context import RunContext
 
@@ -119,7 +119,7 @@ class CallbackList:
     context: the `RunContext` each callback is given.
   """
 
-  def __init__(self, callbacks, context):
+  def __init__(self, callbacks: Iterable[Any], context: RunContext) -> None:
     # A standard Keras callback (from build_callbacks()) runs through the
     # adapter.
     from tensorfx.training._callbacks import keras_callbacks
@@ -139,27 +139,27 @@ class CallbackList:
         )
       callback.set_context(context)
 
-  def find(self, kind):
+  def find(self, kind: type) -> Any:
     """The first callback of type `kind`, or None."""
     return next((c for c in self.callbacks if isinstance(c, kind)), None)
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: Dict[str, Any]) -> None:
     for callback in self.callbacks:
       callback.on_train_begin(logs)
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: Dict[str, Any]) -> None:
     for callback in self.callbacks:
       callback.on_step_end(step, logs)
 
-  def on_checkpoint(self, step, path):
+  def on_checkpoint(self, step: int, path: str) -> None:
     for callback in self.callbacks:
       callback.on_checkpoint(step, path)
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     for callback in self.callbacks:
       callback.on_evaluate_end(step, results)
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: Dict[str, Any]) -> None:
     # Every callback ends, even when one fails: files are closed, runs
     # recorded. The first failure is raised after.
     failure = None

@@ -1,5 +1,7 @@
 """The evaluator's best model: exported to `best_model/` when it improves."""
 
+from typing import Any, Optional
+
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
 from tensorfx.training._checkpoints import export as _export
@@ -16,13 +18,18 @@ class BestModelExport(base.Callback):
     best: the best value so far (a restarted evaluator's), or None.
   """
 
-  def __init__(self, directory, best=None, best_step=None):
+  def __init__(
+    self,
+    directory: str,
+    best: Optional[float] = None,
+    best_step: Optional[int] = None,
+  ) -> None:
     super().__init__()
     self.directory = directory
     self.best = best
     self.best_step = best_step
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     value = results.best_value()
     _, name, mode = results.best
     if self.best is None or (

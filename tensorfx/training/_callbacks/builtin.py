@@ -1,5 +1,7 @@
 """The built-in callbacks of each kind of run, in calling order."""
 
+from typing import Any, Optional
+
 from tensorfx.training._callbacks import bad_records
 from tensorfx.training._callbacks import early_stopping
 from tensorfx.training._callbacks import evaluator_stop
@@ -15,11 +17,17 @@ from tensorfx.training._callbacks import signals
 from tensorfx.training._callbacks import table_fill
 from tensorfx.training._callbacks import tensorboard
 from tensorfx.training._callbacks import tracking
+from tensorfx.training._callbacks.base import Callback
 
 
 def builtin(
-  settings, tracker, role, source=None, arguments=None, evaluator_task=False
-):
+  settings: Any,
+  tracker: Any,
+  role: str,
+  source: Optional[dict[str, Any]] = None,
+  arguments: Optional[dict[str, Any]] = None,
+  evaluator_task: bool = False,
+) -> list[Callback]:
   """The built-in callbacks of a run, in the order they are called.
 
   Guards and signals come first (they decide whether training goes on),
@@ -40,7 +48,7 @@ def builtin(
   Returns:
     A list of callbacks.
   """
-  callbacks = []
+  callbacks: list[Callback] = []
   if role == 'train':
     callbacks += [
       loss_guard.LossGuardCallback(settings.guards),

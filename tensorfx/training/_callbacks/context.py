@@ -26,6 +26,8 @@ class RunContext:
     prediction: the prediction interface, built on first use.
     training_graph: a callable returning the traced training loop's
       `tf.Graph` (None outside training).
+    engine: the engine's state of the run (its strategy, optimizer and
+      settings), for tensorfx's own callbacks; None outside a run.
   """
 
   builder: Any
@@ -38,6 +40,7 @@ class RunContext:
   training: Any = None
   prediction: Any = None
   training_graph: Optional[Callable[[], Any]] = None
+  engine: Any = None
   # How the run saves a checkpoint and tells the callbacks (set by it).
   save: Optional[Callable[[], Optional[str]]] = None
   # How the run calls back between calls of its steps (set by it).
@@ -46,21 +49,21 @@ class RunContext:
   exit_code: Optional[int] = None
 
   @property
-  def settings(self):
+  def settings(self) -> Any:
     """The job's typed settings (`builder.settings`)."""
     return self.builder.settings
 
   @property
-  def global_step(self):
+  def global_step(self) -> int:
     """The global step now, read from its variable."""
     return int(self.builder.global_step.numpy())
 
   @property
-  def stop_requested(self):
+  def stop_requested(self) -> bool:
     """Whether a callback asked the run to stop."""
     return self.stop_reason is not None
 
-  def stop(self, reason, exit_code=None):
+  def stop(self, reason: Any, exit_code: Optional[int] = None) -> None:
     """Asks the loop to stop after the steps in flight.
 
     The first request wins. The run then saves a checkpoint, validates and
@@ -104,13 +107,13 @@ class RunContext:
     self.step_hook(step, fn, when)
     return True
 
-  def save_checkpoint(self):
+  def save_checkpoint(self) -> Optional[str]:
     """Saves a checkpoint now (callbacks hear of it); returns its path."""
     if self.save is None:
       return None
     return self.save()
 
-  def restore_latest(self):
+  def restore_latest(self) -> Any:
     """Restores the latest checkpoint into the model; returns its path."""
     if self.checkpoints is None:
       return None

@@ -2,6 +2,7 @@
 
 import math
 import os
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -38,7 +39,13 @@ class EarlyStopping(base.Callback):
     restore_best: whether the best state is restored before export.
   """
 
-  def __init__(self, metric=None, patience=3, min_delta=0.0, restore_best=True):
+  def __init__(
+    self,
+    metric: Optional[str] = None,
+    patience: int = 3,
+    min_delta: float = 0.0,
+    restore_best: bool = True,
+  ) -> None:
     super().__init__()
     if (
       isinstance(patience, bool)
@@ -61,12 +68,12 @@ class EarlyStopping(base.Callback):
     self.patience = patience
     self.min_delta = float(min_delta)
     self.restore_best = restore_best
-    self.best = None
-    self.best_step = None
+    self.best: Optional[float] = None
+    self.best_step: Optional[int] = None
     self.wait = 0
     self.stopped = False
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     target, name, mode = results.parse_best(self.metric)
     value = results.value(target, name)
     if math.isnan(value):
@@ -98,7 +105,7 @@ class EarlyStopping(base.Callback):
         self.best_step,
       )
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     if not (
       self.stopped
       and self.restore_best
@@ -115,13 +122,13 @@ class EarlyStopping(base.Callback):
         path,
       )
 
-  def _path(self):
+  def _path(self) -> Optional[str]:
     checkpoints = self.context.checkpoints
     if checkpoints is None or self.context.role != 'train':
       return None
     return os.path.join(checkpoints.directory, SNAPSHOT)
 
-  def _snapshot(self, step):
+  def _snapshot(self, step: int) -> None:
     directory = self._path()
     if directory is None or not self.restore_best:
       return

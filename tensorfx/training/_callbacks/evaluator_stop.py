@@ -2,6 +2,7 @@
 
 import json
 import os
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -11,7 +12,7 @@ from tensorfx.training._callbacks import base
 _FILE = 'evaluator_stop.json'
 
 
-def request_stop(output, step, reason):
+def request_stop(output: str, step: int, reason: Optional[str]) -> None:
   """Asks the chief of the job in `output` to stop (from the evaluator)."""
   path = os.path.join(output, _FILE)
   with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
@@ -26,12 +27,12 @@ class EvaluatorStopWatch(base.Callback):
   run begins, so a restarted job trains on.
   """
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     path = self._path()
     if tf.io.gfile.exists(path):
       tf.io.gfile.remove(path)
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     path = self._path()
     if self.context.stop_requested or not tf.io.gfile.exists(path):
       return
@@ -44,5 +45,5 @@ class EvaluatorStopWatch(base.Callback):
     )
     self.context.stop(f'evaluator: {request.get("reason")}')
 
-  def _path(self):
+  def _path(self) -> str:
     return os.path.join(self.context.output, _FILE)

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import time
+from typing import Any, Mapping, Optional
 
 from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import plugin_data_pb2
@@ -21,7 +22,7 @@ TRAIN_METRICS = (
   'examples_per_sec',
 )
 
-_STATUS = {
+_STATUS: dict[Optional[str], Any] = {
   'completed': api_pb2.STATUS_SUCCESS,
   'stopped': api_pb2.STATUS_SUCCESS,
   'interrupted': api_pb2.STATUS_UNKNOWN,
@@ -29,7 +30,9 @@ _STATUS = {
 }
 
 
-def hparams_of(arguments):
+def hparams_of(
+  arguments: Mapping[str, Any],
+) -> dict[str, bool | int | float | str]:
   """The run's hyperparameters as the HParams plugin takes them.
 
   Example:
@@ -45,7 +48,7 @@ def hparams_of(arguments):
     of those joined with commas (`--hidden-layers`); unset ones (None)
     and others left out.
   """
-  hparams = {}
+  hparams: dict[str, bool | int | float | str] = {}
   for name, value in sorted(arguments.items()):
     if isinstance(value, (bool, int, float, str)):
       hparams[name] = value
@@ -74,17 +77,17 @@ class HParamsCallback(base.Callback):
     arguments: the resolved arguments (see `hparams_of`).
   """
 
-  def __init__(self, arguments):
+  def __init__(self, arguments: Optional[Mapping[str, Any]]) -> None:
     super().__init__()
     self.hparams = hparams_of(arguments or {})
-    self._metrics = {}
+    self._metrics: dict[tuple[str, str], None] = {}
     self._started = False
 
   @property
-  def _enabled(self):
+  def _enabled(self) -> bool:
     return self.context.chief and self.context.role == 'train'
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     if not self._enabled:
       return
     with self.context.summaries.as_default(''):
@@ -94,14 +97,14 @@ class HParamsCallback(base.Callback):
     self.context.summaries.flush()
     self._started = True
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     for name, values in results.items():
       group = _targets.summaries_dir(name)
       for key, value in values.items():
         if isinstance(value, (int, float)):
           self._metrics[(group, key)] = None
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     if not self._started:
       return
     # TensorBoard's helpers import its filesystem stubs (boto3, fsspec:
@@ -124,7 +127,9 @@ class HParamsCallback(base.Callback):
       tf.summary.experimental.write_raw_pb(end.SerializeToString(), step=0)
 
 
-def _session_start(hparams, start_time_secs):
+def _session_start(
+  hparams: Mapping[str, bool | int | float | str], start_time_secs: int
+) -> bytes:
   """The HParams plugin's session-start record, serialized.
 
   Made from the plugin's protos, as its `hparams()` makes it (same tag,

@@ -1,5 +1,7 @@
 """Tuning: each validation's results reported to the tuning service."""
 
+from typing import Any
+
 from tensorfx import _hypertune
 from tensorfx.training._callbacks import base
 
@@ -10,7 +12,7 @@ class HypertuneCallback(base.Callback):
   Writes nothing outside a tuning trial (no `CLOUD_ML_TRIAL_ID`).
   """
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     if self.context.chief:
       _hypertune.report_metrics(
         results.primary, step, checkpoint_path=results.checkpoint or ''

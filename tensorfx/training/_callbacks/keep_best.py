@@ -1,5 +1,7 @@
 """Best checkpoints: the K best by the best metric, kept apart."""
 
+from typing import Any
+
 from tensorfx.training._callbacks import base
 
 
@@ -11,7 +13,7 @@ class KeepBestCallback(base.Callback):
   `--keep-best-checkpoints` best are kept, the others deleted.
   """
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     checkpoints = self.context.checkpoints
     if checkpoints is None or not checkpoints.keep_best_count:
       return

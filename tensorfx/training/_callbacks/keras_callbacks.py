@@ -4,7 +4,6 @@ from typing import Any
 
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
-from tensorfx.training._engine import state as _state
 
 # Keras callbacks whose work tensorfx does itself, and what does it.
 _REPLACED = {
@@ -96,9 +95,11 @@ class KerasCallback(base.Callback):
     if not self._active:
       return
     self._saved_step = int(logs.get('step') or 0)
-    model = getattr(context.builder, '_keras_model', None)
+    # A builder of a Keras model (`tensorfx.models.KerasModelBuilder`)
+    # hands the callback that model; any other, a view of itself.
+    model = getattr(context.builder, 'keras_model', None)
     if model is None:
-      model = _ModelView(context.builder)
+      model = _ModelView(context.builder, context.engine)
     model.stop_training = False
     self.callback.set_model(model)
     self.callback.set_params({'verbose': 0, 'epochs': None, 'steps': None})
@@ -152,7 +153,7 @@ class KerasCallback(base.Callback):
       {} if self._loss is None else {'loss': self._loss}
     )
 
-  def _save(self, step):
+  def _save(self, step: int) -> None:
     self._saved_step = step
     self.context.save_checkpoint()
 
@@ -169,14 +170,16 @@ class KerasCallback(base.Callback):
 class _ModelView:
   """What a Keras callback reads of a model that is not a Keras model."""
 
-  def __init__(self, builder: Any) -> None:
+  def __init__(self, builder: Any, engine: Any) -> None:
     self._builder = builder
+    self._engine = engine
     self.stop_training = False
 
   @property
   def optimizer(self) -> Any:
-    state = _state.find(self._builder)
-    optimizer = state.training_optimizer if state is not None else None
+    optimizer = (
+      None if self._engine is None else self._engine.training_optimizer
+    )
     return optimizer if optimizer is not None else self._builder.optimizer
 
   def __repr__(self) -> str:

@@ -1,5 +1,7 @@
 """The loss guards as a callback: stop, or go back, on a bad loss."""
 
+from typing import Any
+
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
 from tensorfx.training._engine import guards as _guards
@@ -17,16 +19,16 @@ class LossGuardCallback(base.Callback):
     settings: the `GuardSettings`.
   """
 
-  def __init__(self, settings):
+  def __init__(self, settings: Any) -> None:
     super().__init__()
     self.guard = _guards.LossGuard(settings.thres_loss, settings.nan_restore)
 
   @property
-  def restores(self):
+  def restores(self) -> list[int]:
     """The steps at which a non-finite loss restored the last checkpoint."""
     return list(self.guard.restores)
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     checkpoints = self.context.checkpoints
     if (
       self.guard.nan_restores
@@ -36,7 +38,7 @@ class LossGuardCallback(base.Callback):
       # A non-finite loss before the first checkpoint needs one to go to.
       self.context.save_checkpoint()
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     loss = logs.get('loss')
     if loss is None:
       return

@@ -2,17 +2,17 @@
 
 import collections
 import re
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import tensorflow as tf
 
 from tensorfx._logging import logger
+from tensorfx.training import _builder
 from tensorfx.training import _engine
 from tensorfx.training._callbacks import base
-from tensorfx.training._engine import state as _state
 
 
-def summarize(builder):
+def summarize(builder: Any, engine: Any) -> list['Group']:
   """The model's variable groups, for `ModelSummaryCallback`.
 
   A group is a layer: the variables that share a name but for its last
@@ -20,14 +20,17 @@ def summarize(builder):
   a partitioned variable (`.../part_0`, `.../part_1`) are one variable.
 
   Example:
-    >>> [(g.name, g.parameters) for g in summarize(builder)]
+    >>> [(g.name, g.parameters) for g in summarize(builder, engine)]
     [('hidden1', 40), ('output', 27)]
 
   Returns:
     A list of `Group`s in the order their first variable was created.
   """
   groups: collections.OrderedDict[str, Any] = collections.OrderedDict()
-  for variable in _engine.warm_start_variables(builder):
+  variables = _engine.warm_start_variables(
+    builder, engine, _builder.made_optimizers(builder)
+  )
+  for variable in variables:
     name = re.sub(r':\d+$', '', variable.name)
     shard = re.match(r'^(.*)/part_\d+$', name)
     if shard:
@@ -41,14 +44,16 @@ def summarize(builder):
 class Group:
   """A layer's variables: parameter counts, shapes and devices."""
 
-  def __init__(self, name):
+  def __init__(self, name: str) -> None:
     self.name = name
     self.parameters = 0
     self.trainable = 0
-    self.shapes = collections.OrderedDict()
-    self.devices = []
+    self.shapes: collections.OrderedDict[str, list[Any]] = (
+      collections.OrderedDict()
+    )
+    self.devices: list[str] = []
 
-  def add(self, short, variable, shard=False):
+  def add(self, short: str, variable: Any, shard: bool = False) -> None:
     """Adds a variable (`shard`: one more part of a partitioned one)."""
     count = int(variable.shape.num_elements() or 0)
     self.parameters += count
@@ -68,21 +73,21 @@ class Group:
         self.devices.append(device)
 
 
-def _unique(name, taken):
+def _unique(name: str, taken: Mapping[str, Any]) -> str:
   index = 1
   while f'{name}_{index}' in taken:
     index += 1
   return f'{name}_{index}'
 
 
-def _devices(variable):
+def _devices(variable: Any) -> list[str]:
   """The short names of the devices holding `variable` (each replica's)."""
   values = getattr(variable, 'values', None)
   variables = values if isinstance(values, (list, tuple)) else (variable,)
   return [_short_device(v.device) for v in variables]
 
 
-def _short_device(device):
+def _short_device(device: str) -> str:
   """'/job:ps/replica:0/task:1/device:CPU:0' -> 'ps:1/CPU:0'."""
   if not device:
     return 'default'
@@ -95,7 +100,7 @@ def _short_device(device):
   return where or device
 
 
-def _shape(shape):
+def _shape(shape: Sequence[Any]) -> str:
   return 'x'.join(str(d) for d in shape) or 'scalar'
 
 
@@ -110,11 +115,11 @@ class ModelSummaryCallback(base.Callback):
   (`summaries/train`, `model_summary`). The chief of a training run only.
   """
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     context = self.context
     if not context.chief or context.role != 'train':
       return
-    lines = self.lines(context.builder)
+    lines = self.lines(context.builder, context.engine)
     for line in lines:
       logger.info('%s', line)
     if context.summaries is not None:
@@ -126,9 +131,9 @@ class ModelSummaryCallback(base.Callback):
       )
 
   @staticmethod
-  def lines(builder):
+  def lines(builder: Any, engine: Any) -> list[str]:
     """The summary's lines (without logging them)."""
-    groups = summarize(builder)
+    groups = summarize(builder, engine)
     strategy = type(builder.strategy).__name__
     if strategy.startswith('_Default'):
       strategy = 'the default strategy'
@@ -144,7 +149,7 @@ class ModelSummaryCallback(base.Callback):
     header = ('group', 'parameters', 'variables', 'placement')
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
 
-    def row(cells):
+    def row(cells: Sequence[str]) -> str:
       return (
         f'  {cells[0]:<{widths[0]}}  {cells[1]:>{widths[1]}}  '
         f'{cells[2]:<{widths[2]}}  {cells[3]}'
@@ -162,18 +167,15 @@ class ModelSummaryCallback(base.Callback):
       f'  total {total:,} parameters ({trainable:,} trainable, '
       f'{total - trainable:,} not)'
     )
-    state = _optimizer_state(builder)
+    state = _optimizer_state(builder, engine)
     if state:
       lines.append(f'  optimizer state {state:,} values (not parameters)')
     return lines
 
 
-def _optimizer_state(builder):
+def _optimizer_state(builder: Any, engine: Any) -> int:
   """The values the optimizers keep (slots, iterations)."""
-  optimizers = [
-    _state.of(builder).training_optimizer,
-    getattr(builder, '_sparse_optimizer', None),
-  ]
+  optimizers = [engine.training_optimizer, *_builder.made_optimizers(builder)]
   total, seen = 0, set()
   for optimizer in optimizers:
     if optimizer is None or id(optimizer) in seen:

@@ -1,7 +1,7 @@
 """Profiling: a TensorBoard profile of the training steps asked for."""
 
 import os
-from typing import Any
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -28,14 +28,14 @@ class ProfilerCallback(base.Callback):
     last: the last step profiled (>= first).
   """
 
-  def __init__(self, first, last):
+  def __init__(self, first: int, last: int) -> None:
     super().__init__()
     self.first = int(first)
     self.last = int(last)
     self._active = False
     self.directory: Any = None
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     step = logs['step']
     if step >= self.last:
       if self.context.chief:
@@ -49,11 +49,11 @@ class ProfilerCallback(base.Callback):
     self.context.at_step(self.first - 1, self._start, when='before')
     self.context.at_step(self.last, self._stop, when='after')
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     # The data ended (or the run stopped) before the last step.
     self._stop(None)
 
-  def _start(self, step):
+  def _start(self, step: Optional[int]) -> None:
     del step
     if not self.context.chief:
       return
@@ -74,7 +74,7 @@ class ProfilerCallback(base.Callback):
       'Profiling steps %d to %d', self.context.global_step + 1, self.last
     )
 
-  def _stop(self, step):
+  def _stop(self, step: Optional[int]) -> None:
     del step
     if not self._active:
       return

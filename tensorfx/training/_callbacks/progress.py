@@ -1,7 +1,7 @@
 """Progress: the training line (or bar) and the validation results."""
 
 import time
-from typing import Any
+from typing import Any, Mapping, Optional, TextIO
 
 from tensorfx import _progress
 from tensorfx._logging import logger
@@ -15,17 +15,17 @@ class ProgressCallback(base.Callback):
     stream: where a live bar is drawn (default: stderr).
   """
 
-  def __init__(self, stream=None):
+  def __init__(self, stream: Optional[TextIO] = None) -> None:
     super().__init__()
     self._stream = stream
     self._progress: Any = None
 
   @property
-  def _enabled(self):
+  def _enabled(self) -> bool:
     # Replicas step together: the chief's progress tells for all.
     return self.context.chief
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     self._progress = Progress(
       logs.get('max_steps'), stream=self._stream, enabled=self._enabled
     )
@@ -38,10 +38,10 @@ class ProgressCallback(base.Callback):
         logs['batch_size'],
       )
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     self._progress.update(step, logs.get('loss'), logs.get('examples_per_sec'))
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     for name, values in results.items():
       shown = '  '.join(f'{k} {v:.4g}' for k, v in _numbers(values).items())
       label = 'Evaluation' if name == results.default else f'Validation {name}'
@@ -50,12 +50,12 @@ class ProgressCallback(base.Callback):
         f'({results.seconds[name]:.1f}s): {shown}'
       )
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     if self._progress is not None:
       self._progress.close()
 
 
-def _numbers(values):
+def _numbers(values: Mapping[str, Any]) -> dict[str, int | float]:
   return {k: v for k, v in values.items() if isinstance(v, (int, float))}
 
 
@@ -73,17 +73,27 @@ class Progress:
     enabled: False reports nothing (a replica that is not the chief).
   """
 
-  def __init__(self, max_steps=None, stream=None, enabled=True):
+  def __init__(
+    self,
+    max_steps: Optional[int] = None,
+    stream: Optional[TextIO] = None,
+    enabled: bool = True,
+  ) -> None:
     self._enabled = enabled
     self._max_steps = max_steps
     self._line = _progress.StatusLine(stream, enabled)
     self._live = self._line.live
     self._start = time.monotonic()
-    self._start_step = None
-    self.loss = None
-    self.rate = None
+    self._start_step: Optional[int] = None
+    self.loss: Optional[float] = None
+    self.rate: Optional[float] = None
 
-  def update(self, step, loss=None, examples_per_sec=None):
+  def update(
+    self,
+    step: int,
+    loss: Optional[float] = None,
+    examples_per_sec: Optional[float] = None,
+  ) -> None:
     """Records progress at `step`; `loss`/rate are given at log intervals."""
     if not self._enabled:
       return
@@ -104,16 +114,16 @@ class Progress:
     if self._live and (loss is not None or self._line.due()):
       self._line.draw(self._text(step))
 
-  def message(self, text):
+  def message(self, text: str) -> None:
     """Logs a line (e.g. evaluation results); the bar is drawn again below."""
     if self._enabled:
       logger.info('%s', text)
 
-  def close(self):
+  def close(self) -> None:
     """Ends the bar's line, leaving its last state shown."""
     self._line.close()
 
-  def _eta(self, step):
+  def _eta(self, step: int) -> str:
     if (
       not self._max_steps
       or self._start_step is None
@@ -123,7 +133,7 @@ class Progress:
     done = (step - self._start_step) / (self._max_steps - self._start_step)
     return _progress.eta(time.monotonic() - self._start, done)
 
-  def _text(self, step):
+  def _text(self, step: int) -> str:
     if self._max_steps:
       done = min(step / self._max_steps, 1.0)
       bar = f'{_progress.bar(done)} {step}/{self._max_steps}'

@@ -1,5 +1,7 @@
 """Serving check: the serving signatures are traced once training runs."""
 
+from typing import Any
+
 from tensorfx.training._callbacks import base
 
 
@@ -11,11 +13,11 @@ class ServingCheck(base.Callback):
   without delaying the first step.
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     super().__init__()
     self._done = False
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     if not self._done and self.context.prediction is not None:
       self._done = True
       _ = self.context.prediction.signatures

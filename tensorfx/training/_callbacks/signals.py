@@ -1,6 +1,8 @@
 """Preemption: SIGTERM and SIGINT save a checkpoint and stop the run."""
 
 import signal
+import types
+from typing import Any, Optional
 
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
@@ -16,22 +18,22 @@ class SignalStop(base.Callback):
   second signal interrupts at once (KeyboardInterrupt).
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     super().__init__()
-    self._previous = {}
+    self._previous: dict[signal.Signals, Any] = {}
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     try:
       self._previous = {s: signal.signal(s, self._stop) for s in _SIGNALS}
     except ValueError:  # Not the main thread: leave signals alone.
       self._previous = {}
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     for s, handler in self._previous.items():
       signal.signal(s, handler)
     self._previous = {}
 
-  def _stop(self, signum, frame):
+  def _stop(self, signum: int, frame: Optional[types.FrameType]) -> None:
     del frame
     if self.context.exit_code is not None:
       raise KeyboardInterrupt

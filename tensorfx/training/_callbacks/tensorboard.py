@@ -1,5 +1,7 @@
 """TensorBoard: training and validation scalars, and the training graph."""
 
+from typing import Any
+
 from tensorfx.training._callbacks import base
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._evaluation import targets as _targets
@@ -13,11 +15,11 @@ class TensorBoardCallback(base.Callback):
   training loop's graph once training has started (the Graphs tab).
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     super().__init__()
     self._graph_written = False
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     summaries = self.context.summaries
     summaries.scalars(
       'train',
@@ -32,7 +34,7 @@ class TensorBoardCallback(base.Callback):
       if trace is not None:
         summaries.graph('train', trace())
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     summaries = self.context.summaries
     for name, values in results.items():
       summaries.scalars(

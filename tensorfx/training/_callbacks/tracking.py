@@ -2,13 +2,14 @@
 
 import json
 import re
+from typing import Any, Mapping, Optional
 
 from tensorfx.training._callbacks import base
 
 _MLFLOW_UNSAFE = re.compile(r'[^\w./\- ]')
 
 # on_train_end's status -> the tracker's.
-_STATUS = {
+_STATUS: dict[Optional[str], str] = {
   'completed': 'completed',
   'stopped': 'completed',
   'interrupted': 'interrupted',
@@ -31,8 +32,14 @@ class TrackingCallback(base.Callback):
   """
 
   def __init__(
-    self, tracker, arguments, source, action='train', owner=True, resume=True
-  ):
+    self,
+    tracker: Any,
+    arguments: Mapping[str, Any],
+    source: Mapping[str, Any],
+    action: str = 'train',
+    owner: bool = True,
+    resume: bool = True,
+  ) -> None:
     super().__init__()
     self.tracker = tracker
     self._arguments = arguments
@@ -40,9 +47,9 @@ class TrackingCallback(base.Callback):
     self._action = action
     self._owner = owner
     self._resume = resume
-    self._tracked_checkpoint = None
+    self._tracked_checkpoint: Optional[int] = None
 
-  def on_train_begin(self, logs):
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
     self.tracker.start(
       self._arguments,
       self._source,
@@ -50,12 +57,12 @@ class TrackingCallback(base.Callback):
       resume=self._action == 'train' and self._resume,
     )
 
-  def on_step_end(self, step, logs):
+  def on_step_end(self, step: int, logs: dict[str, Any]) -> None:
     self.tracker.log_train(
       step, {k: logs[k] for k in ('loss', 'examples_per_sec') if k in logs}
     )
 
-  def on_checkpoint(self, step, path):
+  def on_checkpoint(self, step: int, path: str) -> None:
     if step == self._tracked_checkpoint:
       return
     self._tracked_checkpoint = step
@@ -64,7 +71,7 @@ class TrackingCallback(base.Callback):
       step, path, recent=checkpoints.recent if checkpoints is not None else ()
     )
 
-  def on_evaluate_end(self, step, results):
+  def on_evaluate_end(self, step: int, results: Any) -> None:
     for name, values in results.items():
       self.tracker.log_validation(
         step,
@@ -92,10 +99,10 @@ class TrackingCallback(base.Callback):
         **{'checkpoints.best': [e['path'] for e in checkpoints.best]}
       )
 
-  def on_train_end(self, logs):
+  def on_train_end(self, logs: dict[str, Any]) -> None:
     if not self._owner:
       return
-    tags = {}
+    tags: dict[str, Any] = {}
     if logs.get('error'):
       tags['error'] = logs['error']
     if logs.get('reason'):

@@ -30,7 +30,6 @@ import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 
 # Bytes one value takes in a batch: a string's tf.tstring (24 bytes, short
@@ -60,11 +59,13 @@ class CachePlan:
   budget_bytes: Optional[int] = None
 
 
-def plan(builder, batch, epochs):
-  """Decides whether `builder`'s training data is cached (once per run).
+def plan(engine, settings, dataset, batch, epochs):
+  """Decides whether the training data is cached (once per run).
 
   Args:
-    builder: the `ModelBuilder` (its settings, dataset and strategy).
+    engine: the run's `EngineState` (its strategy; it keeps the plan).
+    settings: the job's `Settings`.
+    dataset: the `DataSet` trained on.
     batch: the training batch size.
     epochs: the passes over the data (None: repeat until `--max-steps`).
 
@@ -75,12 +76,9 @@ def plan(builder, batch, epochs):
     ConfigurationError: `--cache memory` with parameter servers and an
       estimate above `--cache-budget-mb`.
   """
-  engine = _state.of(builder)
   made = engine.run.cache_plan
   if made is not None:
     return made
-  settings = builder.settings
-  dataset = builder.dataset
   estimate = _safe_estimate(dataset) if settings.speed.cache != 'none' else None
   made = decide(
     settings.speed.cache,
@@ -90,7 +88,8 @@ def plan(builder, batch, epochs):
     batch=batch,
     epochs=epochs,
     max_steps=settings.loop.max_steps,
-    parameter_servers=_parameter_servers(builder),
+    parameter_servers=engine.strategy is not None
+    and strategies.parameter_servers(engine.strategy),
   )
   engine.run.cache_plan = made
   logger.info('--cache %s: %s', settings.speed.cache, made.reason)
@@ -350,13 +349,6 @@ def _list_lengths(dataset):
     if counts:
       lengths[feature.name] = max(*counts, 1.0)
   return lengths
-
-
-def _parameter_servers(builder):
-  try:
-    return strategies.parameter_servers(builder.strategy)
-  except ConfigurationError:
-    return False
 
 
 def _mib(value):

@@ -15,12 +15,11 @@ from tensorfx import _autograph
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import precision
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla
 
 
-def build(builder):
+def build(builder, engine):
   """Builds the `EvaluationInterface` (None without anything to evaluate)."""
   import tf_keras
 
@@ -31,8 +30,9 @@ def build(builder):
   build_training = _autograph.hook(builder.build_training)
   build_evaluation = _autograph.hook(builder.build_evaluation)
 
-  settings = builder.settings
-  default_batch = settings.validation.batch_size or settings.loop.batch_size
+  settings = engine.settings
+  # Resolved with the settings: --eval-batch-size, else --batch-size.
+  default_batch = settings.validation.batch_size
   # The default target reads `eval`; --eval-target adds others.
   if 'eval' not in builder.dataset and not settings.validation.targets:
     return None
@@ -40,12 +40,11 @@ def build(builder):
   loss_metric = tf_keras.metrics.Mean(name='loss')
   # Not checkpointed: a job trained without evaluation data has no such
   # values, and `tensorfx evaluate [--follow]` restores its checkpoints.
-  engine = _state.of(builder)
   engine.run.eval_loss = loss_metric
   metrics = {'loss': loss_metric}
   metrics.update(engine.evaluation_metrics)
   global_step = engine.global_step
-  strategy = builder.strategy
+  strategy = engine.strategy
   replicated = strategies.replicated(strategy)
 
   # XLA compiles the forward pass; outputs (often strings: class names),

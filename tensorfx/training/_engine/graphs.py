@@ -6,11 +6,10 @@ from tensorfx.training import _interfaces
 from tensorfx.training._arguments import batch_size as _batch_size
 from tensorfx.training._engine import evaluation_graph as _evaluation
 from tensorfx.training._engine import serving as _serving
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import training_graph as _training
 
 
-def build_graph_interfaces(builder, config):
+def build_graph_interfaces(builder, engine, config):
   """Builds the training, evaluation and (deferred) prediction interfaces.
 
   Creates the strategy, then every variable under its scope, then the
@@ -20,16 +19,17 @@ def build_graph_interfaces(builder, config):
   calls the builder's `build_training_graph`, `build_evaluation_graph` and
   `build_prediction_graph`, so overriding one of them takes effect here.
   """
-  # --batch-size all: the data is analyzed by now, so it can be counted.
-  engine = _state.of(builder)
-  engine.settings = _batch_size.resolve(builder.settings, builder.dataset)
+  if engine.settings is None:
+    # Called outside a run (which resolves them when its data is ready):
+    # --batch-size all counts the data, analyzed by now.
+    engine.settings = _batch_size.resolve(builder.settings, builder.dataset)
   engine.strategy = config.create_device_setter(builder.args)
   if builder.dataset.features is not None:
     # Made after connecting to the cluster (which renames this task's
     # devices) but outside the strategy's scope: evaluation and serving
     # run it here, never on a parameter-server worker.
     _ = builder.transform_layer
-  strategy = builder.strategy
+  strategy = engine.strategy
   with strategy.scope():
     engine.global_step = tf.Variable(
       0,
@@ -48,14 +48,14 @@ def build_graph_interfaces(builder, config):
   return training, evaluation, _interfaces.DeferredPrediction(build_prediction)
 
 
-def training_graph(builder):
+def training_graph(builder, engine):
   """The `TrainingInterface`: what `ModelBuilder.build_training_graph` does."""
-  return _training.build(builder)
+  return _training.build(builder, engine)
 
 
-def evaluation_graph(builder):
+def evaluation_graph(builder, engine):
   """The `EvaluationInterface`: `ModelBuilder.build_evaluation_graph`."""
-  return _evaluation.build(builder)
+  return _evaluation.build(builder, engine)
 
 
 def prediction_graph(builder):

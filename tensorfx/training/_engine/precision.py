@@ -16,8 +16,6 @@ import contextlib
 
 import tensorflow as tf
 
-from tensorfx.training._engine import state as _state
-
 _LOW = (tf.float16, tf.bfloat16)
 
 
@@ -53,16 +51,15 @@ def to_float32(values):
   return tf.nest.map_structure(cast, values)
 
 
-def loss_scale_optimizer(builder, optimizer):
+def loss_scale_optimizer(engine, optimizer):
   """The `LossScaleOptimizer` of `optimizer` under float16; else None.
 
   Made once, under the strategy's scope, and kept in the engine's state
   (checkpointed: a resumed job keeps its scale); `optimizer` stays the
   training optimizer, so checkpoints keep its slots where they were.
   """
-  if builder.settings.speed.precision != 'mixed_float16':
+  if engine.settings.speed.precision != 'mixed_float16':
     return None
-  engine = _state.of(builder)
   if engine.loss_scale_optimizer is None:
     import tf_keras
 

@@ -12,18 +12,25 @@ import math
 
 import tensorflow as tf
 
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies as _strategies
 
 
 def make_loop(
-  builder, train_step, last_norm, epochs, shuffle, loss_limit, steps_per_closure
+  builder,
+  engine,
+  train_step,
+  last_norm,
+  epochs,
+  shuffle,
+  loss_limit,
+  steps_per_closure,
 ):
   """The chief's loop over per-worker datasets.
 
   Args:
     builder: the `ModelBuilder` (its `build_input` makes each worker's
       dataset).
+    engine: its `EngineState`.
     train_step: the per-replica training step.
     last_norm: `last_norm()`, the gradient norm tensor of the step traced
       last (see `train_step.make_train_step`): each closure returns its
@@ -39,12 +46,11 @@ def make_loop(
     iterator from. The loss is the first bad loss of any closure, else the
     mean of the closures' last losses.
   """
-  strategy = builder.strategy
+  strategy = engine.strategy
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-  engine = _state.of(builder)
   engine.run.coordinator = coordinator
   global_step = engine.global_step
-  batch_size = builder.settings.loop.batch_size
+  batch_size = engine.settings.loop.batch_size
   # Tables made under the strategy's scope get a copy on each worker.
   worker_layer = (
     builder.dataset.transform_output.transform_features_layer()

@@ -5,9 +5,11 @@ optimizer); the engine's own state (the strategy, the global step, the
 optimizer `build_training` returned, the evaluation metrics, the gradient
 accumulator, the loss scale, the settings with `--batch-size all`
 resolved, and run-time objects kept out of checkpoints) lives here, one
-`EngineState` per builder, made by the trainer (`of`) and found again by
-the engine and by the builder's read-only properties (`strategy`,
-`global_step`), never written onto the builder.
+`EngineState` per builder. The builder holds it privately, for its
+read-only properties (`strategy`, `global_step`, `settings`) and its
+default graph builders; the trainer takes it from the builder once
+(`_builder.engine_of`) and passes it to the engine, the evaluation and the
+callbacks as an argument: nothing looks it up by the user's object.
 
 Checkpoints hold both under `model` (`checkpointed`): the builder's own
 variables and, beside them, the engine's, under the names earlier releases
@@ -18,13 +20,9 @@ across releases both ways.
 """
 
 import types
-from typing import Any, Dict, MutableMapping, Optional
-import weakref
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
-
-# The builders' states; a state goes with its builder.
-_STATES: MutableMapping[Any, 'EngineState'] = weakref.WeakKeyDictionary()
 
 
 class _Tracked(tf.Module):
@@ -59,9 +57,9 @@ class EngineState:
   """The engine's state of one builder.
 
   Example:
-    >>> state = tensorfx.training._engine.state.of(builder)
-    >>> state.global_step.numpy()
-    300
+    >>> state = EngineState()
+    >>> state.global_step is None
+    True
 
   Attributes:
     strategy: the `tf.distribute.Strategy` the graphs were built under.
@@ -127,22 +125,6 @@ class EngineState:
     return self._tracked.children(save_type, **kwargs)
 
 
-def find(builder: Any) -> Optional[EngineState]:
-  """The engine state of `builder`, or None when no engine has run it."""
-  try:
-    return _STATES.get(builder)
-  except TypeError:  # Not weakly referenceable: never run by the engine.
-    return None
-
-
-def of(builder: Any) -> EngineState:
-  """The engine state of `builder`, made on first use."""
-  state = _STATES.get(builder)
-  if state is None:
-    state = _STATES[builder] = EngineState()
-  return state
-
-
 class _Checkpointed(tf.__internal__.tracking.Trackable):
   """A builder and its engine state as one checkpointed object.
 
@@ -171,10 +153,10 @@ class _Checkpointed(tf.__internal__.tracking.Trackable):
     return children.get(name)
 
 
-def checkpointed(builder: Any) -> Any:
+def checkpointed(builder: Any, state: EngineState) -> Any:
   """What checkpoints save as `model`: the builder with the engine's state.
 
   Example:
-    >>> tf.train.Checkpoint(model=checkpointed(builder)).write('/tmp/ckpt')
+    >>> tf.train.Checkpoint(model=checkpointed(builder, state)).write('/tmp/c')
   """
-  return _Checkpointed(builder, of(builder))
+  return _Checkpointed(builder, state)

@@ -13,13 +13,12 @@ from tensorfx import _autograph
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla
 
 
 def make_train_step(
-  builder, dense, groups, accumulator, loss_scale=None, compiled=None
+  builder, engine, dense, groups, accumulator, loss_scale=None, compiled=None
 ):
   """The per-replica step: `train_step(inputs) -> loss`.
 
@@ -41,6 +40,7 @@ def make_train_step(
 
   Args:
     builder: the `ModelBuilder`.
+    engine: its `EngineState`.
     dense: the variables the step's own optimizer updates.
     groups: `[(table_optimizer, variables), ...]` of embedding tables.
     accumulator: the `GradientAccumulator`, or None to apply each step.
@@ -61,10 +61,9 @@ def make_train_step(
     TensorFlow, traced without autograph: converting library code would
     only cost start-up time (about half a second of every job's).
   """
-  strategy = builder.strategy
+  strategy = engine.strategy
   replicas = strategy.num_replicas_in_sync
   replicated = strategies.replicated(strategy)
-  engine = _state.of(builder)
   # Tables' gradients summed as slices, one replica a process; replicas
   # of one process keep the dense sum (see `tensorfx.embeddings._replicas`).
   from tensorfx.embeddings import _replicas
@@ -296,7 +295,7 @@ def _sums_apart(optimizer):
   return 'skip_gradients_aggregation' in parameters
 
 
-def build_accumulator(builder, variables, steps, tables):
+def build_accumulator(engine, variables, steps, tables):
   """The `GradientAccumulator` of `--accumulation-steps`, or None.
 
   Kept in the engine's state (checkpointed with the model, so a resumed
@@ -316,7 +315,7 @@ def build_accumulator(builder, variables, steps, tables):
       'raise --batch-size instead. Received: --accumulation-steps='
       f'{steps}'
     )
-  if strategies.parameter_servers(builder.strategy):
+  if strategies.parameter_servers(engine.strategy):
     # Workers step asynchronously: there is no shared set of N
     # minibatches to accumulate. A larger --batch-size does the same.
     raise ConfigurationError(
@@ -324,13 +323,12 @@ def build_accumulator(builder, variables, steps, tables):
       '(asynchronous training); raise --batch-size instead. Received: '
       f'--accumulation-steps={steps}'
     )
-  engine = _state.of(builder)
   if engine.accumulator is None:
     engine.accumulator = _optimizers.GradientAccumulator(variables, steps)
   return engine.accumulator
 
 
-def make_step_runner(builder, train_step, accumulator, optimizer):
+def make_step_runner(engine, train_step, accumulator, optimizer):
   """Runs `train_step` on each replica; applies accumulated gradients.
 
   Called in cross-replica context, inside the training loop's
@@ -341,8 +339,8 @@ def make_step_runner(builder, train_step, accumulator, optimizer):
   Returns:
     `run_step(inputs) -> per-replica loss`.
   """
-  strategy = builder.strategy
-  global_step = _state.of(builder).global_step
+  strategy = engine.strategy
+  global_step = engine.global_step
   if accumulator is None:
     return lambda inputs: strategy.run(train_step, (inputs,))
 

@@ -4,8 +4,6 @@ Built once, eagerly, under the strategy's scope: the training input, every
 variable (by one eager call of the hooks), the step and its loop.
 """
 
-import math
-
 import tensorflow as tf
 
 from tensorfx import _autograph
@@ -14,18 +12,17 @@ from tensorfx.training._engine import local_loop
 from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import ps_loop
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import train_step as train_steps
 from tensorfx.training._engine import variables as engine_variables
 from tensorfx.training._engine import xla
 
 
-def build(builder):
+def build(builder, engine):
   """Builds the `TrainingInterface` of `builder` under its strategy."""
   _autograph.skip_library()
-  settings = builder.settings
-  strategy = builder.strategy
+  settings = engine.settings
+  strategy = engine.strategy
   parameter_servers = strategies.parameter_servers(strategy)
   shuffle = settings.loop.shuffle
   # Parameter-server workers read independently and forever; the step
@@ -41,20 +38,19 @@ def build(builder):
     options = tf.data.Options()
     options.experimental_warm_start = True
     dataset = dataset.with_options(options)
-  engine_variables.create_variables(builder, dataset)
-  engine = _state.of(builder)
+  engine_variables.create_variables(builder, engine, dataset)
   optimizer = engine.training_optimizer
   variables = _optimizers.select_variables(
     engine_variables.trainable(builder), settings.optimizer.trainable_pattern
   )
-  dense, groups = engine_variables.route(builder, variables, optimizer)
+  dense, groups = engine_variables.route(builder, engine, variables, optimizer)
   accumulator = train_steps.build_accumulator(
-    builder,
+    engine,
     tuple(dense) + tuple(v for _, vs in groups for v in vs),
     settings.optimizer.accumulation_steps,
     tables=bool(groups),
   )
-  loss_scale = precision.loss_scale_optimizer(builder, optimizer)
+  loss_scale = precision.loss_scale_optimizer(engine, optimizer)
 
   def compiled(fn):
     return xla.Step(
@@ -67,6 +63,7 @@ def build(builder):
   train_step, variables, gradients_step, last_norm = (
     train_steps.make_train_step(
       builder,
+      engine,
       dense,
       groups,
       accumulator,
@@ -77,11 +74,11 @@ def build(builder):
   gradients_step.check(dataset.element_spec, strategy)
   # The guards stop the loop at the first bad step, compared on the
   # device: no host synchronisation per step.
-  thres_loss = settings.guards.thres_loss
-  loss_limit = math.inf if thres_loss is None else float(thres_loss)
+  loss_limit = settings.guards.loss_limit
   if parameter_servers:
     loop, distributed = ps_loop.make_loop(
       builder,
+      engine,
       train_step,
       last_norm,
       epochs,
@@ -91,7 +88,7 @@ def build(builder):
     )
   else:
     run_step = train_steps.make_step_runner(
-      builder, train_step, accumulator, loss_scale or optimizer
+      engine, train_step, accumulator, loss_scale or optimizer
     )
     loop = local_loop.make_loop(
       strategy,

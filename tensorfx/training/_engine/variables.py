@@ -17,11 +17,10 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _sharding
 from tensorfx.embeddings import _table
 from tensorfx.training._engine import precision
-from tensorfx.training._engine import state as _state
 from tensorfx.training._engine import strategies
 
 
-def create_variables(builder, dataset):
+def create_variables(builder, engine, dataset):
   """Calls the hooks eagerly once, so every variable exists before tracing.
 
   Keeps, in the engine's state (checkpointed with the builder), the
@@ -30,14 +29,14 @@ def create_variables(builder, dataset):
 
   Args:
     builder: the `ModelBuilder`.
+    engine: its `EngineState`.
     dataset: the training dataset; its element spec shapes the call.
   """
-  engine = _state.of(builder)
   if engine.variables_created:
     return
   inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
   # Layers take the --precision policy when they are made: here.
-  with precision.policy(builder.settings.speed.precision):
+  with precision.policy(engine.settings.speed.precision):
     inferences = precision.to_float32(
       builder.build_inference(inputs, training=False)
     )
@@ -50,15 +49,15 @@ def create_variables(builder, dataset):
     metrics.update(builder.build_evaluation(inputs, outputs))
     return tf.constant(0)
 
-  if strategies.replicated(builder.strategy):
+  if strategies.replicated(engine.strategy):
     # Metrics of mirrored replicas may only be updated in replica context;
     # eagerly, once (TensorFlow's warning about eager overhead is moot).
     with _quiet_eager_run():
-      builder.strategy.run(evaluation_pass)
+      engine.strategy.run(evaluation_pass)
   else:
     evaluation_pass()
   engine.keep_evaluation_metrics(metrics)
-  dense, groups = route(builder, trainable(builder), optimizer)
+  dense, groups = route(builder, engine, trainable(builder), optimizer)
   if hasattr(optimizer, 'build'):
     optimizer.build(dense)
   for table_optimizer, variables in groups:
@@ -82,7 +81,7 @@ def trainable(builder):
   return variables
 
 
-def route(builder, variables, optimizer):
+def route(builder, engine, variables, optimizer):
   """Splits variables into the dense ones and each table optimizer's.
 
   Embedding tables' rows go to their optimizer (their own, or
@@ -95,7 +94,7 @@ def route(builder, variables, optimizer):
   tables = _table.find_tables(builder)
   for table in tables:
     table.bind(
-      step_counter=_state.of(builder).global_step,
+      step_counter=engine.global_step,
       optimizer=None
       if table.optimizer is not None
       else builder.sparse_optimizer,
@@ -118,20 +117,20 @@ def route(builder, variables, optimizer):
   return dense, list(groups.values())
 
 
-def warm_start_variables(builder):
+def warm_start_variables(builder, engine, made_optimizers):
   """The model's variables, without optimizer, metric and step state.
 
   What a warm start (`--warm-start`) assigns: a warm start begins a new
   optimization.
+
+  Args:
+    builder: the `ModelBuilder`.
+    engine: its `EngineState`.
+    made_optimizers: the optimizers the builder made itself (its
+      `optimizer` and `sparse_optimizer`, if used).
   """
-  engine = _state.of(builder)
   skip = {id(engine.global_step)}
-  # The builder's own optimizers, if its hooks made them.
-  optimizers = [
-    engine.training_optimizer,
-    getattr(builder, '_optimizer', None),
-    getattr(builder, '_sparse_optimizer', None),
-  ]
+  optimizers = [engine.training_optimizer, *made_optimizers]
   optimizers += [table.optimizer for table in _table.find_tables(builder)]
   for optimizer in optimizers:
     for variable in getattr(optimizer, 'variables', ()) or ():

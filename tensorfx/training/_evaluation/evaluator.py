@@ -24,6 +24,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
+from tensorfx.training import _builder
 from tensorfx.training import _callbacks
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._checkpoints import damaged as _damaged
@@ -101,10 +102,12 @@ class EvaluatorRun:
       The evaluator's state: `evaluated` (steps), `best`, `best_step`.
     """
     builder = self.builder
+    engine = _builder.engine_of(builder)
     settings = builder.settings
     start = _cluster.job_started()
-    _skeleton.ready_data(
+    settings = _skeleton.ready_data(
       builder,
+      engine,
       self.paths['analysis'],
       skip_bad_records=settings.data.skip_bad_records,
       wait_secs=self.timeout_secs,
@@ -120,19 +123,20 @@ class EvaluatorRun:
       )
     best = settings.checkpoints.best(builder.evaluation_metric)
     evaluation = _evaluation.Evaluation(
-      interface, targets, best, slicer=_slices.create(builder)
+      interface, targets, best, slicer=_slices.create(builder, engine)
     )
     checkpoints = _checkpoints.Checkpoints(
       self.paths['checkpoints'],
       builder.global_step,
       keep_best=settings.checkpoints.keep_best,
       best_mode=best[2],
-      model=_engine_state.checkpointed(builder),
+      model=_engine_state.checkpointed(builder, engine),
     )
     state = self._load_state()
     summaries = _summaries.Summaries(self.paths['summaries'])
     context = _callbacks.RunContext(
       builder=builder,
+      engine=engine,
       output=self.output,
       role='evaluator',
       paths=self.paths,

@@ -233,12 +233,14 @@ class Slicer:
   """Evaluates a validation target on each slice (`--eval-slices`).
 
   Example:
-    >>> slicer = Slicer(builder, [('species',)], min_examples=10)
+    >>> slicer = Slicer(builder, engine, [('species',)], min_examples=10)
     >>> slicer.evaluate(interface, target)['species=setosa']['examples']
     16
 
   Args:
     builder: the `ModelBuilder` (its dataset analyzed).
+    engine: its `EngineState`, whose slice filter the default
+      `build_input` applies.
     specs: the parsed `--eval-slices` (`parse`).
     min_examples: slices with fewer examples are flagged.
 
@@ -248,7 +250,11 @@ class Slicer:
   """
 
   def __init__(
-    self, builder, specs: Sequence[tuple[str, ...]], min_examples: int = 10
+    self,
+    builder,
+    engine,
+    specs: Sequence[tuple[str, ...]],
+    min_examples: int = 10,
   ):
     own = type(builder).build_input.__qualname__ != 'ModelBuilder.build_input'
     if own:
@@ -257,7 +263,7 @@ class Slicer:
         "which would not keep each slice's records; slice with the "
         'default build_input.'
       )
-    self.builder = builder
+    self._filters = engine.run
     self.min_examples = int(min_examples)
     self.slices = make_slices(builder.dataset, specs)
 
@@ -269,18 +275,14 @@ class Slicer:
       'metrics': {name: value}}`, for the slices with examples.
     """
     results = {}
-    # Imported here: the engine imports TensorFlow, the flags must not.
-    from tensorfx.training._engine import state as _state
-
-    state = _state.of(self.builder).run
     for the_slice in self.slices:
-      state.slice_filter = functools.partial(
+      self._filters.slice_filter = functools.partial(
         filter_records, the_slice, target.batches
       )
       try:
         metrics, count = _aggregation.evaluate(interface, target)
       finally:
-        state.slice_filter = None
+        self._filters.slice_filter = None
       if not count:
         continue
       flagged = count < self.min_examples
@@ -304,13 +306,13 @@ class Slicer:
     return results
 
 
-def create(builder) -> Slicer | None:
+def create(builder, engine) -> Slicer | None:
   """The `Slicer` of the builder's `--eval-slices`, or None without any."""
   settings = builder.settings.validation
   specs = parse(settings.slices)
   if not specs:
     return None
-  return Slicer(builder, specs, settings.slice_min_examples)
+  return Slicer(builder, engine, specs, settings.slice_min_examples)
 
 
 def scalars(prefix: str, label: str, entry: dict[str, Any]) -> dict[str, float]:

@@ -16,6 +16,7 @@ from tensorfx import _atomic
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
+from tensorfx.training import _builder
 from tensorfx.training import _callbacks
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._checkpoints import export as _export
@@ -34,7 +35,10 @@ class Prepared:
   """A builder built and restored from one checkpoint."""
 
   def __init__(self, builder, layout, checkpoint):
-    _skeleton.ready_data(builder, layout.analysis, skip_bad_records=False)
+    self.engine = _builder.engine_of(builder)
+    self.settings = _skeleton.ready_data(
+      builder, self.engine, layout.analysis, skip_bad_records=False
+    )
     self.targets, training, self.evaluation, self.prediction = (
       _skeleton.build_graphs(builder, Configuration.local())
     )
@@ -46,7 +50,7 @@ class Prepared:
     self.checkpoints = _checkpoints.Checkpoints(
       layout.checkpoints,
       training.global_step,
-      model=_engine_state.checkpointed(builder),
+      model=_engine_state.checkpointed(builder, self.engine),
     )
     self.checkpoints.restore(self.path, partial=True)
     self.step = int(training.global_step.numpy())
@@ -71,9 +75,9 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     A dict: `checkpoint` (the prefix evaluated), `step`, and `results` (a
     dict from target name to its metric values).
   """
-  settings = builder.settings
   layout = _layout.JobLayout.of(output)
   prepared = Prepared(builder, layout, checkpoint)
+  settings = prepared.settings
   if prepared.evaluation is None or not prepared.targets:
     raise ConfigurationError(
       'Nothing to evaluate: give --data-eval or --eval-target.'
@@ -82,11 +86,12 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     prepared.evaluation,
     prepared.targets,
     settings.checkpoints.best(builder.evaluation_metric),
-    slicer=_slices.create(builder),
+    slicer=_slices.create(builder, prepared.engine),
   )
   tracker = _tracking.create(settings.tracking, output)
   context = _callbacks.RunContext(
     builder=builder,
+    engine=prepared.engine,
     output=output,
     role='evaluate',
     paths=layout.paths(),

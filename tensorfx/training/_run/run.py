@@ -101,13 +101,15 @@ class TrainingRun:
 
   def _run(self, record):
     builder, settings = self.builder, self.settings
+    engine = _builder.engine_of(builder)
     dataset = builder.dataset
     # Opened first: a store that cannot be reached stops the job early.
     tracker = _tracking.create(
       settings.tracking, self.output, enabled=self.chief
     )
-    _skeleton.ready_data(
+    settings = self.settings = _skeleton.ready_data(
       builder,
+      engine,
       self.paths['analysis'],
       skip_bad_records=settings.data.skip_bad_records,
       # Parameter-server workers run the input pipeline in their own
@@ -128,7 +130,7 @@ class TrainingRun:
       evaluation if not self.evaluator_task else None,
       targets,
       best,
-      slicer=None if self.evaluator_task else _slices.create(builder),
+      slicer=None if self.evaluator_task else _slices.create(builder, engine),
     )
     if not settings.restore.resume and self.chief:
       # --no-resume: what an earlier run left goes aside, never deleted.
@@ -141,7 +143,7 @@ class TrainingRun:
       max_to_keep=settings.checkpoints.keep,
       keep_best=settings.checkpoints.keep_best,
       best_mode=best[2],
-      model=_engine_state.checkpointed(builder),
+      model=_engine_state.checkpointed(builder, engine),
     )
     _builder.run_init(
       builder,
@@ -151,6 +153,7 @@ class TrainingRun:
     iterator = iter(training.dataset)
     context = _callbacks.RunContext(
       builder=builder,
+      engine=engine,
       output=self.output,
       role='train',
       chief=self.chief,
@@ -171,7 +174,7 @@ class TrainingRun:
       arguments=record.arguments,
       evaluator_task=self.evaluator_task,
     )
-    steps = _step_function(training, iterator, settings.guards.thres_loss)
+    steps = _step_function(training, iterator, settings.guards.loss_limit)
     # A builder may drive each call of the steps itself (tfutils'
     # train_loop, `ParamsBuilder.wrap_train_steps`).
     wrap = getattr(builder, 'wrap_train_steps', None)
@@ -312,9 +315,8 @@ def _end_after_failure(callbacks, logs):
     )
 
 
-def _step_function(training, iterator, thres_loss):
+def _step_function(training, iterator, limit):
   """`steps(n) -> StepResult` over the training interface's loop."""
-  limit = float('inf') if thres_loss is None else float(thres_loss)
   global_step = training.global_step
 
   def steps(num_steps):

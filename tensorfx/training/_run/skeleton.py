@@ -10,23 +10,32 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from tensorfx._errors import DataError
 from tensorfx.data import _validation
 from tensorfx.training import _callbacks
+from tensorfx.training._arguments import batch_size as _batch_size
 from tensorfx.training._cluster import cluster as _cluster
 from tensorfx.training._evaluation import evaluation as _evaluation
 
 
 def ready_data(
   builder: Any,
+  engine: Any,
   analysis: str,
   *,
   skip_bad_records: bool,
   count_bad_records: bool = True,
   analyze: Optional[Callable[[Any], None]] = None,
   wait_secs: Optional[float] = None,
-) -> None:
-  """Makes the builder's dataset ready to read: analyzed, bad records set.
+) -> Any:
+  """Makes the builder's dataset ready to read, and the run's settings.
+
+  The dataset is analyzed and its bad records policy set; then the job's
+  settings are resolved, once for the run: `--batch-size all` and
+  `--eval-batch-size all` become the training data's size. Everything the
+  run makes after this (graphs, callbacks, logs) reads those settings, as
+  `builder.settings` does from here on.
 
   Args:
     builder: the run's `ModelBuilder`.
+    engine: its `EngineState`, which keeps the resolved settings.
     analysis: the job's analysis directory (`JobLayout.analysis`).
     skip_bad_records: `--skip-bad-records`.
     count_bad_records: whether this process counts the skipped records
@@ -35,14 +44,22 @@ def ready_data(
     wait_secs: other tasks wait this long for the chief's analysis; None
       (the actions) requires an analysis already there.
 
+  Returns:
+    The resolved `Settings`.
+
   Raises:
     DataError: no analysis to use, and none coming.
   """
   dataset = builder.dataset
   if skip_bad_records:
     dataset.skip_bad_records(count=count_bad_records)
-  if dataset.analyzed:
-    return
+  if not dataset.analyzed:
+    _analysis(dataset, analysis, analyze, wait_secs)
+  engine.settings = _batch_size.resolve(builder.settings, dataset)
+  return engine.settings
+
+
+def _analysis(dataset, analysis, analyze, wait_secs):
   if analyze is not None:
     analyze(dataset)
   elif wait_secs is not None:

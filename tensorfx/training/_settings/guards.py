@@ -1,6 +1,7 @@
 """Guard settings: when a diverging or broken run stops."""
 
 import dataclasses
+import math
 from typing import Optional
 
 from tensorfx.training._settings import _section
@@ -38,3 +39,8 @@ class GuardSettings(_section.Section):
     'checkpoint and train on, up to N times, before '
     'stopping (default: %(default)s)',
   )
+
+  @property
+  def loss_limit(self) -> float:
+    """The largest training loss allowed: `thres_loss`, or inf for none."""
+    return math.inf if self.thres_loss is None else float(self.thres_loss)
