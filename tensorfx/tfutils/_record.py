@@ -28,8 +28,8 @@ from tensorfx.tfutils import _load
 from tensorfx.tfutils import _save
 from tensorfx.tfutils import _store
 from tensorfx.training._callbacks import base
-from tensorfx.training._evaluation import targets as _targets
 from tensorfx.training._run import tracking as _tracking
+from tensorfx.training._settings import targets as _targets
 
 
 class ExperimentRecord(base.Callback):

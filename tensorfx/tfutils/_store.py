@@ -30,6 +30,7 @@ from urllib import parse
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
 from tensorfx.training._run import tracking as _tracking
+from tensorfx.training._settings import tracking as _settings_tracking
 
 LOCATION_KEYS = ('host', 'port', 'dbname', 'collname', 'exp_id')
 # The file, in the job's output, that records what the experiment is.
@@ -202,7 +203,7 @@ class Store:
   """
 
   def __init__(self, uri: str) -> None:
-    _tracking.require_mlflow()
+    _settings_tracking.require_mlflow()
     from mlflow.tracking import MlflowClient
 
     self.uri = uri

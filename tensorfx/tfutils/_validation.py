@@ -21,7 +21,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _data
 from tensorfx.tfutils import _functions
 from tensorfx.tfutils import _keys
-from tensorfx.training._evaluation import targets as _targets
+from tensorfx.training._settings import targets as _targets
 
 KEYS = (
   'data',

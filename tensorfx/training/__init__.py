@@ -24,7 +24,6 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._evaluation.evaluation import EvaluationResults
   from tensorfx.training._evaluation.percentiles import ErrorPercentile
   from tensorfx.training._evaluation.percentiles import error_percentiles
-  from tensorfx.training._evaluation.targets import ValidationTarget
   from tensorfx.training._interfaces import EvaluationInterface
   from tensorfx.training._interfaces import PredictionInterface
   from tensorfx.training._interfaces import TrainingInterface
@@ -33,6 +32,7 @@ if typing.TYPE_CHECKING:
   from tensorfx.training._objectives.tasks import task_loss
   from tensorfx.training._objectives.weights import class_weights
   from tensorfx.training._objectives.weights import example_weights
+  from tensorfx.training._settings.targets import ValidationTarget
   from tensorfx.training._trainer import ModelTrainer
 
 _EXPORTS = {
@@ -51,7 +51,7 @@ _EXPORTS = {
   'TaskMetrics': 'tensorfx.training._objectives.tasks',
   'TaskSpec': 'tensorfx.training._cluster.config',
   'TrainingInterface': 'tensorfx.training._interfaces',
-  'ValidationTarget': 'tensorfx.training._evaluation.targets',
+  'ValidationTarget': 'tensorfx.training._settings.targets',
   'class_weights': 'tensorfx.training._objectives.weights',
   'example_weights': 'tensorfx.training._objectives.weights',
   'error_percentiles': 'tensorfx.training._evaluation.percentiles',

@@ -120,7 +120,7 @@ class ModelTrainer:
     _configure_logging(settings)
     job = settings.job
     if job.action == 'evaluate' and job.follow:
-      from tensorfx.training._evaluation import follow as _follow
+      from tensorfx.training._run import follow as _follow
 
       _follow.follow(
         model_builder,
@@ -149,7 +149,7 @@ class ModelTrainer:
       raise SystemExit(0)
     timeout = job.cluster_timeout_secs
     if config.evaluator:
-      from tensorfx.training._evaluation import evaluator as _evaluator
+      from tensorfx.training._run import evaluator as _evaluator
 
       _evaluator.EvaluatorRun(
         model_builder,

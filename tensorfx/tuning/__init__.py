@@ -5,8 +5,8 @@
 train` process in its own output directory, searched with Optuna.
 """
 
-from tensorfx.tuning._study import TrialResult
-from tensorfx.tuning._study import TuningResult
+from tensorfx.tuning._results import TrialResult
+from tensorfx.tuning._results import TuningResult
 from tensorfx.tuning._study import tune
 
 __all__ = [

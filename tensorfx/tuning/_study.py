@@ -26,60 +26,14 @@ from tensorfx.cloud._studyspec import StudySpec
 from tensorfx.tuning import _hparams
 from tensorfx.tuning import _space
 from tensorfx.tuning import _table
+from tensorfx.tuning._results import TrialResult
+from tensorfx.tuning._results import TuningResult
 from tensorfx.tuning._trialrun import TrialRun
 from tensorfx.tuning._trialrun import measurements
 
 STUDY_DB = 'study.db'
 STUDY_JSON = 'study.json'
 _NAME = 'tensorfx'
-
-
-@dataclasses.dataclass(frozen=True)
-class TrialResult:
-  """One trial of a study.
-
-  Attributes:
-    trial: its id (1, 2, ...; its directory's name under the output).
-    state: 'COMPLETE', 'STOPPED' (early stopping), 'FAILED' or 'RUNNING'.
-    parameters: name -> value, as the trainer got them.
-    value: the study's metric (its last measurement, or its best with
-      `measurementSelectionType: BEST_MEASUREMENT`); None if none.
-    directory: the trial's output directory.
-  """
-
-  trial: int
-  state: str
-  parameters: dict[str, Any]
-  value: float | None
-  directory: str
-
-
-@dataclasses.dataclass(frozen=True)
-class TuningResult:
-  """What `tune` did.
-
-  Attributes:
-    study: the `StudySpec` run.
-    trials: every trial, in order.
-    best: the best completed trial, or None.
-  """
-
-  study: StudySpec
-  trials: tuple[TrialResult, ...]
-  best: TrialResult | None
-
-  def best_json(self) -> str:
-    """The best trial as one JSON object (the last line `tune` prints)."""
-    if self.best is None:
-      return json.dumps({'trial': None})
-    return json.dumps(
-      {
-        'trial': self.best.trial,
-        'metric': self.study.metric,
-        'value': self.best.value,
-        'parameters': self.best.parameters,
-      }
-    )
 
 
 def _optuna() -> Any:

@@ -8,7 +8,7 @@ from tensorfx.cloud._studyspec import StudySpec
 from tensorfx.tuning import _space
 
 if TYPE_CHECKING:
-  from tensorfx.tuning._study import TrialResult
+  from tensorfx.tuning._results import TrialResult
 
 
 class Table:

@@ -19,8 +19,9 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training._evaluation import follow as _follow
 from tensorfx.training._evaluation import slices as _slices
+from tensorfx.training._run import follow as _follow
+from tensorfx.training._settings.validation import parse_slices
 from test_trainer import _scalars
 
 # Its module fixtures are built once, on one worker.
@@ -70,9 +71,9 @@ def _by_field(slices, field):
 
 
 def test_parse_fields_and_crosses():
-  assert _slices.parse(['species', 'a*b,species']) == [('species',), ('a', 'b')]
+  assert parse_slices(['species', 'a*b,species']) == [('species',), ('a', 'b')]
   with pytest.raises(ConfigurationError, match='FIELD1\\*FIELD2'):
-    _slices.parse(['species,*b'])
+    parse_slices(['species,*b'])
 
 
 def test_numeric_buckets_follow_the_bucketize_boundaries():

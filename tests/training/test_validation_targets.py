@@ -14,7 +14,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import _settings
 from tensorfx.training._evaluation import aggregation as _aggregation
-from tensorfx.training._evaluation import targets as _targets
+from tensorfx.training._settings import targets as _targets
 from test_trainer import _scalars
 
 # Left out of the fast tier: its tests train, analyze or start processes.

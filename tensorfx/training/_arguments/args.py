@@ -19,10 +19,10 @@ import sys
 from typing import Any, Dict, Optional, Sequence, Type, TypeVar, Union
 
 from tensorfx import _argparsing
+from tensorfx import _listflags
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _settings
 from tensorfx.training._arguments import gematriaflags as _gematriaflags
-from tensorfx.training._arguments import listflags as _listflags
 from tensorfx.training._arguments import runconfig as _runconfig
 from tensorfx.training._arguments.parsedjob import ParsedJob
 from tensorfx.training._settings import _section

@@ -8,9 +8,9 @@ signals, early stopping, the evaluator's request to stop).
 
 from tensorfx.training._callbacks.bad_records import BadRecordsCallback
 from tensorfx.training._callbacks.base import Callback
-from tensorfx.training._callbacks.base import CallbackList
 from tensorfx.training._callbacks.best_model import BestModelExport
 from tensorfx.training._callbacks.builtin import builtin
+from tensorfx.training._callbacks.callback_list import CallbackList
 from tensorfx.training._callbacks.context import RunContext
 from tensorfx.training._callbacks.early_stopping import EarlyStopping
 from tensorfx.training._callbacks.evaluator_stop import request_stop

@@ -11,7 +11,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from tensorfx.training._callbacks import base
-from tensorfx.training._evaluation import targets as _targets
+from tensorfx.training._settings import targets as _targets
 
 # The training scalars every run writes (see TensorBoardCallback).
 TRAIN_METRICS = (

@@ -4,7 +4,7 @@ from typing import Any
 
 from tensorfx.training._callbacks import base
 from tensorfx.training._evaluation import slices as _slices
-from tensorfx.training._evaluation import targets as _targets
+from tensorfx.training._settings import targets as _targets
 
 
 class TensorBoardCallback(base.Callback):

@@ -30,7 +30,7 @@ def build(builder, engine):
   build_training = _autograph.hook(builder.build_training)
   build_evaluation = _autograph.hook(builder.build_evaluation)
 
-  settings = engine.settings
+  settings = builder.settings
   # Resolved with the settings: --eval-batch-size, else --batch-size.
   default_batch = settings.validation.batch_size
   # The default target reads `eval`; --eval-target adds others.

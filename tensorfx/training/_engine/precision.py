@@ -51,14 +51,14 @@ def to_float32(values):
   return tf.nest.map_structure(cast, values)
 
 
-def loss_scale_optimizer(engine, optimizer):
+def loss_scale_optimizer(engine, optimizer, precision):
   """The `LossScaleOptimizer` of `optimizer` under float16; else None.
 
   Made once, under the strategy's scope, and kept in the engine's state
   (checkpointed: a resumed job keeps its scale); `optimizer` stays the
   training optimizer, so checkpoints keep its slots where they were.
   """
-  if engine.settings.speed.precision != 'mixed_float16':
+  if precision != 'mixed_float16':
     return None
   if engine.loss_scale_optimizer is None:
     import tf_keras

@@ -50,7 +50,7 @@ def make_loop(
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
   engine.run.coordinator = coordinator
   global_step = engine.global_step
-  batch_size = engine.settings.loop.batch_size
+  batch_size = builder.settings.loop.batch_size
   # Tables made under the strategy's scope get a copy on each worker.
   worker_layer = (
     builder.dataset.transform_output.transform_features_layer()

@@ -21,7 +21,7 @@ from tensorfx.training._engine import xla
 def build(builder, engine):
   """Builds the `TrainingInterface` of `builder` under its strategy."""
   _autograph.skip_library()
-  settings = engine.settings
+  settings = builder.settings
   strategy = engine.strategy
   parameter_servers = strategies.parameter_servers(strategy)
   shuffle = settings.loop.shuffle
@@ -50,7 +50,9 @@ def build(builder, engine):
     settings.optimizer.accumulation_steps,
     tables=bool(groups),
   )
-  loss_scale = precision.loss_scale_optimizer(engine, optimizer)
+  loss_scale = precision.loss_scale_optimizer(
+    engine, optimizer, settings.speed.precision
+  )
 
   def compiled(fn):
     return xla.Step(

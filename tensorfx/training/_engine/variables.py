@@ -36,7 +36,7 @@ def create_variables(builder, engine, dataset):
     return
   inputs = tf.nest.map_structure(_zeros_like_spec, dataset.element_spec)
   # Layers take the --precision policy when they are made: here.
-  with precision.policy(engine.settings.speed.precision):
+  with precision.policy(builder.settings.speed.precision):
     inferences = precision.to_float32(
       builder.build_inference(inputs, training=False)
     )

@@ -1,1 +1,1 @@
-"""Evaluation: targets, slices, percentiles, the evaluator task."""
+"""Evaluation: validation targets, slices, aggregation and percentiles."""

@@ -26,6 +26,7 @@ from typing import Any
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.training._evaluation import aggregation as _aggregation
+from tensorfx.training._settings import validation as _validation
 
 # The most frequent values of a discrete field sliced one by one.
 MAX_VALUES = 20
@@ -50,30 +51,6 @@ class Slice:
 
   label: str
   conditions: tuple[tuple[str, Condition], ...]
-
-
-def parse(specs: Sequence[str]) -> list[tuple[str, ...]]:
-  """Parses `--eval-slices` values into tuples of field names.
-
-  Example:
-    >>> parse(['species,petal_length*species'])
-    [('species',), ('petal_length', 'species')]
-
-  Raises:
-    ConfigurationError: an empty field name.
-  """
-  parsed = []
-  for spec in specs or ():
-    for item in str(spec).split(','):
-      fields = tuple(f.strip() for f in item.split('*'))
-      if not all(fields):
-        raise ConfigurationError(
-          '--eval-slices expects FIELD[,FIELD...] with FIELD1*FIELD2 for '
-          f'a cross (e.g. species,color*size). Received: {spec!r}'
-        )
-      if fields not in parsed:
-        parsed.append(fields)
-  return parsed
 
 
 def _field_slices(dataset, name: str) -> list[tuple[str, Condition]]:
@@ -309,7 +286,7 @@ class Slicer:
 def create(builder, engine) -> Slicer | None:
   """The `Slicer` of the builder's `--eval-slices`, or None without any."""
   settings = builder.settings.validation
-  specs = parse(settings.slices)
+  specs = _validation.parse_slices(settings.slices)
   if not specs:
     return None
   return Slicer(builder, engine, specs, settings.slice_min_examples)
@@ -335,6 +312,5 @@ __all__ = [
   'create',
   'filter_records',
   'make_slices',
-  'parse',
   'scalars',
 ]

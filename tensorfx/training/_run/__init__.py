@@ -1,1 +1,5 @@
-"""One run: its layout, job record, tracking and summaries; the actions."""
+"""The run drivers and what a run writes.
+
+Training, the evaluator task and `--follow`, the actions; the job layout,
+its record, tracking and summaries.
+"""

@@ -1,7 +1,7 @@
 """What every run does: data ready, graphs built, callbacks composed, ended.
 
 Training (`run.py`), the evaluator task and `evaluate --follow`
-(`_evaluation/evaluator.py`) and the actions (`actions.py`) differ in
+(`evaluator.py`, `follow.py`) and the actions (`actions.py`) differ in
 their loops; these are the steps they share, in the order they take them.
 """
 

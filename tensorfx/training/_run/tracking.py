@@ -24,7 +24,6 @@ changes, and asking for it without MLflow installed is an error that says
 how to install it.
 """
 
-import importlib.util
 import json
 import logging
 import os
@@ -33,26 +32,13 @@ from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
+from tensorfx.training._settings import tracking as _settings_tracking
 
-INSTALL = 'pip install "tensorfx-sdk[tracking]"'
 DEFAULT_DB = 'mlruns.db'
 # MLflow's limits on a parameter's and a tag's value.
 _PARAM_LIMIT = 6000
 TAG_LIMIT = 8000
 _BATCH = 100  # Parameters per log_batch call (MLflow's limit).
-
-
-def require_mlflow():
-  """Fails clearly when MLflow (the tracking extra) is not installed.
-
-  Raises:
-    ConfigurationError: naming the install command.
-  """
-  if importlib.util.find_spec('mlflow') is None:
-    raise ConfigurationError(
-      'Experiment tracking (--experiment, --tracking-uri) records runs '
-      f'with MLflow, which is not installed: {INSTALL}'
-    )
 
 
 def default_uri(output):
@@ -89,7 +75,7 @@ def create(settings, output, enabled=True):
   """
   if not enabled or not settings.enabled:
     return Tracker()
-  require_mlflow()
+  _settings_tracking.require_mlflow()
   uri = (
     settings.uri or os.environ.get('MLFLOW_TRACKING_URI') or default_uri(output)
   )

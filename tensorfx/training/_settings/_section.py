@@ -24,8 +24,8 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Dict, Optional, Self, Sequence
 
 from tensorfx import _argparsing
+from tensorfx import _listflags
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._arguments import listflags as _listflags
 
 
 def group(parser: argparse.ArgumentParser, title: str) -> Any:

@@ -1,10 +1,13 @@
 """Tracking settings: the MLflow experiment a run is recorded in."""
 
 import dataclasses
+import importlib.util
 from typing import Any, Optional
 
-from tensorfx.training._run import tracking as _tracking
+from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
+
+INSTALL = 'pip install "tensorfx-sdk[tracking]"'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,8 +25,7 @@ class TrackingSettings(_section.Section):
     group='tracking',
     metavar='NAME',
     convert=_section.or_none,
-    help='record the run in this MLflow experiment '
-    f'(needs {_tracking.INSTALL})',
+    help=f'record the run in this MLflow experiment (needs {INSTALL})',
   )
   uri: Optional[str] = _section.setting(
     '--tracking-uri',
@@ -45,4 +47,17 @@ class TrackingSettings(_section.Section):
     """Checks the flags, and that MLflow is installed if either is given."""
     super().check(args)
     if cls.from_args(args).enabled:
-      _tracking.require_mlflow()
+      require_mlflow()
+
+
+def require_mlflow() -> None:
+  """Fails clearly when MLflow (the tracking extra) is not installed.
+
+  Raises:
+    ConfigurationError: naming the install command.
+  """
+  if importlib.util.find_spec('mlflow') is None:
+    raise ConfigurationError(
+      'Experiment tracking (--experiment, --tracking-uri) records runs '
+      f'with MLflow, which is not installed: {INSTALL}'
+    )

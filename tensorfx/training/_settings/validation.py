@@ -1,13 +1,13 @@
 """Validation settings: the targets, how often they run, early stopping."""
 
 import argparse
+from collections.abc import Sequence
 import dataclasses
 from typing import Any, Optional, Self, Tuple, Union, cast
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._evaluation import slices as _slices
-from tensorfx.training._evaluation import targets as _targets
 from tensorfx.training._settings import _section
+from tensorfx.training._settings import targets as _targets
 
 
 class TargetAction(argparse.Action):
@@ -65,7 +65,7 @@ def _slices_value(value: Any) -> tuple[Any, ...]:
 
 def _check_slices(name: str, value: Any) -> None:
   if value:
-    _slices.parse(value)
+    parse_slices(value)
 
 
 # The flags in --help's (and --print-config's) order, which is older than
@@ -302,3 +302,27 @@ class ValidationSettings(_section.Section):
         ),
       )
     return list(default + self.targets)
+
+
+def parse_slices(specs: Sequence[str]) -> list[tuple[str, ...]]:
+  """Parses `--eval-slices` values into tuples of field names.
+
+  Example:
+    >>> parse_slices(['species,petal_length*species'])
+    [('species',), ('petal_length', 'species')]
+
+  Raises:
+    ConfigurationError: an empty field name.
+  """
+  parsed = []
+  for spec in specs or ():
+    for item in str(spec).split(','):
+      fields = tuple(f.strip() for f in item.split('*'))
+      if not all(fields):
+        raise ConfigurationError(
+          '--eval-slices expects FIELD[,FIELD...] with FIELD1*FIELD2 for '
+          f'a cross (e.g. species,color*size). Received: {spec!r}'
+        )
+      if fields not in parsed:
+        parsed.append(fields)
+  return parsed

@@ -13,8 +13,8 @@ import os
 
 from tensorfx.training import _callbacks
 from tensorfx.training._cluster.config import Configuration
-from tensorfx.training._evaluation import evaluator as _evaluator
 from tensorfx.training._run import actions as _actions
+from tensorfx.training._run import evaluator as _evaluator
 
 
 class PrintResults(_callbacks.Callback):

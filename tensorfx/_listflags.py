@@ -4,7 +4,7 @@ Hyperparameter tuning services set one item of a list with the indexed
 form (`--hidden-layers:2 10`); argparse knows nothing of it, so the
 arguments are rewritten before argparse sees them.
 
-This module must not import TensorFlow (see `_args`).
+This module must not import TensorFlow: flags are parsed before it loads.
 """
 
 import argparse

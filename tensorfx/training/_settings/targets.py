@@ -84,7 +84,7 @@ class ValidationTarget:
   agg: Union[str, Callable[..., Any], None] = None
   compute: Optional[Callable[..., Any]] = None
 
-  def __post_init__(self):
+  def __post_init__(self) -> None:
     where = f'validation target {self.name!r}'
     if self.compute is not None:
       if not callable(self.compute):
@@ -141,27 +141,29 @@ class ValidationTarget:
       object.__setattr__(self, 'agg', 'mean')
 
   @property
-  def source_name(self):
+  def source_name(self) -> str:
     """The dataset source the target reads."""
     return self.source or self.name
 
   @property
-  def summaries(self):
+  def summaries(self) -> str:
     """The target's directory under `summaries/`."""
     return summaries_dir(self.name)
 
   @property
-  def streaming(self):
+  def streaming(self) -> bool:
     """Whether the metrics stream over all batches in one call."""
     return self.online_agg == 'mean' and self.compute is None
 
 
-def summaries_dir(name):
+def summaries_dir(name: str) -> str:
   """The directory under `summaries/` of target `name`."""
   return 'eval' if name == DEFAULT else f'eval_{name}'
 
 
-def from_spec(name, spec, where=None):
+def from_spec(
+  name: str, spec: Any, where: Optional[str] = None
+) -> 'ValidationTarget':
   """Makes a `ValidationTarget` from a mapping of its keys.
 
   Example:
@@ -220,7 +222,7 @@ def from_spec(name, spec, where=None):
     raise ConfigurationError(f'{where}: {e}') from None
 
 
-def to_spec(target):
+def to_spec(target: 'ValidationTarget') -> dict[str, Any]:
   """The mapping of a target's keys that differ from the defaults.
 
   Example:
@@ -239,7 +241,7 @@ def to_spec(target):
   return spec
 
 
-def parse_flag(values):
+def parse_flag(values: Any) -> Tuple[str, dict[str, Any]]:
   """Parses one `--eval-target NAME KEY=VALUE ...` into (name, spec).
 
   Example:
@@ -266,7 +268,7 @@ def parse_flag(values):
   return name, spec
 
 
-def _paths(value):
+def _paths(value: Any) -> Tuple[str, ...]:
   if value is None:
     return ()
   if isinstance(value, str):
