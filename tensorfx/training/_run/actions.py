@@ -16,42 +16,39 @@ from tensorfx import _atomic
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
-from tensorfx.training import _builder
-from tensorfx.training import _callbacks
-from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._checkpoints import export as _export
 from tensorfx.training._checkpoints import restore as _restore
 from tensorfx.training._cluster.config import Configuration
-from tensorfx.training._engine import state as _engine_state
-from tensorfx.training._evaluation import evaluation as _evaluation
-from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
-from tensorfx.training._run import layout as _layout
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import tracking as _tracking
 
 
-class Prepared:
-  """A builder built and restored from one checkpoint."""
+class Prepared(_skeleton.Run):
+  """A run of an action: the builder built and restored from a checkpoint.
 
-  def __init__(self, builder, layout, checkpoint):
-    self.engine = _builder.engine_of(builder)
-    self.settings = _skeleton.ready_data(
-      builder, self.engine, layout.analysis, skip_bad_records=False
+  Args:
+    builder: the `ModelBuilder`, with the job's arguments and dataset.
+    output: the job's output directory.
+    checkpoint: a checkpoint prefix or directory; None for the job's latest.
+    callbacks: the user's callbacks (`evaluate` calls them).
+  """
+
+  def __init__(self, builder, output, checkpoint, callbacks=()):
+    super().__init__(
+      builder, output, Configuration.local(), 'evaluate', callbacks
     )
-    self.targets, training, self.evaluation, self.prediction = (
-      _skeleton.build_graphs(builder, Configuration.local())
+    layout = self.layout
+    self.ready_data(skip_bad_records=False)
+    self.targets, training, self.interface, self.prediction = (
+      self.build_graphs()
     )
     self.path = _restore.resolve_checkpoint(
       checkpoint or layout.checkpoints,
       what='--checkpoint',
       move_damaged=_own(layout, checkpoint),
     )
-    self.checkpoints = _checkpoints.Checkpoints(
-      layout.checkpoints,
-      training.global_step,
-      model=_engine_state.checkpointed(builder, self.engine),
-    )
+    self.checkpoints = self.open_checkpoints(training.global_step)
     self.checkpoints.restore(self.path, partial=True)
     self.step = int(training.global_step.numpy())
     logger.info('Restored %s (step %d)', self.path, self.step)
@@ -75,42 +72,23 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     A dict: `checkpoint` (the prefix evaluated), `step`, and `results` (a
     dict from target name to its metric values).
   """
-  layout = _layout.JobLayout.of(output)
-  prepared = Prepared(builder, layout, checkpoint)
+  prepared = Prepared(builder, output, checkpoint, callbacks)
   settings = prepared.settings
-  if prepared.evaluation is None or not prepared.targets:
+  if prepared.interface is None or not prepared.targets:
     raise ConfigurationError(
       'Nothing to evaluate: give --data-eval or --eval-target.'
     )
-  evaluation = _evaluation.Evaluation(
-    prepared.evaluation,
-    prepared.targets,
-    settings.checkpoints.best(builder.evaluation_metric),
-    slicer=_slices.create(builder, prepared.engine),
-  )
+  evaluation = prepared.evaluation(prepared.interface, prepared.targets)
   tracker = _tracking.create(settings.tracking, output)
-  context = _callbacks.RunContext(
-    builder=builder,
-    engine=prepared.engine,
-    output=output,
-    role='evaluate',
-    paths=layout.paths(),
+  context = prepared.context(
     checkpoints=prepared.checkpoints,
     prediction=prepared.prediction,
   )
-  arguments = (
-    builder.args.to_dict()
-    if hasattr(builder.args, 'to_dict')
-    else dict(vars(builder.args))
-  )
-  callback_list = _skeleton.callback_list(
-    builder,
+  callback_list = prepared.callback_list(
     tracker,
     context,
-    callbacks,
-    role='evaluate',
     source=_jobinfo.source(),
-    arguments=arguments,
+    arguments=prepared.arguments(),
   )
   path, step = prepared.path, prepared.step
   logs = dict(_skeleton.new_logs(), step=step)
@@ -145,7 +123,7 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
   summary = {'checkpoint': path, 'step': step, 'results': results}
   if evaluation.last is not None and evaluation.last.slices:
     summary['slices'] = evaluation.last.slices
-  write_evaluation(layout.evaluations, summary)
+  write_evaluation(prepared.layout.evaluations, summary)
   return summary
 
 
@@ -180,9 +158,8 @@ def export(builder, output, checkpoint=None, directory=None):
   Returns:
     The exported `tensorfx.prediction.Model`.
   """
-  layout = _layout.JobLayout.of(output)
-  prepared = Prepared(builder, layout, checkpoint)
-  directory = directory or layout.model
+  prepared = Prepared(builder, output, checkpoint)
+  directory = directory or prepared.layout.model
   _export.export(prepared.prediction, builder.dataset.schema, directory)
   logger.info('Exported %s to %s', prepared.path, directory)
   from tensorfx.prediction import Model

@@ -13,7 +13,6 @@ import types
 from tensorfx.prediction import _batch
 from tensorfx.prediction._model import Model
 from tensorfx.training._run import actions as _actions
-from tensorfx.training._run import layout as _layout
 
 
 class _Signature:
@@ -52,9 +51,7 @@ def checkpoint_model(builder, output, checkpoint=None):
   Returns:
     The `Model`, its `path` the checkpoint restored.
   """
-  prepared = _actions.Prepared(
-    builder, _layout.JobLayout.of(output), checkpoint
-  )
+  prepared = _actions.Prepared(builder, output, checkpoint)
   signatures = {
     name: _Signature(function)
     for name, function in prepared.prediction.signatures.items()

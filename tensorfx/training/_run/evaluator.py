@@ -24,16 +24,10 @@ from tensorfx._errors import ConfigurationError
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
-from tensorfx.training import _builder
 from tensorfx.training import _callbacks
-from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._checkpoints import damaged as _damaged
 from tensorfx.training._cluster import cluster as _cluster
-from tensorfx.training._engine import state as _engine_state
-from tensorfx.training._evaluation import evaluation as _evaluation
-from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
-from tensorfx.training._run import layout as _layout
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
@@ -49,7 +43,7 @@ def _step(path):
   return int(match.group(1))
 
 
-class EvaluatorRun:
+class EvaluatorRun(_skeleton.Run):
   """Follows the chief's checkpoints until the job ends.
 
   Each checkpoint is evaluated exactly once (the steps done are kept in
@@ -82,15 +76,10 @@ class EvaluatorRun:
     callbacks=(),
     since=None,
   ):
-    self.builder = builder
+    super().__init__(builder, output, config, 'evaluator', callbacks)
     self.since = since
-    self.output = output
-    self.config = config
     self.poll_secs = poll_secs
     self.timeout_secs = timeout_secs
-    self.user_callbacks = list(callbacks)
-    self.layout = _layout.JobLayout.of(output)
-    self.paths = self.layout.paths()
     self.best_dir = self.layout.best_model
     self.state_path = self.layout.evaluator_state
     self._skipped = set()
@@ -102,55 +91,36 @@ class EvaluatorRun:
       The evaluator's state: `evaluated` (steps), `best`, `best_step`.
     """
     builder = self.builder
-    engine = _builder.engine_of(builder)
-    settings = builder.settings
     start = _cluster.job_started()
-    settings = _skeleton.ready_data(
-      builder,
-      engine,
-      self.paths['analysis'],
-      skip_bad_records=settings.data.skip_bad_records,
+    settings = self.ready_data(
+      skip_bad_records=self.settings.data.skip_bad_records,
       wait_secs=self.timeout_secs,
     )
-    targets, _, interface, prediction = _skeleton.build_graphs(
-      builder, self.config
-    )
+    targets, _, interface, prediction = self.build_graphs()
     if interface is None or not targets:
       raise ConfigurationError(
         'The evaluator needs an eval source '
         '(--data-eval) or a validation target '
         '(--eval-target).'
       )
-    best = settings.checkpoints.best(builder.evaluation_metric)
-    evaluation = _evaluation.Evaluation(
-      interface, targets, best, slicer=_slices.create(builder, engine)
-    )
-    checkpoints = _checkpoints.Checkpoints(
-      self.paths['checkpoints'],
+    best = self.best()
+    evaluation = self.evaluation(interface, targets)
+    checkpoints = self.open_checkpoints(
       builder.global_step,
       keep_best=settings.checkpoints.keep_best,
       best_mode=best[2],
-      model=_engine_state.checkpointed(builder, engine),
     )
     state = self._load_state()
     summaries = _summaries.Summaries(self.paths['summaries'])
-    context = _callbacks.RunContext(
-      builder=builder,
-      engine=engine,
-      output=self.output,
-      role='evaluator',
-      paths=self.paths,
+    context = self.context(
       checkpoints=checkpoints,
       summaries=summaries,
       prediction=prediction,
     )
     tracker = _tracking.create(settings.tracking, self.output)
-    callbacks = _skeleton.callback_list(
-      builder,
+    callbacks = self.callback_list(
       tracker,
       context,
-      self.user_callbacks,
-      role='evaluator',
       extra=[
         _callbacks.BestModelExport(
           self.best_dir, state.get('best'), state.get('best_step')

@@ -24,18 +24,14 @@ from tensorfx.training._cluster import cluster as _cluster
 from tensorfx.training._engine import cadence as _cadence
 from tensorfx.training._engine import guards as _guards
 from tensorfx.training._engine import loop as _loop
-from tensorfx.training._engine import state as _engine_state
 from tensorfx.training._engine import strategies
-from tensorfx.training._evaluation import evaluation as _evaluation
-from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import jobinfo as _jobinfo
-from tensorfx.training._run import layout as _layout
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
 
 
-class TrainingRun:
+class TrainingRun(_skeleton.Run):
   """Trains `builder` into `output` as this process's part of the job.
 
   Args:
@@ -46,22 +42,20 @@ class TrainingRun:
   """
 
   def __init__(self, builder, output, config, callbacks=()):
-    self.builder = builder
-    self.settings = builder.settings
-    self.config = config
-    self.output = output
     self.chief = config.master
-    self.layout = _layout.JobLayout.of(
+    super().__init__(
+      builder,
       output,
+      config,
+      'train',
+      callbacks,
       worker=None if self.chief else f'{config.task.type}-{config.task.index}',
     )
-    self.paths = self.layout.paths()
     self.scratch = self.layout.scratch
     # With an evaluator task in the cluster, evaluation is its job.
     self.evaluator_task = (
       config.cluster is not None and 'evaluator' in config.cluster.jobs
     )
-    self.user_callbacks = list(callbacks)
 
   def run(self):
     """Trains, then exports.
@@ -75,7 +69,7 @@ class TrainingRun:
     """
     tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
     record = _jobinfo.JobRecord(
-      self.paths['job'], _arguments(self.builder), self.config.to_dict()
+      self.paths['job'], self.arguments(), self.config.to_dict()
     )
     record.write()
     try:
@@ -101,16 +95,12 @@ class TrainingRun:
 
   def _run(self, record):
     builder, settings = self.builder, self.settings
-    engine = _builder.engine_of(builder)
     dataset = builder.dataset
     # Opened first: a store that cannot be reached stops the job early.
     tracker = _tracking.create(
       settings.tracking, self.output, enabled=self.chief
     )
-    settings = self.settings = _skeleton.ready_data(
-      builder,
-      engine,
-      self.paths['analysis'],
+    settings = self.ready_data(
       skip_bad_records=settings.data.skip_bad_records,
       # Parameter-server workers run the input pipeline in their own
       # processes, which cannot count into this one.
@@ -122,28 +112,22 @@ class TrainingRun:
     _expansion.start_rows(
       table_fill.grown_rows(self.layout.grown_tables) if self.chief else {}
     )
-    targets, training, evaluation, prediction = _skeleton.build_graphs(
-      builder, self.config
-    )
-    best = settings.checkpoints.best(builder.evaluation_metric)
-    evaluation = _evaluation.Evaluation(
+    targets, training, evaluation, prediction = self.build_graphs()
+    evaluation = self.evaluation(
       evaluation if not self.evaluator_task else None,
       targets,
-      best,
-      slicer=None if self.evaluator_task else _slices.create(builder, engine),
+      sliced=not self.evaluator_task,
     )
     if not settings.restore.resume and self.chief:
       # --no-resume: what an earlier run left goes aside, never deleted.
       _checkpoints.move_aside(
         [self.paths['checkpoints'], self.paths['summaries']]
       )
-    checkpoints = _checkpoints.Checkpoints(
-      self.paths['checkpoints'],
+    checkpoints = self.open_checkpoints(
       training.global_step,
       max_to_keep=settings.checkpoints.keep,
       keep_best=settings.checkpoints.keep_best,
-      best_mode=best[2],
-      model=_engine_state.checkpointed(builder, engine),
+      best_mode=self.best()[2],
     )
     _builder.run_init(
       builder,
@@ -151,25 +135,17 @@ class TrainingRun:
     )
     summaries = _summaries.Summaries(self.paths['summaries'])
     iterator = iter(training.dataset)
-    context = _callbacks.RunContext(
-      builder=builder,
-      engine=engine,
-      output=self.output,
-      role='train',
+    context = self.context(
       chief=self.chief,
-      paths=self.paths,
       checkpoints=checkpoints,
       summaries=summaries,
       training=training,
       prediction=prediction,
       training_graph=_graph_of(training, iterator),
     )
-    callbacks = _skeleton.callback_list(
-      builder,
+    callbacks = self.callback_list(
       tracker,
       context,
-      self.user_callbacks,
-      role='train',
       source=record.source,
       arguments=record.arguments,
       evaluator_task=self.evaluator_task,
@@ -191,16 +167,16 @@ class TrainingRun:
         validate=evaluation.enabled,
         validate_first=settings.validation.validate_first,
         call_seconds=_cadence.PS_TARGET_CALL_SECONDS
-        if strategies.parameter_servers(builder.strategy)
+        if strategies.parameter_servers(self.engine.strategy)
         else _cadence.TARGET_CALL_SECONDS,
-        measured=not strategies.multi_worker(builder.strategy),
+        measured=not strategies.multi_worker(self.engine.strategy),
       ),
       callbacks,
       save=lambda: _save(checkpoints),
       evaluate=evaluation.evaluate
       if evaluation.enabled
       else (lambda step: None),
-      agree=lambda flag: strategies.agree(builder.strategy, flag),
+      agree=lambda flag: strategies.agree(self.engine.strategy, flag),
       batch_size=training.batch_size,
       learning_rate=lambda: _learning_rate(training.optimizer),
       gradient_norm=lambda: _read(training.gradient_norm),
@@ -360,11 +336,6 @@ def _read(variable):
   if variable is None:
     return None
   return float(variable.numpy())
-
-
-def _arguments(builder):
-  args = builder.args
-  return args.to_dict() if hasattr(args, 'to_dict') else dict(vars(args))
 
 
 def _remove_scratch(directory):
