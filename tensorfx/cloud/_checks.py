@@ -27,6 +27,13 @@ def check_keys(where, mapping, allowed, what):
     raise ConfigurationError(str(e)) from None
 
 
+def require(where, mapping, keys, needs):
+  """Fails naming the first of `keys` not in `mapping`: '{needs} {key}'."""
+  for key in keys:
+    if key not in mapping:
+      raise fail(where, f'{needs} {key}')
+
+
 def mapping(where, value, what):
   if not isinstance(value, dict):
     raise fail(where, f'expected a mapping ({what})', value)

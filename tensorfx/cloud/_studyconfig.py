@@ -6,7 +6,6 @@ Legacy AI Platform's `trainingInput.hyperparameters` or Vertex AI's
 """
 
 import types
-from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.cloud import _checks
@@ -46,9 +45,9 @@ _MODELED_STUDY = {
 def legacy_study(where, value):
   spec = _checks.mapping(where, value, 'hyperparameters')
   _checks.check_keys(where, spec, _LEGACY_HYPER, 'hyperparameters')
-  for key in ('goal', 'params', 'maxTrials'):
-    if key not in spec:
-      raise _checks.fail(where, f'hyperparameters need {key}')
+  _checks.require(
+    where, spec, ('goal', 'params', 'maxTrials'), 'hyperparameters need'
+  )
   goal = _checks.enum(
     where.at(spec, 'goal'), spec['goal'], _studyspec.GOALS, 'a goal'
   )
@@ -59,9 +58,9 @@ def legacy_study(where, value):
     at = params_at.at(params, index)
     param = _checks.mapping(at, item, 'a parameter')
     _checks.check_keys(at, param, _LEGACY_PARAM, 'a hyperparameter')
-    for key in ('parameterName', 'type'):
-      if key not in param:
-        raise _checks.fail(at, f'a hyperparameter needs {key}')
+    _checks.require(
+      at, param, ('parameterName', 'type'), 'a hyperparameter needs'
+    )
     kind = _checks.enum(
       at.at(param, 'type'),
       param['type'],
@@ -70,62 +69,22 @@ def legacy_study(where, value):
     )
     scale = param.get('scaleType')
     if scale is not None:
-      scale = _checks.enum(
-        at.at(param, 'scaleType'),
-        scale,
-        _studyspec.SCALE_TYPES + ('NONE',),
-        'a scale type',
+      scale = _choice(
+        at.at(param, 'scaleType'), scale, _studyspec.SCALE_TYPES, 'NONE'
       )
-      scale = None if scale == 'NONE' else scale
-    kwargs: dict[str, Any] = {'scale_type': scale}
-    if kind in ('DOUBLE', 'INTEGER'):
-      for key, name in (('minValue', 'min_value'), ('maxValue', 'max_value')):
-        if key not in param:
-          raise _checks.fail(at, f'a {kind} hyperparameter needs {key}')
-        number = _checks.number(at.at(param, key), param[key])
-        if kind == 'INTEGER':
-          if float(number) != int(number):
-            raise _checks.fail(at.at(param, key), 'expected an integer', number)
-          number = int(number)
-        kwargs[name] = number
-    elif kind == 'DISCRETE':
-      if 'discreteValues' not in param:
-        raise _checks.fail(at, 'a DISCRETE hyperparameter needs discreteValues')
-      vat = at.at(param, 'discreteValues')
-      values = _checks.sequence(vat, param['discreteValues'], 'discreteValues')
-      kwargs['values'] = tuple(
-        _checks.number(vat.at(values, i), v) for i, v in enumerate(values)
-      )
-    else:
-      if 'categoricalValues' not in param:
-        raise _checks.fail(
-          at, 'a CATEGORICAL hyperparameter needs categoricalValues'
-        )
-      kwargs['values'] = _checks.strings(
-        at.at(param, 'categoricalValues'),
-        param['categoricalValues'],
-        'categoricalValues',
-      )
-    try:
-      parameters.append(
-        _studyspec.ParameterSpec(
-          _checks.string(at.at(param, 'parameterName'), param['parameterName']),
-          kind,
-          **kwargs,
-        )
-      )
-    except ConfigurationError as e:
-      raise _checks.fail(at, str(e).rstrip('.')) from None
-  max_trials = _checks.count(
-    where.at(spec, 'maxTrials'), spec['maxTrials'], positive=True
-  )
-  parallel = _checks.count(
-    where.at(spec, 'maxParallelTrials'),
-    spec.get('maxParallelTrials', 1),
-    positive=True,
-  )
-  failed = _checks.count(
-    where.at(spec, 'maxFailedTrials'), spec.get('maxFailedTrials', 0)
+    # Legacy names the list by the type: discreteValues, categoricalValues.
+    kwargs = _values(
+      at,
+      param,
+      kind,
+      f'a {kind} hyperparameter needs',
+      f'{kind.lower()}Values',
+      whole=True,
+    )
+    kwargs['scale_type'] = scale
+    parameters.append(_parameter(at, param, 'parameterName', kind, kwargs))
+  counts = _trial_counts(
+    where, spec, 'maxTrials', 'maxParallelTrials', 'maxFailedTrials'
   )
   algorithm = _algorithm(where, spec)
   early = spec.get('enableTrialEarlyStopping', False)
@@ -140,26 +99,74 @@ def legacy_study(where, value):
     spec.get('hyperparameterMetricTag', 'training/hptuning/metric'),
     goal,
     parameters,
-    max_trials,
-    parallel,
-    failed,
+    counts,
     algorithm,
     early,
   )
 
 
+def _values(where, values, kind, needs, listed, whole=False):
+  """The range or the values of a parameter, as `ParameterSpec` arguments.
+
+  Args:
+    where: the location of `values`.
+    values: the mapping with minValue and maxValue (DOUBLE and INTEGER), or
+      with the list `listed` (DISCRETE and CATEGORICAL).
+    kind: the parameter's type.
+    needs: what a message says needs a missing key.
+    listed: the key of the list.
+    whole: whether an INTEGER's bounds must be whole numbers (else cut).
+  """
+  if kind in ('DOUBLE', 'INTEGER'):
+    bounds = {}
+    for key, name in (('minValue', 'min_value'), ('maxValue', 'max_value')):
+      _checks.require(where, values, (key,), needs)
+      number = _checks.number(where.at(values, key), values[key])
+      if kind == 'INTEGER':
+        if whole and float(number) != int(number):
+          raise _checks.fail(
+            where.at(values, key), 'expected an integer', number
+          )
+        number = int(number)
+      bounds[name] = number
+    return bounds
+  _checks.require(where, values, (listed,), needs)
+  at = where.at(values, listed)
+  if kind == 'CATEGORICAL':
+    return {'values': _checks.strings(at, values[listed], listed)}
+  items = _checks.sequence(at, values[listed], listed)
+  return {
+    'values': tuple(
+      _checks.number(at.at(items, i), v) for i, v in enumerate(items)
+    )
+  }
+
+
+def _parameter(where, param, name_key, kind, kwargs):
+  """The `ParameterSpec` of a parameter; its errors name `where`."""
+  try:
+    return _studyspec.ParameterSpec(
+      _checks.string(where.at(param, name_key), param[name_key]),
+      kind,
+      **kwargs,
+    )
+  except ConfigurationError as e:
+    raise _checks.fail(where, str(e).rstrip('.')) from None
+
+
+def _trial_counts(where, doc, most, parallel, failed):
+  """(max trials, parallel trials, max failed trials) under these keys."""
+  return (
+    _checks.count(where.at(doc, most), doc[most], positive=True),
+    _checks.count(where.at(doc, parallel), doc.get(parallel, 1), positive=True),
+    _checks.count(where.at(doc, failed), doc.get(failed, 0)),
+  )
+
+
 def _study(
-  where,
-  metric,
-  goal,
-  parameters,
-  max_trials,
-  parallel,
-  failed,
-  algorithm,
-  early,
-  extra=None,
+  where, metric, goal, parameters, counts, algorithm, early, extra=None
 ):
+  max_trials, parallel, failed = counts
   try:
     return _studyspec.StudySpec(
       metric,
@@ -180,17 +187,15 @@ def vertex_study(where, doc):
   at = where.at(doc, 'studySpec')
   spec = _checks.mapping(at, doc['studySpec'], 'studySpec')
   study_extra = _vertexschema.split(spec, _MODELED_STUDY)
-  for key in ('metrics', 'parameters'):
-    if key not in spec:
-      raise _checks.fail(at, f'studySpec needs {key}')
+  _checks.require(at, spec, ('metrics', 'parameters'), 'studySpec needs')
   mat = at.at(spec, 'metrics')
   metrics = _checks.sequence(mat, spec['metrics'], 'metrics')
   if len(metrics) != 1:
     raise _checks.fail(mat, 'expected exactly one metric', metrics)
   metric = _checks.mapping(mat.at(metrics, 0), metrics[0], 'a metric')
-  for key in ('metricId', 'goal'):
-    if key not in metric:
-      raise _checks.fail(mat.at(metrics, 0), f'a metric needs {key}')
+  _checks.require(
+    mat.at(metrics, 0), metric, ('metricId', 'goal'), 'a metric needs'
+  )
   goal = _checks.enum(
     mat.at(metrics, 0).at(metric, 'goal'),
     metric['goal'],
@@ -209,8 +214,7 @@ def vertex_study(where, doc):
   for index, item in enumerate(items):
     iat = pat.at(items, index)
     param = _checks.mapping(iat, item, 'a parameter')
-    if 'parameterId' not in param:
-      raise _checks.fail(iat, 'a parameter needs parameterId')
+    _checks.require(iat, param, ('parameterId',), 'a parameter needs')
     given = [(k, t) for k, t in kinds if k in param]
     if len(given) != 1:
       raise _checks.fail(
@@ -220,68 +224,26 @@ def vertex_study(where, doc):
     key, kind = given[0]
     vat = iat.at(param, key)
     values = _checks.mapping(vat, param[key], key)
-    kwargs: dict[str, Any] = {}
-    if kind in ('DOUBLE', 'INTEGER'):
-      for name, field in (('minValue', 'min_value'), ('maxValue', 'max_value')):
-        if name not in values:
-          raise _checks.fail(vat, f'{key} needs {name}')
-        number = _checks.number(vat.at(values, name), values[name])
-        kwargs[field] = int(number) if kind == 'INTEGER' else number
-    else:
-      if 'values' not in values:
-        raise _checks.fail(vat, f'{key} needs values')
-      lat = vat.at(values, 'values')
-      if kind == 'DISCRETE':
-        listed = _checks.sequence(lat, values['values'], 'values')
-        kwargs['values'] = tuple(
-          _checks.number(lat.at(listed, i), v) for i, v in enumerate(listed)
-        )
-      else:
-        kwargs['values'] = _checks.strings(lat, values['values'], 'values')
+    kwargs = _values(vat, values, kind, f'{key} needs', 'values')
     if 'scaleType' in param:
-      scale = _checks.enum(
+      kwargs['scale_type'] = _choice(
         iat.at(param, 'scaleType'),
         param['scaleType'],
-        _studyspec.SCALE_TYPES + ('SCALE_TYPE_UNSPECIFIED',),
-        'a scale type',
+        _studyspec.SCALE_TYPES,
+        'SCALE_TYPE_UNSPECIFIED',
       )
-      kwargs['scale_type'] = (
-        None if scale == 'SCALE_TYPE_UNSPECIFIED' else scale
-      )
-    try:
-      parameters.append(
-        _studyspec.ParameterSpec(
-          _checks.string(iat.at(param, 'parameterId'), param['parameterId']),
-          kind,
-          **kwargs,
-        )
-      )
-    except ConfigurationError as e:
-      raise _checks.fail(iat, str(e).rstrip('.')) from None
+    parameters.append(_parameter(iat, param, 'parameterId', kind, kwargs))
   algorithm = _algorithm(at, spec)
   early = 'medianAutomatedStoppingSpec' in spec
-  for key in ('maxTrialCount',):
-    if key not in doc:
-      raise _checks.fail(where, f'a tuning config needs {key}')
-  max_trials = _checks.count(
-    where.at(doc, 'maxTrialCount'), doc['maxTrialCount'], positive=True
-  )
-  parallel = _checks.count(
-    where.at(doc, 'parallelTrialCount'),
-    doc.get('parallelTrialCount', 1),
-    positive=True,
-  )
-  failed = _checks.count(
-    where.at(doc, 'maxFailedTrialCount'), doc.get('maxFailedTrialCount', 0)
-  )
+  _checks.require(where, doc, ('maxTrialCount',), 'a tuning config needs')
   return _study(
     at,
     metric['metricId'],
     goal,
     parameters,
-    max_trials,
-    parallel,
-    failed,
+    _trial_counts(
+      where, doc, 'maxTrialCount', 'parallelTrialCount', 'maxFailedTrialCount'
+    ),
     algorithm,
     early,
     study_extra,
@@ -294,12 +256,20 @@ def _algorithm(where, spec):
   None for the service's default (absent or ALGORITHM_UNSPECIFIED).
   """
   algorithm = spec.get('algorithm')
-  if algorithm is None:
-    return None
-  algorithm = _checks.enum(
-    where.at(spec, 'algorithm'),
-    algorithm,
-    _studyspec.ALGORITHMS + ('ALGORITHM_UNSPECIFIED',),
-    'an algorithm',
+  return (
+    None
+    if algorithm is None
+    else _choice(
+      where.at(spec, 'algorithm'),
+      algorithm,
+      _studyspec.ALGORITHMS,
+      'ALGORITHM_UNSPECIFIED',
+      'an algorithm',
+    )
   )
-  return None if algorithm == 'ALGORITHM_UNSPECIFIED' else algorithm
+
+
+def _choice(where, value, choices, unset, what='a scale type'):
+  """One of `choices`, or None for `unset` (the service's default)."""
+  value = _checks.enum(where, value, choices + (unset,), what)
+  return None if value == unset else value

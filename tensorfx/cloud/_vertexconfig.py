@@ -82,12 +82,10 @@ def _vertex_pool(where, value, role):
   rest = _vertexschema.split(_snake_free(item), _MODELED_POOL)
   if rest:
     pool['extra'] = rest
-  if 'machineSpec' not in item:
-    raise _checks.fail(where, 'a worker pool spec needs machineSpec')
+  _checks.require(where, item, ('machineSpec',), 'a worker pool spec needs')
   mat = where.at(item, 'machineSpec')
   spec = _checks.mapping(mat, item['machineSpec'], 'machineSpec')
-  if 'machineType' not in spec:
-    raise _checks.fail(mat, 'machineSpec needs machineType')
+  _checks.require(mat, spec, ('machineType',), 'machineSpec needs')
   _machines.set_machine(
     pool,
     spec['machineType'],
@@ -141,8 +139,7 @@ def _vertex_pool(where, value, role):
   if 'containerSpec' in item:
     cat = where.at(item, 'containerSpec')
     container = _checks.mapping(cat, item['containerSpec'], 'containerSpec')
-    if 'imageUri' not in container:
-      raise _checks.fail(cat, 'containerSpec needs imageUri')
+    _checks.require(cat, container, ('imageUri',), 'containerSpec needs')
     pool['image_uri'] = _checks.string(
       cat.at(container, 'imageUri'), container['imageUri']
     )

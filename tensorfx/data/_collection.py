@@ -16,7 +16,8 @@ class NamedCollection:
 
   Subclasses set `_KIND` (the class name in messages), `_NOUN` ('a
   schema'), `_KEY` (the YAML list: 'fields'), `_ITEM` ('field') and
-  `_ITEM_CLASS` ('SchemaField'), and call `_keep(items, index)`.
+  `_ITEM_CLASS` ('SchemaField'), keep their items with `_keep` and
+  parse YAML with `_parse_list`.
 
   Example:
     >>> schema = Schema.create(SchemaField.real('x'))
@@ -31,13 +32,6 @@ class NamedCollection:
   _ITEM_CLASS: ClassVar[str]
   _items: Tuple[Any, ...]
   _positions: Dict[str, int]
-
-  def _keep(self, items: Tuple[Any, ...]) -> None:
-    """Keeps the checked items; the first of each name is found by it."""
-    self._items = items
-    self._positions = {}
-    for position, item in enumerate(items):
-      self._positions.setdefault(item.name, position)
 
   @classmethod
   def create(cls, *items: Any) -> Any:
@@ -70,11 +64,14 @@ class NamedCollection:
     return cls.parse(_yaml.read_text(path), source=str(path))  # type: ignore[attr-defined]
 
   @classmethod
-  def _read_list(cls, text: Any, source: str) -> Tuple[Any, Any, Any, Any]:
-    """`(doc, where, items, items_where)` of YAML text holding the list.
+  def _parse_list(cls, text: Any, source: str, parse_item: Any) -> Any:
+    """A collection of the items listed under `_KEY` in YAML text.
+
+    `parse_item(item, where)` makes each item of its mapping and location;
+    `source` names the text in messages.
 
     Raises:
-      DataError: not a mapping with a non-empty list under `_KEY`.
+      DataError: the text is invalid; names the source, line and key path.
     """
     doc = _yaml.load_yaml(text, source)
     where = _yaml.root(doc, source)
@@ -91,7 +88,49 @@ class NamedCollection:
       raise items_where.error(
         f'{cls._KEY} must be a non-empty list of {cls._KEY}', items
       )
-    return doc, where, items, items_where
+    parsed = [
+      parse_item(item, items_where.at(items, i)) for i, item in enumerate(items)
+    ]
+    try:
+      return cls(parsed)  # type: ignore[call-arg]
+    except _yaml.Invalid as e:
+      raise where.relocate(doc, e) from None
+
+  def _keep(
+    self, items: Any, item_class: Any, named: Any = None, may_repeat: Any = None
+  ) -> None:
+    """Keeps the items, once each is an `item_class` and names are unique.
+
+    `named(item, path)` yields `(path, item)` of an item and of the items
+    nested in it (by default the item alone); `may_repeat(first, path,
+    item)`, whether one may share the name of an earlier `first` (its
+    `(path, item)`; by default never).
+
+    Raises:
+      DataError: an item is not an `item_class`, or repeats a name.
+    """
+    items = tuple(items)
+    seen: Dict[str, Any] = {}
+    for i, item in enumerate(items):
+      at = (self._KEY, i)
+      if not isinstance(item, item_class):
+        raise _yaml.Invalid(
+          self._KIND, at, f'expected a {self._ITEM_CLASS}', item
+        )
+      for path, each in named(item, at) if named else [(at, item)]:
+        first = seen.get(each.name)
+        if first and not (may_repeat and may_repeat(first, path, each)):
+          raise _yaml.Invalid(
+            self._KIND,
+            path + ('name',),
+            f'duplicate {self._ITEM} name; {_dotted(first[0])} has the '
+            'same name',
+            each.name,
+          )
+        seen.setdefault(each.name, (path, each))
+    self._items = items
+    # Top-level names are unique; their paths are (_KEY, position).
+    self._positions = {n: p[1] for n, (p, _) in seen.items() if len(p) == 2}
 
   def _check_name(self, name: Any) -> None:
     if name not in self._positions:
@@ -137,3 +176,14 @@ class NamedCollection:
   def format(self) -> str:
     """The collection as YAML text that `parse` reads back to an equal one."""
     return _yaml.dump_yaml(self.to_dict())
+
+
+def _dotted(path: Tuple[Any, ...]) -> str:
+  text = ''
+  for key in path:
+    text = (
+      f'{text}[{key}]'
+      if isinstance(key, int)
+      else (f'{text}.{key}' if text else key)
+    )
+  return text

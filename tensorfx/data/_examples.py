@@ -109,14 +109,10 @@ class ExamplesDataSource(_skipping.SkippingSource):
   ):
     import tensorflow as tf
 
-    from tensorfx.data import _transforms
-
     files = self.files()
-    compressions = self.compressions()
-    spec = _transforms.parsing_spec(self.schema)
     _validation.watch(self)
     deterministic = not shuffle or seed is not None
-    ds = tf.data.Dataset.from_tensor_slices((files, compressions))
+    ds = tf.data.Dataset.from_tensor_slices((files, self.compressions()))
     if shuffle and len(files) > 1:
       ds = ds.shuffle(len(files), seed=seed)
     # Plain TensorFlow calls: not converted by autograph (start-up time).
@@ -134,44 +130,61 @@ class ExamplesDataSource(_skipping.SkippingSource):
     if shuffle:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat(epochs)
+    decode = no_autograph(self._decoder())
+    # Full batches when endless (see `DataSource.read`).
+    full = epochs is None
     if self.skip_bad_records and not self._counting:
-      # Elsewhere than this process: each record parsed alone, bad ones
+      # Elsewhere than this process: each record decoded alone, bad ones
       # dropped by tf.data (uncounted), then batched.
       ds = (
         ds.map(
-          no_autograph(
-            lambda record: tf.io.parse_example(record[tf.newaxis], spec)
-          ),
+          no_autograph(lambda record: decode(record[tf.newaxis])),
           num_parallel_calls=tf.data.AUTOTUNE,
           deterministic=deterministic,
         )
         .ignore_errors()
         .unbatch()
       )
-      return ds.batch(batch_size, drop_remainder=epochs is None).prefetch(
+      return ds.batch(batch_size, drop_remainder=full).prefetch(
         tf.data.AUTOTUNE
       )
-    # Batch first: one vectorized parse per batch, not one call per record.
-    # Full batches when endless (see `DataSource.read`).
-    ds = ds.batch(batch_size, drop_remainder=epochs is None)
+    # Batch first: one vectorized decode per batch, not one call per record.
+    ds = ds.batch(batch_size, drop_remainder=full)
     if self.skip_bad_records:
       ds = ds.map(
         no_autograph(
-          lambda records: tf.io.parse_example(
-            tf.boolean_mask(records, self._good_records(records)), spec
+          lambda records: decode(
+            tf.boolean_mask(records, self._good_records(records))
           )
         ),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic,
       )
-      # A batch of bad records only is empty.
-      return ds.filter(not_empty).prefetch(tf.data.AUTOTUNE)
-    ds = ds.map(
-      no_autograph(lambda records: tf.io.parse_example(records, spec)),
-      num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=deterministic,
-    )
-    return ds.prefetch(tf.data.AUTOTUNE)
+    else:
+      ds = ds.map(
+        decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
+      )
+    return self._rebatched(ds, batch_size, full).prefetch(tf.data.AUTOTUNE)
+
+  def _decoder(self):
+    """The function of a [B] batch of serialized records to raw features."""
+    import tensorflow as tf
+
+    from tensorfx.data import _transforms
+
+    spec = _transforms.parsing_spec(self.schema)
+    return lambda records: tf.io.parse_example(records, spec)
+
+  def _rebatched(self, ds, batch_size, full):
+    """The decoded batches of `read()`, less those that dropped every record.
+
+    Args:
+      ds: the decoded batches.
+      batch_size: records per batch.
+      full: whether batches are all full (reading endlessly).
+    """
+    # A batch of bad records only is empty.
+    return ds.filter(not_empty) if self.skip_bad_records else ds
 
   def _good_records(self, records):
     """[B] bool: which records of a batch parse (from Python, counting)."""
@@ -234,36 +247,56 @@ class ExamplesDataSource(_skipping.SkippingSource):
     return dict(super().reading_options(), compressions=self.compressions())
 
   def record_batches(self, pipeline, label='ReadExamples'):
-    import apache_beam as beam
-
-    from tensorfx.data import _arrow
-
-    pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
     skip_bad = self.skip_bad_records
-    counter = beam.metrics.Metrics.counter(
-      _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
+    return file_record_batches(
+      pipeline,
+      label,
+      list(zip(self.files(), self.compressions())),
+      lambda path, compression, on_bad_record: _examplebatches.record_batches(
+        path, schema, compression, skip_bad, on_bad_record
+      ),
     )
 
-    def batches(pair):
-      logged = 0
 
-      def on_bad_record(message):
-        nonlocal logged
-        counter.inc()
-        if logged < _skipping.LOGGED_BAD_RECORDS:
-          logger.warning('Skipping a bad record: %s', message)
-          logged += 1
+def file_record_batches(pipeline, label, pairs, read):
+  """A PCollection of the RecordBatches of TFRecord files, for the analysis.
 
-      return _examplebatches.record_batches(
-        pair[0], schema, pair[1], skip_bad, on_bad_record
-      )
+  What a TFRecord source's `record_batches` does, whatever its records.
 
-    files = pipeline | f'{label}Files' >> beam.Create(pairs)
-    if len(pairs) > 1:
-      # Spreads the files over workers (Create makes one bundle).
-      files |= f'{label}Spread' >> beam.Reshuffle()
-    return files | f'{label}Batches' >> beam.FlatMap(batches)
+  Args:
+    pipeline: the Beam pipeline.
+    label: the prefix of the steps' labels.
+    pairs: `(path, compression)` of each file.
+    read: `read(path, compression, on_bad_record)`, the RecordBatches of a
+      file, reporting each bad record it drops to `on_bad_record` (a
+      message): they are counted, and the first few of a file logged.
+  """
+  import apache_beam as beam
+
+  from tensorfx.data import _arrow
+
+  counter = beam.metrics.Metrics.counter(
+    _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
+  )
+
+  def batches(pair):
+    logged = 0
+
+    def on_bad_record(message):
+      nonlocal logged
+      counter.inc()
+      if logged < _skipping.LOGGED_BAD_RECORDS:
+        logger.warning('Skipping a bad record: %s', message)
+        logged += 1
+
+    return read(pair[0], pair[1], on_bad_record)
+
+  files = pipeline | f'{label}Files' >> beam.Create(pairs)
+  if len(pairs) > 1:
+    # Spreads the files over workers (Create makes one bundle).
+    files |= f'{label}Spread' >> beam.Reshuffle()
+  return files | f'{label}Batches' >> beam.FlatMap(batches)
 
 
 def not_empty(features):

@@ -121,25 +121,7 @@ class FeatureSet(NamedCollection):
   _ITEM_CLASS = 'Feature'
 
   def __init__(self, features):
-    features = tuple(features)
-    seen: dict[str, Any] = {}
-    for i, feature in enumerate(features):
-      if not isinstance(feature, Feature):
-        raise _yaml.Invalid(
-          'FeatureSet', ('features', i), 'expected a Feature', feature
-        )
-      for path, each in _named(feature, ('features', i)):
-        if each.name in seen and not _may_repeat(seen[each.name], path, each):
-          raise _yaml.Invalid(
-            'FeatureSet',
-            path + ('name',),
-            'duplicate feature name; '
-            f'{_dotted(seen[each.name][0])} has the same '
-            'name',
-            each.name,
-          )
-        seen.setdefault(each.name, (path, each))
-    self._keep(features)
+    self._keep(features, Feature, _named, _may_repeat)
     # Where each feature was parsed from (name -> (Where, fields Where)),
     # for validate()'s messages. Not part of the value.
     self._locations = {}
@@ -361,16 +343,10 @@ class FeatureSet(NamedCollection):
     """
     if isinstance(text, FeatureSet):
       return text  # The original accepted a parsed set too.
-    doc, where, items, items_where = cls._read_list(text, source)
     locations: dict[str, Any] = {}
-    features = [
-      _parse_feature(item, items_where.at(items, i), locations)
-      for i, item in enumerate(items)
-    ]
-    try:
-      feature_set = cls(features)
-    except _yaml.Invalid as e:
-      raise where.relocate(doc, e) from None
+    feature_set: FeatureSet = cls._parse_list(
+      text, source, lambda item, where: _parse_feature(item, where, locations)
+    )
     feature_set._locations = locations
     return feature_set
 
@@ -391,14 +367,3 @@ def _may_repeat(first, path, feature):
   other_path, other = first
   nested = len(path) > 2 and len(other_path) > 2
   return nested and not {feature.type, other.type} & _VOCABULARY_TYPES
-
-
-def _dotted(path):
-  text = ''
-  for key in path:
-    text = (
-      f'{text}[{key}]'
-      if isinstance(key, int)
-      else (f'{text}.{key}' if text else key)
-    )
-  return text

@@ -7,6 +7,8 @@ and `FeatureSet.validate` check those groups.
 
 import enum
 
+from tensorfx.data._schema import member_named
+
 
 class FeatureType(enum.StrEnum):
   """The transform that makes a feature.
@@ -54,11 +56,7 @@ class FeatureType(enum.StrEnum):
 
   @classmethod
   def _missing_(cls, value):
-    if not isinstance(value, str):
-      return None
-    name = value.strip().lower()
-    name = _ALIASES.get(name, name)
-    return cls._value2member_map_.get(name)
+    return member_named(cls, value, _ALIASES)
 
 
 _ALIASES = {

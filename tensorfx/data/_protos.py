@@ -23,8 +23,6 @@ from tensorfx._logging import logger
 from tensorfx.data import _examples
 from tensorfx.data import _examplescan
 from tensorfx.data import _paths
-from tensorfx.data import _skipping
-from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._protoformat import ProtoFormat
 
@@ -77,63 +75,14 @@ class ProtoDataSource(_examples.ExamplesDataSource):
       self._decoders[key] = self.proto_format.decoder(self.schema)
     return self._decoders[key].decode(records, for_prediction)
 
-  def read(
-    self, batch_size, epochs=1, shuffle=False, seed=None, shuffle_buffer=10000
-  ):
-    import tensorflow as tf
+  def _decoder(self):
+    return self.decode
 
-    files = self.files()
-    _validation.watch(self)
-    deterministic = not shuffle or seed is not None
-    ds = tf.data.Dataset.from_tensor_slices((files, self.compressions()))
-    if shuffle and len(files) > 1:
-      ds = ds.shuffle(len(files), seed=seed)
-    no_autograph = tf.autograph.experimental.do_not_convert
-    ds = ds.interleave(
-      no_autograph(tf.data.TFRecordDataset),
-      cycle_length=min(len(files), _examples.CYCLE_LENGTH),
-      num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=deterministic,
-    )
-    if shuffle:
-      ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.repeat(epochs)
-    decode = no_autograph(self.decode)
-    if self.skip_bad_records and not self._counting:
-      ds = (
-        ds.map(
-          no_autograph(lambda record: decode(record[tf.newaxis])),
-          num_parallel_calls=tf.data.AUTOTUNE,
-          deterministic=deterministic,
-        )
-        .ignore_errors()
-        .unbatch()
-      )
-      return ds.batch(batch_size, drop_remainder=epochs is None).prefetch(
-        tf.data.AUTOTUNE
-      )
-    # Full batches when endless (see `DataSource.read`).
-    ds = ds.batch(batch_size, drop_remainder=epochs is None)
-    if self.skip_bad_records:
-      ds = ds.map(
-        no_autograph(
-          lambda records: decode(
-            tf.boolean_mask(records, self._good_records(records))
-          )
-        ),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=deterministic,
-      )
-    else:
-      ds = ds.map(
-        decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
-      )
+  def _rebatched(self, ds, batch_size, full):
     if self.proto_format.examples:
       # A record makes any number of examples: batches of batch_size again.
-      ds = ds.unbatch().batch(batch_size, drop_remainder=epochs is None)
-    elif self.skip_bad_records:
-      ds = ds.filter(_examples.not_empty)
-    return ds.prefetch(tf.data.AUTOTUNE)
+      return ds.unbatch().batch(batch_size, drop_remainder=full)
+    return super()._rebatched(ds, batch_size, full)
 
   def record_problem(self, value: bytes) -> str | None:
     """Why one serialized record is bad, or None when it decodes."""
@@ -243,34 +192,17 @@ class ProtoDataSource(_examples.ExamplesDataSource):
     )
 
   def record_batches(self, pipeline, label='ReadProtos'):
-    import apache_beam as beam
-
     from tensorfx.data import _arrow
 
-    pairs = list(zip(self.files(), self.compressions()))
     schema = self.schema
-    counter = beam.metrics.Metrics.counter(
-      _arrow.COUNTER_NAMESPACE, _arrow.BAD_RECORDS_COUNTER
-    )
-    source = self
 
-    def batches(pair):
-      logged = 0
-
-      def on_bad_record(message):
-        nonlocal logged
-        counter.inc()
-        if logged < _skipping.LOGGED_BAD_RECORDS:
-          logger.warning('Skipping a bad record: %s', message)
-          logged += 1
-
-      for decoded in source.batches(pair[0], pair[1], on_bad_record):
+    def read(path, compression, on_bad_record):
+      for decoded in self.batches(path, compression, on_bad_record):
         yield _arrow.record_batch(decoded, schema)
 
-    files = pipeline | f'{label}Files' >> beam.Create(pairs)
-    if len(pairs) > 1:
-      files |= f'{label}Spread' >> beam.Reshuffle()
-    return files | f'{label}Batches' >> beam.FlatMap(batches)
+    return _examples.file_record_batches(
+      pipeline, label, list(zip(self.files(), self.compressions())), read
+    )
 
 
 def _message(error) -> str:

@@ -43,18 +43,22 @@ class SchemaFieldType(enum.StrEnum):
 
   @classmethod
   def _missing_(cls, value):
-    if not isinstance(value, str):
-      return None
-    name = value.strip().lower()
     # The original tensorfx schemas said 'numeric' for real-valued fields.
-    if name == 'numeric':
-      return cls.REAL
-    return cls._value2member_map_.get(name)
+    return member_named(cls, value, {'numeric': 'real'})
 
   @property
   def numeric(self):
     """Whether values are numbers (integer or real)."""
     return self is not SchemaFieldType.DISCRETE
+
+
+def member_named(enum_class, value, aliases):
+  """The member `value` names, in any case or by an alias (lower case), or None.
+
+  The `_missing_` of `SchemaFieldType` and `FeatureType`.
+  """
+  name = value.strip().lower() if isinstance(value, str) else None
+  return enum_class._value2member_map_.get(aliases.get(name, name))
 
 
 def _accepted_types():
@@ -340,23 +344,7 @@ class Schema(NamedCollection):
   _ITEM_CLASS = 'SchemaField'
 
   def __init__(self, fields):
-    fields = tuple(fields)
-    index: dict[str, Any] = {}
-    for i, field in enumerate(fields):
-      if not isinstance(field, SchemaField):
-        raise _yaml.Invalid(
-          'Schema', ('fields', i), 'expected a SchemaField', field
-        )
-      if field.name in index:
-        raise _yaml.Invalid(
-          'Schema',
-          ('fields', i, 'name'),
-          f'duplicate field name; '
-          f'fields[{index[field.name]}] has the same name',
-          field.name,
-        )
-      index[field.name] = i
-    self._keep(fields)
+    self._keep(fields, SchemaField)
 
   @property
   def fields(self):
@@ -398,26 +386,7 @@ class Schema(NamedCollection):
     Raises:
       DataError: the text is invalid; names the source, line and key path.
     """
-    doc, where, items, items_where = cls._read_list(text, source)
-    fields = []
-    for i, item in enumerate(items):
-      item_where = items_where.at(items, i)
-      if not isinstance(item, dict):
-        raise item_where.error(
-          'a field must be a mapping with a name and a type', item
-        )
-      _yaml.check_keys(item_where, item, _FIELD_KEYS, 'a field')
-      for key in ('name', 'type'):
-        if key not in item:
-          raise item_where.error(f'a field needs a {key!r}', item)
-      try:
-        fields.append(SchemaField(**item))
-      except _yaml.Invalid as e:
-        raise item_where.relocate(item, e) from None
-    try:
-      return cls(fields)
-    except _yaml.Invalid as e:
-      raise where.relocate(doc, e) from None
+    return cls._parse_list(text, source, _parse_field)
 
   def with_na_values(self, tokens):
     r"""This schema with `tokens` among every single-valued field's na_values.
@@ -440,3 +409,17 @@ class Schema(NamedCollection):
         for f in self._items
       ]
     )
+
+
+def _parse_field(item, where):
+  """Builds a SchemaField from its YAML mapping at `where`."""
+  if not isinstance(item, dict):
+    raise where.error('a field must be a mapping with a name and a type', item)
+  _yaml.check_keys(where, item, _FIELD_KEYS, 'a field')
+  for key in ('name', 'type'):
+    if key not in item:
+      raise where.error(f'a field needs a {key!r}', item)
+  try:
+    return SchemaField(**item)
+  except _yaml.Invalid as e:
+    raise where.relocate(item, e) from None

@@ -14,24 +14,15 @@ def add_parser(commands):
     '--region us-central1',
   )
   _jobargs.add_job_arguments(
-    parser, 30.0, 'seconds between state checks with --wait'
+    parser, run, 30.0, 'seconds between state checks with --wait'
   )
   parser.add_argument(
     '--wait', action='store_true', help='follow the job until it has ended'
   )
-  parser.set_defaults(run=run)
 
 
 def run(args, rest):
   del rest
   from tensorfx.cloud import _logs
 
-  _logs.cancel(
-    args.job,
-    args.project,
-    args.region,
-    api_endpoint=args.api_endpoint,
-    wait=args.wait,
-    poll_interval=args.poll_interval,
-  )
-  return 0
+  return _jobargs.run_on_job(_logs.cancel, args, wait=args.wait)

@@ -4,15 +4,16 @@ from typing import Any
 
 
 def add_job_arguments(
-  parser: Any, poll_interval: float, poll_help: str
+  parser: Any, run: Any, poll_interval: float, poll_help: str
 ) -> None:
   """Adds JOB, --project, --region, --poll-interval and --api-endpoint.
 
   Example:
-    >>> add_job_arguments(parser, 30.0, 'seconds between state checks')
+    >>> add_job_arguments(parser, run, 30.0, 'seconds between state checks')
 
   Args:
     parser: the command's `argparse` parser.
+    run: what runs the command, `run(args, rest)` (see `run_on_job`).
     poll_interval: the default of --poll-interval, in seconds.
     poll_help: what --poll-interval paces (its default is added).
   """
@@ -35,3 +36,17 @@ def add_job_arguments(
     '--api-endpoint',
     help='the Vertex AI endpoint (default: REGION-aiplatform.googleapis.com)',
   )
+  parser.set_defaults(run=run)
+
+
+def run_on_job(function: Any, args: Any, **kwargs: Any) -> int:
+  """Calls a `tensorfx.cloud` function on the job the arguments name; 0."""
+  function(
+    args.job,
+    args.project,
+    args.region,
+    api_endpoint=args.api_endpoint,
+    poll_interval=args.poll_interval,
+    **kwargs,
+  )
+  return 0

@@ -15,7 +15,7 @@ def add_parser(commands):
     '--region us-central1 --follow',
   )
   _jobargs.add_job_arguments(
-    parser, 10.0, 'seconds between reads with --follow'
+    parser, run, 10.0, 'seconds between reads with --follow'
   )
   parser.add_argument(
     '--follow',
@@ -27,20 +27,15 @@ def add_parser(commands):
     '--logging-endpoint',
     help='the Cloud Logging endpoint (default: logging.googleapis.com)',
   )
-  parser.set_defaults(run=run)
 
 
 def run(args, rest):
   del rest
   from tensorfx.cloud import _logs
 
-  _logs.logs(
-    args.job,
-    args.project,
-    args.region,
+  return _jobargs.run_on_job(
+    _logs.logs,
+    args,
     follow=args.follow,
-    api_endpoint=args.api_endpoint,
     logging_endpoint=args.logging_endpoint,
-    poll_interval=args.poll_interval,
   )
-  return 0

@@ -38,13 +38,7 @@ def add_parser(commands):
     'predicted.jsonl --data-train data/train.tfrecord --data-schema '
     'schema.yaml --data-features features.yaml',
   )
-  parser.add_argument(
-    '-h',
-    '--help',
-    action='store_true',
-    help='show this help and, with --module, the '
-    "trainer's own flags, then exit",
-  )
+  _train.add_help_argument(parser)
   source = parser.add_argument_group('model (one of)')
   source.add_argument(
     '--model', metavar='DIR', help='the exported model directory (OUTPUT/model)'
@@ -128,24 +122,15 @@ def add_parser(commands):
     '--temp_location, --direct_num_workers, ...); the '
     'output is one file, in no particular order',
   )
-  parser.set_defaults(run=run, accepts_extra=True, command_parser=parser)
+  parser.set_defaults(run=run, accepts_extra=True)
 
 
 def run(args, rest):
   """Predicts with `--model`, or runs the trainer with `--action predict`."""
-  if args.help:
-    args.command_parser.print_help()
-    if args.module:
-      print(
-        f'\nThe trainer {args.module} takes these flags (after the '
-        'ones above):\n',
-        flush=True,
-      )
-      try:
-        _train.run_module(args.module, ['--help'])
-      except SystemExit as e:
-        return e.code or 0
-    return 0
+  # The model is --model or --module with --job-dir: checked below.
+  code = _train.help_or_check(args, required=())
+  if code is not None:
+    return code
   if args.batch_size < 1:
     raise ConfigurationError(
       '--batch-size must be a positive integer. '

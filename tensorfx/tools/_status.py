@@ -13,23 +13,14 @@ def add_parser(commands):
     epilog='Example: tensorfx status 1234567890 --project my-project '
     '--region us-central1',
   )
-  _jobargs.add_job_arguments(parser, 30.0, 'seconds between state checks')
+  _jobargs.add_job_arguments(parser, run, 30.0, 'seconds between state checks')
   parser.add_argument(
     '--once', action='store_true', help='print the current state and exit'
   )
-  parser.set_defaults(run=run)
 
 
 def run(args, rest):
   del rest
   from tensorfx.cloud import _jobs
 
-  _jobs.status(
-    args.job,
-    args.project,
-    args.region,
-    follow=not args.once,
-    api_endpoint=args.api_endpoint,
-    poll_interval=args.poll_interval,
-  )
-  return 0
+  return _jobargs.run_on_job(_jobs.status, args, follow=not args.once)

@@ -39,11 +39,11 @@ def add_parser(commands):
   parser.set_defaults(run=run, accepts_extra=True)
 
 
-def add_trainer_arguments(parser):
-  """--module and --output (which trainer runs, for which job), and --help.
+def add_help_argument(parser):
+  """-h/--help: the command's help and, with --module, the trainer's flags.
 
-  The command's parser must be made with `add_help=False`: its --help
-  shows the trainer's own flags too, when --module names it.
+  The command's parser must be made with `add_help=False`; its `run`
+  answers --help with `help_or_check`.
   """
   parser.add_argument(
     '-h',
@@ -52,6 +52,16 @@ def add_trainer_arguments(parser):
     help='show this help and, with --module, the '
     "trainer's own flags, then exit",
   )
+  parser.set_defaults(command_parser=parser)
+
+
+def add_trainer_arguments(parser):
+  """--module and --output (which trainer runs, for which job), and --help.
+
+  The command's parser must be made with `add_help=False`: its --help
+  shows the trainer's own flags too, when --module names it.
+  """
+  add_help_argument(parser)
   parser.add_argument(
     '--module',
     help='(required) the trainer: a module name (importable '
@@ -63,11 +73,14 @@ def add_trainer_arguments(parser):
     dest='output',
     help='(required) the job output directory (local or gs://)',
   )
-  parser.set_defaults(command_parser=parser)
 
 
-def help_or_check(args):
-  """Answers --help, or checks --module and --output are given.
+def help_or_check(args, required=('--module', '--output')):
+  """Answers --help, or checks the `required` flags are given.
+
+  Args:
+    args: the parsed arguments of a parser with `add_help_argument`.
+    required: the flags the command needs, when not asked for help.
 
   Returns:
     The exit code when --help was answered, else None.
@@ -86,11 +99,7 @@ def help_or_check(args):
       except SystemExit as e:
         return e.code or 0
     return 0
-  missing = [
-    flag
-    for flag, value in (('--module', args.module), ('--output', args.output))
-    if not value
-  ]
+  missing = [flag for flag in required if not getattr(args, flag[2:])]
   if missing:
     parser.error(f'the following arguments are required: {", ".join(missing)}')
   return None
