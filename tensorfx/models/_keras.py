@@ -5,10 +5,10 @@ from typing import Any, Callable
 import tensorflow as tf
 import tf_keras
 
+from tensorfx import training as _training
 from tensorfx._errors import ConfigurationError
-from tensorfx.data._featuretypes import FeatureType
-from tensorfx.training._builder import ModelBuilder
-from tensorfx.training._objectives import weights as _weights
+from tensorfx.data import FeatureType
+from tensorfx.training import ModelBuilder
 
 # Features that are not model inputs: what is learnt, passed through, or
 # how much an example counts.
@@ -127,8 +127,8 @@ class KerasModelBuilder(ModelBuilder):
     model = self._model()
     labels, y_true = self._target(inputs, inferences)
     if labels is not None and self._class_weights is None:
-      self._class_weights = _weights.class_weights(self)
-    weights = _weights.example_weights(
+      self._class_weights = _training.class_weights(self)
+    weights = _training.example_weights(
       self, inputs, labels, self._class_weights
     )
     losses = _per_example(self._loss_function(), y_true, inferences)
@@ -174,7 +174,7 @@ class KerasModelBuilder(ModelBuilder):
     metrics.update_state(
       y_true,
       predictions,
-      sample_weight=_weights.example_weights(self, inputs, labels),
+      sample_weight=_training.example_weights(self, inputs, labels),
     )
     # The evaluation loss is the engine's ('loss').
     return {m.name: m for m in metrics.metrics if m.name != 'loss'}

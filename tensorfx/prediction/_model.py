@@ -9,8 +9,8 @@ from typing import Any, Sequence
 from tensorfx import _atomic
 from tensorfx import _logging
 from tensorfx._errors import DataError
+from tensorfx.data import Schema
 from tensorfx.data import _missing
-from tensorfx.data._schema import Schema
 
 _CSV = 'serving_default'
 _EXAMPLES = 'predict_examples'

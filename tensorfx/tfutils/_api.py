@@ -238,7 +238,7 @@ def train_from_params(
     return {'builder': builder, 'arguments': args, 'output': output}
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training._trainer import ModelTrainer
+  from tensorfx.training import ModelTrainer
 
   exported = ModelTrainer(config=config, callbacks=callbacks).train(
     builder, output
@@ -391,7 +391,7 @@ def test_from_params(
     }
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training._trainer import ModelTrainer
+  from tensorfx.training import ModelTrainer
 
   summary = ModelTrainer(callbacks=callbacks).evaluate(
     builder, output, checkpoint
@@ -479,10 +479,10 @@ def _warm_start(
   if not load.do_restore:
     return None
   if load.from_ckpt:
-    from tensorfx.training._checkpoints import restore as _restore
+    from tensorfx.training import internal as _training
 
     return (
-      _restore.resolve_checkpoint(
+      _training.checkpoints.resolve_checkpoint(
         load.from_ckpt, what="load_params['from_ckpt']"
       ),
       load,
@@ -504,9 +504,9 @@ def _checkpoint_to_load(
   load: _load.LoadSettings, output: str, store: Optional[_store.Store]
 ) -> str:
   if load.from_ckpt:
-    from tensorfx.training._checkpoints import restore as _restore
+    from tensorfx.training import internal as _training
 
-    return _restore.resolve_checkpoint(
+    return _training.checkpoints.resolve_checkpoint(
       load.from_ckpt, what="load_params['from_ckpt']"
     )
   return _load.find_checkpoint(load, store, output)

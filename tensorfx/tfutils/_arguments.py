@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Iterable, Self
 
 from tensorfx.tfutils import _keys
-from tensorfx.training._arguments.args import ModelArguments
+from tensorfx.training import ModelArguments
 
 
 class ParamsArguments(ModelArguments):

@@ -28,10 +28,10 @@ from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _optimizer
 from tensorfx.tfutils import _train_loop
 from tensorfx.tfutils import _variables
-from tensorfx.training import _builder
-from tensorfx.training import _interfaces
-from tensorfx.training._builder import ModelBuilder
-from tensorfx.training._checkpoints import restore as _restore
+from tensorfx.training import ModelBuilder
+from tensorfx.training import PredictionInterface
+from tensorfx.training import TrainingInterface
+from tensorfx.training import internal as _training
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +98,7 @@ class ParamsBuilder(ModelBuilder):
     # A builder that only evaluates restores the model from a training
     # checkpoint, which holds evaluation metrics only if that training
     # validated: the engine keeps them out of this builder's checkpoint.
-    _builder.engine_of(self).evaluation_checkpointed = not spec.testing
+    _training.builder.engine_of(self).evaluation_checkpointed = not spec.testing
 
   @property
   def spec(self) -> Spec:
@@ -112,7 +112,7 @@ class ParamsBuilder(ModelBuilder):
 
   @property
   def warm_started(self) -> Optional[Dict[str, Any]]:
-    """What `build_init` loaded (`_restore.warm_start`'s dict), or None."""
+    """What `build_init` loaded (`_training.checkpoints.warm_start`'s dict), or None."""
     return self._run.warm_started
 
   @property
@@ -166,15 +166,16 @@ class ParamsBuilder(ModelBuilder):
     variables = [
       v
       for v in _engine_variables(self)
-      if load.select is None or load.select(_restore.variable_name(v))
+      if load.select is None
+      or load.select(_training.checkpoints.variable_name(v))
     ]
     if not variables:
       raise ConfigurationError(
         f"load_params['to_restore'] ({load.to_restore!r}) selects none of "
         "the model's variables: "
-        f'{", ".join(_restore.variable_name(v) for v in _engine_variables(self))}'
+        f'{", ".join(_training.checkpoints.variable_name(v) for v in _engine_variables(self))}'
       )
-    self._run.warm_started = _restore.warm_start(
+    self._run.warm_started = _training.checkpoints.warm_start(
       variables,
       checkpoint,
       rename=load.rename,
@@ -182,7 +183,7 @@ class ParamsBuilder(ModelBuilder):
     )
     logger.info('Loaded %s into %s', checkpoint, self._spec.exp_id)
 
-  def build_training_graph(self) -> _interfaces.TrainingInterface:
+  def build_training_graph(self) -> TrainingInterface:
     training = super().build_training_graph()
     if not self._spec.testing:
       _fingerprint.check(
@@ -190,7 +191,7 @@ class ParamsBuilder(ModelBuilder):
       )
     return training
 
-  def build_prediction_graph(self) -> _interfaces.PredictionInterface:
+  def build_prediction_graph(self) -> PredictionInterface:
     try:
       return super().build_prediction_graph()
     except KeyError as e:

@@ -18,11 +18,11 @@ from typing import Any, Callable, Iterable, Mapping, NoReturn, Optional
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.data._dataset import DataSet
-from tensorfx.data._dataset import DataSource
-from tensorfx.data._schema import Schema
-from tensorfx.data._schema import SchemaField
-from tensorfx.data._schema import SchemaFieldType
+from tensorfx.data import DataSet
+from tensorfx.data import DataSource
+from tensorfx.data import Schema
+from tensorfx.data import SchemaField
+from tensorfx.data import SchemaFieldType
 from tensorfx.data._schema import is_identifier
 
 

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._checkpoints import restore as _restore
+from tensorfx.training import internal as _training
 
 if TYPE_CHECKING:
   from tensorfx.tfutils import _functions
@@ -36,7 +36,7 @@ def fingerprint(
     'func': described.pop('func'),
     'kwargs': described,
     'variables': [
-      [_restore.variable_name(v), v.shape.as_list(), v.dtype.name]
+      [_training.checkpoints.variable_name(v), v.shape.as_list(), v.dtype.name]
       for v in variables
     ],
   }

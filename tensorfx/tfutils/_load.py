@@ -22,7 +22,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _query
 from tensorfx.tfutils import _store
-from tensorfx.training._checkpoints import restore as _restore
+from tensorfx.training import internal as _training
 
 KEYS = _store.LOCATION_KEYS + (
   'cache_dir',
@@ -138,7 +138,7 @@ def checkpoint_of(
   directory = os.path.join(output, 'checkpoints')
   if step is None:
     try:
-      return _restore.resolve_checkpoint(directory, what=what)
+      return _training.checkpoints.resolve_checkpoint(directory, what=what)
     except ConfigurationError:
       raise ConfigurationError(
         f'{what}: the experiment has no checkpoint to load (looked in '

@@ -23,16 +23,15 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
+from tensorfx import training as _training
 from tensorfx._logging import logger
 from tensorfx.tfutils import _load
 from tensorfx.tfutils import _save
 from tensorfx.tfutils import _store
-from tensorfx.training._callbacks import base
-from tensorfx.training._run import tracking as _tracking
-from tensorfx.training._settings import targets as _targets
+from tensorfx.training import internal as _internal
 
 
-class ExperimentRecord(base.Callback):
+class ExperimentRecord(_training.Callback):
   """Records a tfutils experiment; runs on the chief only.
 
   Args:
@@ -89,7 +88,7 @@ class ExperimentRecord(base.Callback):
         {
           'exp_id': self.exp_id,
           'experiment': self.experiment,
-          'store': self.store and _tracking.safe_uri(self.store.uri),
+          'store': self.store and _internal.tracking.safe_uri(self.store.uri),
           'fingerprint': fingerprint,
           'params': self.description,
           'model_config': builder.model_config,
@@ -188,7 +187,7 @@ class ExperimentRecord(base.Callback):
         continue
       if self.context.summaries is not None:
         self.context.summaries.scalars(
-          _targets.summaries_dir(name), step, means
+          _internal.targets.summaries_dir(name), step, means
         )
       if self.run_id is not None:
         self._call(
@@ -220,6 +219,6 @@ class ExperimentRecord(base.Callback):
 
 
 def _tag(value: Any) -> str:
-  return _tracking.clipped_text(
-    json.dumps(value, sort_keys=True), _tracking.TAG_LIMIT
+  return _internal.tracking.clipped_text(
+    json.dumps(value, sort_keys=True), _internal.tracking.TAG_LIMIT
   )

@@ -29,8 +29,7 @@ from urllib import parse
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
-from tensorfx.training._run import tracking as _tracking
-from tensorfx.training._settings import tracking as _settings_tracking
+from tensorfx.training import internal as _training
 
 LOCATION_KEYS = ('host', 'port', 'dbname', 'collname', 'exp_id')
 # The file, in the job's output, that records what the experiment is.
@@ -174,7 +173,7 @@ class Location:
         )
       return f'http://{self.host}:{self.port}'
     return os.environ.get('MLFLOW_TRACKING_URI') or 'sqlite:///' + os.path.join(
-      os.path.abspath(home()), _tracking.DEFAULT_DB
+      os.path.abspath(home()), _training.tracking.DEFAULT_DB
     )
 
   def same_experiment(self, other: 'Location') -> bool:
@@ -203,7 +202,7 @@ class Store:
   """
 
   def __init__(self, uri: str) -> None:
-    _settings_tracking.require_mlflow()
+    _training.tracking_settings.require_mlflow()
     from mlflow.tracking import MlflowClient
 
     self.uri = uri
@@ -228,7 +227,7 @@ class Store:
     except Exception as e:
       raise ConfigurationError(
         'Cannot read the MLflow tracking store '
-        f'{_tracking.safe_uri(self.uri)}: {type(e).__name__}: {e}'
+        f'{_training.tracking.safe_uri(self.uri)}: {type(e).__name__}: {e}'
       ) from None
 
   def _search(self, experiment: str, conditions: Sequence[str]) -> Any:
@@ -273,7 +272,7 @@ class Store:
   ) -> None:
     # Through the tracker's conversion: numbers only, one timestamp.
     self.client.log_batch(
-      run_id, metrics=_tracking.mlflow_metrics(values, step)
+      run_id, metrics=_training.tracking.mlflow_metrics(values, step)
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _functions
-from tensorfx.training._engine import loop as _loop
+from tensorfx.training import internal as _training
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,14 +43,14 @@ class StepSession:
 
   def __init__(
     self,
-    steps: Callable[[int], _loop.StepResult],
-    values: Callable[[_loop.StepResult], dict[str, Any]],
+    steps: Callable[[int], _training.loop.StepResult],
+    values: Callable[[_training.loop.StepResult], dict[str, Any]],
     where: str,
   ):
     self._steps = steps
     self._values = values
     self._where = where
-    self.results: list[_loop.StepResult] = []
+    self.results: list[_training.loop.StepResult] = []
 
   def run(
     self, fetches: Any, feed_dict: dict | None = None, **kwargs: Any
@@ -82,12 +82,12 @@ class StepSession:
 
 
 def wrap(
-  steps: Callable[[int], _loop.StepResult],
+  steps: Callable[[int], _training.loop.StepResult],
   function: _functions.Function,
-  values: Callable[[_loop.StepResult], dict[str, Any]],
+  values: Callable[[_training.loop.StepResult], dict[str, Any]],
   names: list[str],
-) -> Callable[[int], _loop.StepResult]:
-  """The engine's steps, each call driven by the user's train_loop.
+) -> Callable[[int], _training.loop.StepResult]:
+  """The engine's steps, each call driven by the user's train_training.loop.
 
   Args:
     steps: the engine's step function.
@@ -100,7 +100,7 @@ def wrap(
   """
   targets = {name: TrainTarget(name) for name in names}
 
-  def run(num_steps: int) -> _loop.StepResult:
+  def run(num_steps: int) -> _training.loop.StepResult:
     del num_steps  # One step per call (--steps-per-loop 1).
     session = StepSession(steps, values, function.where)
     function.func(session, dict(targets), **function.kwargs)
@@ -110,7 +110,7 @@ def wrap(
         'sess.run(train_targets) in it once per call.'
       )
     last = session.results[-1]
-    return _loop.StepResult(
+    return _training.loop.StepResult(
       step=last.step,
       ran=sum(r.ran for r in session.results),
       loss=last.loss,

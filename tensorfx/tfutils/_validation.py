@@ -21,7 +21,7 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _data
 from tensorfx.tfutils import _functions
 from tensorfx.tfutils import _keys
-from tensorfx.training._settings import targets as _targets
+from tensorfx.training import internal as _training
 
 KEYS = (
   'data',
@@ -70,12 +70,12 @@ class Validation:
       cycle=self.num_steps is not None,
     )
 
-  def target(self) -> _targets.ValidationTarget:
+  def target(self) -> _training.targets.ValidationTarget:
     """The engine's `ValidationTarget`."""
     online: Any = self.online_agg_func or 'append'
     # tfutils' default agg_func is the identity: the per-batch lists.
     agg: Any = self.agg_func if self.agg_func is not None else identity
-    return _targets.ValidationTarget(
+    return _training.targets.ValidationTarget(
       self.name,
       source=self.source_name,
       batches=self.num_steps,
@@ -132,10 +132,10 @@ def _agg_func(target: _keys.Params) -> str | Callable[..., Any] | None:
   """`agg_func`: a callable, or the name of a reduction of each list."""
   value = target.get('agg_func')
   if isinstance(value, str):
-    if value not in _targets.FINAL_AGGREGATIONS:
+    if value not in _training.targets.FINAL_AGGREGATIONS:
       raise ConfigurationError(
         f'{target.where("agg_func")} must be a function (aggregate) -> '
-        f'dict or one of {", ".join(_targets.FINAL_AGGREGATIONS)}. '
+        f'dict or one of {", ".join(_training.targets.FINAL_AGGREGATIONS)}. '
         f'Received: {target.where("agg_func")}={value!r}'
       )
     return value

@@ -328,9 +328,9 @@ class ModelBuilder(tf.Module):
     Returns:
       A `tf_keras.optimizers.Optimizer`.
     """
-    from tensorfx.embeddings import _optimizers as sparse
+    from tensorfx import embeddings
 
-    return sparse.build_sparse_optimizer(
+    return embeddings.build_sparse_optimizer(
       self._args, _optimizers.build_learning_rate(self._args)
     )
 

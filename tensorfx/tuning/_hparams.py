@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud import StudySpec
 
 if TYPE_CHECKING:
   from tensorfx.tuning._results import TrialResult

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import Any
 
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud import StudySpec
 
 
 @dataclasses.dataclass(frozen=True)

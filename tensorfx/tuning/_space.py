@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from tensorfx._errors import ConfigurationError
-from tensorfx.cloud._studyspec import ParameterSpec
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud import ParameterSpec
+from tensorfx.cloud import StudySpec
 
 # Where a mirrored (reverse log) parameter's draw is kept in Optuna.
 _MIRRORED = '{}~reverse-log'

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from tensorfx._errors import ConfigurationError
 from tensorfx._errors import TrainingError
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud import StudySpec
 from tensorfx.tuning import _hparams
 from tensorfx.tuning import _space
 from tensorfx.tuning import _table

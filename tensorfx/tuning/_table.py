@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING
 
-from tensorfx.cloud._studyspec import StudySpec
+from tensorfx.cloud import StudySpec
 from tensorfx.tuning import _space
 
 if TYPE_CHECKING:

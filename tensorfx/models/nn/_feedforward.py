@@ -6,16 +6,13 @@ from typing import Any, Optional, Sequence
 import tensorflow as tf
 import tf_keras
 
+from tensorfx import training as _training
 from tensorfx._errors import ConfigurationError
+from tensorfx.data import FeatureType
 from tensorfx.data import _transforms
-from tensorfx.data._featuretypes import FeatureType
-from tensorfx.embeddings._table import EmbeddingTable
-from tensorfx.training._arguments.args import ModelArguments
-from tensorfx.training._builder import ModelBuilder
-from tensorfx.training._evaluation import percentiles as _percentiles
-from tensorfx.training._objectives import losses as _losses
-from tensorfx.training._objectives import tasks as _tasks
-from tensorfx.training._objectives import weights as _weights
+from tensorfx.embeddings import EmbeddingTable
+from tensorfx.training import ModelArguments
+from tensorfx.training import ModelBuilder
 
 
 class FeedForwardArguments(ModelArguments):
@@ -281,11 +278,11 @@ class FeedForwardClassification(_FeedForward):
     del global_steps
     labels = inputs[self.target.name]
     if not hasattr(self, '_class_weights'):
-      self._class_weights = _weights.class_weights(self)
+      self._class_weights = _training.class_weights(self)
     # Labels unseen in analysis are -1: they carry no weight. The weight
     # feature and --class-weight scale each example's loss (as Keras'
     # sample_weight and class_weight: the mean over the known examples).
-    weights = _weights.example_weights(
+    weights = _training.example_weights(
       self, inputs, labels, self._class_weights
     )
     known = tf.cast(labels >= 0, tf.float32)
@@ -372,20 +369,20 @@ class FeedForwardRegression(_FeedForward):
       targets = tf.stack(
         [tf.cast(inputs[target], tf.float32) for _, target in tasks], axis=1
       )
-      loss = _tasks.task_loss(
+      loss = _training.task_loss(
         inferences,
         targets,
         self.settings.loss,
-        weights=_weights.example_weights(self, inputs),
+        weights=_training.example_weights(self, inputs),
       )
       return loss, self.optimizer
     target = tf.cast(inputs[self.target.name], tf.float32)
     # The weight feature's per-example weights (ones without one).
-    loss = _losses.regression_loss(
+    loss = _training.regression_loss(
       inferences[:, 0],
       target,
       self.settings.loss,
-      weights=_weights.example_weights(self, inputs),
+      weights=_training.example_weights(self, inputs),
     )
     return loss, self.optimizer
 
@@ -405,7 +402,7 @@ class FeedForwardRegression(_FeedForward):
     tasks = self.tasks
     if tasks:
       if not hasattr(self, '_task_metrics'):
-        self._task_metrics = _tasks.TaskMetrics([n for n, _ in tasks], ranks)
+        self._task_metrics = _training.TaskMetrics([n for n, _ in tasks], ranks)
       return self._task_metrics.update(
         tf.stack([inputs[target] for _, target in tasks], axis=1),
         tf.stack([outputs[f'value_{name}'] for name, _ in tasks], axis=1),
@@ -414,7 +411,7 @@ class FeedForwardRegression(_FeedForward):
       self._rmse = tf_keras.metrics.RootMeanSquaredError(name='rmse')
       self._mae = tf_keras.metrics.MeanAbsoluteError(name='mae')
       self._mape = tf_keras.metrics.MeanAbsolutePercentageError(name='mape')
-      self._percentiles = _percentiles.error_percentiles(ranks)
+      self._percentiles = _training.error_percentiles(ranks)
     # [B, 1]: Keras' mean metrics average over the last axis first, which
     # for [B] would weigh each batch, not each example, the same.
     target = tf.cast(inputs[self.target.name], tf.float32)[:, tf.newaxis]

@@ -7,9 +7,9 @@ from typing import Any
 import tensorflow as tf
 
 from tensorfx import _atomic
+from tensorfx import embeddings
 from tensorfx._errors import ConfigurationError
 from tensorfx._logging import logger
-from tensorfx.embeddings import _table
 from tensorfx.training._callbacks import base
 
 # The exit code of a stop after which the chief restarts in place instead
@@ -43,7 +43,7 @@ class TableFillCallback(base.Callback):
     if self._tables is None:
       self._tables = [
         t
-        for t in _table.find_tables(self.context.builder)
+        for t in embeddings.find_tables(self.context.builder)
         if t.hashing == 'exact' and t.built
       ]
     return self._tables

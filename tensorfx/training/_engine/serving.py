@@ -12,13 +12,13 @@ exported or checked).
 import tensorflow as tf
 
 from tensorfx import _autograph
+from tensorfx import embeddings
+from tensorfx.data import FeatureType
 from tensorfx.data import _csv
 from tensorfx.data import _listtext
 from tensorfx.data import _missing
 from tensorfx.data import _transforms
 from tensorfx.data import _validation
-from tensorfx.data._featuretypes import FeatureType
-from tensorfx.embeddings import _table
 from tensorfx.training import _interfaces
 from tensorfx.training._engine import precision
 
@@ -112,7 +112,7 @@ def build(builder):
   # Exact-key tables serve through their indexes' hash tables.
   module.embedding_indexes = [
     index
-    for table in _table.find_tables(builder)
+    for table in embeddings.find_tables(builder)
     for index in table.index_tables
   ]
   return _interfaces.PredictionInterface(signatures=signatures, module=module)

@@ -66,9 +66,9 @@ def make_train_step(
   replicated = strategies.replicated(strategy)
   # Tables' gradients summed as slices, one replica a process; replicas
   # of one process keep the dense sum (see `tensorfx.embeddings._replicas`).
-  from tensorfx.embeddings import _replicas
+  from tensorfx.embeddings import internal as _tables
 
-  dense_table_gradients = not _replicas.sparse_sums(strategy)
+  dense_table_gradients = not _tables.replicas.sparse_sums(strategy)
   global_step = engine.global_step
   # Dense variables first, then each table optimizer's, in that order.
   variables = tuple(dense) + tuple(v for _, vs in groups for v in vs)
@@ -257,7 +257,7 @@ def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):
     ]
   if not presum:
     return gradients
-  from tensorfx.embeddings import _replicas
+  from tensorfx.embeddings import internal as _tables
 
   context = tf.distribute.get_replica_context()
   slices = [
@@ -268,7 +268,7 @@ def _reduce_replicas(optimizer, gradients, variables, presum, sparse=True):
   ]
   summed = list(gradients)
   for i in slices:
-    summed[i] = _replicas.reduce_slices(context, gradients[i])
+    summed[i] = _tables.replicas.reduce_slices(context, gradients[i])
   if others:
     pairs = optimizer.aggregate_gradients(
       [(gradients[i], variables[i]) for i in others]

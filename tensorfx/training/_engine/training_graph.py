@@ -131,13 +131,13 @@ def _exchanges_slices(builder, strategy, groups):
   keys, under one replica per process (see
   `tensorfx.embeddings._replicas`).
   """
-  from tensorfx.embeddings import _replicas
-  from tensorfx.embeddings import _table
+  from tensorfx import embeddings
+  from tensorfx.embeddings import internal as _tables
 
   # Any table: a hashed table without an optimizer of its own (no group)
   # still gathers its admission counts and stamps as rows.
-  tables = _table.find_tables(builder)
-  if not (tables and _replicas.one_per_process(strategy)):
+  tables = embeddings.find_tables(builder)
+  if not (tables and _tables.replicas.one_per_process(strategy)):
     return False
   exact = any(t.hashing == 'exact' for t in tables)
-  return exact or _replicas.sparse_sums(strategy)
+  return exact or _tables.replicas.sparse_sums(strategy)

@@ -13,9 +13,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from tensorfx import embeddings
 from tensorfx._errors import ConfigurationError
-from tensorfx.embeddings import _sharding
-from tensorfx.embeddings import _table
+from tensorfx.embeddings import internal as _tables
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
 
@@ -91,7 +91,7 @@ def route(builder, engine, variables, optimizer):
   Returns:
     `(dense, [(table_optimizer, table_variables), ...])`.
   """
-  tables = _table.find_tables(builder)
+  tables = embeddings.find_tables(builder)
   for table in tables:
     table.bind(
       step_counter=engine.global_step,
@@ -131,12 +131,12 @@ def warm_start_variables(builder, engine, made_optimizers):
   """
   skip = {id(engine.global_step)}
   optimizers = [engine.training_optimizer, *made_optimizers]
-  optimizers += [table.optimizer for table in _table.find_tables(builder)]
+  optimizers += [table.optimizer for table in embeddings.find_tables(builder)]
   for optimizer in optimizers:
     for variable in getattr(optimizer, 'variables', ()) or ():
       # Slots of a table sharded over parameter servers are saved as one
       # ShardedVariable; the model lists its shards.
-      skip.update(id(v) for v in _sharding.shards(variable))
+      skip.update(id(v) for v in _tables.sharding.shards(variable))
   if engine.accumulator is not None:
     skip.update(id(v) for v in engine.accumulator.sums)
   metrics = list(engine.evaluation_metrics.values())

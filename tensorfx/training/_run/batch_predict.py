@@ -10,8 +10,8 @@ the serving signatures in memory (nothing is written) and predicts the
 
 import types
 
+from tensorfx.prediction import Model
 from tensorfx.prediction import _batch
-from tensorfx.prediction._model import Model
 from tensorfx.training._run import actions as _actions
 
 

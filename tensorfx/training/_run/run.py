@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
-from tensorfx.embeddings import _expansion
+from tensorfx.embeddings import internal as _tables
 from tensorfx.training import _builder
 from tensorfx.training import _callbacks
 from tensorfx.training._callbacks import table_fill
@@ -109,7 +109,7 @@ class TrainingRun(_skeleton.Run):
       wait_secs=settings.job.cluster_timeout_secs,
     )
     # Tables this job grew under parameter servers start with their rows.
-    _expansion.start_rows(
+    _tables.expansion.start_rows(
       table_fill.grown_rows(self.layout.grown_tables) if self.chief else {}
     )
     targets, training, evaluation, prediction = self.build_graphs()
