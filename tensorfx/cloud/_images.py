@@ -26,15 +26,6 @@ EXECUTOR_IMAGE_GPU = (
   f'tf-gpu.{EXECUTOR_TENSORFLOW}.{EXECUTOR_PYTHON}:latest'
 )
 
-# The prebuilt images are mirrored per continent; pulling from the nearest
-# mirror starts a job faster.
-_MIRRORS = (
-  ('europe-', 'europe-docker.pkg.dev'),
-  ('asia-', 'asia-docker.pkg.dev'),
-  ('australia-', 'asia-docker.pkg.dev'),
-  ('me-', 'asia-docker.pkg.dev'),
-)
-
 # Where cloudbuild.yaml pushes the trainer image: an Artifact Registry
 # Docker repository of this name in the job's project and region.
 TRAINER_IMAGE_REPOSITORY = 'tensorfx'
@@ -80,17 +71,3 @@ def run_package_command(package_uris, python_module):
     python_module,
     '--',
   )
-
-
-def executor_image(region, gpu):
-  """The prebuilt TensorFlow training image for a region and device.
-
-  Example:
-    >>> executor_image('europe-west4', gpu=True)
-    'europe-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest'
-  """
-  image = EXECUTOR_IMAGE_GPU if gpu else EXECUTOR_IMAGE_CPU
-  for prefix, mirror in _MIRRORS:
-    if str(region).startswith(prefix):
-      return image.replace('us-docker.pkg.dev', mirror, 1)
-  return image

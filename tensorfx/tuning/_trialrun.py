@@ -112,13 +112,6 @@ class TrialRun:
         self._process.wait()
     return self.poll() or 0
 
-  def log_tail(self, lines: int = 5) -> str:
-    try:
-      with open(os.path.join(self.directory, LOG_FILE), errors='replace') as f:
-        return ''.join(f.readlines()[-lines:]).rstrip()
-    except OSError:
-      return ''
-
 
 def measurements(path: str, metric: str) -> list[tuple[int, float]]:
   """The (step, value) lines of `metric` in a hypertune metrics file."""
