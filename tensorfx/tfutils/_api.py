@@ -238,7 +238,7 @@ def train_from_params(
     return {'builder': builder, 'arguments': args, 'output': output}
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training import ModelTrainer
+  from tensorfx.training.internal import ModelTrainer
 
   exported = ModelTrainer(config=config, callbacks=callbacks).train(
     builder, output
@@ -391,7 +391,7 @@ def test_from_params(
     }
   if log_device_placement:
     tf.debugging.set_log_device_placement(True)
-  from tensorfx.training import ModelTrainer
+  from tensorfx.training.internal import ModelTrainer
 
   summary = ModelTrainer(callbacks=callbacks).evaluate(
     builder, output, checkpoint

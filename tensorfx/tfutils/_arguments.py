@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Iterable, Self
 
 from tensorfx.tfutils import _keys
-from tensorfx.training import ModelArguments
+from tensorfx.training.internal import ModelArguments
 
 
 class ParamsArguments(ModelArguments):

@@ -28,10 +28,10 @@ from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _optimizer
 from tensorfx.tfutils import _train_loop
 from tensorfx.tfutils import _variables
-from tensorfx.training import ModelBuilder
-from tensorfx.training import PredictionInterface
-from tensorfx.training import TrainingInterface
 from tensorfx.training import internal as _training
+from tensorfx.training.internal import ModelBuilder
+from tensorfx.training.internal import PredictionInterface
+from tensorfx.training.internal import TrainingInterface
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,6 @@ from typing import Any, Callable, Optional
 
 import tensorflow as tf
 
-from tensorfx import training as _training
 from tensorfx._logging import logger
 from tensorfx.tfutils import _load
 from tensorfx.tfutils import _save
@@ -31,7 +30,7 @@ from tensorfx.tfutils import _store
 from tensorfx.training import internal as _internal
 
 
-class ExperimentRecord(_training.Callback):
+class ExperimentRecord(_internal.Callback):
   """Records a tfutils experiment; runs on the chief only.
 
   Args:

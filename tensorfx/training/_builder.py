@@ -5,18 +5,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from tensorfx._errors import ConfigurationError
-from tensorfx.training import _engine
+from tensorfx.training import _builderbase
 from tensorfx.training import _interfaces
-from tensorfx.training import _settings
-from tensorfx.training._arguments import parsedjob as _parsedjob
+from tensorfx.training import _optimizers
 from tensorfx.training._checkpoints import restore as _restore
-from tensorfx.training._engine import optimizers as _optimizers
-from tensorfx.training._engine import seed as _seed
-from tensorfx.training._engine import state as _state
 
 
-class ModelBuilder(tf.Module):
+class ModelBuilder(_builderbase.BuilderBase):
   """Builds the training, evaluation and prediction graphs of a model.
 
   Subclass it and fill in the hooks; `ModelTrainer` calls them. A builder
@@ -72,97 +67,6 @@ class ModelBuilder(tf.Module):
   # the evaluator exports to best_model/, what tuning reports.
   evaluation_metric = ('loss', 'min')
 
-  def __init__(self, args: Any, dataset: Any = None) -> None:
-    super().__init__(name=_module_name(type(self).__name__))
-    self._args = _parsedjob.arguments_of(args)
-    self._dataset = dataset
-    self._settings: Optional[_settings.Settings] = None
-    # The engine's state of this builder: read here, passed by the trainer.
-    self._engine = _state.EngineState()
-    # Before any hook creates a variable: initializers draw from the seed.
-    _seed.set_seed(self.settings.loop.seed)
-    if self.settings.data.vocabularies and dataset is not None:
-      # --data-vocabulary (Gematria's --gematria_tokens_file).
-      dataset.use_vocabulary_files(dict(self.settings.data.vocabularies))
-    self._optimizer = None
-    self._sparse_optimizer = None
-
-  @property
-  def args(self) -> Any:
-    """The `ModelArguments` of the job."""
-    return self._args
-
-  @property
-  def dataset(self) -> Any:
-    """The `DataSet` used for training and evaluation.
-
-    Raises:
-      ConfigurationError: the builder was made without one and none was
-        given since (`use_dataset`, or `ModelTrainer().train(builder,
-        dataset, output)`).
-    """
-    if self._dataset is None:
-      raise ConfigurationError(
-        f'{type(self).__name__} has no dataset: pass it to the builder '
-        '(Builder(args, dataset)) or to the trainer (ModelTrainer().train('
-        'builder, dataset, output)).'
-      )
-    return self._dataset
-
-  def use_dataset(self, dataset: Any) -> None:
-    """Gives the builder its dataset, before its graphs are built.
-
-    What `ModelTrainer().train(builder, dataset, output)` does for a
-    builder made without one, as the original tensorfx's last version
-    did.
-
-    Example:
-      >>> builder = nn.FeedForwardClassification(args)
-      >>> builder.use_dataset(dataset)
-
-    Raises:
-      ConfigurationError: the graphs were built with another dataset.
-    """
-    if dataset is self._dataset:
-      return
-    if self._engine.strategy is not None:
-      raise ConfigurationError(
-        f'{type(self).__name__} was built with another dataset; make a new '
-        'builder to train on this one.'
-      )
-    self._dataset = dataset
-
-  @property
-  def settings(self) -> _settings.Settings:
-    """The job's typed settings, read from `args` once, on first use.
-
-    Once the graphs are built, the engine's: with `--batch-size all`
-    replaced by the training data's size.
-    """
-    if self._engine.settings is not None:
-      return self._engine.settings
-    if self._settings is None:
-      self._settings = _settings.Settings.from_args(self._args)
-    return self._settings
-
-  @property
-  def strategy(self) -> tf.distribute.Strategy:
-    """The `tf.distribute.Strategy` the graphs were built under."""
-    if self._engine.strategy is None:
-      raise ConfigurationError(
-        'strategy is available once build_graph_interfaces(config) has '
-        'been called.'
-      )
-    return self._engine.strategy
-
-  @property
-  def global_step(self) -> Any:
-    """The int64 global step variable (None before the graphs are built).
-
-    Kept by the engine, and checkpointed with the model.
-    """
-    return self._engine.global_step
-
   @property
   def optimizer(self) -> Any:
     """The optimizer, made once by `build_optimizer()`."""
@@ -176,22 +80,6 @@ class ModelBuilder(tf.Module):
     if self._sparse_optimizer is None:
       self._sparse_optimizer = self.build_sparse_optimizer()
     return self._sparse_optimizer
-
-  @property
-  def transform_layer(self) -> Any:
-    """The tf.Transform layer that maps raw features to model inputs."""
-    # Held by the engine, outside checkpoints: the transform graph is
-    # exported with the model but is not part of the model's checkpoints.
-    run = self._engine.run
-    if run.worker_layer is not None:
-      # Building a parameter-server worker's dataset: its tables must be
-      # the copies the strategy places on each worker.
-      return run.worker_layer
-    if run.transform_layer is None:
-      run.transform_layer = (
-        self._dataset.transform_output.transform_features_layer()
-      )
-    return run.transform_layer
 
   # Hooks.
 
@@ -239,9 +127,7 @@ class ModelBuilder(tf.Module):
     Returns:
       A `tf.data.Dataset` of dicts of tensors keyed by feature name.
     """
-    return _engine.build_input(
-      self, self._engine, source, batch, epochs, shuffle
-    )
+    return self._engine.read_input(self, source, batch, epochs, shuffle)
 
   def build_inference(self, inputs, training):
     """Builds the inference (forward pass) of the model.
@@ -296,7 +182,7 @@ class ModelBuilder(tf.Module):
     `--optimizer` (Adam), `--learning-rate` (0.001 unless the arguments set
     another default), `--learning-rate-schedule` with `--warmup-steps`,
     and `--clip-norm` or `--clip-value`; see
-    `tensorfx.training._engine.optimizers`. Override it for another optimizer.
+    `tensorfx.training._optimizers`. Override it for another optimizer.
 
     Example:
       >>> class Model(ModelBuilder):
@@ -410,7 +296,9 @@ class ModelBuilder(tf.Module):
     if restored or not restore.warm_start:
       return
     _restore.warm_start(
-      _engine.warm_start_variables(self, self._engine, made_optimizers(self)),
+      self._engine.warm_start_variables(
+        self, _builderbase.made_optimizers(self)
+      ),
       restore.warm_start,
       pattern=restore.pattern,
       rename=restore.rename,
@@ -442,7 +330,7 @@ class ModelBuilder(tf.Module):
       prediction interface is traced when first used (once training has
       started, and at export).
     """
-    return _engine.build_graph_interfaces(self, self._engine, config)
+    return self._engine.build_graph_interfaces(self, config)
 
   def build_training_graph(self) -> _interfaces.TrainingInterface:
     """Builds the training interface; see `TrainingInterface`.
@@ -451,7 +339,7 @@ class ModelBuilder(tf.Module):
     creates the variables (the eager hook calls), then traces the training
     step and the loop that runs it for the strategy.
     """
-    return _engine.training_graph(self, self._engine)
+    return self._engine.training_graph(self)
 
   def build_evaluation_graph(self) -> Optional[_interfaces.EvaluationInterface]:
     """Builds the evaluation interface; see `EvaluationInterface`.
@@ -459,7 +347,7 @@ class ModelBuilder(tf.Module):
     Called once, under the strategy's scope. Returns None when there is
     nothing to evaluate (no `eval` source and no validation target).
     """
-    return _engine.evaluation_graph(self, self._engine)
+    return self._engine.evaluation_graph(self)
 
   def build_prediction_graph(self) -> _interfaces.PredictionInterface:
     """Builds the prediction interface over raw instances.
@@ -470,23 +358,7 @@ class ModelBuilder(tf.Module):
     serialized tf.Example protos (`examples`), and `predict_features` one
     tensor per raw field.
     """
-    return _engine.prediction_graph(self)
-
-
-def engine_of(builder: 'ModelBuilder') -> _state.EngineState:
-  """The engine state of a builder the trainer runs.
-
-  The one seam between the user's builder and the engine: a run takes the
-  state here once and passes it on (to the engine, the evaluation, the
-  callbacks' `RunContext`).
-  """
-  return builder._engine  # noqa: SLF001  (the seam itself)
-
-
-def made_optimizers(builder: 'ModelBuilder') -> List[Any]:
-  """The optimizers the builder has made itself, without making any."""
-  made = (builder._optimizer, builder._sparse_optimizer)  # noqa: SLF001
-  return [optimizer for optimizer in made if optimizer is not None]
+    return self._engine.prediction_graph(self)
 
 
 def run_init(builder: 'ModelBuilder', restored: bool) -> None:
@@ -506,8 +378,3 @@ def run_init(builder: 'ModelBuilder', restored: bool) -> None:
     p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
   ):
     builder.build_init(restored=True)
-
-
-def _module_name(name):
-  # tf.Module names must be Python identifiers.
-  return ''.join(c if c.isalnum() or c == '_' else '_' for c in name) or 'model'

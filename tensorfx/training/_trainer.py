@@ -120,9 +120,9 @@ class ModelTrainer:
     _configure_logging(settings)
     job = settings.job
     if job.action == 'evaluate' and job.follow:
-      from tensorfx.training._run import follow as _follow
+      from tensorfx.training._run import evaluator as _evaluator
 
-      _follow.follow(
+      _evaluator.follow(
         model_builder,
         output,
         self._callbacks,

@@ -5,9 +5,9 @@
 train` process in its own output directory, searched with Optuna.
 """
 
-from tensorfx.tuning._results import TrialResult
-from tensorfx.tuning._results import TuningResult
+from tensorfx.tuning._study import TuningResult
 from tensorfx.tuning._study import tune
+from tensorfx.tuning._trialrun import TrialResult
 
 __all__ = [
   'TrialResult',

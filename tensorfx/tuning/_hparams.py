@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tensorfx.cloud import StudySpec
 
 if TYPE_CHECKING:
-  from tensorfx.tuning._results import TrialResult
+  from tensorfx.tuning._trialrun import TrialResult
 
 METRIC_PREFIX = 'tune/'
 

@@ -26,14 +26,41 @@ from tensorfx.cloud import StudySpec
 from tensorfx.tuning import _hparams
 from tensorfx.tuning import _space
 from tensorfx.tuning import _table
-from tensorfx.tuning._results import TrialResult
-from tensorfx.tuning._results import TuningResult
+from tensorfx.tuning._trialrun import TrialResult
 from tensorfx.tuning._trialrun import TrialRun
 from tensorfx.tuning._trialrun import measurements
 
 STUDY_DB = 'study.db'
 STUDY_JSON = 'study.json'
 _NAME = 'tensorfx'
+
+
+@dataclasses.dataclass(frozen=True)
+class TuningResult:
+  """What `tune` did.
+
+  Attributes:
+    study: the `StudySpec` run.
+    trials: every trial, in order.
+    best: the best completed trial, or None.
+  """
+
+  study: StudySpec
+  trials: tuple[TrialResult, ...]
+  best: TrialResult | None
+
+  def best_json(self) -> str:
+    """The best trial as one JSON object (the last line `tune` prints)."""
+    if self.best is None:
+      return json.dumps({'trial': None})
+    return json.dumps(
+      {
+        'trial': self.best.trial,
+        'metric': self.study.metric,
+        'value': self.best.value,
+        'parameters': self.best.parameters,
+      }
+    )
 
 
 def _optuna() -> Any:

@@ -8,7 +8,7 @@ from tensorfx.cloud import StudySpec
 from tensorfx.tuning import _space
 
 if TYPE_CHECKING:
-  from tensorfx.tuning._results import TrialResult
+  from tensorfx.tuning._trialrun import TrialResult
 
 
 class Table:

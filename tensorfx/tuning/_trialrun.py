@@ -9,6 +9,7 @@ the tuning service reads them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,6 +21,26 @@ from tensorfx import _hypertune
 
 METRICS_FILE = 'hypertune.metrics'
 LOG_FILE = 'trial.log'
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialResult:
+  """One trial of a study.
+
+  Attributes:
+    trial: its id (1, 2, ...; its directory's name under the output).
+    state: 'COMPLETE', 'STOPPED' (early stopping), 'FAILED' or 'RUNNING'.
+    parameters: name -> value, as the trainer got them.
+    value: the study's metric (its last measurement, or its best with
+      `measurementSelectionType: BEST_MEASUREMENT`); None if none.
+    directory: the trial's output directory.
+  """
+
+  trial: int
+  state: str
+  parameters: dict[str, Any]
+  value: float | None
+  directory: str
 
 
 class TrialRun:

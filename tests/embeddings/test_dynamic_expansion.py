@@ -26,7 +26,7 @@ from tensorfx import embeddings
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 from tensorfx.training._callbacks import table_fill
 from tensorfx.training._run import summaries as _summaries
 

@@ -26,7 +26,7 @@ import numpy as np
 index = int(sys.argv[1])
 import tensorflow as tf
 from tensorfx import embeddings, training
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 
@@ -144,7 +144,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 
 args = training.ModelArguments.parse(
     ['--batch-size', '16', '--seed', '1', '--learning-rate', '0.05'])

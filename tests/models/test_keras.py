@@ -22,9 +22,9 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import KerasModelBuilder
 from tensorfx.prediction import Model
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 from tensorfx.training._callbacks import CallbackList
-from tensorfx.training._engine.state import EngineState
+from tensorfx.training._state import EngineState
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras_iris

@@ -25,7 +25,7 @@ from mirrored_script import PREAMBLE
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_gradient_norm')]
 
 _SCRIPT = PREAMBLE + textwrap.dedent("""
-    from tensorfx.training._builder import engine_of
+    from tensorfx.training._builderbase import engine_of
     from tensorfx.training._callbacks import model_summary
 
 

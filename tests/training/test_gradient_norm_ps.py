@@ -32,7 +32,7 @@ import json, os, socket, sys
 import tensorflow as tf
 from tensorfx import data, training
 from tensorfx.models import nn
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 
 iris, analysis = sys.argv[1], sys.argv[2]
 num_ps = 1

@@ -12,10 +12,10 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx._yaml import load_yaml
 from tensorfx.models import nn
+from tensorfx.training import _optimizers
+from tensorfx.training import _state as engine_state
 from tensorfx.training._arguments.args import ModelArguments
-from tensorfx.training._builder import engine_of
-from tensorfx.training._engine import optimizers as _optimizers
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builderbase import engine_of
 
 
 def _optimizer(*flags):

@@ -20,7 +20,7 @@ from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._evaluation import slices as _slices
-from tensorfx.training._run import follow as _follow
+from tensorfx.training._run import evaluator as _evaluator
 from tensorfx.training._settings.validation import parse_slices
 from test_trainer import _scalars
 
@@ -186,7 +186,7 @@ def test_follow_a_finished_job_reports_slices(
   trained, iris_dataset_factory, capsys
 ):
   builder, _ = _builder(trained, iris_dataset_factory(), *_SLICES)
-  state = _follow.follow(builder, str(trained), poll_secs=0.1)
+  state = _evaluator.follow(builder, str(trained), poll_secs=0.1)
   assert state['evaluated'] == [10, 20]
   lines = [
     json.loads(line)

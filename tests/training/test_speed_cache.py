@@ -17,7 +17,7 @@ from tensorfx import data
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 from tensorfx.training._engine import cache
 
 

@@ -24,7 +24,7 @@ from mirrored_script import PREAMBLE
 from tensorfx import embeddings
 from tensorfx import training
 from tensorfx.models import nn
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 
 
 def _interfaces(dataset, *flags):

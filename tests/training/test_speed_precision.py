@@ -15,7 +15,7 @@ import yaml
 from conftest import iris_args
 from tensorfx import training
 from tensorfx.models import nn
-from tensorfx.training._builder import engine_of
+from tensorfx.training._builderbase import engine_of
 
 
 def _train(output, dataset, *flags, builder_type=nn.FeedForwardClassification):

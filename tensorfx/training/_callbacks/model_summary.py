@@ -7,8 +7,7 @@ from typing import Any, Mapping, Sequence
 import tensorflow as tf
 
 from tensorfx._logging import logger
-from tensorfx.training import _builder
-from tensorfx.training import _engine
+from tensorfx.training import _builderbase
 from tensorfx.training._callbacks import base
 
 
@@ -27,8 +26,8 @@ def summarize(builder: Any, engine: Any) -> list['Group']:
     A list of `Group`s in the order their first variable was created.
   """
   groups: collections.OrderedDict[str, Any] = collections.OrderedDict()
-  variables = _engine.warm_start_variables(
-    builder, engine, _builder.made_optimizers(builder)
+  variables = engine.warm_start_variables(
+    builder, _builderbase.made_optimizers(builder)
   )
   for variable in variables:
     name = re.sub(r':\d+$', '', variable.name)
@@ -175,7 +174,10 @@ class ModelSummaryCallback(base.Callback):
 
 def _optimizer_state(builder: Any, engine: Any) -> int:
   """The values the optimizers keep (slots, iterations)."""
-  optimizers = [engine.training_optimizer, *_builder.made_optimizers(builder)]
+  optimizers = [
+    engine.training_optimizer,
+    *_builderbase.made_optimizers(builder),
+  ]
   total, seen = 0, set()
   for optimizer in optimizers:
     if optimizer is None or id(optimizer) in seen:

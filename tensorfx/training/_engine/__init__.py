@@ -10,24 +10,8 @@ three interfaces the trainer drives.
 
 The engine keeps its own state (the strategy, the global step, the
 optimizer, the evaluation metrics, the gradient accumulator, the loss
-scale) in an `EngineState` (`state`), passed to every function here that
-needs it; checkpoints save the builder and that state together
-(`state.checkpointed`), in the layout earlier releases wrote. The default
-`build_input` is the engine's input policy (`input`).
+scale) in an `EngineState` (`tensorfx.training._state`), passed to every
+function here that needs it; the builder reaches the engine only through
+that state's entry points. The default `build_input` is the engine's input
+policy (`input`).
 """
-
-from tensorfx.training._engine.graphs import build_graph_interfaces
-from tensorfx.training._engine.graphs import evaluation_graph
-from tensorfx.training._engine.graphs import prediction_graph
-from tensorfx.training._engine.graphs import training_graph
-from tensorfx.training._engine.input import read as build_input
-from tensorfx.training._engine.variables import warm_start_variables
-
-__all__ = [
-  'build_graph_interfaces',
-  'build_input',
-  'evaluation_graph',
-  'prediction_graph',
-  'training_graph',
-  'warm_start_variables',
-]

@@ -4,9 +4,6 @@ import tensorflow as tf
 
 from tensorfx.training import _interfaces
 from tensorfx.training._arguments import batch_size as _batch_size
-from tensorfx.training._engine import evaluation_graph as _evaluation
-from tensorfx.training._engine import serving as _serving
-from tensorfx.training._engine import training_graph as _training
 
 
 def build_graph_interfaces(builder, engine, config):
@@ -46,18 +43,3 @@ def build_graph_interfaces(builder, engine, config):
       return builder.build_prediction_graph()
 
   return training, evaluation, _interfaces.DeferredPrediction(build_prediction)
-
-
-def training_graph(builder, engine):
-  """The `TrainingInterface`: what `ModelBuilder.build_training_graph` does."""
-  return _training.build(builder, engine)
-
-
-def evaluation_graph(builder, engine):
-  """The `EvaluationInterface`: `ModelBuilder.build_evaluation_graph`."""
-  return _evaluation.build(builder, engine)
-
-
-def prediction_graph(builder):
-  """The `PredictionInterface`: `ModelBuilder.build_prediction_graph`."""
-  return _serving.build(builder)

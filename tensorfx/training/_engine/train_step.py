@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tensorfx import _autograph
 from tensorfx._errors import ConfigurationError
-from tensorfx.training._engine import optimizers as _optimizers
+from tensorfx.training import _optimizers
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import strategies
 from tensorfx.training._engine import xla

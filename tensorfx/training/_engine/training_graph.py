@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from tensorfx import _autograph
 from tensorfx.training import _interfaces
+from tensorfx.training import _optimizers
 from tensorfx.training._engine import local_loop
-from tensorfx.training._engine import optimizers as _optimizers
 from tensorfx.training._engine import precision
 from tensorfx.training._engine import ps_loop
 from tensorfx.training._engine import strategies

@@ -109,8 +109,8 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     raise
   finally:
     callback_list.on_train_end(logs)
-  results = {name: dict(values) for name, values in results.items()}
-  for name, values in results.items():
+  summary = write_evaluation(prepared.layout.evaluations, path, step, results)
+  for name, values in summary['results'].items():
     logger.info(
       'Evaluated %s at step %d on %s: %s',
       path,
@@ -120,28 +120,38 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
         f'{k} {v:.4g}' for k, v in values.items() if isinstance(v, (int, float))
       ),
     )
-  summary = {'checkpoint': path, 'step': step, 'results': results}
-  if evaluation.last is not None and evaluation.last.slices:
-    summary['slices'] = evaluation.last.slices
-  write_evaluation(prepared.layout.evaluations, summary)
   return summary
 
 
-def write_evaluation(directory, summary):
-  """Writes an evaluation's summary to `DIRECTORY/CHECKPOINT.json`, whole.
+def write_evaluation(directory, checkpoint, step, results):
+  """Writes a checkpoint's evaluation to `DIRECTORY/CHECKPOINT.json`, whole.
 
-  What `tensorfx evaluate` and each checkpoint of `--follow` write.
+  What `tensorfx evaluate` and each checkpoint of `--follow` write (and
+  print): `{"checkpoint", "step", "results": {TARGET: {METRIC: value}}}`,
+  with `"slices": {TARGET: {LABEL: {"examples", "flagged", "metrics"}}}`
+  under `--eval-slices`.
 
   Example:
-    >>> write_evaluation('/tmp/job/evaluations', {
-    ...     'checkpoint': '/tmp/job/checkpoints/ckpt-9', 'step': 9,
-    ...     'results': {'eval': {'loss': 0.2}}})
+    >>> write_evaluation('/tmp/job/evaluations',
+    ...     '/tmp/job/checkpoints/ckpt-9', 9, {'eval': {'loss': 0.2}})
+    {'checkpoint': '/tmp/job/checkpoints/ckpt-9', 'step': 9, 'results': ...}
+
+  Returns:
+    The summary written.
   """
+  summary = {
+    'checkpoint': checkpoint,
+    'step': step,
+    'results': {target: dict(values) for target, values in results.items()},
+  }
+  if getattr(results, 'slices', None):
+    summary['slices'] = results.slices
   tf.io.gfile.makedirs(directory)
-  name = os.path.basename(str(summary['checkpoint'])) + '.json'
+  name = os.path.basename(str(checkpoint)) + '.json'
   _atomic.write_text(
     os.path.join(directory, name), json.dumps(summary, indent=1) + '\n'
   )
+  return summary
 
 
 def export(builder, output, checkpoint=None, directory=None):

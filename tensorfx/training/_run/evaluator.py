@@ -7,6 +7,12 @@ validation target (`--data-eval`, `--eval-batches`, `--eval-target`...),
 `--best-metric` and `--keep-best-checkpoints` (in `checkpoints/best/`),
 early stopping (it asks the chief to stop), TensorBoard, tuning reports
 and MLflow records (into the chief's run).
+
+`--action evaluate --follow` (`follow`) is the same engine run as a
+command: Gematria runs continuous evaluation as its own binary beside
+training (`--gematria_action=eval`); `tensorfx evaluate --follow` prints
+each evaluation as one JSON line, until the job records its end in
+`job.yaml` (completed, failed or interrupted).
 """
 
 import contextlib
@@ -27,6 +33,8 @@ from tensorfx.data import _validation
 from tensorfx.training import _callbacks
 from tensorfx.training._checkpoints import damaged as _damaged
 from tensorfx.training._cluster import cluster as _cluster
+from tensorfx.training._cluster.config import Configuration
+from tensorfx.training._run import actions as _actions
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
@@ -302,3 +310,51 @@ def _interrupts_between_evaluations(interrupted):
     yield
   finally:
     signal.signal(signal.SIGINT, previous)
+
+
+class PrintResults(_callbacks.Callback):
+  """Prints each evaluation as a JSON line and writes it to `evaluations/`.
+
+  Runs after each checkpoint is evaluated, in the following process; the
+  line is what `tensorfx evaluate` prints for one checkpoint (see
+  `actions.write_evaluation`).
+  """
+
+  def on_evaluate_end(self, step, results):
+    paths = self.context.paths
+    summary = _actions.write_evaluation(
+      paths['evaluations'],
+      os.path.join(paths['checkpoints'], f'ckpt-{step}'),
+      step,
+      results,
+    )
+    print(json.dumps(summary), flush=True)
+
+
+def follow(builder, output, callbacks=(), poll_secs=1.0, timeout_secs=300.0):
+  """Evaluates each new checkpoint of the job in `output` until it ends.
+
+  A job that has already ended when this starts has its remaining
+  checkpoints evaluated, then the call returns. Ctrl-C (KeyboardInterrupt)
+  stops it; the checkpoints evaluated so far stay recorded.
+
+  Args:
+    builder: the `ModelBuilder`, with the job's arguments and dataset.
+    output: the job's output directory.
+    callbacks: the user's callbacks.
+    poll_secs: seconds between looks for new checkpoints.
+    timeout_secs: how long to wait for the job's analysis.
+
+  Returns:
+    The evaluator's state: `evaluated` (steps), `best`, `best_step`.
+  """
+  run = EvaluatorRun(
+    builder,
+    output,
+    Configuration.local(),
+    poll_secs=poll_secs,
+    timeout_secs=timeout_secs,
+    callbacks=[*callbacks, PrintResults()],
+    since=0.0,
+  )
+  return run.run()

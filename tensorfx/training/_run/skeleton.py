@@ -13,12 +13,12 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from tensorfx._errors import DataError
 from tensorfx.data import _validation
-from tensorfx.training import _builder
+from tensorfx.training import _builderbase
 from tensorfx.training import _callbacks
+from tensorfx.training import _state as _engine_state
 from tensorfx.training._arguments import batch_size as _batch_size
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._cluster import cluster as _cluster
-from tensorfx.training._engine import state as _engine_state
 from tensorfx.training._evaluation import evaluation as _evaluation
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import layout as _layout
@@ -47,7 +47,7 @@ class Run:
     worker: Optional[str] = None,
   ) -> None:
     self.builder = builder
-    self.engine = _builder.engine_of(builder)
+    self.engine = _builderbase.engine_of(builder)
     self.output = output
     self.config = config
     self.role = role

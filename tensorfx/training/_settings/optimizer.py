@@ -8,7 +8,7 @@ from typing import Any, Optional, Self
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
-# The same as tensorfx.training._engine.optimizers', which imports TensorFlow.
+# The same as tensorfx.training._optimizers', which imports TensorFlow.
 OPTIMIZERS = ('adam', 'sgd', 'rmsprop', 'adagrad', 'ftrl')
 SCHEDULES = (
   'constant',

@@ -6,10 +6,12 @@ optimizer `build_training` returned, the evaluation metrics, the gradient
 accumulator, the loss scale, the settings with `--batch-size all`
 resolved, and run-time objects kept out of checkpoints) lives here, one
 `EngineState` per builder. The builder holds it privately, for its
-read-only properties (`strategy`, `global_step`, `settings`) and its
-default graph builders; the trainer takes it from the builder once
-(`_builder.engine_of`) and passes it to the engine, the evaluation and the
-callbacks as an argument: nothing looks it up by the user's object.
+read-only properties (`strategy`, `global_step`, `settings`), and reaches
+the engine only through it: its default `build_input`, warm start and
+graph builders call the engine's entry points here. The trainer takes it
+from the builder once (`_builderbase.engine_of`) and passes it to the engine,
+the evaluation and the callbacks as an argument: nothing looks it up by the
+user's object.
 
 Checkpoints hold both under `model` (`checkpointed`): the builder's own
 variables and, beside them, the engine's, under the names earlier releases
@@ -23,6 +25,13 @@ import types
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
+
+from tensorfx.training._engine import evaluation_graph as _evaluation_graph
+from tensorfx.training._engine import graphs as _graphs
+from tensorfx.training._engine import input as _input
+from tensorfx.training._engine import serving as _serving
+from tensorfx.training._engine import training_graph as _training_graph
+from tensorfx.training._engine import variables as _variables
 
 
 class _Tracked(tf.Module):
@@ -123,6 +132,34 @@ class EngineState:
   ) -> Dict[str, Any]:
     """The engine's checkpointed objects by their names in checkpoints."""
     return self._tracked.children(save_type, **kwargs)
+
+  # The engine's entry points for the builder's defaults: what
+  # `ModelBuilder.build_graph_interfaces` and the graph builders it calls,
+  # `build_input` and `build_init` do unless overridden.
+
+  def build_graph_interfaces(self, builder: Any, config: Any) -> Any:
+    """The training, evaluation and (deferred) prediction interfaces."""
+    return _graphs.build_graph_interfaces(builder, self, config)
+
+  def training_graph(self, builder: Any) -> Any:
+    """The `TrainingInterface` (`ModelBuilder.build_training_graph`)."""
+    return _training_graph.build(builder, self)
+
+  def evaluation_graph(self, builder: Any) -> Any:
+    """The `EvaluationInterface`, or None with nothing to evaluate."""
+    return _evaluation_graph.build(builder, self)
+
+  def prediction_graph(self, builder: Any) -> Any:
+    """The `PredictionInterface`: the serving signatures."""
+    return _serving.build(builder)
+
+  def read_input(self, builder: Any, *source: Any) -> Any:
+    """The transformed dataset of `(source, batch, epochs, shuffle)`."""
+    return _input.read(builder, self, *source)
+
+  def warm_start_variables(self, builder: Any, made_optimizers: Any) -> Any:
+    """The model's variables a warm start assigns."""
+    return _variables.warm_start_variables(builder, self, made_optimizers)
 
 
 class _Checkpointed(tf.__internal__.tracking.Trackable):
