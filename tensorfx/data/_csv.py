@@ -23,7 +23,6 @@ from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _csvheader
 from tensorfx.data import _csvrules
-from tensorfx.data import _paths
 from tensorfx.data import _skipping
 from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
@@ -466,16 +465,9 @@ class CsvDataSet(DataSet):
     if isinstance(schema, Schema):
       schema = schema.with_na_values(na_values)
     super().__init__(schema, metadata=metadata, features=features)
-    for name, paths in sources.items():
-      if paths is None:
-        continue
-      if isinstance(paths, CsvDataSource):
-        # The original tensorfx's form: train=CsvDataSource('data/*.csv').
-        self._sources[name] = paths.bind(self._reading_schema)
-        continue
-      if not _paths.as_list(paths):
-        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = CsvDataSource(
+    self._add_sources(
+      sources,
+      lambda paths: CsvDataSource(
         paths,
         self._reading_schema,
         delimiter,
@@ -483,7 +475,9 @@ class CsvDataSet(DataSet):
         skip_bad_records,
         header=header,
         strip_cells=strip_cells,
-      )
+      ),
+      CsvDataSource,
+    )
 
 
 _OPTIONS = (

@@ -216,6 +216,27 @@ class DataSet:
     for name, source in (sources or {}).items():
       self._sources[name] = self._bind(name, source)
 
+  def _add_sources(self, sources, make, kind=None):
+    """Adds the named sources a file-format dataset was given.
+
+    Args:
+      sources: name -> the files (a path, pattern, comma-separated list or
+        list of them), a source of type `kind`, or None (left out).
+      make: `make(paths)`, the source reading `paths` by the dataset's
+        schema.
+      kind: the `DataSource` class whose instances are taken as they are.
+    """
+    for name, paths in sources.items():
+      if paths is None:
+        continue
+      if kind is not None and isinstance(paths, kind):
+        # The original tensorfx's form: train=CsvDataSource('data/*.csv').
+        self._sources[name] = self._bind(name, paths)
+      elif not _paths.as_list(paths):
+        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
+      else:
+        self._sources[name] = make(paths)
+
   def _bind(self, name, source):
     """The source a DataSet given `source` reads: bound to its schema."""
     if not isinstance(source, DataSource):

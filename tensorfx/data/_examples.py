@@ -21,7 +21,6 @@ from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _examplebatches
 from tensorfx.data import _examplescan
-from tensorfx.data import _paths
 from tensorfx.data import _skipping
 from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
@@ -356,14 +355,10 @@ class ExamplesDataSet(DataSet):
     )
     super().__init__(schema, metadata=metadata, features=features)
     _check_compression(compression)
-    for name, paths in sources.items():
-      if paths is None:
-        continue
-      if isinstance(paths, ExamplesDataSource):
-        self._sources[name] = paths.bind(self._reading_schema)
-        continue
-      if not _paths.as_list(paths):
-        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = ExamplesDataSource(
+    self._add_sources(
+      sources,
+      lambda paths: ExamplesDataSource(
         paths, self._reading_schema, compression, skip_bad_records
-      )
+      ),
+      ExamplesDataSource,
+    )

@@ -14,7 +14,6 @@ from typing import Any, Iterator
 
 from tensorfx._errors import DataError
 from tensorfx.data import _missing
-from tensorfx.data import _paths
 from tensorfx.data import _sourceargs
 from tensorfx.data import _validation
 from tensorfx.data._dataset import DataSet
@@ -284,9 +283,6 @@ class ParquetDataSet(DataSet):
       'a path, pattern or list of them',
     )
     super().__init__(schema, metadata=metadata, features=features)
-    for name, paths in sources.items():
-      if paths is None:
-        continue
-      if not _paths.as_list(paths):
-        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = ParquetDataSource(paths, self._reading_schema)
+    self._add_sources(
+      sources, lambda paths: ParquetDataSource(paths, self._reading_schema)
+    )

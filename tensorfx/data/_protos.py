@@ -22,7 +22,6 @@ from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _examples
 from tensorfx.data import _examplescan
-from tensorfx.data import _paths
 from tensorfx.data._dataset import DataSet
 from tensorfx.data._protoformat import ProtoFormat
 
@@ -259,11 +258,9 @@ class ProtoDataSet(DataSet):
       )
     proto_format.check_schema(self.schema)
     self.proto_format = proto_format
-    for name, paths in sources.items():
-      if paths is None:
-        continue
-      if not _paths.as_list(paths):
-        raise DataError(f'Source {name!r} has no paths. Received: {paths!r}')
-      self._sources[name] = ProtoDataSource(
+    self._add_sources(
+      sources,
+      lambda paths: ProtoDataSource(
         paths, self._reading_schema, proto_format, compression, skip_bad_records
-      )
+      ),
+    )

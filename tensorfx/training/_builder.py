@@ -1,6 +1,5 @@
 """ModelBuilder: the hooks a user fills in to define a model."""
 
-import inspect
 from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -40,8 +39,10 @@ class ModelBuilder(_builderbase.BuilderBase):
 
   `build_optimizer()` and `build_sparse_optimizer()` make the optimizers
   on first use of `self.optimizer` and `self.sparse_optimizer`. The graph
-  builders (`build_graph_interfaces` and the three it calls) have defaults
-  that run the engine; override them only to replace it.
+  builders (`build_graph_interfaces` and the three it calls) and
+  `build_input` have defaults that run the engine; override them only to
+  replace it. The trainer calls a builder's own version only where it has
+  one; the defaults run in the engine directly.
 
   Example:
     >>> class Linear(ModelBuilder):
@@ -127,14 +128,15 @@ class ModelBuilder(_builderbase.BuilderBase):
     Returns:
       A `tf.data.Dataset` of dicts of tensors keyed by feature name.
     """
-    return self._engine.read_input(self, source, batch, epochs, shuffle)
+    return self._engine.default_input(self, source, batch, epochs, shuffle)
 
   def build_inference(self, inputs, training):
     """Builds the inference (forward pass) of the model.
 
     Called once eagerly (`training=False`) to create the variables; then
     traced: once into the training step (`training=True`), once into the
-    evaluation step, once into each of the three serving signatures.
+    evaluation step, once into the serving model the three signatures
+    share.
     Traced steps run on every replica (mirrored) or every worker
     (parameter servers).
 
@@ -247,7 +249,7 @@ class ModelBuilder(_builderbase.BuilderBase):
     """Builds the prediction outputs from the inference values.
 
     Called once eagerly, then traced into the evaluation step and into
-    each serving signature of the exported model.
+    the serving model of the exported signatures.
 
     Args:
       inferences: what `build_inference` returned.
@@ -361,20 +363,24 @@ class ModelBuilder(_builderbase.BuilderBase):
     return self._engine.prediction_graph(self)
 
 
-def run_init(builder: 'ModelBuilder', restored: bool) -> None:
-  """Calls `builder.build_init` for a fresh or a restored model.
+# What a builder may replace that the engine otherwise does itself.
+ENGINE_DEFAULTS = (
+  'build_input',
+  'build_graph_interfaces',
+  'build_training_graph',
+  'build_evaluation_graph',
+  'build_prediction_graph',
+)
 
-  An override that does not take `restored` is called for fresh models
-  only: it was written when build_init had that one use.
+
+def overrides(builder: 'ModelBuilder') -> frozenset:
+  """Which of `ENGINE_DEFAULTS` the builder's class replaces.
+
+  The trainer calls a builder's own version only where there is one; the
+  others run in the engine directly.
   """
-  if not restored:
-    builder.build_init()
-    return
-  try:
-    parameters = inspect.signature(builder.build_init).parameters
-  except (TypeError, ValueError):
-    return
-  if 'restored' in parameters or any(
-    p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-  ):
-    builder.build_init(restored=True)
+  return frozenset(
+    name
+    for name in ENGINE_DEFAULTS
+    if getattr(type(builder), name) is not getattr(ModelBuilder, name)
+  )

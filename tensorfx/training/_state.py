@@ -85,6 +85,9 @@ class EngineState:
     self.strategy: Optional[tf.distribute.Strategy] = None
     self.settings: Any = None
     self.variables_created = False
+    # The builder's own replacements of the engine's defaults (set by the
+    # run, `_builder.overrides`); None: call each through the builder.
+    self.overrides: Optional[frozenset] = None
     self.evaluation_checkpointed = True
     self._tracked = _Tracked()
     self._metrics: Dict[str, Any] = {}
@@ -153,9 +156,19 @@ class EngineState:
     """The `PredictionInterface`: the serving signatures."""
     return _serving.build(builder)
 
-  def read_input(self, builder: Any, *source: Any) -> Any:
+  def default_input(self, builder: Any, *source: Any) -> Any:
     """The transformed dataset of `(source, batch, epochs, shuffle)`."""
     return _input.read(builder, self, *source)
+
+  def calls_builder(self, name: str) -> bool:
+    """Whether the engine calls the builder's `name` or does it itself."""
+    return self.overrides is None or name in self.overrides
+
+  def input(self, builder: Any, *source: Any) -> Any:
+    """The dataset of a source: the builder's `build_input`, or the default."""
+    if self.calls_builder('build_input'):
+      return builder.build_input(*source)
+    return self.default_input(builder, *source)
 
   def warm_start_variables(self, builder: Any, made_optimizers: Any) -> Any:
     """The model's variables a warm start assigns."""

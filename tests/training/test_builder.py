@@ -8,6 +8,7 @@ from conftest import iris_args
 from tensorfx import training
 from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
+from tensorfx.training import _builder
 
 # Left out of the fast tier: its tests train, analyze or start processes.
 pytestmark = pytest.mark.slow
@@ -72,10 +73,11 @@ def test_hook_order(tmp_path, iris_dataset_factory):
     # The training step is traced once, however many steps run.
     ('build_inference', True, False),
     ('build_training', None, False),
-    # Three serving signatures (CSV, tf.Example, features), traced right
-    # after the first training call: a model that cannot be served fails
-    # within the first minute, without delaying step 1.
-    *serving_trace * 3,
+    # The model of the three serving signatures (CSV, tf.Example,
+    # features), traced once, right after the first training call: a model
+    # that cannot be served fails within the first minute, without
+    # delaying step 1.
+    *serving_trace,
     # The final evaluation: a fresh pass over the eval source, traced.
     ('build_input', 'eval', True),
     ('build_inference', False, False),
@@ -84,6 +86,41 @@ def test_hook_order(tmp_path, iris_dataset_factory):
     ('build_evaluation', None, False),
     # Export reuses the traced signatures: no further calls.
   ]
+
+
+class OwnTrainingGraph(nn.FeedForwardClassification):
+  """Replaces one graph builder, calling the default inside."""
+
+  calls = 0
+
+  def build_training_graph(self):
+    OwnTrainingGraph.calls += 1
+    return super().build_training_graph()
+
+
+def test_the_engine_calls_a_builders_own_version_only_where_it_has_one(
+  tmp_path, iris_dataset_factory, monkeypatch
+):
+  args, job = nn.FeedForwardClassificationArguments.parse(
+    iris_args(tmp_path, '--max-steps', '2'), parse_job=True
+  )
+  assert _builder.overrides(Recording(args, iris_dataset_factory())) == {
+    'build_input'
+  }
+  builder = OwnTrainingGraph(args, iris_dataset_factory())
+  assert _builder.overrides(builder) == {'build_training_graph'}
+  # ModelBuilder's defaults run in the engine, not through the builder.
+  bounced = []
+  for name in ('build_input', 'build_evaluation_graph'):
+    default = getattr(training.ModelBuilder, name)
+    monkeypatch.setattr(
+      training.ModelBuilder,
+      name,
+      lambda self, *a, _d=default, _n=name: bounced.append(_n) or _d(self, *a),
+    )
+  training.ModelTrainer().train(builder, job)
+  assert OwnTrainingGraph.calls == 1
+  assert bounced == []
 
 
 def test_build_init_is_skipped_when_resuming(tmp_path, iris_dataset_factory):

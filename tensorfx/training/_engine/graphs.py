@@ -13,8 +13,9 @@ def build_graph_interfaces(builder, engine, config):
   interfaces.
 
   What `ModelBuilder.build_graph_interfaces(config)` does by default; it
-  calls the builder's `build_training_graph`, `build_evaluation_graph` and
-  `build_prediction_graph`, so overriding one of them takes effect here.
+  builds the three interfaces, each with the builder's own
+  `build_training_graph`, `build_evaluation_graph` or
+  `build_prediction_graph` where it has one.
   """
   if engine.settings is None:
     # Called outside a run (which resolves them when its data is ready):
@@ -35,11 +36,21 @@ def build_graph_interfaces(builder, engine, config):
       name='global_step',
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
     )
-    training = builder.build_training_graph()
-    evaluation = builder.build_evaluation_graph()
+    training = (
+      builder.build_training_graph()
+      if engine.calls_builder('build_training_graph')
+      else engine.training_graph(builder)
+    )
+    evaluation = (
+      builder.build_evaluation_graph()
+      if engine.calls_builder('build_evaluation_graph')
+      else engine.evaluation_graph(builder)
+    )
 
   def build_prediction():
     with strategy.scope():
-      return builder.build_prediction_graph()
+      if engine.calls_builder('build_prediction_graph'):
+        return builder.build_prediction_graph()
+      return engine.prediction_graph(builder)
 
   return training, evaluation, _interfaces.DeferredPrediction(build_prediction)

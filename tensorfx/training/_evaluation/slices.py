@@ -233,8 +233,7 @@ class Slicer:
     specs: Sequence[tuple[str, ...]],
     min_examples: int = 10,
   ):
-    own = type(builder).build_input.__qualname__ != 'ModelBuilder.build_input'
-    if own:
+    if engine.calls_builder('build_input'):
       raise ConfigurationError(
         f'--eval-slices: {type(builder).__name__} overrides build_input, '
         "which would not keep each slice's records; slice with the "

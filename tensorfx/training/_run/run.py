@@ -6,6 +6,7 @@ checkpoints, summaries, job record and model, the other workers write
 theirs to a scratch directory that is removed at the end.
 """
 
+import inspect
 import os
 import re
 
@@ -15,7 +16,6 @@ from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _validation
 from tensorfx.embeddings import internal as _tables
-from tensorfx.training import _builder
 from tensorfx.training import _callbacks
 from tensorfx.training._callbacks import table_fill
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
@@ -129,7 +129,7 @@ class TrainingRun(_skeleton.Run):
       keep_best=settings.checkpoints.keep_best,
       best_mode=self.best()[2],
     )
-    _builder.run_init(
+    _run_init(
       builder,
       restored=_checkpoints.resume(checkpoints, settings.restore) is not None,
     )
@@ -387,3 +387,22 @@ def _unavailable(message):
     'A task of the cluster became unavailable (a parameter server '
     f'lost?): {first}'
   )
+
+
+def _run_init(builder, restored):
+  """Calls `builder.build_init` for a fresh or a restored model.
+
+  An override that does not take `restored` is called for fresh models
+  only: it was written when build_init had that one use.
+  """
+  if not restored:
+    builder.build_init()
+    return
+  try:
+    parameters = inspect.signature(builder.build_init).parameters
+  except (TypeError, ValueError):
+    return
+  if 'restored' in parameters or any(
+    p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+  ):
+    builder.build_init(restored=True)

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from tensorfx._errors import DataError
 from tensorfx.data import _validation
+from tensorfx.training import _builder
 from tensorfx.training import _builderbase
 from tensorfx.training import _callbacks
 from tensorfx.training import _state as _engine_state
@@ -117,10 +118,13 @@ class Run:
     targets = _evaluation.prepare_targets(
       self.settings.validation, builder.dataset
     )
+    self.engine.overrides = _builder.overrides(builder)
     with _validation.data_errors():
-      training, evaluation, prediction = builder.build_graph_interfaces(
-        self.config
-      )
+      if self.engine.calls_builder('build_graph_interfaces'):
+        interfaces = builder.build_graph_interfaces(self.config)
+      else:
+        interfaces = self.engine.build_graph_interfaces(builder, self.config)
+    training, evaluation, prediction = interfaces
     return targets, training, evaluation, prediction
 
   def best(self) -> Any:
