@@ -41,7 +41,7 @@ import resource, sys, time
 import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builderbase import engine_of
 
 capacity, steps = int(sys.argv[1]), int(sys.argv[2])
 
@@ -67,7 +67,7 @@ class Builder(training.ModelBuilder):
 
 builder = Builder(training.ModelArguments.parse(
     ['--batch-size', '256', '--seed', '1']), None)
-engine = engine_state.of(builder)
+engine = engine_of(builder)
 engine.strategy = tf.distribute.get_strategy()
 engine.global_step = tf.Variable(0, dtype=tf.int64, trainable=False)
 train = builder.build_training_graph()

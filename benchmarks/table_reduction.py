@@ -24,7 +24,7 @@ import tensorflow as tf
 import tf_keras
 from tensorfx import embeddings, training
 from tensorfx.embeddings import _replicas
-from tensorfx.training._engine import state as engine_state
+from tensorfx.training._builderbase import engine_of
 
 capacity, steps, batch = (int(a) for a in sys.argv[2:5])
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -49,7 +49,7 @@ class Builder(training.ModelBuilder):
 def make(dense):
   builder = Builder(training.ModelArguments.parse(
       ['--batch-size', str(batch), '--seed', '1']), None)
-  engine = engine_state.of(builder)
+  engine = engine_of(builder)
   engine.strategy = strategy
   # Read when the step is traced (below).
   _replicas.SPARSE_SUMS = not dense
