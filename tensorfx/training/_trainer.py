@@ -1,19 +1,13 @@
 """ModelTrainer: runs a ModelBuilder as whatever role this process has."""
 
-import contextlib
-import json
-import os
-import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
-from tensorfx._logging import logger
 from tensorfx.training import _callbacks
-from tensorfx.training._cluster import cluster as _cluster
 from tensorfx.training._cluster.config import Configuration
 from tensorfx.training._run import actions as _actions
-from tensorfx.training._run import run as _run
+from tensorfx.training._run import dispatch as _dispatch
 
 
 class ModelTrainer:
@@ -115,66 +109,8 @@ class ModelTrainer:
     if dataset is not None:
       model_builder.use_dataset(dataset)
     output = _output(output, 'train')
-    config = self._config
-    settings = model_builder.settings
-    _configure_logging(settings)
-    job = settings.job
-    if job.action == 'evaluate' and job.follow:
-      from tensorfx.training._run import evaluator as _evaluator
-
-      _evaluator.follow(
-        model_builder,
-        output,
-        self._callbacks,
-        poll_secs=job.eval_interval_secs,
-        timeout_secs=job.cluster_timeout_secs,
-      )
-      raise SystemExit(0)
-    if job.action == 'evaluate':
-      summary = self.evaluate(model_builder, output, job.checkpoint)
-      print(json.dumps(summary), flush=True)
-      raise SystemExit(0)
-    if job.action == 'export':
-      return self.export(model_builder, output, job.checkpoint, job.export_dir)
-    if job.action == 'predict':
-      from tensorfx.training._run import batch_predict as _batch_predict
-
-      _batch_predict.predict(
-        model_builder,
-        output,
-        job.checkpoint,
-        settings.prediction,
-        settings.data.skip_bad_records,
-      )
-      raise SystemExit(0)
-    timeout = job.cluster_timeout_secs
-    if config.evaluator:
-      from tensorfx.training._run import evaluator as _evaluator
-
-      _evaluator.EvaluatorRun(
-        model_builder,
-        output,
-        config,
-        timeout_secs=timeout,
-        callbacks=self._callbacks,
-      ).run()
-      _exit_task(config)
-    if config.strategy_kind == 'parameter_server' and not config.master:
-      # Parameter servers and workers only serve: the chief sends them work.
-      _cluster.serve(config, output, settle_secs=timeout)
-      _exit_task(config)
-    if config.strategy_kind == 'parameter_server':
-      # Servers are up from the start: fail fast, naming a missing one.
-      _cluster.wait_for_cluster(config, timeout)
-    elif config.strategy_kind == 'multi_worker_mirrored':
-      # Collective ops must be set up before any other TensorFlow work.
-      config.create_device_setter(settings.job)
-    model = _run.TrainingRun(
-      model_builder, output, config, self._callbacks
-    ).run()
-    if not config.master:
-      _exit_task(config)
-    return model
+    _configure_logging(model_builder.settings)
+    return _dispatch.run(model_builder, output, self._config, self._callbacks)
 
   @_logging.guard_root()
   def evaluate(
@@ -251,29 +187,6 @@ def _output(output, method):
       f'Received: output={output!r}'
     )
   return output
-
-
-def _exit_task(config):
-  logger.info('%s is done', config.device or config.task.type)
-  sys.stdout.flush()
-  sys.stderr.flush()
-  _remove_autograph_sources()
-  # A server's gRPC threads would keep the interpreter alive: leave now.
-  os._exit(0)
-
-
-def _remove_autograph_sources():
-  """Removes the temporary files holding autograph's converted functions.
-
-  Autograph writes each function it converts to a file in the temporary
-  directory and removes it in an `atexit` hook, which `os._exit` skips:
-  without this, every task that ends here would leave its files behind.
-  """
-  for name, module in list(sys.modules.items()):
-    path = getattr(module, '__file__', None)
-    if name.startswith('__autograph_generated_file') and path:
-      with contextlib.suppress(OSError):
-        os.remove(path)
 
 
 def _configure_logging(settings):

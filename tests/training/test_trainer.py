@@ -198,7 +198,7 @@ def test_trainer_rejects_bad_arguments():
 _ENDING_TASK = """
 import glob, os, sys
 import tensorflow as tf
-from tensorfx.training import _trainer
+from tensorfx.training._run import dispatch
 
 @tf.function
 def countdown(x):
@@ -216,7 +216,7 @@ class Config:
   device = None
   task = Task
 
-_trainer._exit_task(Config)
+dispatch._exit_task(Config)
 """
 
 
