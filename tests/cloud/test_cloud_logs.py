@@ -14,7 +14,7 @@ from cloud_fakes import cloud_logging  # noqa: F401  (a fixture: pytest finds it
 from cloud_fakes import vertex  # noqa: F401  (a fixture: pytest finds it by name)
 from tensorfx import cloud
 from tensorfx import tools
-from tensorfx.cloud._errors import CloudError
+from tensorfx.cloud import CloudError
 
 JOB = f'projects/{PROJECT}/locations/{REGION}/customJobs/555'
 

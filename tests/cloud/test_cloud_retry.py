@@ -20,8 +20,8 @@ from cloud_fakes import fast_retries  # noqa: F401  (a fixture: pytest finds it 
 from cloud_fakes import vertex  # noqa: F401  (a fixture: pytest finds it by name)
 from conftest import IRIS
 from tensorfx import cloud
+from tensorfx.cloud import CloudError
 from tensorfx.cloud import _retry
-from tensorfx.cloud._errors import CloudError
 
 JOB = f'projects/{PROJECT}/locations/{REGION}/customJobs/555'
 # One failure of each kind.

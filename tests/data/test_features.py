@@ -4,12 +4,12 @@ import re
 
 import pytest
 
-from tensorfx._errors import DataError
+from tensorfx import DataError
+from tensorfx.data import Feature
+from tensorfx.data import FeatureSet
+from tensorfx.data import FeatureType
+from tensorfx.data import Schema
 from tensorfx.data import _featureparams
-from tensorfx.data._feature import Feature
-from tensorfx.data._featureset import FeatureSet
-from tensorfx.data._featuretypes import FeatureType
-from tensorfx.data._schema import Schema
 
 IRIS = """\
 features:

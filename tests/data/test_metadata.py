@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from tensorfx._errors import DataError
-from tensorfx.data._metadata import Metadata
+from tensorfx import DataError
+from tensorfx.data import Metadata
 
 IRIS = """\
 {"instances": 120,

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
+from tensorfx import DataError
 from tensorfx import _yaml
-from tensorfx._errors import DataError
-from tensorfx.data._schema import Schema
-from tensorfx.data._schema import SchemaField
-from tensorfx.data._schema import SchemaFieldType
+from tensorfx.data import Schema
+from tensorfx.data import SchemaField
+from tensorfx.data import SchemaFieldType
 
 IRIS = """\
 fields:

@@ -22,9 +22,9 @@ import tensorflow as tf
 import tf_keras
 
 from ps_cluster_script import in_process_cluster
+from tensorfx import ConfigurationError
 from tensorfx import embeddings
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.training import _callbacks
 from tensorfx.training._builderbase import engine_of
 from tensorfx.training._callbacks import table_fill

@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
+from tensorfx import ConfigurationError
 from tensorfx import embeddings
-from tensorfx._errors import ConfigurationError
 from tensorfx.embeddings import _args
 from tensorfx.models import nn
 from tensorfx.training import ModelArguments

@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
+from tensorfx import DataError
 from tensorfx import embeddings
-from tensorfx._errors import DataError
 from tensorfx.data import FeatureSet
 from tensorfx.data import Schema
 from tensorfx.data import _listtext

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tensorfx import ConfigurationError
 from tensorfx import embeddings
-from tensorfx._errors import ConfigurationError
 
 
 def _table(**kwargs):

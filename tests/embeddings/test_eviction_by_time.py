@@ -5,10 +5,10 @@ import time
 import pytest
 import tensorflow as tf
 
+from tensorfx import ConfigurationError
+from tensorfx import DataError
 from tensorfx import data
 from tensorfx import embeddings
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from tensorfx import ConfigurationError
 from tensorfx import embeddings
-from tensorfx._errors import ConfigurationError
 from tensorfx.training import ModelArguments
 
 ROWS = 8

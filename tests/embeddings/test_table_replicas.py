@@ -22,7 +22,7 @@ _SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from tensorfx import embeddings
-    from tensorfx._errors import ConfigurationError
+    from tensorfx import ConfigurationError
     strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
     with strategy.scope():
       table = embeddings.EmbeddingTable('items', dim=4, capacity=8,

@@ -5,9 +5,9 @@ import os
 import pytest
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 
 # Regression: predict the petal width from the other measurements.

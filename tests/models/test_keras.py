@@ -17,9 +17,9 @@ import yaml
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import KerasModelBuilder
 from tensorfx.prediction import Model
 from tensorfx.training._builderbase import engine_of

@@ -6,7 +6,7 @@ The loss values themselves are pinned in tests/training/test_losses.py.
 import pytest
 import tensorflow as tf
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
 from tensorfx.models import nn
 
 # Errors: -1, 1, 4 against targets 2, -4, 8 (percentage: -0.5, 0.25, 0.5).

@@ -14,8 +14,8 @@ from iris_examples import example
 from iris_examples import read_examples
 from iris_examples import values as _values
 from iris_examples import write_records
+from tensorfx import DataError
 from tensorfx import prediction
-from tensorfx._errors import DataError
 
 # Its module fixtures are built once, on one worker.
 pytestmark = pytest.mark.xdist_group('test_batch')

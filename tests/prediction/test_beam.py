@@ -14,8 +14,8 @@ from iris_examples import example
 from iris_examples import read_examples
 from iris_examples import values
 from iris_examples import write_records
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
+from tensorfx import ConfigurationError
+from tensorfx import DataError
 from tensorfx.prediction import predict_beam
 from tensorfx.prediction import predict_files
 from tensorfx.prediction._beam import pipeline_options

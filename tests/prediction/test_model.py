@@ -10,8 +10,8 @@ import sys
 import pytest
 import tensorflow as tf
 
+from tensorfx import DataError
 from tensorfx import prediction
-from tensorfx._errors import DataError
 
 # Left out of the fast tier: its tests train, analyze or start processes.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('test_model')]

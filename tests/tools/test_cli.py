@@ -229,7 +229,7 @@ def test_a_mistyped_module_gets_the_closest_trainer(
 
 
 def test_a_mistyped_indexed_list_flag_gets_the_closest_one():
-  from tensorfx._errors import ConfigurationError
+  from tensorfx import ConfigurationError
   from tensorfx.models import nn
 
   try:

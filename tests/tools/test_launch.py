@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
 from tensorfx.tools import _launch
 
 # Each task appends its TF_CONFIG to TASKS/NAME.jsonl. The chief fails

@@ -324,7 +324,7 @@ def test_usage_errors(argv, message, capsys):
 
 
 def test_a_trainer_needs_predict_input():
-  from tensorfx._errors import ConfigurationError
+  from tensorfx import ConfigurationError
   from tensorfx.training import ModelArguments
 
   with pytest.raises(

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from test_trainer import _scalars
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tensorfx._errors import ConfigurationError
-from tensorfx.training._arguments.args import ModelArguments
+from tensorfx import ConfigurationError
+from tensorfx.training import ModelArguments
 
 ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -7,11 +7,11 @@ import tensorflow as tf
 import yaml
 
 from conftest import IRIS
+from tensorfx import ConfigurationError
 from tensorfx import data
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
+from tensorfx.training import ModelArguments
 from tensorfx.training._arguments import batch_size as _batch_size
-from tensorfx.training._arguments.args import ModelArguments
 from tensorfx.training._settings import Settings
 from test_trainer import _train
 

@@ -5,8 +5,8 @@ import tensorflow as tf
 import tf_keras
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import _builder
 

@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 
 # Left out of the fast tier: its tests train, analyze or start processes.

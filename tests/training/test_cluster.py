@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from tensorfx._errors import TrainingError
+from tensorfx import TrainingError
 from tensorfx.training._cluster import cluster as _cluster
 from tensorfx.training._run import jobinfo
 

@@ -8,10 +8,10 @@ import socket
 import pytest
 import tensorflow as tf
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
+from tensorfx.training import Configuration
+from tensorfx.training import TaskSpec
 from tensorfx.training._cluster import config as _config
-from tensorfx.training._cluster.config import Configuration
-from tensorfx.training._cluster.config import TaskSpec
 
 
 def from_tf_config(value, var='TF_CONFIG', **extra):

@@ -19,8 +19,8 @@ import yaml
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import TrainingError
 from tensorfx import training
-from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 from tensorfx.training._checkpoints import damaged as _damaged
 

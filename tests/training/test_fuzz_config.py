@@ -20,7 +20,7 @@ import re
 import pytest
 
 import fuzzing
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import Configuration
 

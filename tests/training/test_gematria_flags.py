@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.data import _filters
 from tensorfx.models import nn
-from tensorfx.training._arguments.args import ModelArguments
+from tensorfx.training import ModelArguments
 from test_trainer import _train
 
 

@@ -4,9 +4,9 @@ import shlex
 
 import pytest
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
+from tensorfx.training import ModelArguments
 from tensorfx.training._arguments import gematriaflags as _gematriaflags
-from tensorfx.training._arguments.args import ModelArguments
 
 # Gematria's documented example command line (only the binary differs).
 SEED = """--gematria_action=train --gematria_tokens_file /tmp/tokens.txt

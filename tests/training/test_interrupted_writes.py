@@ -21,10 +21,10 @@ import yaml
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import DataError
 from tensorfx import _atomic
 from tensorfx import prediction
 from tensorfx import training
-from tensorfx._errors import DataError
 from tensorfx.models import nn
 
 pytestmark = [

@@ -15,9 +15,9 @@ import tf_keras
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.training import regression_loss
 from tensorfx.training._settings import Settings
 

@@ -8,13 +8,13 @@ import tensorflow as tf
 import tf_keras
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx._yaml import load_yaml
 from tensorfx.models import nn
+from tensorfx.training import ModelArguments
 from tensorfx.training import _optimizers
 from tensorfx.training import _state as engine_state
-from tensorfx.training._arguments.args import ModelArguments
 from tensorfx.training._builderbase import engine_of
 
 

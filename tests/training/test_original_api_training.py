@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.models.nn._feedforward import hidden_layers
 from tensorfx.training import Configuration

@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import ROOT
+from tensorfx import ConfigurationError
+from tensorfx import HighLossError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import HighLossError
 from tensorfx.tfutils import _functions
 from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _optimizer

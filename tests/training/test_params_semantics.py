@@ -20,8 +20,8 @@ import pytest
 import tensorflow as tf
 
 from conftest import ROOT
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 import tfutils_model as tm
 
 # Its module fixtures are built once, on one worker.

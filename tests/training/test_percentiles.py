@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from tensorfx.training import ErrorPercentile
+from tensorfx.training import ModelArguments
 from tensorfx.training import error_percentiles
-from tensorfx.training._arguments.args import ModelArguments
 
 
 def test_percentiles_are_within_a_bin_of_numpy_over_batches():

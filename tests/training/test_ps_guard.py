@@ -21,7 +21,7 @@ _SCRIPT = r'''
 import json, socket, sys
 import tensorflow as tf
 from tensorfx import data, training
-from tensorfx._errors import HighLossError
+from tensorfx import HighLossError
 from tensorfx.models import nn
 
 def port():

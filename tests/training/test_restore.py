@@ -9,8 +9,8 @@ import tensorflow as tf
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from test_trainer import _scalars

@@ -12,9 +12,9 @@ import tensorflow as tf
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
+from tensorfx import TrainingError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 
 # Left out of the fast tier: its tests train, analyze or start processes.

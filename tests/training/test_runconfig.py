@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
+from tensorfx.training import ModelArguments
 from tensorfx.training._arguments import runconfig as _runconfig
-from tensorfx.training._arguments.args import ModelArguments
 
 
 class Arguments(ModelArguments):

@@ -9,9 +9,9 @@ import dataclasses
 
 import pytest
 
+from tensorfx import ConfigurationError
 from tensorfx import _argparsing
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.training import _settings
 from tensorfx.training._settings import _section
 

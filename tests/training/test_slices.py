@@ -16,8 +16,8 @@ import pytest
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._evaluation import slices as _slices
 from tensorfx.training._run import evaluator as _evaluator
@@ -77,7 +77,7 @@ def test_parse_fields_and_crosses():
 
 
 def test_numeric_buckets_follow_the_bucketize_boundaries():
-  from tensorfx.data._feature import Feature
+  from tensorfx.data import Feature
 
   stats = {'min': 0.0, 'max': 8.0}
   explicit = types.SimpleNamespace(

@@ -13,9 +13,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import IRIS
+from tensorfx import ConfigurationError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._builderbase import engine_of
 from tensorfx.training._engine import cache

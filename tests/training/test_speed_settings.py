@@ -2,8 +2,8 @@
 
 import pytest
 
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.training import _settings
 
 

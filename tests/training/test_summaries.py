@@ -25,8 +25,8 @@ import tensorflow as tf
 
 from conftest import iris_args
 from conftest import modules_imported
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import _settings
 from tensorfx.training._engine import cadence as _cadence

@@ -15,9 +15,9 @@ import tensorflow as tf
 import yaml
 
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training._settings import TaskSettings
 

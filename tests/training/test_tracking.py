@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from conftest import IRIS
-from tensorfx._errors import ConfigurationError
+from tensorfx import ConfigurationError
+from tensorfx.training import ModelArguments
 from tensorfx.training import _settings
-from tensorfx.training._arguments.args import ModelArguments
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import tracking as _tracking
 from test_trainer import _train

@@ -12,11 +12,11 @@ import yaml
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import ConfigurationError
+from tensorfx import DataError
+from tensorfx import TrainingError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
-from tensorfx._errors import TrainingError
 from tensorfx.models import nn
 
 # Left out of the fast tier: its tests train, analyze or start processes.

@@ -11,8 +11,8 @@ import yaml
 from conftest import IRIS
 from iris_examples import example
 from iris_examples import write_records
+from tensorfx import DataError
 from tensorfx import data
-from tensorfx._errors import DataError
 from test_trainer import _scalars
 from test_trainer import _train
 

@@ -9,8 +9,8 @@ import yaml
 
 from conftest import IRIS
 from conftest import iris_args
+from tensorfx import ConfigurationError
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
 from tensorfx.models import nn
 from tensorfx.training import _settings
 from tensorfx.training._evaluation import aggregation as _aggregation

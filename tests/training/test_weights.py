@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tf_keras
 
+from tensorfx import ConfigurationError
+from tensorfx import DataError
 from tensorfx import data
 from tensorfx import training
-from tensorfx._errors import ConfigurationError
-from tensorfx._errors import DataError
 from tensorfx.models import KerasModelBuilder
 from tensorfx.models import nn
 from tensorfx.training._settings.weights import parse_class_weight

@@ -466,9 +466,9 @@ def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
 
 
 def test_without_optuna_the_error_says_what_to_install(monkeypatch, tmp_path):
-  from tensorfx._errors import ConfigurationError
-  from tensorfx.cloud._studyspec import ParameterSpec
-  from tensorfx.cloud._studyspec import StudySpec
+  from tensorfx import ConfigurationError
+  from tensorfx.cloud import ParameterSpec
+  from tensorfx.cloud import StudySpec
   from tensorfx.tuning import tune
 
   monkeypatch.setitem(sys.modules, 'optuna', None)  # import optuna fails
