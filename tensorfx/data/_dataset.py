@@ -36,16 +36,22 @@ class DataSource:
     self._files = None
 
   def bind(self, schema):
-    """A source like this one (files, options) reading by `schema`.
+    """This source reading by `schema`: itself, or a copy if it has another.
 
     What a DataSet does with the sources it is given: the dataset's schema
-    is the one they read by. Files are not touched.
+    is the one they read by. A source made without a schema takes the
+    dataset's and is the very object the dataset holds, as the original
+    tensorfx's `DataSet(...)[name]` was; one already reading by another
+    schema (given to another dataset) is copied. Files are not touched.
 
     Example:
       >>> source = CsvDataSource('data/train-*.csv')  # no schema yet
-      >>> source.bind(schema).schema is schema
-      True
+      >>> source.bind(schema) is source, source.schema is schema
+      (True, True)
     """
+    if self.schema is None or self.schema is schema:
+      self.schema = schema
+      return self
     source = copy.copy(self)
     source.schema = schema
     return source

@@ -288,10 +288,19 @@ class SchemaField:
     """
     return cls(name, SchemaFieldType.DISCRETE, **options)
 
-  @property
-  def numeric(self):
-    """Whether the field holds numbers (integer or real)."""
-    return self.type.numeric
+  class _Numeric:
+    """`field.numeric`: whether a field holds numbers (integer or real).
+
+    On the class, the original tensorfx's factory of a number field:
+    `SchemaField.numeric('x')` is `SchemaField.real('x')`.
+    """
+
+    def __get__(self, field, cls):
+      if field is None:
+        return cls.real
+      return field.type.numeric
+
+  numeric = _Numeric()
 
   @property
   def multivalent(self):

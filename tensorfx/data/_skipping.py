@@ -49,9 +49,10 @@ class SkippingSource(DataSource):
 
   def bind(self, schema):
     source: Self = super().bind(schema)
-    # Counts and locks are the new source's own.
-    source._bad_records = 0
-    source._lock = threading.Lock()
+    if source is not self:
+      # Counts and locks are the new source's own.
+      source._bad_records = 0
+      source._lock = threading.Lock()
     return source
 
   def enable_skipping(self, count=True):

@@ -213,3 +213,33 @@ def test_dataframe_dataset_infers_category_columns_as_discrete():
   assert dataset.schema['c'].type is SchemaFieldType.discrete
   assert dataset.schema.fields == ['c', 'x']
   assert len(dataset) == 2
+
+
+def test_a_dataset_holds_the_very_sources_it_was_given():
+  # The original tensorfx's own dataset tests, as its last version wrote
+  # them: `assertEqual(ds['foo'], source)` compares identities.
+  schema = Schema.create(SchemaField.numeric('x'))
+  source = DataSource()
+  dataset = DataSet({'foo': source}, schema, None, None)
+  assert dataset['foo'] is source
+  assert len(DataSet({}, schema, None, None)) == 0
+  schema = Schema.create(SchemaField.numeric('x'), SchemaField.numeric('y'))
+  train, evaluation = CsvDataSource('...'), CsvDataSource('...')
+  dataset = CsvDataSet(schema, train=train, eval=evaluation)
+  assert dataset['train'] is train and dataset['eval'] is evaluation
+  assert len(dataset) == 2 and dataset.sources == ['train', 'eval']
+  # A source already reading by another dataset's schema is copied for a
+  # second dataset, and stays as the first one holds it.
+  reading = train.schema
+  other = CsvDataSet(
+    Schema.create(SchemaField.discrete('x'), SchemaField.numeric('y')),
+    train=train,
+  )
+  assert other['train'] is not train and train.schema is reading
+  assert other['train'].schema['x'].type == SchemaFieldType.DISCRETE
+
+
+def test_schema_field_numeric_is_the_originals_factory_and_a_property():
+  field = SchemaField.numeric('x')
+  assert field.type == SchemaFieldType.REAL and field.numeric
+  assert not SchemaField.discrete('species').numeric

@@ -91,6 +91,9 @@ def test_a_cluster_of_empty_jobs_is_accepted_as_the_original_did():
   )
   assert config.distributed and config.master
   assert config.task.type == 'master'
+  # The original reported the cluster it was given, its jobs taskless.
+  assert config.cluster is not None and config.cluster.jobs == ['hosts']
+  assert config.training_cluster is None
   # It trains as a lone chief all the same.
   assert config.strategy_kind == 'default' and config.device == ''
   empty = Configuration.environment(

@@ -67,6 +67,8 @@ class Configuration:
       and bool(cluster)
       and all(isinstance(v, (list, tuple)) and not v for v in cluster.values())
     )
+    # Its jobs, as `cluster` reports them: the original's ClusterSpec.
+    self._declared_jobs = dict(cluster) if self._declared_cluster else None
     if self._declared_cluster:
       cluster = None
     self._cluster, raw_jobs = _tfconfig.normalise_cluster(cluster, where)
@@ -142,13 +144,17 @@ class Configuration:
   def cluster(self) -> Any:
     """The whole cluster, evaluator included, as a `tf.train.ClusterSpec`.
 
-    None when there is no cluster (single-node training).
+    None when there is no cluster (single-node training). A `cluster`
+    whose jobs list no task (`{"hosts": []}`) is reported as the original
+    tensorfx reported it, those jobs without tasks; it trains as a lone
+    chief.
     """
-    if not self._cluster:
+    jobs = self._cluster or self._declared_jobs
+    if not jobs:
       return None
     import tensorflow as tf
 
-    return tf.train.ClusterSpec(self._cluster)
+    return tf.train.ClusterSpec(jobs)
 
   @property
   def training_cluster(self) -> Any:
