@@ -44,14 +44,6 @@ class _Tracked(tf.Module):
     self._accumulator: Any = None
     self._loss_scale_optimizer: Any = None
 
-  def keep_evaluation_metrics(self, metrics: Dict[str, Any]) -> None:
-    """Checkpoints `metrics` under `_evaluation_metrics`, the release's name."""
-    self._evaluation_metrics = metrics
-
-  def children(self, save_type: Any, **kwargs: Any) -> Dict[str, Any]:
-    """The checkpointed objects by their names in checkpoints."""
-    return dict(self._trackable_children(save_type, **kwargs))
-
 
 def _tracked(name: str, doc: str) -> Any:
   """A property of `EngineState` kept in its checkpointed `_Tracked`."""
@@ -128,13 +120,8 @@ class EngineState:
     """
     self._metrics = dict(metrics)
     if self.evaluation_checkpointed:
-      self._tracked.keep_evaluation_metrics(self._metrics)
-
-  def checkpoint_children(
-    self, save_type: Any, **kwargs: Any
-  ) -> Dict[str, Any]:
-    """The engine's checkpointed objects by their names in checkpoints."""
-    return self._tracked.children(save_type, **kwargs)
+      # Under `_evaluation_metrics`, the release's name.
+      self._tracked._evaluation_metrics = self._metrics  # noqa: SLF001
 
   # The engine's entry points for the builder's defaults: what
   # `ModelBuilder.build_graph_interfaces` and the graph builders it calls,
@@ -193,7 +180,8 @@ class _Checkpointed(tf.__internal__.tracking.Trackable):
     # has no public API for them (`tf.train.TrackableView.children` also
     # converts them).
     children = dict(builder._trackable_children(save_type, **kwargs))  # noqa: SLF001  (TensorFlow's checkpoint protocol)
-    children.update(state.checkpoint_children(save_type, **kwargs))
+    # The engine's, by their names in checkpoints.
+    children.update(state._tracked._trackable_children(save_type, **kwargs))  # noqa: SLF001
     return children
 
   def _lookup_dependency(

@@ -88,8 +88,6 @@ class EvaluatorRun(_skeleton.Run):
     self.since = since
     self.poll_secs = poll_secs
     self.timeout_secs = timeout_secs
-    self.best_dir = self.layout.best_model
-    self.state_path = self.layout.evaluator_state
     self._skipped = set()
 
   def run(self):
@@ -131,7 +129,7 @@ class EvaluatorRun(_skeleton.Run):
       context,
       extra=[
         _callbacks.BestModelExport(
-          self.best_dir, state.get('best'), state.get('best_step')
+          self.layout.best_model, state.get('best'), state.get('best_step')
         )
       ],
       source=_jobinfo.source(),
@@ -253,10 +251,10 @@ class EvaluatorRun(_skeleton.Run):
 
   def _load_state(self):
     fresh: dict[str, Any] = {'evaluated': []}
-    if not tf.io.gfile.exists(self.state_path):
+    if not tf.io.gfile.exists(self.layout.evaluator_state):
       return fresh
     try:
-      with tf.io.gfile.GFile(self.state_path) as f:
+      with tf.io.gfile.GFile(self.layout.evaluator_state) as f:
         state = json.load(f)
       if not isinstance(state.get('evaluated'), list):
         raise ValueError('no list of evaluated steps')
@@ -264,24 +262,26 @@ class EvaluatorRun(_skeleton.Run):
       # Written by rename, so only something else can have damaged it.
       logger.warning(
         '%s is unreadable (%s): evaluating every checkpoint again',
-        self.state_path,
+        self.layout.evaluator_state,
         e,
       )
       return fresh
-    if state.get('best') is not None and _atomic.incomplete(self.best_dir):
+    if state.get('best') is not None and _atomic.incomplete(
+      self.layout.best_model
+    ):
       # Its export was interrupted (gs://): the next evaluation exports.
       logger.warning(
         '%s is incomplete: the next checkpoint evaluated will '
         'be exported there',
-        self.best_dir,
+        self.layout.best_model,
       )
       state['best'] = state['best_step'] = None
     return state
 
   def _save_state(self, state):
-    tf.io.gfile.makedirs(os.path.dirname(self.state_path))
+    tf.io.gfile.makedirs(os.path.dirname(self.layout.evaluator_state))
     _atomic.write_text(
-      self.state_path, json.dumps(state), fault='evaluator.state'
+      self.layout.evaluator_state, json.dumps(state), fault='evaluator.state'
     )
 
 

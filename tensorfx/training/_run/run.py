@@ -51,7 +51,6 @@ class TrainingRun(_skeleton.Run):
       callbacks,
       worker=None if self.chief else f'{config.task.type}-{config.task.index}',
     )
-    self.scratch = self.layout.scratch
     # With an evaluator task in the cluster, evaluation is its job.
     self.evaluator_task = (
       config.cluster is not None and 'evaluator' in config.cluster.jobs
@@ -90,8 +89,8 @@ class TrainingRun(_skeleton.Run):
       record.write_on_failure(status='failed', error=f'{type(e).__name__}: {e}')
       raise
     finally:
-      if self.scratch:
-        _remove_scratch(self.scratch)
+      if self.layout.scratch:
+        _remove_scratch(self.layout.scratch)
 
   def _run(self, record):
     builder, settings = self.builder, self.settings
