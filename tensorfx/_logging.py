@@ -357,3 +357,13 @@ def uninstall_import_hook():
   if _hook is not None and _hook in sys.meta_path:
     sys.meta_path.remove(_hook)
   _hook = None
+
+
+def counted(count: int, noun: str) -> str:
+  """`count` and `noun`, plural unless there is one.
+
+  Example:
+    >>> counted(1, 'bad record'), counted(3, 'variable group')
+    ('1 bad record', '3 variable groups')
+  """
+  return f'{count} {noun}' if count == 1 else f'{count} {noun}s'

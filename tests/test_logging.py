@@ -256,3 +256,11 @@ def test_the_python_api_leaves_a_bare_root_logger_bare(
   assert root.handlers == []
   assert model.predict(['6.3,3.3,6,2.5'])[0]['label']
   assert root.handlers == []
+
+
+def test_counts_name_one_thing_in_the_singular():
+  from tensorfx import _logging
+
+  assert _logging.counted(1, 'bad record') == '1 bad record'
+  assert _logging.counted(0, 'bad record') == '0 bad records'
+  assert _logging.counted(2, 'variable group') == '2 variable groups'

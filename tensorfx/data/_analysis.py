@@ -81,7 +81,9 @@ def analyze(
   metadata.save(os.path.join(output_dir, _METADATA_FILE))
   logger.info('Analyzed %d instances of %s', metadata.instances, source)
   if skipped or data_source.skip_bad_records:
-    logger.warning('Skipped %d bad records of %s', skipped, source)
+    logger.warning(
+      'Skipped %s of %s', _logging.counted(skipped, 'bad record'), source
+    )
   return metadata
 
 

@@ -14,6 +14,7 @@ import json
 import re
 import time
 
+from tensorfx import _logging
 from tensorfx._errors import DataError
 from tensorfx._logging import logger
 from tensorfx.data import _paths
@@ -177,7 +178,9 @@ def predict_files(
     summary.predicted,
     summary.records,
     summary.seconds,
-    f' ({summary.skipped} bad records skipped)' if summary.skipped else '',
+    f' ({_logging.counted(summary.skipped, "bad record")} skipped)'
+    if summary.skipped
+    else '',
   )
   return summary
 

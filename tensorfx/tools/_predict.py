@@ -226,7 +226,9 @@ def _run_beam(args, rest):
   skipped = counts['bad_records']
   print(
     f'Predicted {counts["predicted"]} records into {args.output}'
-    + (f' ({skipped} bad records skipped)' if skipped else ''),
+    + (
+      f' ({_logging.counted(skipped, "bad record")} skipped)' if skipped else ''
+    ),
     file=sys.stderr,
   )
   return 0

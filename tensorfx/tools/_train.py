@@ -90,7 +90,7 @@ def help_or_check(args, required=('--module', '--output')):
     parser.print_help()
     if args.module:
       print(
-        f'\nThe trainer {args.module} takes these flags (after the '
+        f'\nThe trainer module {args.module!r} takes these flags (after the '
         'ones above):\n',
         flush=True,
       )

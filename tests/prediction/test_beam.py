@@ -111,7 +111,7 @@ def test_several_direct_workers_predict_what_local_predict_does(
   )
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'Predicted 30 records' in result.stderr
-  assert '(1 bad records skipped)' in result.stderr
+  assert '(1 bad record skipped)' in result.stderr
   # Logged by a worker (its log lines quote the message).
   assert 'part1.csv: the line' in result.stderr
   assert 'setosa,5.1,not-a-number' in result.stderr

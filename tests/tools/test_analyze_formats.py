@@ -118,7 +118,7 @@ def test_analyze_with_a_header_delimiter_and_bad_rows(tmp_path, capsys):
   assert code == 0
   assert 'Analyzed 3 instances' in capsys.readouterr().out
   messages = [r.getMessage() for r in records]
-  assert 'Skipped 1 bad records of train' in messages
+  assert 'Skipped 1 bad record of train' in messages
   assert (
     f"Skipping a bad record: {path}:5: column 'sepal_length' is not a "
     'real number: wide'

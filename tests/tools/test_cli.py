@@ -155,7 +155,10 @@ def test_train_reports_a_missing_data_file(tmp_path):
 def test_train_help_with_a_module_shows_the_trainers_flags():
   result = _run('train', '--module', 'trainer', '--help', cwd=IRIS)
   assert result.returncode == 0, result.stderr
-  own, _, trainer = result.stdout.partition('The trainer trainer takes')
+  own, _, trainer = result.stdout.partition(
+    "The trainer module 'trainer' takes"
+  )
+  assert trainer, result.stdout
   assert '--cluster' in own and '--hidden-layers' not in own
   # The iris trainer's own flag and the standard ones.
   for flag in (

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from tensorfx import _logging
 from tensorfx._logging import logger
 from tensorfx.training._callbacks import base
 
@@ -48,7 +49,10 @@ class BadRecordsCallback(base.Callback):
     for name, count in self.context.builder.dataset.bad_records().items():
       if count != self._reported.get(name, 0):
         logger.warning(
-          'Skipped %d bad records of %s so far (step %d)', count, name, step
+          'Skipped %s of %s so far (step %d)',
+          _logging.counted(count, 'bad record'),
+          name,
+          step,
         )
         summaries.scalars(name, step, {'bad_records': count})
         self._reported[name] = count

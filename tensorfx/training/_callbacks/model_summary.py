@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 import tensorflow as tf
 
+from tensorfx import _logging
 from tensorfx._logging import logger
 from tensorfx.training import _builderbase
 from tensorfx.training._callbacks import base
@@ -158,7 +159,7 @@ class ModelSummaryCallback(base.Callback):
     trainable = sum(g.trainable for g in groups)
     lines = [
       f'Model {type(builder).__name__} under {strategy}: '
-      f'{len(groups)} variable groups',
+      f'{_logging.counted(len(groups), "variable group")}',
       row(header),
     ]
     lines += [row(r) for r in rows]
