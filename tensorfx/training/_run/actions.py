@@ -73,20 +73,16 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     dict from target name to its metric values).
   """
   prepared = Prepared(builder, output, checkpoint, callbacks)
-  settings = prepared.settings
   if prepared.interface is None or not prepared.targets:
     raise ConfigurationError(
       'Nothing to evaluate: give --data-eval or --eval-target.'
     )
   evaluation = prepared.evaluation(prepared.interface, prepared.targets)
-  tracker = _tracking.create(settings.tracking, output)
-  context = prepared.context(
-    checkpoints=prepared.checkpoints,
-    prediction=prepared.prediction,
-  )
   callback_list = prepared.callback_list(
-    tracker,
-    context,
+    _tracking.create(prepared.settings.tracking, output),
+    prepared.context(
+      checkpoints=prepared.checkpoints, prediction=prepared.prediction
+    ),
     source=_jobinfo.source(),
     arguments=prepared.arguments(),
   )
@@ -96,7 +92,7 @@ def evaluate(builder, output, checkpoint=None, callbacks=()):
     {
       'step': step,
       'max_steps': None,
-      'batch_size': settings.validation.batch_size,
+      'batch_size': prepared.settings.validation.batch_size,
     }
   )
   try:
