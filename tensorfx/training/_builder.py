@@ -128,7 +128,7 @@ class ModelBuilder(_builderbase.BuilderBase):
     Returns:
       A `tf.data.Dataset` of dicts of tensors keyed by feature name.
     """
-    return self._engine.default_input(self, source, batch, epochs, shuffle)
+    return self._engine.build_input(self, source, batch, epochs, shuffle)
 
   def build_inference(self, inputs, training):
     """Builds the inference (forward pass) of the model.
@@ -341,7 +341,7 @@ class ModelBuilder(_builderbase.BuilderBase):
     creates the variables (the eager hook calls), then traces the training
     step and the loop that runs it for the strategy.
     """
-    return self._engine.training_graph(self)
+    return self._engine.build_training_graph(self)
 
   def build_evaluation_graph(self) -> Optional[_interfaces.EvaluationInterface]:
     """Builds the evaluation interface; see `EvaluationInterface`.
@@ -349,7 +349,7 @@ class ModelBuilder(_builderbase.BuilderBase):
     Called once, under the strategy's scope. Returns None when there is
     nothing to evaluate (no `eval` source and no validation target).
     """
-    return self._engine.evaluation_graph(self)
+    return self._engine.build_evaluation_graph(self)
 
   def build_prediction_graph(self) -> _interfaces.PredictionInterface:
     """Builds the prediction interface over raw instances.
@@ -360,7 +360,7 @@ class ModelBuilder(_builderbase.BuilderBase):
     serialized tf.Example protos (`examples`), and `predict_features` one
     tensor per raw field.
     """
-    return self._engine.prediction_graph(self)
+    return self._engine.build_prediction_graph(self)
 
 
 # What a builder may replace that the engine otherwise does itself.

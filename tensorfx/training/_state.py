@@ -64,8 +64,8 @@ class EngineState:
 
   Attributes:
     strategy: the `tf.distribute.Strategy` the graphs were built under.
-    settings: the job's `Settings` with `--batch-size all` resolved (None
-      until the graphs are built: the builder's own are used).
+    settings: the run's `Settings`, `--batch-size all` resolved (None
+      until the run's data is ready: the builder's own are used).
     variables_created: whether the hooks' eager pass ran.
     run: run-time objects, never checkpointed nor exported: the transform
       layer, a parameter-server worker's copy of it, the cluster
@@ -123,39 +123,39 @@ class EngineState:
       # Under `_evaluation_metrics`, the release's name.
       self._tracked._evaluation_metrics = self._metrics  # noqa: SLF001
 
-  # The engine's entry points for the builder's defaults: what
-  # `ModelBuilder.build_graph_interfaces` and the graph builders it calls,
-  # `build_input` and `build_init` do unless overridden.
+  # The engine's defaults of the builder's hooks of the same names: what
+  # `ModelBuilder.build_graph_interfaces`, the graph builders it calls and
+  # `build_input` do unless overridden.
 
   def build_graph_interfaces(self, builder: Any, config: Any) -> Any:
     """The training, evaluation and (deferred) prediction interfaces."""
     return _graphs.build_graph_interfaces(builder, self, config)
 
-  def training_graph(self, builder: Any) -> Any:
-    """The `TrainingInterface` (`ModelBuilder.build_training_graph`)."""
+  def build_training_graph(self, builder: Any) -> Any:
+    """The `TrainingInterface`."""
     return _training_graph.build(builder, self)
 
-  def evaluation_graph(self, builder: Any) -> Any:
+  def build_evaluation_graph(self, builder: Any) -> Any:
     """The `EvaluationInterface`, or None with nothing to evaluate."""
     return _evaluation_graph.build(builder, self)
 
-  def prediction_graph(self, builder: Any) -> Any:
+  def build_prediction_graph(self, builder: Any) -> Any:
     """The `PredictionInterface`: the serving signatures."""
     return _serving.build(builder)
 
-  def default_input(self, builder: Any, *source: Any) -> Any:
+  def build_input(self, builder: Any, *source: Any) -> Any:
     """The transformed dataset of `(source, batch, epochs, shuffle)`."""
     return _input.read(builder, self, *source)
 
-  def calls_builder(self, name: str) -> bool:
-    """Whether the engine calls the builder's `name` or does it itself."""
-    return self.overrides is None or name in self.overrides
+  def calls_builder(self, hook: str) -> bool:
+    """Whether the engine calls the builder's `hook` or does it itself."""
+    return self.overrides is None or hook in self.overrides
 
-  def input(self, builder: Any, *source: Any) -> Any:
-    """The dataset of a source: the builder's `build_input`, or the default."""
-    if self.calls_builder('build_input'):
-      return builder.build_input(*source)
-    return self.default_input(builder, *source)
+  def call(self, builder: Any, hook: str, *args: Any) -> Any:
+    """`hook(*args)`: the builder's own where it has one, else the default."""
+    if self.calls_builder(hook):
+      return getattr(builder, hook)(*args)
+    return getattr(self, hook)(builder, *args)
 
   def warm_start_variables(self, builder: Any, made_optimizers: Any) -> Any:
     """The model's variables a warm start assigns."""

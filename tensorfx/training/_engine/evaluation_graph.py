@@ -131,7 +131,9 @@ def build(builder, engine):
     return computations[fn]
 
   def dataset(source='eval', batch_size=None, batches=None):
-    data = engine.input(builder, source, batch_size or default_batch, 1, False)
+    data = engine.call(
+      builder, 'build_input', source, batch_size or default_batch, 1, False
+    )
     # Before the first pass is traced: compiled with XLA, or not.
     inference.check(data.element_spec, strategy)
     if batches:

@@ -36,21 +36,11 @@ def build_graph_interfaces(builder, engine, config):
       name='global_step',
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
     )
-    training = (
-      builder.build_training_graph()
-      if engine.calls_builder('build_training_graph')
-      else engine.training_graph(builder)
-    )
-    evaluation = (
-      builder.build_evaluation_graph()
-      if engine.calls_builder('build_evaluation_graph')
-      else engine.evaluation_graph(builder)
-    )
+    training = engine.call(builder, 'build_training_graph')
+    evaluation = engine.call(builder, 'build_evaluation_graph')
 
   def build_prediction():
     with strategy.scope():
-      if engine.calls_builder('build_prediction_graph'):
-        return builder.build_prediction_graph()
-      return engine.prediction_graph(builder)
+      return engine.call(builder, 'build_prediction_graph')
 
   return training, evaluation, _interfaces.DeferredPrediction(build_prediction)

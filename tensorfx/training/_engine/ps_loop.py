@@ -62,7 +62,9 @@ def make_loop(
     del context
     engine.run.worker_layer = worker_layer
     try:
-      return engine.input(builder, 'train', batch_size, epochs, shuffle)
+      return engine.call(
+        builder, 'build_input', 'train', batch_size, epochs, shuffle
+      )
     finally:
       engine.run.worker_layer = None
 

@@ -28,8 +28,8 @@ def build(builder, engine):
   # Parameter-server workers read independently and forever; the step
   # count (--max-steps) bounds training.
   epochs = None if parameter_servers else settings.loop.epochs
-  dataset = engine.input(
-    builder, 'train', settings.loop.batch_size, epochs, shuffle
+  dataset = engine.call(
+    builder, 'build_input', 'train', settings.loop.batch_size, epochs, shuffle
   )
   if not parameter_servers:
     # The pipeline's threads start with the iterator, not at the first

@@ -55,8 +55,11 @@ class Run:
     self.user_callbacks = list(callbacks)
     self.layout = _layout.JobLayout.of(output, worker=worker)
     self.paths = self.layout.paths()
-    # As parsed; resolved once the data is ready (`ready_data`).
-    self.settings = builder.settings
+
+  @property
+  def settings(self) -> Any:
+    """The job's settings: as parsed, then resolved (`ready_data`)."""
+    return self.builder.settings
 
   def ready_data(
     self,
@@ -91,10 +94,14 @@ class Run:
     dataset = self.builder.dataset
     if skip_bad_records:
       dataset.skip_bad_records(count=count_bad_records)
+    if not dataset.analyzed:
+      self._find_analysis(dataset, analyze, wait_secs)
+    self.engine.settings = _batch_size.resolve(self.builder.settings, dataset)
+    return self.settings
+
+  def _find_analysis(self, dataset: Any, analyze: Any, wait_secs: Any) -> None:
     analysis = self.layout.analysis
-    if dataset.analyzed:
-      pass
-    elif analyze is not None:
+    if analyze is not None:
       analyze(dataset)
     elif wait_secs is not None:
       _cluster.wait_for_analysis(dataset, analysis, wait_secs)
@@ -103,9 +110,6 @@ class Run:
         'The dataset has not been analyzed: give --data-metadata, or '
         f'train first (training writes its analysis to {analysis}).'
       )
-    self.engine.settings = _batch_size.resolve(self.builder.settings, dataset)
-    self.settings = self.engine.settings
-    return self.settings
 
   def build_graphs(self) -> Tuple[Any, Any, Any, Any]:
     """The validation targets and the three graph interfaces.
@@ -120,11 +124,9 @@ class Run:
     )
     self.engine.overrides = _builder.overrides(builder)
     with _validation.data_errors():
-      if self.engine.calls_builder('build_graph_interfaces'):
-        interfaces = builder.build_graph_interfaces(self.config)
-      else:
-        interfaces = self.engine.build_graph_interfaces(builder, self.config)
-    training, evaluation, prediction = interfaces
+      training, evaluation, prediction = self.engine.call(
+        builder, 'build_graph_interfaces', self.config
+      )
     return targets, training, evaluation, prediction
 
   def best(self) -> Any:
