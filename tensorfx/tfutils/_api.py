@@ -8,7 +8,7 @@ tensorfx job.
 
 import json
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
@@ -85,8 +85,9 @@ def train_from_params(
 
   Args:
     save_params: where the experiment is recorded and how often: `host`,
-      `port`, `dbname`, `collname`, `exp_id` (required), `cache_dir`,
-      `do_save`, `save_metrics_freq`, `save_valid_freq`,
+      `port`, `dbname`, `collname`, `exp_id` (required, here or in
+      load_params: each location key absent is load_params', as tfutils),
+      `cache_dir`, `do_save`, `save_metrics_freq`, `save_valid_freq`,
       `save_filters_freq`, `cache_filters_freq`, `cache_max_num`,
       `save_initial_filters`.
     model_params: `func` (called as `func(inputs=, train=, seed=,
@@ -96,27 +97,30 @@ def train_from_params(
       `targets` (`func(inputs, outputs, **kwargs)` -> dict, recorded),
       `num_steps` (None: until interrupted), `thres_loss`,
       `validate_first`, `num_minibatches`, `train_loop` (`{'func':
-      f(sess, train_targets, **kwargs)}`, called for every step: its
+      f(sess, train_targets, **kwargs)}`, called for every step with
+      `train_targets` a list of one dict, as tfutils: its
       `sess.run(train_targets)` runs the step).
     loss_params: `pred_targets`, `loss_func`, `loss_func_kwargs`,
       `agg_func`, `agg_func_kwargs` (default: softmax cross-entropy of
       `labels`, averaged).
-    learning_rate_params: `func` (receives `global_step=`) and its
-      arguments; or `{'learning_rate': RATE}`.
+    learning_rate_params: `func` (receives `global_step=`; default, as
+      tfutils: `tf.compat.v1.train.exponential_decay`) and its arguments;
+      or `{'learning_rate': RATE}` alone, a constant.
     optimizer_params: `optimizer` (a tf_keras or `tf.compat.v1.train`
       optimizer class) and its arguments; default momentum 0.9 with
       gradients clipped to [-1, 1] (tfutils' ClipOptimizer).
     validation_params: targets by name: `data` (`func`, `batch_size`, its
       arguments), `targets` (`func(inputs, outputs, **kwargs)` -> dict;
-      default: the loss), `num_steps`, `online_agg_func`, `agg_func`
-      (default: tfutils' identity, the per-batch lists; `'mean'` for
-      their means).
+      default: the loss), `num_steps`, `online_agg_func` (default, as
+      tfutils: the list of per-batch dicts), `agg_func` (receives what
+      `online_agg_func` made; default: each key's per-batch list;
+      `'mean'` for their means).
     load_params: what a fresh experiment starts from: `exp_id` (and the
       location keys) of another experiment, or `from_ckpt`; `do_restore`
       (False: from scratch, the exp_id's checkpoints moved aside), `query`
       (a MongoDB-style query, see the guide), `to_restore`,
-      `load_param_dict`,
-      `restore_global_step`.
+      `load_param_dict`, `restore_global_step`. save_params' own keys
+      (`save_valid_freq`, ...) are ignored here, as tfutils ignored them.
     log_device_placement: log where each operation runs.
     dont_run: build everything, train nothing.
     skip_check: accepted for tfutils' scripts; tensorfx records git
@@ -137,14 +141,9 @@ def train_from_params(
       the `exp_id` was trained with another model.
   """
   del skip_check
-  if save_params is None:
-    raise ConfigurationError(
-      "save_params is required: at least {'dbname': ..., 'collname': ..., "
-      "'exp_id': ...}, where the experiment is recorded."
-    )
-  save = _save.SaveSettings.from_params(
-    _keys.Params(save_params, 'save_params')
-  )
+  saving = _keys.Params(save_params, 'save_params')
+  loading = _keys.Params(load_params, 'load_params')
+  save = _save.SaveSettings.from_params(saving, loading)
   model = _functions.Model.from_params(
     _keys.Params(model_params, 'model_params')
   )
@@ -152,32 +151,26 @@ def train_from_params(
     _keys.Params(train_params, 'train_params')
   )
   loss = _functions.Loss.from_params(_keys.Params(loss_params, 'loss_params'))
-  rate = _keys.Params(learning_rate_params, 'learning_rate_params')
-  if rate.get('func') is None and rate.get('learning_rate') is None:
-    rate.required(
-      'func',
-      'the function of the learning rate; it receives '
-      "global_step= and the other keys (or give {'learning_rate':"
-      ' RATE} for a constant rate)',
-    )
+  rate = _optimizer.LearningRate.from_params(
+    _keys.Params(learning_rate_params, 'learning_rate_params')
+  )
   optimizer = _keys.Params(optimizer_params, 'optimizer_params')
   validations = _validation.from_params(
     _keys.Params(validation_params, 'validation_params')
   )
-  load = _load.LoadSettings.from_params(
-    _keys.Params(load_params, 'load_params'), save.location
-  )
+  load = _load.LoadSettings.from_params(loading, saving)
   location = save.location
   store = _store.Store(location.uri) if save.do_save else None
   output = _store.output_of(location, store)
-  fresh = _fresh_start(load, location, output)
+  own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
+  fresh = _fresh_start(load, location, own)
   recorded = None if fresh else _recorded_fingerprint(output, store, location)
   # Before anything of the experiment is touched; the variables are
   # compared once the model is built.
   _fingerprint.check_function(
     recorded, model, location.exp_id, f'recorded in {output}'
   )
-  warm_start = None if fresh else _warm_start(load, location, store, output)
+  warm_start = None if fresh else _warm_start(load, location, store, own)
   description = {
     'save_params': {
       **_keys.describe(
@@ -185,17 +178,17 @@ def train_from_params(
       ),
       **save.describe(),
     },
-    'model_params': model.function.describe(),
+    'model_params': model.describe(),
     'train_params': train.describe(),
     'loss_params': loss.describe(),
-    'learning_rate_params': _keys.describe(rate.value),
+    'learning_rate_params': rate.describe(),
     'optimizer_params': _keys.describe(optimizer.value),
     'validation_params': {v.name: v.describe() for v in validations},
     'load_params': load.describe(),
   }
   flags = (
     save.flags()
-    + train.flags()
+    + train.flags(_first_step(own, fresh, warm_start))
     + _model_flags(model, _optimizer.trainable_pattern(optimizer))
   )
   if fresh:
@@ -289,12 +282,13 @@ def test_from_params(
   Args:
     load_params: the experiment to test: `host`, `port`, `dbname`,
       `collname`, `exp_id` (defaulting to save_params'), `cache_dir`,
-      `from_ckpt`, `query`.
+      `from_ckpt`, `query` (save_params' own keys ignored).
     model_params: the model, as trained (see `train_from_params`).
     validation_params: the targets (see `train_from_params`).
     log_device_placement: log where each operation runs.
     save_params: where the results are recorded (`do_save` False: not at
-      all); default: the loaded experiment's store and experiment.
+      all); location keys it lacks, and without it all of them, are the
+      loaded experiment's.
     dont_run: build everything, evaluate nothing.
     skip_check: accepted for tfutils' scripts.
     loss_params: the loss of targets without `targets` (tfutils' default
@@ -311,15 +305,12 @@ def test_from_params(
       "load_params is required: {'dbname': ..., 'collname': ..., "
       "'exp_id': ...} of the experiment to test."
     )
+  saving = _keys.Params(save_params, 'save_params')
+  loading = _keys.Params(load_params, 'load_params')
   save = None
   if save_params is not None:
-    save = _save.SaveSettings.from_params(
-      _keys.Params(save_params, 'save_params')
-    )
-  load = _load.LoadSettings.from_params(
-    _keys.Params(load_params, 'load_params'),
-    save.location if save is not None else None,
-  )
+    save = _save.SaveSettings.from_params(saving, loading)
+  load = _load.LoadSettings.from_params(loading, saving)
   model = _functions.Model.from_params(
     _keys.Params(model_params, 'model_params')
   )
@@ -353,7 +344,7 @@ def test_from_params(
     ]
   description = {
     'load_params': load.describe(),
-    'model_params': model.function.describe(),
+    'model_params': model.describe(),
     'validation_params': {v.name: v.describe() for v in validations},
   }
   args = _arguments.ParamsArguments.make(
@@ -440,16 +431,16 @@ def _recorded_fingerprint(
 
 
 def _fresh_start(
-  load: _load.LoadSettings, location: _store.Location, output: str
+  load: _load.LoadSettings, location: _store.Location, own: Optional[str]
 ) -> Optional[str]:
   """The checkpoint `do_restore` False sets aside, or None.
 
   tfutils' `do_restore=False` trains from scratch whatever the exp_id
-  has: its checkpoints are moved aside (`--no-resume`), not resumed.
+  has (`own`, its latest checkpoint): its checkpoints are moved aside
+  (`--no-resume`), not resumed.
   """
   if load.do_restore:
     return None
-  own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
   if own:
     logger.warning(
       "load_params['do_restore'] is False: exp_id %r starts "
@@ -465,14 +456,13 @@ def _warm_start(
   load: _load.LoadSettings,
   location: _store.Location,
   store: Optional[_store.Store],
-  output: str,
+  own: Optional[str],
 ) -> Optional[tuple[str, _load.LoadSettings]]:
   """What a fresh experiment loads, `(checkpoint, load)`, or None.
 
   Raises:
     ConfigurationError: nothing to load where load_params point.
   """
-  own = tf.train.latest_checkpoint(os.path.join(output, 'checkpoints'))
   if own:
     # Resuming its own checkpoints: load_params apply to a fresh start.
     return None
@@ -498,6 +488,47 @@ def _warm_start(
     load_store = _store.store_if_installed(load.location.uri)
   loaded = _store.output_of(load.location, load_store)
   return _load.find_checkpoint(load, load_store, loaded), load
+
+
+def _first_step(
+  own: Optional[str],
+  fresh: Optional[str],
+  warm_start: Optional[tuple[str, _load.LoadSettings]],
+) -> Optional[int]:
+  """The global step training starts at: resumed, loaded, or 0.
+
+  tfutils validated first (`validate_first`) at step 0 only, so a resumed
+  run does not validate again the step its last run ended validating.
+  None: resumed from a checkpoint that cannot be read here (the engine
+  resumes an older one).
+  """
+  if own and not fresh:
+    return _global_step_of(own, {})
+  if warm_start is not None and warm_start[1].restore_global_step:
+    checkpoint, load = warm_start
+    return _global_step_of(checkpoint, load.rename)
+  return 0
+
+
+def _global_step_of(
+  checkpoint: str, rename: Mapping[str, str]
+) -> Optional[int]:
+  """The global step a checkpoint restores (0 when it has none).
+
+  None when the checkpoint cannot be read (damaged).
+  """
+  from tensorfx.training import internal as _training
+
+  # As warm_start reads it: under its own name, or the one renamed to it.
+  name = {new: old for old, new in rename.items()}.get('global_step')
+  try:
+    reader = tf.train.load_checkpoint(checkpoint)
+    keys = _training.checkpoints.checkpoint_names(reader).get(
+      name or 'global_step'
+    )
+    return int(reader.get_tensor(keys[0])) if keys else 0
+  except (tf.errors.OpError, ValueError):
+    return None
 
 
 def _checkpoint_to_load(

@@ -41,7 +41,8 @@ class Spec:
   Attributes:
     model: the `_functions.Model`.
     loss: the `_functions.Loss`.
-    learning_rate: `learning_rate_params` (`Params`); None in testing.
+    learning_rate: `learning_rate_params` (`_optimizer.LearningRate`);
+      None in testing.
     optimizer: `optimizer_params` (`Params`); None in testing.
     train_targets: `train_params['targets']` (a `_functions.Function`).
     train_loop: `train_params['train_loop']` (a `_functions.Function`).
@@ -156,7 +157,7 @@ class ParamsBuilder(ModelBuilder):
     spec = self._spec
     if spec.testing:
       return _NoOptimizer()
-    rate = _optimizer.learning_rate(spec.learning_rate, self.global_step)
+    rate = spec.learning_rate.schedule(self.global_step)
     return _optimizer.optimizer(spec.optimizer, rate)
 
   def build_init(self, restored: bool = False) -> None:

@@ -7,7 +7,8 @@
   pred_targets], **loss_func_kwargs)` (or with `logits=`/`labels=` for
   functions that take only those, such as
   `tf.nn.sparse_softmax_cross_entropy_with_logits`), then
-  `agg_func(loss, **agg_func_kwargs)`;
+  `agg_func(loss, **agg_func_kwargs)`, with `which_device=` (the replica's
+  index) when `agg_func` names it (tfutils' `mean_and_reg_loss`);
 - targets, `func(inputs, outputs, **kwargs)`, return a dict of tensors
   (training's extra targets, and each validation target's).
 """
@@ -88,6 +89,16 @@ class Model:
       seed=params.integer('seed', 0, minimum=0),
       trainable_scopes=tuple(s.rstrip('/') for s in scopes),
     )
+
+  def describe(self) -> dict[str, Any]:
+    """The record of model_params: the function, its arguments, the seed.
+
+    The seed is recorded when defaulted too, as tfutils recorded it.
+    """
+    described = {**self.function.describe(), 'seed': self.seed}
+    if self.trainable_scopes:
+      described['trainable_scopes'] = list(self.trainable_scopes)
+    return described
 
   def __call__(
     self, inputs: Any, train: bool
@@ -194,7 +205,12 @@ class Loss:
     else:
       loss = self.loss_func(outputs, *labels, **self.loss_func_kwargs)
     if self.agg_func is not None:
-      loss = self.agg_func(loss, **self.agg_func_kwargs)
+      kwargs = dict(self.agg_func_kwargs)
+      if _names_parameter(self.agg_func, 'which_device'):
+        # tfutils' mean_and_reg_loss: the index of the device (here the
+        # replica) whose loss this is.
+        kwargs['which_device'] = _replica_index()
+      loss = self.agg_func(loss, **kwargs)
     loss = tf.convert_to_tensor(loss)
     if loss.shape.rank:
       # The engine applies the gradient of one number per batch.
@@ -243,6 +259,27 @@ def call_targets(
       f'Received: {values!r}'
     )
   return values
+
+
+def _names_parameter(func: Callable[..., Any], name: str) -> bool:
+  """Whether `func` declares the parameter `name` (not through **kwargs).
+
+  tfutils passed `which_device` to an `agg_func` that names it.
+  """
+  try:
+    return name in inspect.signature(func).parameters
+  except (TypeError, ValueError):
+    return False
+
+
+def _replica_index() -> Any:
+  """The index of the replica computing this loss (0 outside a strategy)."""
+  context = tf.distribute.get_replica_context()
+  if context is None:
+    return 0
+  index = context.replica_id_in_sync_group
+  static = tf.get_static_value(index)
+  return int(static) if static is not None else index
 
 
 def _takes_logits_and_labels(func: Callable[..., Any]) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Optional, Self
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _query
+from tensorfx.tfutils import _save
 from tensorfx.tfutils import _store
 from tensorfx.training import internal as _training
 
@@ -67,15 +68,19 @@ class LoadSettings:
 
   @classmethod
   def from_params(
-    cls, params: _keys.Params, save_location: Optional[_store.Location]
+    cls, params: _keys.Params, save: Optional[_keys.Params]
   ) -> Self:
-    """Reads `load_params` (a `Params`); location keys default to saving's.
+    """Reads `load_params` (a `Params`); location keys default to `save`'s.
+
+    The keys only `save_params` has a use for (`save_valid_freq`, ...; a
+    script may load from its own save_params) are ignored, as tfutils'
+    `DBInterface` ignored them.
 
     Raises:
       ConfigurationError: an unknown key or a bad value, naming it.
     """
-    params.check_known(KEYS)
-    location = _store.Location.from_params(params, fallback=save_location)
+    params.check_known(KEYS + _save.SAVE_ONLY)
+    location = _store.Location.from_params(params, fallback=save)
     query = _query.Query.parse(
       params.child('query').value, params.where('query')
     )

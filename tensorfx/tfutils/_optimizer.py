@@ -1,9 +1,9 @@
 """`learning_rate_params` and `optimizer_params`: the optimizer of the step.
 
-`learning_rate_params['func']` receives the global step (as in tfutils)
-and is called whenever the optimizer reads its rate, so a schedule made of
-TensorFlow operations on the step (`tf.compat.v1.train.exponential_decay`)
-decays as training goes. `optimizer_params['optimizer']` is a class (or
+`learning_rate_params['func']` (default, as in tfutils:
+`tf.compat.v1.train.exponential_decay`) receives the global step and is
+called whenever the optimizer reads its rate, so a schedule made of
+TensorFlow operations on the step decays as training goes. `optimizer_params['optimizer']` is a class (or
 function) taking `learning_rate=` and the remaining keys: a tf_keras
 optimizer class, or one of TensorFlow 1's `tf.compat.v1.train` optimizer
 classes that tfutils users wrote, which is made as its tf_keras
@@ -14,8 +14,9 @@ tfutils' `ClipOptimizer` keys (`optimizer_class`, `clip`,
 default: momentum 0.9, gradients clipped to [-1, 1].
 """
 
+import dataclasses
 import re
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Self, cast
 
 import tensorflow as tf
 import tf_keras
@@ -36,6 +37,16 @@ _TF1 = {
 }
 # Keys of TensorFlow 1's constructors that mean nothing here.
 _TF1_IGNORED = ('use_locking', 'name')
+# tfutils' learning rate function when learning_rate_params has no 'func'
+# (helper.get_learning_rate), and the keys it takes: three required.
+DEFAULT_RATE = tf.compat.v1.train.exponential_decay
+_DECAY_KEYS = (
+  'learning_rate',
+  'decay_steps',
+  'decay_rate',
+  'staircase',
+  'name',
+)
 
 
 class GlobalStepSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
@@ -71,34 +82,68 @@ class GlobalStepSchedule(tf_keras.optimizers.schedules.LearningRateSchedule):
     return {'func': _keys.describe(self.func), **_keys.describe(self.kwargs)}
 
 
-def learning_rate(
-  params: _keys.Params, global_step: Any
-) -> GlobalStepSchedule | float:
-  """The learning rate of `learning_rate_params`.
+@dataclasses.dataclass(frozen=True)
+class LearningRate:
+  """`learning_rate_params`: a function of the global step, or a constant.
 
-  Args:
-    params: `learning_rate_params` as `Params`: `func` (receives
-      `global_step=`) and its keyword arguments, or only `learning_rate`
-      (a constant).
-    global_step: the global step variable.
+  As tfutils' `helper.get_learning_rate`: `func` (default
+  `tf.compat.v1.train.exponential_decay`) receives `global_step=` and the
+  other keys. `{'learning_rate': RATE}` alone is a constant rate (tfutils'
+  default function would have failed without its decay keys).
 
-  Returns:
-    A `GlobalStepSchedule`, or a float.
+  Example:
+    >>> rate = LearningRate.from_params(Params(
+    ...     {'learning_rate': 0.01, 'decay_steps': 100, 'decay_rate': 0.9},
+    ...     'learning_rate_params'))
+    >>> rate.func is tf.compat.v1.train.exponential_decay
+    True
 
-  Raises:
-    ConfigurationError: neither `func` nor `learning_rate`.
+  Attributes:
+    func: the function of the global step; None for a constant.
+    kwargs: its other keyword arguments.
+    constant: the constant rate, when there is no function.
   """
-  if params.get('func') is None:
-    if params.get('learning_rate') is not None and len(params.value) == 1:
-      return float(params.get('learning_rate'))
-    params.required(
-      'func',
-      'the function of the learning rate; it receives '
-      'global_step= and the other keys (or give only '
-      "{'learning_rate': RATE} for a constant rate)",
+
+  func: Optional[Callable[..., Any]]
+  kwargs: Mapping[str, Any]
+  constant: Optional[float] = None
+
+  @classmethod
+  def from_params(cls, params: _keys.Params) -> Self:
+    """Reads `learning_rate_params` (a `Params`).
+
+    Raises:
+      ConfigurationError: without `func`, a key the default function does
+        not take or one it needs, naming it.
+    """
+    if params.get('func') is not None:
+      func = params.function('func', 'the function of the learning rate')
+      return cls(func, params.rest('func'))
+    given = {k for k, v in params.value.items() if v is not None}
+    if given == {'learning_rate'}:
+      return cls(None, {}, constant=float(params.get('learning_rate')))
+    what = (
+      "without 'func', the rate is tfutils' default, "
+      'tf.compat.v1.train.exponential_decay(global_step, learning_rate, '
+      'decay_steps, decay_rate, staircase=False); give its keys, a func, '
+      "or {'learning_rate': RATE} alone for a constant rate"
     )
-  func = params.function('func', 'the function of the learning rate')
-  return GlobalStepSchedule(func, params.rest('func'), global_step)
+    params.check_known(('func',) + _DECAY_KEYS, hint=f' ({what})')
+    for key in _DECAY_KEYS[:3]:
+      params.required(key, what)
+    return cls(DEFAULT_RATE, params.rest('func'))
+
+  def schedule(self, global_step: Any) -> GlobalStepSchedule | float:
+    """The optimizer's learning rate, reading `global_step` (a variable)."""
+    if self.func is not None:
+      return GlobalStepSchedule(self.func, self.kwargs, global_step)
+    return cast(float, self.constant)
+
+  def describe(self) -> dict[str, Any]:
+    """The parameters as used, the default function named (as tfutils)."""
+    if self.func is None:
+      return {'learning_rate': self.constant}
+    return _keys.describe({'func': self.func, **self.kwargs})
 
 
 def optimizer(params: _keys.Params, rate: GlobalStepSchedule | float) -> Any:
@@ -106,7 +151,7 @@ def optimizer(params: _keys.Params, rate: GlobalStepSchedule | float) -> Any:
 
   Args:
     params: `optimizer_params` as `Params` (empty: tfutils' default).
-    rate: what `learning_rate` returned.
+    rate: the learning rate (`LearningRate.schedule`).
 
   Returns:
     A `tf_keras.optimizers.Optimizer`.

@@ -16,14 +16,14 @@ Checkpoints are made by step only, as tfutils made them, never by time.
 
 import dataclasses
 import math
-from typing import Any, Self
+from typing import Any, Optional, Self
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tfutils import _keys
 from tensorfx.tfutils import _store
 
-KEYS = _store.LOCATION_KEYS + (
-  'cache_dir',
+# What only save_params says (tfutils' DBInterface read it there only).
+SAVE_ONLY = (
   'do_save',
   'save_metrics_freq',
   'save_valid_freq',
@@ -33,6 +33,7 @@ KEYS = _store.LOCATION_KEYS + (
   'save_initial_filters',
   'save_to_gfs',
 )
+KEYS = _store.LOCATION_KEYS + ('cache_dir',) + SAVE_ONLY
 # What --checkpoint-interval-secs is here: checkpoints come by step.
 NEVER_BY_TIME = 10**9
 
@@ -62,8 +63,14 @@ class SaveSettings:
   save_initial_filters: bool = True
 
   @classmethod
-  def from_params(cls, params: _keys.Params) -> Self:
+  def from_params(
+    cls, params: _keys.Params, load: Optional[_keys.Params] = None
+  ) -> Self:
     """Reads `save_params` (a `Params`).
+
+    Location keys it lacks are `load`'s (`load_params`), as in tfutils:
+    `save_params={'exp_id': 'test1'}` records in the loaded experiment's
+    database and collection.
 
     Raises:
       ConfigurationError: an unknown key, a missing location key, or a bad
@@ -78,7 +85,7 @@ class SaveSettings:
         'and OUTPUT/job.yaml holds them).'
       )
     return cls(
-      location=_store.Location.from_params(params),
+      location=_store.Location.from_params(params, load),
       do_save=params.boolean('do_save', True),
       save_metrics_freq=params.integer('save_metrics_freq', 5),
       save_valid_freq=params.integer('save_valid_freq', 3000),

@@ -73,25 +73,32 @@ class Location:
 
   @classmethod
   def from_params(
-    cls, params: _keys.Params, fallback: Optional['Location'] = None
+    cls, params: _keys.Params, fallback: Optional[_keys.Params] = None
   ) -> Self:
     """The location of a `save_params` or `load_params` dict.
 
+    As tfutils' `DBInterface`, each key absent from one dict is read from
+    the other: save_params without `dbname` saves in the loaded
+    experiment's database, load_params without `exp_id` loads the saving
+    one's.
+
     Args:
       params: the dict as `Params`.
-      fallback: where keys absent from `params` are read (a `Location`:
-        load_params falls back on save_params, as in tfutils).
+      fallback: the other dict as `Params`, where absent keys are read.
 
     Raises:
-      ConfigurationError: a required key is missing or malformed.
+      ConfigurationError: a required key is missing or malformed, naming
+        the dict it was read from.
     """
     values: dict[str, Any] = {}
+    found: dict[str, _keys.Params] = {}
     for key in LOCATION_KEYS:
-      value = params.get(key)
-      if value is None and fallback is not None:
-        value = getattr(fallback, key)
-      values[key] = value
+      found[key] = params
+      if params.get(key) is None and fallback and fallback.get(key) is not None:
+        found[key] = fallback
+      values[key] = found[key].get(key)
     for key in ('dbname', 'collname', 'exp_id'):
+      where = found[key].where(key)
       if values[key] is None:
         params.required(
           key,
@@ -100,7 +107,8 @@ class Location:
             'collname': 'the collection: the second part of the MLflow '
             'experiment',
             'exp_id': "the experiment id: the MLflow run's name",
-          }[key],
+          }[key]
+          + (f' (or give it in {fallback.path})' if fallback else ''),
         )
       if (
         not isinstance(values[key], str)
@@ -109,22 +117,23 @@ class Location:
         or "'" in values[key]
       ):
         raise ConfigurationError(
-          f'{params.where(key)} must be a non-empty name without "/" or '
-          f'"\'". Received: {params.where(key)}={values[key]!r}'
+          f'{where} must be a non-empty name without "/" or '
+          f'"\'". Received: {where}={values[key]!r}'
         )
     port = values['port']
     if port is not None and (
       isinstance(port, bool) or not isinstance(port, int) or port <= 0
     ):
+      where = found['port'].where('port')
       raise ConfigurationError(
-        f'{params.where("port")} must be a port number. Received: '
-        f'{params.where("port")}={port!r}'
+        f'{where} must be a port number. Received: {where}={port!r}'
       )
     host = values['host']
     if host is not None and (not isinstance(host, str) or not host):
+      where = found['host'].where('host')
       raise ConfigurationError(
-        f'{params.where("host")} must be a host name or a tracking URI. '
-        f'Received: {params.where("host")}={host!r}'
+        f'{where} must be a host name or a tracking URI. '
+        f'Received: {where}={host!r}'
       )
     if (
       host
@@ -133,19 +142,18 @@ class Location:
       and parse.urlsplit(host).port not in (None, port)
     ):
       raise ConfigurationError(
-        f'{params.where("port")} differs from the port of the URI '
-        f'{params.where("host")}; give the port in the URI only. Received: '
-        f'host={host!r} port={port!r}'
+        f'{found["port"].where("port")} differs from the port of the URI '
+        f'{found["host"].where("host")}; give the port in the URI only. '
+        f'Received: host={host!r} port={port!r}'
       )
-    cache_dir = (
-      params.get('cache_dir')
-      if 'cache_dir' in params
-      else (
-        fallback.cache_dir
-        if fallback is not None and fallback.exp_id == values['exp_id']
-        else None
-      )
-    )
+    cache_dir = params.get('cache_dir')
+    if (
+      'cache_dir' not in params
+      and fallback is not None
+      and fallback.get('exp_id', values['exp_id']) == values['exp_id']
+    ):
+      # The other dict's directory, when it names the same experiment.
+      cache_dir = fallback.get('cache_dir')
     return cls(
       host=host,
       port=port,

@@ -6,9 +6,9 @@
 | `targets` (`func`, kwargs) | computed in each training step, recorded every `save_metrics_freq` steps as `train/NAME` |
 | `num_steps` (None) | `--max-steps` (None: until interrupted) |
 | `thres_loss` (100) | `--thres-loss`: `HighLossError` above it (tfutils' `HiLossError`) |
-| `validate_first` (True) | `--validate-first` |
+| `validate_first` (True) | `--validate-first` when training starts at step 0 (as tfutils: not when resumed, nor loaded with its step) |
 | `num_minibatches` (1) | `--accumulation-steps` |
-| `train_loop` (`func(sess, train_targets, **kwargs)`) | called for every step (`--steps-per-loop 1`); its `sess.run(train_targets)` runs the engine's step (see `_train_loop`) |
+| `train_loop` (`func(sess, train_targets, **kwargs)`) | called for every step (`--steps-per-loop 1`) with `train_targets` a list of one dict (one model), as tfutils; its `sess.run(train_targets)` runs the engine's step (see `_train_loop`) |
 """
 
 import dataclasses
@@ -121,8 +121,14 @@ class TrainSettings:
       num_minibatches=params.integer('num_minibatches', 1),
     )
 
-  def flags(self) -> list[str]:
-    """The trainer flags of these settings."""
+  def flags(self, first_step: Optional[int] = 0) -> list[str]:
+    """The trainer flags of these settings.
+
+    Args:
+      first_step: the global step training starts at (resumed or loaded;
+        None: not known to be 0): tfutils validated first at step 0 only.
+    """
+    first = self.validate_first and first_step == 0
     flags = [
       '--batch-size',
       str(self.batch_size),
@@ -130,7 +136,7 @@ class TrainSettings:
       str(self.num_steps or 0),
       '--accumulation-steps',
       str(self.num_minibatches),
-      '--validate-first' if self.validate_first else '--no-validate-first',
+      '--validate-first' if first else '--no-validate-first',
     ]
     if self.thres_loss is not None:
       flags += ['--thres-loss', repr(self.thres_loss)]

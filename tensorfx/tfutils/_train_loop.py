@@ -1,12 +1,14 @@
 """`train_params['train_loop']`: tfutils' custom inner loop, one step a call.
 
 tfutils let a user replace the inner loop with `func(sess, train_targets,
-**loop_params)`, called for each step: it ran `sess.run(train_targets)`
-(and whatever else it wanted around it) and returned the results. Here the
+**loop_params)`, called for each step, `train_targets` a list of one dict
+per model: it ran `sess.run(train_targets)` (and whatever else it wanted
+around it) and returned the results, a list too. Here the
 engine's loop still runs (guards, checkpoints, validation, callbacks
 around every step), with one step per call, and calls the function at each
-step with a `StepSession` as `sess`: `sess.run(train_targets)` runs the
-engine's training step and returns the targets' values (`loss`,
+step with a `StepSession` as `sess` and a list of one dict (one model):
+`sess.run(train_targets)` runs the engine's training step and returns the
+targets' values in the same structure (`loss`,
 `learning_rate`, `train_params['targets']`'s names; `optimizer` is None,
 as the value of an update op was).
 """
@@ -32,7 +34,8 @@ class StepSession:
 
   Example:
     >>> def train_loop(sess, train_targets, **loop_params):
-    ...   return sess.run(train_targets)   # one engine step
+    ...   results = sess.run(train_targets)   # one engine step
+    ...   return results                       # [{'loss': ..., ...}]
     >>> train_params['train_loop'] = {'func': train_loop}
 
   Args:
@@ -87,13 +90,13 @@ def wrap(
   values: Callable[[_training.loop.StepResult], dict[str, Any]],
   names: list[str],
 ) -> Callable[[int], _training.loop.StepResult]:
-  """The engine's steps, each call driven by the user's train_training.loop.
+  """The engine's steps, each call driven by the user's train_loop.
 
   Args:
     steps: the engine's step function.
     function: `train_params['train_loop']` (`func` and its keys).
     values: the targets' values after a step.
-    names: the names of `train_targets`.
+    names: the names in the model's dict of `train_targets`.
 
   Returns:
     `steps(num_steps) -> StepResult` running one call of the function.
@@ -103,7 +106,8 @@ def wrap(
   def run(num_steps: int) -> _training.loop.StepResult:
     del num_steps  # One step per call (--steps-per-loop 1).
     session = StepSession(steps, values, function.where)
-    function.func(session, dict(targets), **function.kwargs)
+    # A list of one dict per model, as tfutils gave it (one model here).
+    function.func(session, [dict(targets)], **function.kwargs)
     if not session.results:
       raise ConfigurationError(
         f"{function.where}['func'] ran no training step: call "

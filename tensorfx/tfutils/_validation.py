@@ -10,8 +10,8 @@ engine (in training every `save_valid_freq` steps, and by
 | `data` (`func`, `batch_size`, kwargs; tfutils' code said `data_params`) | the source NAME |
 | `targets` (`func`, kwargs) | `compute`: `func(inputs, outputs, **kwargs)` on each batch; without it, the loss of `loss_params` |
 | `num_steps` | `batches` (the data cycles, as tfutils' providers did); None: one pass |
-| `online_agg_func` (`(agg, res, step) -> agg`) | `online_agg` (default: keep the batches' values) |
-| `agg_func` (`(agg) -> dict`) | `agg` (default: tfutils' identity, each key's list of per-batch values; `'mean'` (or `median`, `sum`, `min`, `max`, `first`, `last`) reduces each list) |
+| `online_agg_func` (`(agg, res, step) -> agg`) | `online_agg` (default, as tfutils: the list of per-batch dicts) |
+| `agg_func` (`(agg) -> dict`) | `agg`, receiving what `online_agg_func` made (default: tfutils' identity, with a list of per-batch dicts as each key's list of per-batch values; `'mean'` (or `median`, `sum`, `min`, `max`, `first`, `last`) reduces each list) |
 """
 
 import dataclasses
@@ -72,9 +72,11 @@ class Validation:
 
   def target(self) -> _training.targets.ValidationTarget:
     """The engine's `ValidationTarget`."""
-    online: Any = self.online_agg_func or 'append'
-    # tfutils' default agg_func is the identity: the per-batch lists.
-    agg: Any = self.agg_func if self.agg_func is not None else identity
+    online: Any = self.online_agg_func or append_and_return
+    agg: Any = self.agg_func or identity
+    if isinstance(self.agg_func, str):
+      # tensorfx's reductions read each key's list of per-batch values.
+      online = self.online_agg_func or 'append'
     return _training.targets.ValidationTarget(
       self.name,
       source=self.source_name,
@@ -97,17 +99,45 @@ class Validation:
     )
 
 
-def identity(aggregate: dict[str, Any]) -> dict[str, Any]:
-  """tfutils' default `agg_func`: the aggregate as it is.
+def append_and_return(
+  aggregate: Optional[list[Any]], results: Any, step: int
+) -> list[Any]:
+  """tfutils' default `online_agg_func`: each batch's results, appended.
 
-  After the default `online_agg_func` (append), each key's list of
-  per-batch values.
+  `agg_func` receives the list of per-batch dicts (what tfutils'
+  `utils.mean_dict` reads).
 
   Example:
-    >>> identity({'top1': [0.9, 0.8]})
+    >>> append_and_return([{'top1': 0.9}], {'top1': 0.8}, 1)
+    [{'top1': 0.9}, {'top1': 0.8}]
+  """
+  del step
+  aggregate = [] if aggregate is None else aggregate
+  aggregate.append(results)
+  return aggregate
+
+
+def identity(aggregate: Any) -> dict[str, Any]:
+  """tfutils' default `agg_func`, with per-batch dicts read by key.
+
+  tfutils' identity kept a dict as it was and recorded anything else as
+  `{'result': aggregate}`. The list of per-batch dicts that the default
+  `online_agg_func` makes becomes each key's list of per-batch values
+  here: what the store's and TensorBoard's means read.
+
+  Example:
+    >>> identity([{'top1': 0.9}, {'top1': 0.8}])
     {'top1': [0.9, 0.8]}
   """
-  return dict(aggregate)
+  if isinstance(aggregate, dict):
+    return dict(aggregate)
+  if (
+    isinstance(aggregate, list)
+    and aggregate
+    and all(isinstance(r, dict) for r in aggregate)
+  ):
+    return {key: [r.get(key) for r in aggregate] for key in aggregate[0]}
+  return {'result': aggregate}
 
 
 def _compute(

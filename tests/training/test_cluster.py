@@ -4,6 +4,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import pytest
 import yaml
 
@@ -26,6 +27,18 @@ def test_a_job_has_ended_when_its_chief_records_completion(tmp_path):
   assert _cluster.job_finished(str(tmp_path), since)
   # An end recorded before this task started is an earlier run's.
   assert not _cluster.job_finished(str(tmp_path), time.time() + 5)
+
+
+def test_numpy_values_do_not_keep_a_finished_job_from_its_record(tmp_path):
+  # A validation's np.mean is a numpy.float64, which safe_dump refuses.
+  since = time.time() - 1
+  _job(str(tmp_path)).write(
+    status='completed',
+    metrics={'loss': np.float64(0.25), 'counts': np.array([1, 2])},
+  )
+  assert _cluster.job_finished(str(tmp_path), since)
+  with open(tmp_path / 'job.yaml') as f:
+    assert yaml.safe_load(f)['metrics'] == {'loss': 0.25, 'counts': [1, 2]}
 
 
 def test_a_failed_chief_is_waited_for_until_the_record_settles(tmp_path):

@@ -185,6 +185,7 @@ def test_the_store_holds_what_tfutils_kept_in_its_database(base, home):
   # The parameters, queryable as tfutils' were.
   assert run.data.params['tfutils.model_params.func'] == 'tfutils_model.mlp'
   assert run.data.params['tfutils.model_params.hidden'] == '16'
+  assert run.data.params['tfutils.model_params.seed'] == '0'  # The default.
   assert run.data.params['tfutils.train_params.thres_loss'] == '100.0'
   model = json.loads(run.data.tags['tfutils.model'])
   assert model['kwargs'] == {'hidden': 16}
@@ -307,7 +308,8 @@ def test_a_new_experiment_loads_another_by_exp_id(base, home):
   )
   client = _client(home)
   (run,) = _runs(client, **{'tfutils.exp_id': 'finetune'})
-  assert [s for s, _ in _history(client, run, 'top1/top1')] == [40, 60]
+  # Loaded at step 40: no validation before the first step (not step 0).
+  assert [s for s, _ in _history(client, run, 'top1/top1')] == [60]
   assert run.data.params['tfutils.optimizer_params.optimizer'] == (
     'tensorflow.python.training.adam.AdamOptimizer'
   )
@@ -389,13 +391,8 @@ def test_the_same_exp_id_resumes_from_its_latest_checkpoint(base, home):
     client, **{'tfutils.exp_id': 'base', 'tensorfx.action': 'train'}
   )
   assert run.info.run_id == base['run_id']  # The same run, continued.
-  assert [s for s, _ in _history(client, run, 'top1/top1')] == [
-    0,
-    20,
-    40,
-    40,
-    60,
-  ]
+  # Not validated again at 40, where it resumed (tfutils: at step 0 only).
+  assert [s for s, _ in _history(client, run, 'top1/top1')] == [0, 20, 40, 60]
   assert [s for s, _ in _history(client, run, 'train/loss')][-2:] == [50, 60]
 
 
@@ -556,7 +553,8 @@ def test_two_mirrored_replicas(tmp_path):
     ({'model_params': {'hidden': 16}}, r"model_params\['func'\] is required"),
     (
       {'learning_rate_params': None},
-      r"learning_rate_params\['func'\] is required",
+      r"learning_rate_params\['learning_rate'\] is required: without "
+      "'func', the rate is tfutils' default",
     ),
     (
       {'loss_params': {'pred_targets': 'labels'}},

@@ -18,10 +18,14 @@ import tomllib
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 
 from conftest import ROOT
 from tensorfx import ConfigurationError
 from tensorfx import training
+from tensorfx.tfutils import _functions
+from tensorfx.tfutils import _keys
+from tensorfx.tfutils import _optimizer
 import tfutils_model as tm
 
 # Its module fixtures are built once, on one worker.
@@ -91,10 +95,25 @@ def home(tmp_path_factory):
     yield path
 
 
+# Validation targets as tfutils' users wrote them: utils.mean_dict over
+# the default online_agg_func's list of per-batch dicts; the loss target
+# (no `targets`) first, so its NumPy means are the job's primary metrics.
+MEAN_DICT = {
+  'loss': {
+    'data': {'func': tm.blobs, 'batch_size': 100, 'split': 'valid'},
+    'agg_func': tm.mean_dict,
+  },
+  'top1_mean': dict(VALID, agg_func=tm.mean_dict),
+  'top1_appended': dict(
+    VALID, online_agg_func=tm.append_and_return, agg_func=tm.mean_dict
+  ),
+}
+
+
 @pytest.fixture(scope='module')
 def trained(home):
   """'h8', trained to step 20: checkpoints 0 (saved), 10, 20 (saved)."""
-  return _run('h8', validation_params={'valid': VALID})
+  return _run('h8', validation_params={**MEAN_DICT, 'valid': VALID})
 
 
 def test_mlflow_and_its_embedded_store_are_default_dependencies():
@@ -133,6 +152,24 @@ def test_validation_keeps_the_per_batch_results_and_the_mean_on_request(
     },
   )
   assert tested['results']['valid']['top1'] == pytest.approx(np.mean(top1))
+
+
+def test_agg_func_receives_the_list_of_per_batch_dicts(trained, home):
+  validation = trained['validation']
+  per_batch = validation['valid']['top1']
+  # tfutils' mean_dict read the list its default online_agg_func made.
+  for name in ('top1_mean', 'top1_appended'):
+    assert validation[name]['top1'] == pytest.approx(np.mean(per_batch))
+  (loss,) = validation['loss'].values()
+  # NumPy's means come back as Python numbers, recorded where numbers go.
+  assert type(loss) is float and 0 < loss < 2
+  with open(os.path.join(trained['output'], 'job.yaml')) as f:
+    job = yaml.safe_load(f)
+  assert job['status'] == 'completed'
+  assert job['metrics'] == {'loss': pytest.approx(loss)}
+  (run,) = _runs(home, 'h8')
+  history = _client(home).get_metric_history(run.info.run_id, 'loss/loss')
+  assert [m.step for m in history] == [10, 20]
 
 
 def test_queries_select_the_checkpoint_as_mongodb_did(trained, home):
@@ -177,6 +214,32 @@ def test_queries_select_the_checkpoint_as_mongodb_did(trained, home):
     loaded({'step': {'$gt': 20}})
 
 
+def test_save_params_without_a_location_save_where_the_loaded_one_is(
+  trained, home
+):
+  # tfutils' test script: load_params are the training's save_params (its
+  # save-only keys ignored), save_params name the new exp_id only.
+  tested = training.test_from_params(
+    load_params=_save('h8'),
+    model_params={'func': tm.mlp, 'hidden': 8},
+    validation_params={'valid': dict(VALID, agg_func=tm.mean_dict)},
+    save_params={'exp_id': 'h8_validation'},
+  )
+  assert (tested['exp_id'], tested['validates']) == ('h8_validation', 'h8')
+  (run,) = _runs(home, 'h8_validation')  # In the loaded DBNAME/COLLNAME.
+  assert run.info.run_id == tested['run_id']
+  # Training too: a new exp_id beside the experiment it loads.
+  built = training.train_from_params(
+    save_params={'exp_id': 'h8_more'},
+    load_params={'dbname': DB, 'collname': COLL, 'exp_id': 'h8'},
+    model_params={'func': tm.mlp, 'hidden': 8},
+    train_params=_train(30),
+    learning_rate_params={'learning_rate': 0.1},
+    dont_run=True,
+  )
+  assert built['output'] == str(home / DB / COLL / 'h8_more')
+
+
 def test_do_restore_false_starts_the_exp_id_from_scratch(trained, home):
   output = trained['output']
   fresh = _run('h8', num_steps=10, load_params={'do_restore': False})
@@ -198,15 +261,13 @@ def test_do_restore_false_starts_the_exp_id_from_scratch(trained, home):
 def test_a_custom_train_loop_runs_each_step(home):
   calls = []
 
+  # tfutils' custom loop: train_targets is a list, one dict per model.
   def train_loop(sess, train_targets, scale=1):
     results = sess.run(train_targets)
-    calls.append(
-      (
-        sorted(train_targets),
-        results['loss'] * scale,
-        results['train_accuracy'],
+    for targets, result in zip(train_targets, results):
+      calls.append(
+        (sorted(targets), result['loss'] * scale, result['train_accuracy'])
       )
-    )
     return results
 
   result = _run(
@@ -240,6 +301,93 @@ def test_a_custom_train_loop_runs_each_step(home):
       num_steps=2,
       train_params=_train(2, train_loop={'func': no_step}),
     )
+
+
+def test_a_resumed_or_loaded_run_validates_first_at_step_0_only(home):
+  def validated(exp_id, num_steps, **params):
+    _run(
+      exp_id,
+      train_params=_train(num_steps, validate_first=True),
+      validation_params={'valid': dict(VALID, agg_func='mean')},
+      **params,
+    )
+    (run,) = _runs(home, exp_id)
+    history = _client(home).get_metric_history(run.info.run_id, 'valid/top1')
+    return [m.step for m in history]
+
+  assert validated('resumed', 10) == [0, 10]
+  # Resumed at step 10, validated there already: on every save_valid_freq.
+  assert validated('resumed', 20) == [0, 10, 20]
+  # Loaded with its global step (20): as resumed.
+  assert validated('loaded', 30, load_params={'exp_id': 'resumed'}) == [30]
+
+
+def test_the_record_holds_the_defaults_tfutils_gave(home):
+  built = _run(
+    'defaults',
+    save={'do_save': False},
+    model_params={'func': tm.mlp},
+    learning_rate_params={
+      'learning_rate': 0.1,
+      'decay_steps': 20,
+      'decay_rate': 0.5,
+    },
+    dont_run=True,
+  )
+  recorded = built['arguments'].to_dict()['tfutils']
+  assert recorded['model_params']['seed'] == 0
+  # Without 'func': tfutils' default, exponential_decay of the step.
+  rate = recorded['learning_rate_params']
+  assert rate['func'].endswith('.exponential_decay')
+  assert rate['decay_steps'] == 20
+  schedule = _optimizer.LearningRate.from_params(
+    _keys.Params(
+      {'learning_rate': 0.1, 'decay_steps': 20, 'decay_rate': 0.5},
+      'learning_rate_params',
+    )
+  ).schedule(tf.Variable(10, dtype=tf.int64))
+  assert float(schedule(0)) == pytest.approx(0.1 * 0.5**0.5)
+  with pytest.raises(
+    ConfigurationError,
+    match=r"learning_rate_params\['decay_rate'\] is required: without "
+    "'func', the rate is tfutils' default",
+  ):
+    _run(
+      'defaults',
+      learning_rate_params={'learning_rate': 0.1, 'decay_steps': 20},
+      dont_run=True,
+    )
+
+
+def test_a_loss_agg_func_naming_which_device_receives_it():
+  seen = []
+
+  def agg_func(loss, which_device, model_prefix=None):
+    seen.append(which_device)
+    return tm.mean_and_reg_loss(loss, which_device, model_prefix)
+
+  loss = _functions.Loss.from_params(
+    _keys.Params(
+      {
+        'pred_targets': 'labels',
+        'loss_func': tf.nn.sparse_softmax_cross_entropy_with_logits,
+        'agg_func': agg_func,
+      },
+      'loss_params',
+    )
+  )
+  outputs = tf.constant([[2.0, 0.0, 0.0], [0.0, 0.0, 3.0]])
+  inputs = {'labels': tf.constant([0, 2], tf.int64)}
+  expected = tf.reduce_mean(
+    tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=inputs['labels'], logits=outputs
+    )
+  )
+  assert float(loss(inputs, outputs)) == pytest.approx(float(expected))
+  # On a replica: its index, a number as tfutils' device index was.
+  strategy = tf.distribute.MirroredStrategy(['/cpu:0'])
+  strategy.run(lambda: loss(inputs, outputs))
+  assert seen == [0, 0] and all(type(d) is int for d in seen)
 
 
 def _variables(output):

@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
@@ -346,6 +347,11 @@ def test_aggregations():
     online_agg=online, agg=lambda total: {'weighted': total}
   ) == {'weighted': 4.0 + 2.0 + 6.0}
   assert seen == [0, 1, 2]
+  # A callable's NumPy values come back as Python's, for every record.
+  means = aggregate(
+    online_agg=online, agg=lambda total: {'mean': np.float64(total) / 3}
+  )
+  assert type(means['mean']) is float
   assert (
     _aggregation.aggregate(_targets.ValidationTarget('t', online_agg='max'), [])
     == {}

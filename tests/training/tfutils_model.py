@@ -119,3 +119,51 @@ def summarize_predictions(aggregate):
     'confidence': float(np.mean(aggregate['confidence'])),
     'predicted_share': (aggregate['predicted'] / total).tolist(),
   }
+
+
+# What tfutils users took from tfutils.utils and tfutils.defaults, written
+# here with the semantics those modules give them.
+
+
+def append_and_return(aggregate, result, step):
+  """tfutils' default online_agg_func: the list of each batch's result."""
+  del step
+  if aggregate is None:
+    aggregate = []
+  aggregate.append(result)
+  return aggregate
+
+
+def mean_dict(batches):
+  """tfutils' utils.mean_dict: a list of per-batch dicts -> each key's mean.
+
+  NumPy's means, as tfutils returned them (`numpy.float64`).
+  """
+  means = {}
+  for key in batches[0]:
+    values = [batch[key] for batch in batches]
+    if key == 'validation_step':
+      means[key] = [min(values), max(values)]
+    else:
+      means[key] = np.mean(values)
+  return means
+
+
+def mean_and_reg_loss(loss, which_device, model_prefix=None):
+  """tfutils' default loss agg_func: the mean, plus regularization.
+
+  The regularization losses of the variables' copy on device
+  `which_device` (none here: TensorFlow 2 collects none).
+  """
+  del model_prefix
+  loss = tf.reduce_mean(loss)
+  regularization = [
+    r
+    for r in tf.compat.v1.get_collection(
+      tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES
+    )
+    if f'__var_copy_{which_device}' in r.name
+  ]
+  if regularization:
+    loss += tf.add_n(regularization)
+  return loss

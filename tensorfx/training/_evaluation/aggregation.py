@@ -82,7 +82,8 @@ def aggregate(target, batch_results):
         'dict of metric values (give agg= a callable that makes one). '
         f'Received: {type(result).__name__}'
       )
-    return dict(result)
+    # A callable's NumPy values (np.mean's) as the records can hold them.
+    return {k: _plain(v) for k, v in result.items()}
   return {
     key: _reduce(agg, values) if isinstance(values, list) else values
     for key, values in current.items()

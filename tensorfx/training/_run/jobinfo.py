@@ -143,13 +143,17 @@ def _now():
 
 
 def _plain(value):
-  """Makes a value safe for yaml.safe_dump."""
+  """Makes a value safe for yaml.safe_dump.
+
+  NumPy values first: `numpy.float64` is a float that safe_dump cannot
+  write, and a record that cannot be written would fail a finished run.
+  """
+  if hasattr(value, 'tolist') and not isinstance(value, str):
+    value = value.tolist()  # NumPy scalars and arrays
   if isinstance(value, dict):
     return {str(k): _plain(v) for k, v in value.items()}
   if isinstance(value, (list, tuple)):
     return [_plain(v) for v in value]
   if value is None or isinstance(value, (bool, int, float, str)):
     return value
-  if hasattr(value, 'item'):  # numpy scalars
-    return value.item()
   return str(value)
