@@ -1,7 +1,8 @@
 """Gematria's record messages, from the `.proto` files in `proto/`.
 
-`BasicBlockWithThroughputProto` and the messages it holds, wire-compatible
-with Gematria's `gematria/proto/*.proto`: files written by Gematria's tools
+`BasicBlockWithThroughputProto` and the messages it holds (instruction
+annotations and fingerprints included), wire-compatible with Gematria's
+`gematria/proto/*.proto` at every field's number, type and label: files written by Gematria's tools
 parse here, and files written here parse there. The `.proto` files are read
 by a small reader of the proto3 they use (messages, nested messages,
 `oneof`, `repeated`, scalar types, imports) into a descriptor pool of their
@@ -24,7 +25,9 @@ from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'proto')
+# In import order: each file after the ones it imports.
 _FILES = (
+  'annotation.proto',
   'canonicalized_instruction.proto',
   'basic_block.proto',
   'throughput.proto',
@@ -152,6 +155,7 @@ def _load():
       pool.FindMessageTypeByName(f'gematria.{name}')
     )
     for name in (
+      'AnnotationProto',
       'CanonicalizedInstructionProto',
       'CanonicalizedOperandProto',
       'BasicBlockProto',
@@ -164,6 +168,7 @@ def _load():
 
 
 _CLASSES = _load()
+AnnotationProto = _CLASSES['AnnotationProto']
 CanonicalizedInstructionProto = _CLASSES['CanonicalizedInstructionProto']
 CanonicalizedOperandProto = _CLASSES['CanonicalizedOperandProto']
 BasicBlockProto = _CLASSES['BasicBlockProto']
@@ -175,6 +180,7 @@ BasicBlockWithThroughputListProto = _CLASSES[
 ]
 
 __all__ = [
+  'AnnotationProto',
   'BasicBlockProto',
   'BasicBlockWithThroughputListProto',
   'BasicBlockWithThroughputProto',

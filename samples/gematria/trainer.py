@@ -21,9 +21,14 @@ filter (see `tasks_of`). Gematria's command line runs it unchanged
       --gematria_max_blocks_in_batch=100 --gematria_checkpoint_dir=/tmp/hlstm_model
 """
 
+import argparse
 import functools
 import os
 import sys
+
+# tensorfx before TensorFlow: importing it first keeps TensorFlow's start-up
+# lines out of the output.
+import tensorfx as tfx  # noqa: I001
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,8 +37,6 @@ sys.path.insert(0, HERE)
 import gematria_protos as protos  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
-
-import tensorfx as tfx  # noqa: E402
 
 # A canonicalized operand's tokens, as Gematria's token models read them.
 _OPERAND = [
@@ -157,14 +160,95 @@ def _task_data(args, tasks):
   return blocks, schema, features
 
 
+def _layers(text):
+  """Gematria's layer list flag: comma-separated positive sizes, or ''."""
+  try:
+    sizes = [int(size) for size in text.split(',') if size.strip()]
+  except ValueError:
+    sizes = [0]
+  if any(size <= 0 for size in sizes):
+    raise argparse.ArgumentTypeError(
+      f'expected comma-separated positive layer sizes, e.g. 256,256; got {text!r}'
+    )
+  return sizes
+
+
 class SequenceModelArguments(tfx.training.ModelArguments):
-  """Gematria's hierarchical LSTM sequence model of basic-block throughput."""
+  """Gematria's hierarchical LSTM sequence model of basic-block throughput.
+
+  Its flags are those of Gematria's `run_sequence_model` (and
+  `token_model_flags`), which Gematria's command line names
+  `--gematria_token_embedding_size` and so on. The defaults are smaller
+  than Gematria's (256), so that the sample trains in a minute on a laptop.
+  """
 
   @classmethod
   def build_parser(cls):
     parser = super().build_parser()
-    parser.add_argument('--token-lstm-units', type=int, default=32)
-    parser.add_argument('--instruction-lstm-units', type=int, default=32)
+    model = parser.add_argument_group("Gematria's sequence model")
+    model.add_argument(
+      '--token-embedding-size',
+      type=int,
+      help="the tokens' embedding size (default: features.yaml's dim)",
+    )
+    model.add_argument(
+      '--instruction-embedding-size',
+      type=int,
+      default=64,
+      help="an instruction's embedding: the token LSTM's output and state, "
+      'half each (an even number; default: 64)',
+    )
+    model.add_argument(
+      '--block-embedding-size',
+      type=int,
+      default=64,
+      help="a block's embedding: the instruction LSTM's output and state, "
+      'half each (an even number; default: 64)',
+    )
+    model.add_argument(
+      '--output-layers',
+      type=_layers,
+      default=[],
+      metavar='SIZES',
+      help='the shared dense ReLU layers after the block LSTM, e.g. 256,256 '
+      '(default: none)',
+    )
+    model.add_argument(
+      '--task-output-layers',
+      type=_layers,
+      default=[],
+      metavar='SIZES',
+      help="each task's dense ReLU layers before its linear output "
+      '(default: none)',
+    )
+    model.add_argument(
+      '--bidirectional',
+      action=argparse.BooleanOptionalAction,
+      default=False,
+      help="run the block's LSTM (over its instructions) both ways",
+    )
+    model.add_argument(
+      '--seq2seq',
+      action=argparse.BooleanOptionalAction,
+      default=False,
+      help="predict one delta per instruction; the block's throughput is "
+      'their sum',
+    )
+    model.add_argument(
+      '--seq2seq-loss',
+      action=argparse.BooleanOptionalAction,
+      default=True,
+      help="with --seq2seq, Gematria's loss on each prefix of a block "
+      '(--no-seq2seq-loss: the loss on the whole block)',
+    )
+    model.add_argument(
+      '--oov-injection-probability',
+      type=float,
+      default=0.0,
+      metavar='P',
+      help='in training, replace each token by the out-of-vocabulary one '
+      'with probability P (default: 0)',
+    )
     parser.set_defaults(
       data_schema=os.path.join(HERE, 'schema.yaml'),
       data_features=os.path.join(HERE, 'features.yaml'),
@@ -174,9 +258,45 @@ class SequenceModelArguments(tfx.training.ModelArguments):
     )
     return parser
 
+  def process(self):
+    super().process()
+    for flag in (
+      'token_embedding_size',
+      'instruction_embedding_size',
+      'block_embedding_size',
+    ):
+      value = getattr(self, flag)
+      even = flag != 'token_embedding_size'
+      if value is not None and (value <= 0 or (even and value % 2)):
+        raise tfx.ConfigurationError(
+          f'--{flag.replace("_", "-")} must be a positive'
+          f'{" even" if even else ""} number. Received: {value}'
+        )
+    if not 0.0 <= self.oov_injection_probability <= 1.0:
+      raise tfx.ConfigurationError(
+        '--oov-injection-probability must be within [0, 1]. Received: '
+        f'{self.oov_injection_probability}'
+      )
+    if self.seq2seq and self.seq2seq_loss:
+      raise tfx.ConfigurationError(
+        "--seq2seq with Gematria's loss on each prefix of a block needs the "
+        "blocks' prefix_inverse_throughputs, which this sample does not "
+        'read; add --no-seq2seq-loss (--nogematria_use_seq2seq_loss) to '
+        "train the instructions' summed deltas on the block's throughput."
+      )
+
 
 class SequenceModel(tfx.training.ModelBuilder):
-  """Tokens -> per-instruction LSTM -> per-block LSTM -> cycles.
+  """Tokens -> per-instruction LSTM -> per-block LSTM -> decoder -> cycles.
+
+  Gematria's hierarchical LSTM: a token embedding; an LSTM over each
+  instruction's tokens, whose last output and state make the instruction's
+  embedding; an LSTM over the block's instructions (both ways with
+  `--bidirectional`), whose last output and state make the block's; then
+  shared dense ReLU layers (`--output-layers`) and per task more
+  (`--task-output-layers`) and one linear output. With `--seq2seq` the
+  decoder reads each instruction's output of the block LSTM instead and
+  the block's prediction is the sum of the instructions' deltas.
 
   Outputs `value`, the predicted inverse throughput; evaluation reports
   `mape` (Gematria's figure of merit), `mae`, and the percentiles of the
@@ -194,22 +314,45 @@ class SequenceModel(tfx.training.ModelBuilder):
     self.tasks = tuple((name, field) for name, field, _ in tasks_of(args))
 
   def _build_layers(self):
+    args = self.args
     tokens = self.dataset.transformed_features['tokens']
+    block_lstm = tf_keras.layers.LSTM(
+      args.block_embedding_size // 2,
+      return_sequences=args.seq2seq,
+      return_state=not args.seq2seq,
+      name='instruction_lstm',
+    )
+    if args.bidirectional:
+      block_lstm = tf_keras.layers.Bidirectional(block_lstm)
+    heads = []
+    for name in [name for name, _ in self.tasks] or ['value']:
+      head = tf_keras.Sequential(name=f'head_{name}')
+      for size in args.task_output_layers:
+        head.add(tf_keras.layers.Dense(size, activation='relu'))
+      head.add(tf_keras.layers.Dense(1))
+      heads.append(head)
+    shared = tf_keras.Sequential(name='output_layers')
+    for size in args.output_layers:
+      shared.add(tf_keras.layers.Dense(size, activation='relu'))
     self._layers = {
       'embedding': tf_keras.layers.Embedding(
         tokens.cardinality,
-        tokens.embedding_dim,
+        args.token_embedding_size or tokens.embedding_dim,
         mask_zero=False,
         name='token_embedding',
       ),
       'tokens': tf_keras.layers.LSTM(
-        self.args.token_lstm_units, name='token_lstm'
+        args.instruction_embedding_size // 2,
+        return_state=True,
+        name='token_lstm',
       ),
-      'instructions': tf_keras.layers.LSTM(
-        self.args.instruction_lstm_units, name='instruction_lstm'
-      ),
-      'output': tf_keras.layers.Dense(len(self.tasks) or 1, name='output'),
+      'instructions': block_lstm,
+      'shared': shared,
+      'heads': heads,
     }
+    # The vocabulary's out-of-vocabulary bucket (features.yaml's one) is the
+    # last id: Gematria's replacement token.
+    self._oov_id = tokens.cardinality - 1
 
   def build_inference(self, inputs, training):
     if self._layers is None:
@@ -224,25 +367,45 @@ class SequenceModel(tfx.training.ModelBuilder):
       # each feature: one instruction of one token.
       ids = tf.RaggedTensor.from_tensor(tokens)
       lengths = tf.RaggedTensor.from_tensor(tf.ones_like(tokens))
+    flat = ids.flat_values
+    if training and self.args.oov_injection_probability > 0:
+      # Gematria's out-of-vocabulary injection: the model learns what to
+      # do with tokens it has not seen.
+      injected = (
+        tf.random.uniform(tf.shape(flat)) < self.args.oov_injection_probability
+      )
+      flat = tf.where(injected, tf.cast(self._oov_id, flat.dtype), flat)
     # [instructions, (tokens)]: the block's tokens split per instruction.
     per_instruction = tf.RaggedTensor.from_row_lengths(
-      ids.flat_values, lengths.flat_values
+      flat, lengths.flat_values
     )
     padded = per_instruction.to_tensor()
     mask = tf.sequence_mask(per_instruction.row_lengths(), tf.shape(padded)[1])
-    encoded = layers['tokens'](
+    _, last, cell = layers['tokens'](
       layers['embedding'](padded), mask=mask, training=training
     )
-    # [blocks, (instructions), units]
-    blocks = tf.RaggedTensor.from_row_lengths(encoded, lengths.row_lengths())
+    instructions = tf.concat([last, cell], axis=1)
+    # [blocks, (instructions), embedding]
+    blocks = tf.RaggedTensor.from_row_lengths(
+      instructions, lengths.row_lengths()
+    )
     padded_blocks = blocks.to_tensor()
     block_mask = tf.sequence_mask(
       blocks.row_lengths(), tf.shape(padded_blocks)[1]
     )
-    state = layers['instructions'](
+    encoded = layers['instructions'](
       padded_blocks, mask=block_mask, training=training
     )
-    outputs = layers['output'](state)
+    if self.args.seq2seq:
+      # One delta per instruction (the padding's masked out), summed.
+      hidden = layers['shared'](encoded)
+      deltas = tf.concat([head(hidden) for head in layers['heads']], axis=-1)
+      mask = tf.cast(block_mask, deltas.dtype)[:, :, tf.newaxis]
+      outputs = tf.reduce_sum(deltas * mask, axis=1)
+    else:
+      # The last output and cell state (of both directions), concatenated.
+      hidden = layers['shared'](tf.concat(encoded[1:], axis=1))
+      outputs = tf.concat([head(hidden) for head in layers['heads']], axis=1)
     return outputs if self.tasks else outputs[:, 0]
 
   def _targets(self, inputs):
@@ -300,10 +463,12 @@ def dataset_of(args):
   # Gematria's eval and predict actions name only the files they read;
   # tensorfx builds every action's graphs from the training source, so
   # those files stand in for it (the analysis is the training job's).
+  # Export reads no data at all: the sample's own blocks stand in.
   train = (
     args.data_train
     or args.data_eval
     or [p for p in args.predict_input or () if p != '-']
+    or [os.path.join(HERE, 'data', 'blocks.tfrecord')]
   )
   blocks, schema, features = BLOCKS, args.data_schema, args.data_features
   tasks = tasks_of(args)
@@ -314,7 +479,7 @@ def dataset_of(args):
     blocks,
     metadata=args.data_metadata,
     features=features,
-    train=train or None,
+    train=train,
     eval=args.data_eval,
   )
   # The default vocabulary lies beside this file; --gematria_tokens_file

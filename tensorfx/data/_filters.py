@@ -105,3 +105,89 @@ def filter_records(dataset, filters, batch_size, forever=False):
     .batch(batch_size, drop_remainder=forever)
     .prefetch(tf.data.AUTOTUNE)
   )
+
+
+def why_nothing_matched(source, filters, limit=100_000):
+  """Why filtered data is empty: what the filtered fields hold instead.
+
+  Reads up to `limit` records of `source` unfiltered and, when none
+  matches `filters`, says so with the values each filtered field holds
+  (the most frequent first), so that a mistyped pattern shows what it
+  should have been.
+
+  Example:
+    >>> why_nothing_matched(dataset['train'], [('source', '^hsw')])
+    "--data-filter source=^hsw matched none of the 300 records read of
+    the data; its field 'source' holds: 'skl' (200), 'mca' (100)"
+
+  Args:
+    source: the `DataSource` filtered.
+    filters: `(field, regex)` pairs, as `parse_filters` returns.
+    limit: the most records read.
+
+  Returns:
+    The message, or None when no filter is given, the data is empty, or
+    a record matches (then something else emptied the data).
+  """
+  import collections
+
+  import tensorflow as tf
+
+  if not filters:
+    return None
+  values = {field: collections.Counter() for field, _ in filters}
+  patterns = [(field, re.compile(pattern)) for field, pattern in filters]
+  records = 0
+  for batch in source.read(1024, epochs=1, shuffle=False):
+    rows = _rows(batch, [field for field, _ in filters], tf)
+    for row in rows:
+      records += 1
+      if all(any(p.search(v) for v in row[f]) for f, p in patterns):
+        return None
+      for field, _ in filters:
+        values[field].update(row[field])
+    if records >= limit:
+      break
+  if not records:
+    return None
+  held = '; '.join(
+    f'its field {field!r} holds: '
+    + ', '.join(f'{v!r} ({n})' for v, n in counts.most_common(10))
+    + (f' and {len(counts) - 10} more values' if len(counts) > 10 else '')
+    for field, counts in values.items()
+  )
+  given = ' '.join(f'{field}={pattern}' for field, pattern in filters)
+  return (
+    f'--data-filter {given} matched none of the {records:,} records read '
+    f'of the data; {held}'
+  )
+
+
+def _rows(batch, fields, tf):
+  """Each record's values of `fields` as text: `[{field: [str, ...]}]`."""
+  columns = {}
+  size = None
+  for field in fields:
+    value = batch[field]
+    if isinstance(value, tf.SparseTensor):
+      dense = tf.sparse.to_dense(
+        value, default_value='' if value.dtype == tf.string else 0
+      )
+      counts = tf.math.bincount(
+        tf.cast(value.indices[:, 0], tf.int32), minlength=value.dense_shape[0]
+      ).numpy()
+      cells = [list(r[:n]) for r, n in zip(dense.numpy(), counts)]
+    else:
+      array = value.numpy().reshape(value.shape[0], -1)
+      cells = [list(r) for r in array]
+    columns[field] = [
+      [
+        v.decode('utf-8', 'replace') if isinstance(v, bytes) else str(v)
+        for v in c
+      ]
+      for c in cells
+    ]
+    size = len(cells)
+  return [
+    {field: columns[field][i] for field in fields} for i in range(size or 0)
+  ]

@@ -163,43 +163,17 @@ def test_the_follower_evaluated_the_checkpoints(run):
   assert lines[-1]['results']['eval']['mape'] < 50
 
 
-def test_the_messages_are_wire_compatible_with_gematria():
-  # Field numbers of Gematria's gematria/proto/*.proto.
-  numbers = {
-    protos.BasicBlockWithThroughputProto: {
-      'basic_block': 1,
-      'inverse_throughputs': 2,
-    },
-    protos.ThroughputWithSourceProto: {
-      'source': 1,
-      'inverse_throughput_cycles': 2,
-      'prefix_inverse_throughputs': 3,
-    },
-    protos.BasicBlockProto: {
-      'machine_instructions': 1,
-      'canonicalized_instructions': 2,
-      'fingerprint': 7,
-    },
-    protos.CanonicalizedInstructionProto: {
-      'mnemonic': 1,
-      'prefixes': 2,
-      'llvm_mnemonic': 3,
-      'output_operands': 4,
-      'input_operands': 5,
-      'implicit_output_operands': 6,
-      'implicit_input_operands': 7,
-    },
-    protos.CanonicalizedOperandProto: {
-      'register_name': 1,
-      'immediate_value': 2,
-      'fp_immediate_value': 3,
-      'address': 4,
-      'memory': 5,
-    },
-  }
-  for message, fields in numbers.items():
-    found = {f.name: f.number for f in message.DESCRIPTOR.fields}
-    assert {name: found[name] for name in fields} == fields
-  assert protos.BasicBlockWithThroughputProto.DESCRIPTOR.full_name == (
-    'gematria.BasicBlockWithThroughputProto'
+@pytest.mark.slow
+@pytest.mark.release
+def test_export_graph_def_exports_a_checkpoint_without_input_files(run):
+  # Gematria's TFLite guide: the action and the checkpoint file, no data.
+  work, _ = run
+  model = work / 'hlstm_model'
+  (model / 'model' / 'saved_model.pb').unlink()
+  result = _run(
+    '--gematria_action=export_graph_def',
+    f'--gematria_checkpoint_file={model / "checkpoints" / "ckpt-150"}',
   )
+  assert 'Exported' in result.stderr
+  loaded = tf.saved_model.load(str(model / 'model'))
+  assert 'serving_default' in loaded.signatures

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import ROOT
+import gematria_upstream
 from tensorfx import prediction
 
 pytestmark = pytest.mark.slow
@@ -48,11 +49,9 @@ def _records(path):
 
 
 def test_gematria_trains_and_predicts_through_gematrias_command_line(tmp_path):
-  sys.path.insert(0, os.path.join(SAMPLES, 'gematria'))
-  try:
-    import gematria_protos as protos
-  finally:
-    sys.path.pop(0)
+  # Records as Gematria's own classes (protoc, from Gematria's .proto files)
+  # write them: fingerprints, annotations, several sources, prefixes.
+  gematria = gematria_upstream.classes()['BasicBlockWithThroughputProto']
   _run(
     'gematria',
     'generate.py',
@@ -63,43 +62,65 @@ def test_gematria_trains_and_predicts_through_gematrias_command_line(tmp_path):
     '--seed',
     '3',
   )
+  for name in ('blocks.tfrecord', 'eval_blocks.tfrecord'):
+    records = []
+    for index, record in enumerate(_records(tmp_path / name)):
+      block = gematria.FromString(record)
+      block.basic_block.fingerprint = f'{name}:{index}'
+      for instruction in block.basic_block.canonicalized_instructions:
+        instruction.instruction_annotations.add(
+          name='cache_miss_freq', value=0.5
+        )
+      for throughput in block.inverse_throughputs:
+        throughput.prefix_inverse_throughputs.add(
+          inverse_throughput_cycles=throughput.inverse_throughput_cycles
+        )
+      records.append(block.SerializeToString())
+    with tf.io.TFRecordWriter(str(tmp_path / name)) as writer:
+      for record in records:
+        writer.write(record)
   model = tmp_path / 'hlstm_model'
-  common = (
-    '--gematria_tokens_file',
-    str(tmp_path / 'tokens.txt'),
-    f'--gematria_checkpoint_dir={model}',
-  )
   _run(
     'gematria',
     'trainer.py',
     '--gematria_action=train',
-    *common,
+    '--gematria_tokens_file',
+    str(tmp_path / 'tokens.txt'),
+    f'--gematria_checkpoint_dir={model}',
     '--gematria_input_file',
     str(tmp_path / 'blocks.tfrecord'),
     f'--gematria_throughput_source_filter={HASWELL}',
     '--gematria_training_num_epochs=2',
     '--gematria_max_blocks_in_batch=100',
+    '--gematria_block_embedding_size=16',
+    '--gematria_output_layers=8',
   )
   assert (model / 'model' / 'saved_model.pb').exists()
+  # Gematria's inference guide: the checkpoint file, no checkpoint dir, and
+  # the model's flags as in training.
   _run(
     'gematria',
     'trainer.py',
     '--gematria_action=predict',
-    *common,
-    '--gematria_input_file',
-    str(tmp_path / 'eval_blocks.tfrecord'),
-    '--gematria_output_file',
-    str(tmp_path / 'predicted.tfrecord'),
+    f'--gematria_input_file={tmp_path / "eval_blocks.tfrecord"}',
+    f'--gematria_output_file={tmp_path / "predicted.tfrecord"}',
+    f'--gematria_tokens_file={tmp_path / "tokens.txt"}',
+    f'--gematria_checkpoint_file={model / "checkpoints" / "ckpt-2"}',
+    '--gematria_block_embedding_size=16',
+    '--gematria_output_layers=8',
   )
   given = _records(tmp_path / 'eval_blocks.tfrecord')
   predicted = _records(tmp_path / 'predicted.tfrecord')
   assert len(predicted) == len(given) > 0
   for before, after in zip(given, predicted):
-    before = protos.BasicBlockWithThroughputProto.FromString(before)
-    after = protos.BasicBlockWithThroughputProto.FromString(after)
+    before, after = gematria.FromString(before), gematria.FromString(after)
     assert after.basic_block == before.basic_block
-    assert len(after.inverse_throughputs) == len(before.inverse_throughputs) + 1
-    assert after.inverse_throughputs[-1].source == 'hierarchical-lstm'
+    assert list(after.inverse_throughputs)[:-1] == list(
+      before.inverse_throughputs
+    )
+    added = after.inverse_throughputs[-1]
+    assert added.source == 'hierarchical-lstm'
+    assert len(added.inverse_throughput_cycles) == 1
 
 
 def test_gematria_style_trains_and_predicts_as_its_readme_says(tmp_path):

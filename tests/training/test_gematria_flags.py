@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from conftest import iris_args
 from tensorfx import ConfigurationError
+from tensorfx import TrainingError
 from tensorfx import training
 from tensorfx.data import _filters
 from tensorfx.models import nn
@@ -135,3 +136,23 @@ def test_trainer_reads_only_matching_records(tmp_path, iris_dataset_factory):
   )
   assert int(trained.global_step.numpy()) == 2  # 40 setosa rows / 20.
   assert os.path.exists(tmp_path / 'job' / 'model' / 'saved_model.pb')
+
+
+def test_a_filter_that_matches_nothing_says_so_with_the_values_held(
+  tmp_path, iris_dataset_factory
+):
+  with pytest.raises(
+    TrainingError,
+    match="--data-filter species=\\^setoza matched none of the 120 records "
+    "read of the data; its field 'species' holds: 'setosa' \\(40\\), "
+    "'versicolor' \\(40\\), 'virginica' \\(40\\)",
+  ):
+    _train(
+      tmp_path / 'job',
+      iris_dataset_factory(),
+      '--max-steps',
+      '5',
+      '--data-filter',
+      'species=^setoza',
+    )
+  assert not os.path.exists(tmp_path / 'job' / 'model' / 'saved_model.pb')

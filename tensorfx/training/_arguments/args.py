@@ -185,21 +185,37 @@ class ModelArguments(argparse.Namespace):
     Raises:
       ConfigurationError: an invalid indexed list flag, a missing --output
         with `parse_job`, an invalid run configuration (naming its file,
-        line and key), or a value `process()` rejects.
+        line and key), or a value `process()` rejects. When `args` is None
+        (the process's own command line) such an error is an argument
+        error instead: the usage line and the message, then SystemExit(2).
       SystemExit: argparse rejected the arguments (unknown flag, bad value);
         it has printed the usage and the error, with the closest flag names
         for a mistyped one. Also (code 0) after `--print-config` has
         printed the resolved configuration.
     """
+    command_line = args is None
     if args is None:
       args = sys.argv[1:]
     elif isinstance(args, str):
       args = shlex.split(args)
-    args = list(args)
+    parser = cls.build_parser()
+    try:
+      return cls._parse(parser, list(args), parse_job)
+    except ConfigurationError as e:
+      if not command_line:
+        raise
+      # The process's own command line: an error in it is an argument
+      # error, in one line (exit 2), as argparse reports its own.
+      parser.error(str(e))
+
+  @classmethod
+  def _parse(cls, parser, args, parse_job):
     if any(_gematriaflags.is_gematria(a) for a in args):
       # Gematria's --gematria_* flags, as its command line spells them.
-      args = _gematriaflags.translate(args)
-    parser = cls.build_parser()
+      args = _gematriaflags.translate(
+        args,
+        {o for a in _argparsing.actions(parser) for o in a.option_strings},
+      )
     defaults: dict = {}
     origins: dict = {}
     config = _runconfig.find_config(args)

@@ -12,7 +12,8 @@ instead, never silently dropped.
 This module must not import TensorFlow (see `tensorfx.training._arguments.args`).
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+import posixpath
 
 from tensorfx._errors import ConfigurationError
 
@@ -22,23 +23,45 @@ _ACTIONS = {
   'predict': ['--action', 'predict'],
   'export_graph_def': ['--action', 'export'],
 }
+# Gematria's LearningRateScheduleType members, as tensorfx's schedules.
 _SCHEDULES = {
   'none': 'constant',
-  'exponential_decay': 'exponential',
-  'inverse_time_decay': 'inverse-time',
-  'natural_exp_decay': 'natural-exp',
-  'polynomial_decay': 'polynomial',
-  'cosine_decay': 'cosine',
-  'cosine_decay_restarts': 'cosine-restarts',
-  'linear_cosine_decay': 'linear-cosine',
+  'cosine': 'cosine',
+  'exponential': 'exponential',
+  'inverse_time': 'inverse-time',
+  'linear_cosine': 'linear-cosine',
+  'natural_exp': 'natural-exp',
+  'polynomial': 'polynomial',
+  'cosine_restarts': 'cosine-restarts',
 }
+# Gematria's boolean flags (absl: `--flag`, `--noflag`, `--flag=false`).
 _BOOLEANS = (
   'gematria_drop_invalid_blocks',
   'gematria_load_global_step_from_ckpt',
   'gematria_training_randomize_batches',
   'gematria_synchronous_training',
   'gematria_use_seq2seq_loss',
+  'gematria_run_tf_profiler',
+  'gematria_bidirectional',
+  'gematria_seq2seq',
 )
+# The flags of Gematria's sequence model (its run_sequence_model binary and
+# token_model_flags.py), as the trainer flags a model of that kind defines
+# (the Gematria sample's do): `--gematria_X` becomes `--X`, checked against
+# the trainer's parser.
+_MODEL = {
+  'gematria_token_embedding_size': '--token-embedding-size',
+  'gematria_instruction_embedding_size': '--instruction-embedding-size',
+  'gematria_block_embedding_size': '--block-embedding-size',
+  'gematria_output_layers': '--output-layers',
+  'gematria_task_output_layers': '--task-output-layers',
+  'gematria_bidirectional': '--bidirectional',
+  'gematria_seq2seq': '--seq2seq',
+  'gematria_use_seq2seq_loss': '--seq2seq-loss',
+  'gematria_out_of_vocabulary_injection_probability': (
+    '--oov-injection-probability'
+  ),
+}
 # Flags Gematria takes that mean nothing here: what to do instead.
 _NO_MEANING = {
   'master': (
@@ -78,6 +101,18 @@ _NO_MEANING = {
   'gematria_resume_from_dir': (
     'copy the job directory and train with --gematria_checkpoint_dir the copy'
   ),
+  'gematria_annotation_names_file': (
+    "Gematria's sequence model reads no instruction annotations (its graph "
+    'models do); they pass through prediction unchanged'
+  ),
+  'gematria_graph_def_file': (
+    '--gematria_action=export_graph_def writes a SavedModel to '
+    'OUTPUT/model (--gematria_checkpoint_dir); tf.lite.TFLiteConverter.'
+    'from_saved_model converts it'
+  ),
+  'gematria_log_device_placement': (
+    'TensorFlow 2 logs placements with tf.debugging.set_log_device_placement'
+  ),
 }
 
 
@@ -99,14 +134,28 @@ def _bool(name: str, text: str) -> bool:
   )
 
 
+def _name(token: str) -> str:
+  # absl takes one dash or two: `-gematria_x` is `--gematria_x`.
+  if token.startswith('--'):
+    return token[2:].partition('=')[0]
+  if token.startswith('-') and not token.startswith('-', 1):
+    return token[1:].partition('=')[0]
+  return ''
+
+
 def is_gematria(token: str) -> bool:
   """Whether a command-line token is one of Gematria's flags."""
-  name = token[2:].partition('=')[0] if token.startswith('--') else ''
+  name = _name(token)
   return name.startswith(('gematria_', 'nogematria_')) or name == 'master'
 
 
 def _split(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
-  """Gematria's flags as `(name, value)` pairs; the other tokens kept."""
+  """Gematria's flags as `(name, value)` pairs; the other tokens kept.
+
+  As absl reads them: a boolean is `--flag`, `--noflag` or `--flag=VALUE`
+  (never `--flag VALUE`); any other flag is `--flag=VALUE` or
+  `--flag VALUE`.
+  """
   flags = []
   rest = []
   tokens = list(argv)
@@ -117,14 +166,12 @@ def _split(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
     if not is_gematria(token):
       rest.append(token)
       continue
-    name, sep, value = token[2:].partition('=')
+    name, sep, value = token.lstrip('-').partition('=')
     if name.startswith('nogematria_') and name[2:] in _BOOLEANS and not sep:
       flags.append((name[2:], 'false'))
       continue
     if not sep:
-      if name in _BOOLEANS and (
-        index >= len(tokens) or tokens[index].startswith('--')
-      ):
+      if name in _BOOLEANS:
         value = 'true'
       elif index < len(tokens):
         value = tokens[index]
@@ -135,7 +182,9 @@ def _split(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
   return flags, rest
 
 
-def translate(argv: Sequence[str]) -> list[str]:
+def translate(
+  argv: Sequence[str], options: Collection[str] | None = None
+) -> list[str]:
   """Rewrites Gematria's flags in `argv` into tensorfx's.
 
   Example:
@@ -143,7 +192,13 @@ def translate(argv: Sequence[str]) -> list[str]:
     ...            'a.tfrecord,b.tfrecord',
     ...            '--gematria_max_blocks_in_batch=100'])
     ['--action', 'train', '--data-train', 'a.tfrecord', 'b.tfrecord',
-     '--batch-size', '100']
+     '--batch-size', '100', '--eval-batch-size', '100']
+
+  Args:
+    argv: the command line's arguments.
+    options: the option strings the trainer's parser defines; the flags of
+      Gematria's sequence model are checked against them. None: not
+      checked.
 
   Returns:
     The arguments, each Gematria flag replaced by the tensorfx flags of the
@@ -151,20 +206,19 @@ def translate(argv: Sequence[str]) -> list[str]:
 
   Raises:
     ConfigurationError: a Gematria flag without a tensorfx meaning, or a
-      value tensorfx cannot take, naming the flag.
+      value tensorfx cannot take, naming the flag and saying what to use
+      instead.
   """
   flags, rest = _split(argv)
   if not flags:
     return list(argv)
-  action = 'train'
-  for name, value in flags:
-    if name == 'gematria_action':
-      action = value.strip().lower()
-      if action not in _ACTIONS:
-        raise ConfigurationError(
-          f'--gematria_action must be one of {", ".join(_ACTIONS)}. '
-          f'Received: --gematria_action={value}'
-        )
+  given = dict(flags)  # The last of a repeated flag, as absl keeps.
+  action = given.get('gematria_action', 'train').strip().lower()
+  if action not in _ACTIONS:
+    raise ConfigurationError(
+      f'--gematria_action must be one of {", ".join(_ACTIONS)} (or the '
+      f'same in capitals). Received: --gematria_action={given["gematria_action"]}'
+    )
   out: list[str] = []
   filters: list[str] = []
   task_names: list[str] = []
@@ -173,22 +227,84 @@ def translate(argv: Sequence[str]) -> list[str]:
       name == 'gematria_synchronous_training' and _bool(name, value)
     ):
       raise _no_meaning(name)
-    handler = _HANDLERS.get(name)
-    if handler is None:
-      if name == 'gematria_throughput_source_filter':
-        filters.append(value)
-        continue
-      if name == 'gematria_task_names':
-        task_names.extend(v for v in value.split(',') if v)
-        continue
+    if name == 'gematria_throughput_source_filter':
+      filters.append(value)
+    elif name == 'gematria_task_names':
+      # absl's multi_string: one name per occurrence, commas kept.
+      task_names.append(value)
+    elif name in _MODEL:
+      out.extend(_model(name, value, options))
+    elif name in _HANDLERS:
+      if name in _LISTS and given[name] != value:
+        continue  # absl's list flags: the last occurrence replaces.
+      try:
+        out.extend(_HANDLERS[name](name, value, action))
+      except ConfigurationError:
+        raise
+      except ValueError:  # int() of a number flag's value
+        raise ConfigurationError(
+          f'--{name} takes a number. Received: --{name}={value}'
+        ) from None
+    elif name not in _TOGETHER:
       raise ConfigurationError(
-        f'--{name} is not a Gematria flag tensorfx knows (see '
-        'docs/migrating/gematria.md for the flags it maps). Received: '
-        f'--{name}={value}'
+        f"--{name} is not a flag of Gematria's main_function, "
+        'token_model_flags or sequence model (docs/migrating/gematria.md '
+        f'lists the flags tensorfx reads). Received: --{name}={value}'
       )
-    out.extend(handler(name, value, action))
+  out.extend(_profiler(given))
+  out.extend(_checkpoint_file(given, rest))
   out.extend(_tasks(filters, task_names))
   return rest + out
+
+
+def _model(name: str, value: str, options: Collection[str] | None) -> list[str]:
+  """A flag of Gematria's sequence model, as the trainer's flag of it."""
+  flag = _MODEL[name]
+  if name == 'gematria_use_seq2seq_loss' and (
+    options is not None and flag not in options
+  ):
+    _bool(name, value)
+    return []  # Gematria: "no effect for models that are not seq2seq".
+  if name in _BOOLEANS:
+    argv = [flag if _bool(name, value) else '--no-' + flag[2:]]
+  else:
+    argv = [flag, value]
+  if options is not None and argv[0] not in options:
+    raise ConfigurationError(
+      f"--{name} is a flag of Gematria's sequence model, which this "
+      f'trainer reads as {flag}; it defines no {argv[0]} (the Gematria '
+      f'sample does). Received: --{name}={value}'
+    )
+  return argv
+
+
+def _profiler(given: dict[str, str]) -> list[str]:
+  """`--gematria_run_tf_profiler` (with its port) as `--profiler-port`."""
+  if not _bool(
+    'gematria_run_tf_profiler', given.get('gematria_run_tf_profiler', 'false')
+  ):
+    return []
+  return ['--profiler-port', given.get('gematria_tf_profiler_port', '6009')]
+
+
+def _checkpoint_file(given: dict[str, str], rest: Sequence[str]) -> list[str]:
+  """The job directory of `--gematria_checkpoint_file` when none is named.
+
+  Gematria's inference guide names only the checkpoint file; a tensorfx
+  job reads its analysis beside it: the directory that holds
+  `checkpoints/`, or the checkpoint's own directory (Gematria's layout).
+  """
+  checkpoint = given.get('gematria_checkpoint_file')
+  if (
+    not checkpoint
+    or 'gematria_checkpoint_dir' in given
+    or any(a.split('=')[0] in ('--output', '--job-dir') for a in rest)
+  ):
+    return []
+  directory = posixpath.dirname(checkpoint.rstrip('/'))
+  if posixpath.basename(directory) == 'checkpoints':
+    directory = posixpath.dirname(directory)
+  return ['--output', directory or '.']
 
 
 def _tasks(filters: list[str], names: list[str]) -> list[str]:
@@ -232,15 +348,16 @@ def _input(name: str, value: str, action: str) -> list[str]:
     'predict': '--predict-input',
   }.get(action)
   if flag is None:
-    raise ConfigurationError(
-      f'--gematria_action={action} reads no input. Received: --{name}={value}'
-    )
+    # Gematria lists export_graph_def among the actions without input data
+    # and ignores the files; so does tensorfx.
+    return []
   return [flag, *files]
 
 
 def _epochs(name: str, value: str, action: str) -> list[str]:
   steps = int(value)
-  # Gematria: zero or negative trains until interrupted; here 0.
+  # Gematria's training guide passes 0 to train until stopped; here the
+  # run then ends when the data does (or --max-steps).
   return ['--max-steps', str(max(steps, 0))]
 
 
@@ -251,18 +368,18 @@ def _batch(name: str, value: str, action: str) -> list[str]:
 
 
 def _enum(
-  flag: str, values: dict[str, str] | None = None
+  flag: str, values: dict[str, str], name_of: str
 ) -> Callable[[str, str, str], list[str]]:
+  """An absl enum_class flag (member names, any case) as a tensorfx flag."""
+
   def handle(name, value, action):
     key = value.strip().lower()
-    if values is not None:
-      if key not in values:
-        raise ConfigurationError(
-          f'--{name}={value} has no tensorfx equivalent (it takes '
-          f'{", ".join(v.upper() for v in values)}).'
-        )
-      key = values[key]
-    return [flag, key]
+    if key not in values:
+      raise ConfigurationError(
+        f"--{name} takes a member of Gematria's {name_of}: "
+        f'{", ".join(v.upper() for v in values)}. Received: --{name}={value}'
+      )
+    return [flag, values[key]]
 
   return handle
 
@@ -292,9 +409,28 @@ def _selection(name: str, value: str, action: str) -> list[str]:
   return []
 
 
-def _seq2seq(name: str, value: str, action: str) -> list[str]:
-  # Gematria: "no effect for models that are not seq2seq"; none here is.
-  _bool(name, value)
+def _schedule(name: str, value: str, action: str) -> list[str]:
+  if value.strip().lower() == 'noisy_linear_cosine':
+    raise ConfigurationError(
+      f'--{name}=NOISY_LINEAR_COSINE has no tensorfx schedule (TensorFlow 2 '
+      'and Keras have no noisy linear cosine decay); use LINEAR_COSINE. '
+      f'Received: --{name}={value}'
+    )
+  return _enum(
+    '--learning-rate-schedule', _SCHEDULES, 'LearningRateScheduleType'
+  )(name, value, action)
+
+
+def _oov_token(name: str, value: str, action: str) -> list[str]:
+  if not value:
+    raise ConfigurationError(
+      f'--{name} empty (out-of-vocabulary tokens are errors) has no tensorfx '
+      "meaning: a trainer reads them as its vocabulary's out-of-vocabulary "
+      'bucket. Leave the flag out.'
+    )
+  # Any replacement token: tensorfx's vocabularies give every token out of
+  # the vocabulary one shared id, the out-of-vocabulary bucket, which plays
+  # the replacement token's part.
   return []
 
 
@@ -302,6 +438,11 @@ def _trained(name: str, value: str, action: str) -> list[str]:
   groups = [v for v in value.split(',') if v]
   return ['--trainable-pattern', '|'.join(groups)] if groups else []
 
+
+# Gematria's list flags (absl DEFINE_list): a repeated flag replaces.
+_LISTS = ('gematria_input_file', 'gematria_collected_percentile_ranks')
+# Read with another flag (_profiler, _checkpoint_file) rather than alone.
+_TOGETHER = ('gematria_run_tf_profiler', 'gematria_tf_profiler_port')
 
 _HANDLERS: dict[str, Callable[[str, str, str], list[str]]] = {
   'gematria_action': lambda name, value, action: list(_ACTIONS[action]),
@@ -318,6 +459,7 @@ _HANDLERS: dict[str, Callable[[str, str, str], list[str]]] = {
     '--data-vocabulary',
     f'tokens={value}',
   ],
+  'gematria_out_of_vocabulary_replacement_token': _oov_token,
   'gematria_eval_interval_secs': _plain('--eval-interval-secs'),
   'gematria_checkpoint_max_to_keep': _plain('--keep-checkpoints'),
   'gematria_save_checkpoint_secs': _plain('--checkpoint-interval-secs'),
@@ -325,11 +467,11 @@ _HANDLERS: dict[str, Callable[[str, str, str], list[str]]] = {
   'gematria_save_summaries_epochs': _plain('--log-interval-steps'),
   'gematria_grad_clip_norm': _plain('--clip-norm'),
   'gematria_optimizer_type': _enum(
-    '--optimizer', {'adam': 'adam', 'sgd': 'sgd', 'rmsprop': 'rmsprop'}
+    '--optimizer',
+    {'adam': 'adam', 'sgd': 'sgd', 'rmsprop': 'rmsprop'},
+    'OptimizerType',
   ),
-  'gematria_learning_rate_schedule': _enum(
-    '--learning-rate-schedule', _SCHEDULES
-  ),
+  'gematria_learning_rate_schedule': _schedule,
   'gematria_decay_steps': _plain('--decay-steps'),
   'gematria_decay_rate': _plain('--decay-rate'),
   'gematria_random_seed': _seed,
@@ -337,7 +479,6 @@ _HANDLERS: dict[str, Callable[[str, str, str], list[str]]] = {
     '--percentile-ranks',
     *[v for v in value.split(',') if v],
   ],
-  'gematria_use_seq2seq_loss': _seq2seq,
   'gematria_drop_invalid_blocks': _boolean('--skip-bad-records'),
   'gematria_warmstart_checkpoint_file': _plain('--warm-start'),
   'gematria_warmstart_checkpoint_dir': _plain('--warm-start'),

@@ -62,6 +62,10 @@ def builtin(
     callbacks.append(table_fill.TableFillCallback())
   if role == 'train':
     callbacks.append(hparams.HParamsCallback(arguments or {}))
+    if settings.summaries.profiler_port is not None:
+      callbacks.append(
+        profiler.ProfilerServerCallback(settings.summaries.profiler_port)
+      )
     if settings.summaries.profile_steps:
       callbacks.append(
         profiler.ProfilerCallback(*settings.summaries.profile_steps)

@@ -86,3 +86,53 @@ class ProfilerCallback(base.Callback):
       min(self.last, self.context.global_step),
       os.path.join(self.directory, 'plugins', 'profile'),
     )
+
+
+# The profiler server's port in this process: TensorFlow starts one server
+# per process and cannot stop it, so a second run reuses it.
+_server_port: Optional[int] = None
+
+
+class ProfilerServerCallback(base.Callback):
+  """Starts a profiler server in each training process (`--profiler-port`).
+
+  Gematria's `--gematria_run_tf_profiler`: TensorBoard's Profile tab
+  ("Capture profile", `HOST:PORT`) or `tf.profiler.experimental.client.
+  trace` then records a profile of whatever the process runs, on demand.
+  It starts when training begins, once per process (every task of a
+  cluster listens on the same port of its own host), and lives as long as
+  the process: TensorFlow has no way to stop it.
+
+  Args:
+    port: the TCP port to listen on.
+  """
+
+  def __init__(self, port: int) -> None:
+    super().__init__()
+    self.port = int(port)
+
+  def on_train_begin(self, logs: dict[str, Any]) -> None:
+    global _server_port  # noqa: PLW0603  (one server per process)
+    if _server_port is None:
+      try:
+        tf.profiler.experimental.server.start(self.port)
+      except (tf.errors.OpError, RuntimeError) as e:
+        # The port is taken (another job's server?): the run goes on.
+        logger.warning(
+          'Cannot start the profiler server on port %d: %s', self.port, e
+        )
+        return
+      _server_port = self.port
+    elif _server_port != self.port:
+      logger.warning(
+        'The profiler server of this process listens on port %d, not %d: '
+        'TensorFlow starts one per process',
+        _server_port,
+        self.port,
+      )
+    logger.info(
+      "Profiler server on port %d: TensorBoard's Profile tab captures a "
+      'profile from localhost:%d (Capture profile)',
+      _server_port,
+      _server_port,
+    )

@@ -64,6 +64,8 @@ class TrainingLoop:
     batch_size: examples per step, for examples/s.
     learning_rate: returns the learning rate now (or None).
     gradient_norm: returns the last step's global gradient norm (or None).
+    why_empty: says why the training data yielded no batch, when something
+      can (the records filter matched none); None otherwise.
   """
 
   def __init__(
@@ -79,6 +81,7 @@ class TrainingLoop:
     batch_size=1,
     learning_rate: Callable[[], Optional[float]] = lambda: None,
     gradient_norm: Callable[[], Optional[float]] = lambda: None,
+    why_empty: Callable[[], Optional[str]] = lambda: None,
   ):
     self._steps = steps
     self._read_step = read_step
@@ -91,6 +94,7 @@ class TrainingLoop:
     self._batch_size = batch_size
     self._learning_rate = learning_rate
     self._gradient_norm = gradient_norm
+    self._why_empty = why_empty
     self._last_checkpoint = None
     self._last_evaluation = None
     self._hooks: dict[str, list[Any]] = {'before': [], 'after': []}
@@ -206,11 +210,15 @@ class TrainingLoop:
       exhausted = result.ran < bound
       if exhausted and not trained and not result.ran:
         # A model that never trained must not be exported as trained.
+        why = self._why_empty()
         raise TrainingError(
           f'The training data ended before the first training step (at '
-          f'step {step}): it yielded no batch. Are the --data-train files '
-          'empty, shorter than one batch, or were all their records '
-          'skipped as bad?'
+          f'step {step}): it yielded no batch. '
+          + (
+            why
+            or 'Are the --data-train files empty, shorter than one batch, '
+            'or were all their records skipped as bad?'
+          )
         )
       trained = trained or result.ran > 0
       done = exhausted or cadence.finished(step)

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
+from tensorfx.data import _filters
 from tensorfx.data import _validation
 from tensorfx.embeddings import internal as _tables
 from tensorfx.training import _callbacks
@@ -179,6 +180,10 @@ class TrainingRun(_skeleton.Run):
       batch_size=training.batch_size,
       learning_rate=lambda: _learning_rate(training.optimizer),
       gradient_norm=lambda: _read(training.gradient_norm),
+      why_empty=lambda: _filters.why_nothing_matched(
+        dataset['train'],
+        _filters.parse_filters(settings.data.filters),
+      ),
     )
     context.save = loop.save_checkpoint
     context.step_hook = loop.at_step

@@ -45,6 +45,13 @@ def _profile_steps(name: str, value: Any) -> None:
   parse_profile_steps(value)
 
 
+def _port(name: str, value: Any) -> None:
+  if not 0 < value < 65536:
+    raise ConfigurationError(
+      f'{name} must be a TCP port, 1 to 65535. Received: {name}={value}'
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class SummarySettings(_section.Section):
   """What the run writes for TensorBoard besides loss and metrics.
@@ -52,6 +59,9 @@ class SummarySettings(_section.Section):
   Attributes:
     profile_steps: `(first, last)`: the training steps profiled
       (`--profile-steps`), both included; None for no profile.
+    profiler_port: the port of the profiler server each training process
+      starts (`--profiler-port`, Gematria's `--gematria_run_tf_profiler`),
+      for TensorBoard's "Capture profile"; None for no server.
   """
 
   profile_steps: Optional[Tuple[int, int]] = _section.setting(
@@ -63,6 +73,17 @@ class SummarySettings(_section.Section):
     help='write a profile of training steps FIRST to '
     'LAST (counted from 1, like the global step) to '
     "summaries/train/plugins/profile/, for TensorBoard's "
-    'Profile tab (pip install "tensorfx-sdk[profile]") '
+    'Profile tab '
+    '(pip install "tensorboard-plugin-profile>=2.20,<2.23") '
     '(default: none)',
+  )
+  profiler_port: Optional[int] = _section.setting(
+    '--profiler-port',
+    group='logging',
+    type=int,
+    metavar='PORT',
+    check=_section.optional(_port),
+    help='start a profiler server on PORT in each training process, '
+    "from which TensorBoard's Profile tab captures a profile on demand "
+    '(Capture profile, host:PORT) (default: none)',
   )
