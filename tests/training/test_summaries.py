@@ -62,6 +62,15 @@ def _train(output, dataset, *extra):
   return records.lines
 
 
+def _free_port():
+  with socket.socket() as probe:
+    probe.bind(('127.0.0.1', 0))
+    return probe.getsockname()[1]
+
+
+PROFILER_PORT = _free_port()
+
+
 @pytest.fixture(scope='module')
 def run(tmp_path_factory, iris_dataset_factory):
   """12 steps, logged every 4, a warm-up to step 8, steps 5-7 profiled."""
@@ -80,6 +89,8 @@ def run(tmp_path_factory, iris_dataset_factory):
     '0.04',
     '--profile-steps',
     '5,7',
+    '--profiler-port',
+    str(PROFILER_PORT),
   )
   return output, lines
 
@@ -173,6 +184,16 @@ def test_hparams_records_read_back_with_the_plugin_protos(run):
   } <= metrics
   end = records[hparams_metadata.SESSION_END_INFO_TAG]
   assert end.status == api_pb2.STATUS_SUCCESS
+
+
+def test_a_profiler_server_listens_on_the_port_asked(run):
+  # Gematria's --gematria_run_tf_profiler: TensorBoard captures from it.
+  _, lines = run
+  assert any(
+    f'Profiler server on port {PROFILER_PORT}' in line for line in lines
+  )
+  with socket.create_connection(('127.0.0.1', PROFILER_PORT), timeout=5):
+    pass
 
 
 def test_profile_of_the_asked_steps(run):
