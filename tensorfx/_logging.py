@@ -16,6 +16,12 @@ line included, comes through. `TF_CPP_MIN_LOG_LEVEL` is set before that
 import, unless the user set it. `--log-level-tensorflow debug` (or info) on
 the command line, or `TF_CPP_MIN_LOG_LEVEL` set by the user, turns the
 filtering off.
+
+A cluster's tasks print known harmless C++ errors as a run ends (the chief
+removing functions that the other tasks already dropped: four lines each,
+dozens of them). The local cluster launcher relays each task's output
+through the same filter (`NoiseFilter`), which drops such a block whole and
+keeps every other line.
 """
 
 import contextlib
@@ -80,6 +86,38 @@ _STARTUP_NOISE = (
 _NO_GPU_NOISE = re.compile(
   r'^E\d{4} [\d:. ]+\d+ cuda_platform\.cc:\d+\] '
   r'failed call to cuInit'
+)
+
+# What a cluster's tasks print as a run ends that says nothing about it.
+# Eager contexts release the functions they registered on the other tasks;
+# a task that already dropped one answers that it has none: the first line
+# of a block, whose next lines are those of `_REMOVAL_BLOCK`. A removal that
+# fails for another reason (a task that is gone) still shows.
+_REMOVAL = re.compile(
+  r'^E\d{4} [\d:. ]+\d+ context\.cc:\d+\] Failed to remove function '
+  r"remotely due to Tried to remove non-existent function '"
+)
+_REMOVAL_BLOCK = (
+  re.compile(
+    r'^Additional GRPC error information from remote target \S+ while '
+    r'calling /tensorflow\.eager\.EagerService/\w+:$'
+  ),
+  re.compile(
+    r'^:\w+:Error received from peer .*Tried to remove non-existent '
+    r'function'
+  ),
+  re.compile(
+    r'^This could happen if the remote target has been disconnected from '
+    r'the client\.$'
+  ),
+)
+_CLUSTER_END_NOISE = (
+  # A server's cache of multi-device functions, cleared at its end.
+  re.compile(
+    r'^E\d{4} [\d:. ]+\d+ function_handle_cache\.cc:\d+\] Failed to '
+    r'clear function handle cache: UNIMPLEMENTED: Releasing a multi-device '
+    r'component handle on a remote device is not yet implemented\.$'
+  ),
 )
 
 
@@ -213,30 +251,77 @@ def quiet_beam():
       logging.getLogger(name).setLevel(level)
 
 
-def filter_startup_noise(text, gpu_present=None):
-  r"""TensorFlow's import output without its known start-up lines.
+class NoiseFilter:
+  r"""Judges TensorFlow's output line by line: known noise, or worth showing.
+
+  Known noise is TensorFlow's start-up chatter and the harmless errors a
+  cluster's tasks print as a run ends; a block of several lines is dropped
+  whole. One filter reads one stream, in order.
 
   Example:
-    >>> filter_startup_noise('I0000 00:00:1.2 7 port.cc:153] oneDNN custom '
-    ...                      'operations are on.\nE0000 real trouble\n')
-    'E0000 real trouble\n'
+    >>> lines = NoiseFilter(gpu_present=False)
+    >>> lines.keep('E0000 00:00:1.2 7 op_kernel.cc:1] real trouble')
+    True
 
   Args:
-    text: what was written to stderr while TensorFlow was imported.
     gpu_present: whether NVIDIA devices exist (then a failing cuInit is
       kept); by default looked up.
   """
-  if gpu_present is None:
-    gpu_present = _gpu_present()
-  kept = []
-  for line in text.splitlines(keepends=True):
+
+  def __init__(self, gpu_present=None):
+    self._gpu_present = _gpu_present() if gpu_present is None else gpu_present
+    self._in_block = False
+
+  def keep(self, line):
+    """Whether `line` (with or without its newline) is shown."""
     bare = line.rstrip('\n')
-    if any(p.search(bare) for p in _STARTUP_NOISE):
-      continue
-    if not gpu_present and _NO_GPU_NOISE.search(bare):
-      continue
-    kept.append(line)
-  return ''.join(kept)
+    if self._in_block:
+      if any(p.search(bare) for p in _REMOVAL_BLOCK):
+        return False
+      self._in_block = False
+    if _REMOVAL.search(bare):
+      self._in_block = True
+      return False
+    if any(p.search(bare) for p in _STARTUP_NOISE + _CLUSTER_END_NOISE):
+      return False
+    return self._gpu_present or not _NO_GPU_NOISE.search(bare)
+
+
+def filter_noise(text, gpu_present=None):
+  r"""TensorFlow's output without its known noise (see `NoiseFilter`).
+
+  Example:
+    >>> filter_noise('I0000 00:00:1.2 7 port.cc:153] oneDNN custom '
+    ...              'operations are on.\nE0000 real trouble\n')
+    'E0000 real trouble\n'
+
+  Args:
+    text: what TensorFlow wrote (to stderr while it was imported, say).
+    gpu_present: whether NVIDIA devices exist (then a failing cuInit is
+      kept); by default looked up.
+  """
+  lines = NoiseFilter(gpu_present)
+  return ''.join(
+    line for line in text.splitlines(keepends=True) if lines.keep(line)
+  )
+
+
+def shows_all_tensorflow_lines(argv=None, environ=None):
+  """Whether every line of TensorFlow's is asked for: none is filtered then.
+
+  TensorFlow's debug or info lines are: `--log-level-tensorflow
+  debug|info` on the command line, or `TF_CPP_MIN_LOG_LEVEL=0`.
+
+  Args:
+    argv: the command line to read `--log-level-tensorflow` from; by
+      default `sys.argv`.
+    environ: the environment; by default `os.environ`.
+  """
+  environ = os.environ if environ is None else environ
+  return (
+    tensorflow_level(argv) in ('debug', 'info')
+    or environ.get('TF_CPP_MIN_LOG_LEVEL') == '0'
+  )
 
 
 def _gpu_present():
@@ -295,7 +380,7 @@ class _QuietLoader(importlib.abc.Loader):
         os.close(saved)
         captured.seek(0)
         text = captured.read().decode('utf-8', 'replace')
-        stderr.write(text if failed else filter_startup_noise(text))
+        stderr.write(text if failed else filter_noise(text))
         stderr.flush()
 
 
@@ -344,7 +429,7 @@ def install_import_hook(argv=None, environ=None):
   if 'TF_CPP_MIN_LOG_LEVEL' not in environ or _set_level:
     # Ours to set (again: the command line may ask for more than sys.argv).
     _set_level = environ['TF_CPP_MIN_LOG_LEVEL'] = _CPP_LEVELS.get(level, '2')
-  if level in ('debug', 'info') or environ['TF_CPP_MIN_LOG_LEVEL'] == '0':
+  if shows_all_tensorflow_lines(argv, environ):
     uninstall_import_hook()
   elif _hook is None:
     _hook = _TensorFlowImportHook()

@@ -10,7 +10,9 @@ terminal line (`... eta 0:00 12:01:07 INFO Saved checkpoint`). While a line
 is shown, every log record first clears it: a hook on the logging module's
 record factory, which runs before any handler (tensorfx's, the root's, the
 program's own) writes anything. The next update draws the line again below
-the record.
+the record. A closed line is done and draws nothing more: a caller closes
+it as soon as its last state is known (training's bar at its last step,
+above the final checkpoint's and evaluation's lines).
 
 This module must not import TensorFlow.
 """
@@ -79,6 +81,7 @@ class StatusLine:
     isatty: Callable[[], bool] = getattr(self._out(), 'isatty', lambda: False)
     self.live = bool(enabled and isatty())
     self._shown = False
+    self._closed = False
     self._text: str | None = None
     self._last = 0.0
     self._lock = threading.RLock()
@@ -94,8 +97,8 @@ class StatusLine:
     return self.live and time.monotonic() - self._last >= DRAW_SECS
 
   def draw(self, text: str) -> None:
-    """Shows `text` in place of the line's last text."""
-    if not self.live:
+    """Shows `text` in place of the line's last text (not once closed)."""
+    if not self.live or self._closed:
       return
     with self._lock:
       stream = self._out()
@@ -124,12 +127,14 @@ class StatusLine:
   def close(self, final: str | None = None) -> None:
     """Ends the line, leaving its last text (or `final`) shown.
 
-    A line a log record cleared is drawn again, below the records.
+    A line a log record cleared is drawn again, below the records. Closing
+    a closed line does nothing.
     """
     final = final if final is not None else self._text
     if final is not None:
       self.draw(final)
     with self._lock:
+      self._closed = True
       if not self._shown:
         return
       self._shown = False

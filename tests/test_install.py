@@ -162,6 +162,32 @@ def test_the_wheel_carries_license_and_type_marker(wheelhouse):
   assert not any(n.startswith(('tests/', 'samples/', 'docs/')) for n in names)
 
 
+def test_a_plain_install_brings_optuna_for_tune(wheelhouse):
+  import zipfile
+
+  from packaging.requirements import Requirement
+
+  (wheel,) = glob.glob(str(wheelhouse / '*.whl'))
+  with zipfile.ZipFile(wheel) as archive:
+    (metadata,) = [
+      n for n in archive.namelist() if n.endswith('.dist-info/METADATA')
+    ]
+    text = archive.read(metadata).decode('utf-8')
+  required = [
+    Requirement(line.split(':', 1)[1])
+    for line in text.splitlines()
+    if line.startswith('Requires-Dist:')
+  ]
+  plain = {r.name.lower() for r in required if r.marker is None}
+  # `tensorfx tune` is a main command: no extra to name, none to forget.
+  assert {'optuna', 'sqlalchemy', 'alembic'} <= plain
+  assert 'tune' not in {
+    line.split(':', 1)[1].strip()
+    for line in text.splitlines()
+    if line.startswith('Provides-Extra:')
+  }
+
+
 def _running_site_packages():
   """Where the environment running the tests has its packages.
 

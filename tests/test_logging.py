@@ -193,13 +193,81 @@ def test_the_filter_drops_known_startup_lines_and_keeps_errors():
     'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
     'a plain line from a library\n'
   )
-  assert _logging.filter_startup_noise(captured, gpu_present=False) == (
+  assert _logging.filter_noise(captured, gpu_present=False) == (
     'E0000 00:00:1795463922.6   18663 op_kernel.cc:1] a real error\n'
     'a plain line from a library\n'
   )
   # With NVIDIA devices present a failing cuInit is a real error.
-  with_gpu = _logging.filter_startup_noise(captured, gpu_present=True)
+  with_gpu = _logging.filter_noise(captured, gpu_present=True)
   assert 'failed call to cuInit' in with_gpu and 'oneDNN' not in with_gpu
+
+
+# What the chief of `tensorfx train --cluster ps=1,workers=2,evaluator=1`
+# printed as the iris run ended (one block per task and function, 28 to 37
+# of them), and what a server printed as it stopped.
+_REMOVAL_BLOCK = (
+  'E0000 00:00:1795860713.000878    5113 context.cc:911] Failed to remove '
+  'function remotely due to Tried to remove non-existent function '
+  "'__inference_metadata_fn_351'.\n"
+  'Additional GRPC error information from remote target '
+  '/job:ps/replica:0/task:0 while calling '
+  '/tensorflow.eager.EagerService/Enqueue:\n'
+  ':UNKNOWN:Error received from peer  {grpc_message:"Tried to remove '
+  "non-existent function \\'__inference_metadata_fn_351\\'.\", "
+  'grpc_status:3}\n'
+  'This could happen if the remote target has been disconnected from the '
+  'client.\n'
+)
+_HANDLE_CACHE = (
+  'E0000 00:00:1795860721.897397    5549 function_handle_cache.cc:31] '
+  'Failed to clear function handle cache: UNIMPLEMENTED: Releasing a '
+  'multi-device component handle on a remote device is not yet '
+  'implemented.\n'
+)
+
+
+def test_a_clusters_harmless_end_of_run_errors_are_dropped_whole():
+  real = (
+    'E0000 00:00:1795860713.1    5113 coordinator.cc:9] a real error\n'
+    'Traceback (most recent call last):\n'
+    '  File "trainer.py", line 3, in <module>\n'
+    'ValueError: bad\n'
+  )
+  output = (
+    '12:11:58 INFO Saved checkpoint /tmp/c1/checkpoints/ckpt-300\n'
+    + _REMOVAL_BLOCK
+    + _REMOVAL_BLOCK.replace('job:ps/replica:0', 'job:worker/replica:0')
+    + real
+    + _REMOVAL_BLOCK
+    + _HANDLE_CACHE
+    + '12:12:02 INFO The job has ended\n'
+  )
+  assert _logging.filter_noise(output, gpu_present=False) == (
+    '12:11:58 INFO Saved checkpoint /tmp/c1/checkpoints/ckpt-300\n'
+    + real
+    + '12:12:02 INFO The job has ended\n'
+  )
+
+
+def test_a_removal_that_fails_otherwise_and_stray_block_lines_show():
+  # A task that is gone is a real problem: its removal error shows, with
+  # the lines that explain it.
+  gone = (
+    'E0000 00:00:1795860713.2    5113 context.cc:911] Failed to remove '
+    'function remotely due to UNAVAILABLE: Connection refused\n'
+    'This could happen if the remote target has been disconnected from the '
+    'client.\n'
+  )
+  assert _logging.filter_noise(gone, gpu_present=False) == gone
+  # A block's line is noise only inside the block.
+  stray = 'This could happen if the remote target has been disconnected from the client.\n'
+  assert _logging.filter_noise(stray, gpu_present=False) == stray
+  # The filter reads one stream in order: a block's head, then its lines.
+  lines = _logging.NoiseFilter(gpu_present=False)
+  assert [lines.keep(line) for line in _REMOVAL_BLOCK.splitlines()] == [
+    False
+  ] * 4
+  assert lines.keep('step 300/300') is True
 
 
 def test_the_command_line_level_is_read_from_any_position():

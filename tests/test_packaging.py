@@ -55,6 +55,57 @@ def test_the_readme_links_absolutely_to_files_that_exist():
   assert 'pip install dist/tensorfx_sdk-*.whl' in text
 
 
+# A pip command in prose, a code block or a Python string, up to the end of
+# its line; what follows the arguments (a code span's end, a comment, the
+# next command) ends it.
+_PIP_INSTALL = re.compile(r'pip install +([^\n]*)')
+_AFTER_ARGUMENTS = re.compile(r'[`#;|]|&&|[\'"]?\)')
+
+
+def _install_hints():
+  """`(file, arguments)` of every `pip install` the project shows a user."""
+  files = [
+    os.path.join(ROOT, 'README.md'),
+    *(
+      os.path.join(ROOT, f)
+      for folder in ('tensorfx', 'docs', 'samples')
+      for f in _tracked(folder)
+      if f.endswith(('.py', '.md', '.yaml', '.txt'))
+    ),
+  ]
+  for path in files:
+    with open(path, encoding='utf-8') as f:
+      text = f.read()
+    for match in _PIP_INSTALL.finditer(text):
+      arguments = _AFTER_ARGUMENTS.split(match.group(1), maxsplit=1)[0]
+      yield os.path.relpath(path, ROOT), arguments.split()
+
+
+def test_every_install_hint_quotes_its_brackets_and_installs_from_a_clone():
+  hints = list(_install_hints())
+  assert len(hints) > 10
+  for path, arguments in hints:
+    # On one line: `grep -rn "pip install"` shows the whole command.
+    assert arguments, (path, 'a pip install command ends its line')
+    for argument in arguments:
+      # A shell globs an unquoted [extra] (zsh stops: "no matches found").
+      if '[' in argument:
+        assert argument[0] in '"\'', (path, arguments)
+      # tensorfx-sdk is not on the package index: its extras install from
+      # a clone (pip install -e ".[profile]") or by their own packages.
+      assert not argument.strip('"\'').startswith('tensorfx-sdk['), (
+        path,
+        arguments,
+      )
+    if 'tensorfx-sdk' in arguments:
+      # The release's install line, only where the page says how to
+      # install before a release.
+      assert path in ('README.md', 'docs/getting-started.md'), (
+        path,
+        arguments,
+      )
+
+
 @pytest.mark.slow
 def test_the_sdist_is_a_source_release(tmp_path):
   result = subprocess.run(

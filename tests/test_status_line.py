@@ -100,11 +100,14 @@ def test_log_records_never_share_the_bars_line():
     ' WARNING Skipping a bad record: x.csv line 3: bad',
     ' INFO Predicted 20 records',
   ], screen
-  # Each bar ends shown in its final state, on its own line.
-  assert any(
-    row.startswith('[========================] 100/100  loss 0.125')
-    for row in screen
-  ), screen
+  # Each bar ends shown in its final state, on its own line; training's
+  # closes at its last step, above the lines of what follows it.
+  (full,) = [
+    index
+    for index, row in enumerate(screen)
+    if row.startswith('[========================] 100/100  loss 0.125')
+  ]
+  assert screen[full + 1].endswith(' INFO Evaluation at step 100: accuracy 1')
   assert any(
     row.startswith('[========================] 100%  20 records')
     for row in screen

@@ -16,6 +16,12 @@ a prebuilt TensorFlow image and running `python -m MODULE ARGS`.
 
 The module is looked up in the tree before anything is built or uploaded, so
 `--module-name trainer.tsk` fails at once, naming the module.
+
+Nothing is written into the user's tree: a project is built where it is
+(its version control, its data directories stay as they are, uncopied),
+with setuptools' scratch directories (`NAME.egg-info/`, `build/`) sent to a
+temporary directory through a supplementary configuration file
+(`DIST_EXTRA_CONFIG`, read after the project's own `setup.cfg`).
 """
 
 import dataclasses
@@ -216,9 +222,15 @@ def _run_build(project_dir, outdir):
       f'--package-path: {project_dir} has only pyproject.toml; building '
       'it needs the `build` package (pip install build).'
     )
-  result = subprocess.run(
-    command, cwd=project_dir, capture_output=True, text=True, check=False
-  )
+  with tempfile.TemporaryDirectory(prefix='tensorfx-build-') as scratch:
+    result = subprocess.run(
+      command,
+      cwd=project_dir,
+      env=_outside_the_tree(scratch),
+      capture_output=True,
+      text=True,
+      check=False,
+    )
   built = sorted(f for f in os.listdir(outdir) if f.endswith('.tar.gz'))
   if result.returncode != 0 or len(built) != 1:
     tail = (result.stderr or result.stdout)[-_TAIL:]
@@ -228,6 +240,17 @@ def _run_build(project_dir, outdir):
       f'{tail}'
     )
   return os.path.join(outdir, built[0])
+
+
+def _outside_the_tree(scratch):
+  """The build's environment: setuptools' scratch directories in `scratch`."""
+  config = os.path.join(scratch, 'outside-the-tree.cfg')
+  with open(config, 'w', encoding='utf-8') as f:
+    f.write(
+      f'[egg_info]\negg_base = {scratch}\n\n'
+      f'[build]\nbuild_base = {os.path.join(scratch, "build")}\n'
+    )
+  return dict(os.environ, DIST_EXTRA_CONFIG=config)
 
 
 def build_sdist(package_path, module_name, outdir):

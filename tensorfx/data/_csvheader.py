@@ -56,6 +56,18 @@ def header_names(path: str, delimiter: str = ',') -> list[str]:
     raise DataError(f'{path}:1: the header is not a CSV line: {e}') from None
 
 
+def looks_like_header(path: str, schema: Schema, delimiter: str = ',') -> bool:
+  """Whether a file's first line names a field of `schema`, as a header does.
+
+  What a bad first row is checked for: a header read as data.
+  """
+  try:
+    names = header_names(path, delimiter)
+  except DataError:
+    return False
+  return any(name in schema or field_name(name) in schema for name in names)
+
+
 def columns(
   path: str, schema: Schema, delimiter: str = ','
 ) -> tuple[tuple[str | None, ...], list[str]]:

@@ -1,7 +1,10 @@
 """A local TensorFlow cluster: one process per task on 127.0.0.1.
 
 Each task runs the same trainer command with its own `TF_CONFIG`; every
-line it prints is prefixed with its role. The chief's exit code is the
+line it prints is prefixed with its role, except TensorFlow's known
+harmless lines (`tensorfx._logging.NoiseFilter`: a cluster's tasks print
+dozens as a run ends), unless `--log-level-tensorflow debug|info` asks for
+all of them. The chief's exit code is the
 launcher's; when the chief ends, fails or the launcher is interrupted,
 every process started here is stopped (SIGTERM, then SIGKILL).
 
@@ -21,6 +24,7 @@ import sys
 import threading
 import time
 
+from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
 
 _ROLES = {
@@ -112,6 +116,7 @@ class LocalCluster:
     self._lock = threading.Lock()
     self._threads = []
     self._started = time.time()
+    self._filtered = not _logging.shows_all_tensorflow_lines(self.command)
 
   def _env(self, job, index):
     env = dict(os.environ)
@@ -171,10 +176,13 @@ class LocalCluster:
     return process
 
   def _pump(self, name, process):
+    # One filter per process: a block of noise is a run of its lines.
+    lines = _logging.NoiseFilter() if self._filtered else None
     # Closed at the end: a pipe left to the garbage collector is a leak.
     with process.stdout:
       for line in process.stdout:
-        self.say(line.rstrip('\n'), name)
+        if lines is None or lines.keep(line):
+          self.say(line.rstrip('\n'), name)
 
   def say(self, text, name='cluster'):
     """Writes one line of `name`'s output, prefixed with its name."""

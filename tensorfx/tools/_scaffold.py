@@ -3,8 +3,9 @@
 The original tensorfx had the command (`tfx scaffold --dir D --model M`)
 but never filled it in. Here it writes a packaged trainer, its schema and
 feature set, a tiny sample data set, a README with the commands to train
-locally, on a local cluster and on Vertex AI, and a test; the project
-trains as it is and `tensorfx submit --dry-run` accepts it.
+locally, on a local cluster and on Vertex AI, a test with a `test` extra
+that installs pytest, and a `.gitignore`; the project trains as it is and
+`tensorfx submit --dry-run` accepts it.
 """
 
 import argparse
@@ -17,6 +18,8 @@ from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _templates
 
 MODELS = ('nn.FeedForwardClassification', 'custom')
+# Installs the project and its test extra (pytest), then runs its test.
+TEST_COMMAND = 'pip install -e ".[test]" && pytest'
 _NAME = re.compile(r'[a-z_][a-z0-9_]*\Z')
 
 
@@ -28,9 +31,10 @@ def add_parser(commands: Any) -> None:
     'package NAME with the trainer module NAME.task (pyproject.toml), '
     'schema.yaml and features.yaml, a tiny sample data set in data/, a '
     'README with the commands to train locally, on a local cluster and '
-    'on Vertex AI, and a test. The directory must be new or empty.',
+    'on Vertex AI, a test (and a test extra that installs pytest) and a '
+    '.gitignore. The directory must be new or empty.',
     epilog='Example: tensorfx scaffold --name churn --model custom && cd '
-    'churn && pytest',
+    f'churn && {TEST_COMMAND}',
   )
   add_arguments(parser)
   parser.set_defaults(run=run)
@@ -135,5 +139,7 @@ def run(args: Any, rest: list[str]) -> int:
   print(f'Wrote {len(written)} files to {root or "."}:')
   for path in written:
     print(f'  {os.path.relpath(path, root or ".")}')
-  print(f'Next: cd {root or "."} && pytest (or see README.md to train).')
+  print(
+    f'Next: cd {root or "."} && {TEST_COMMAND} (or see README.md to train).'
+  )
   return 0

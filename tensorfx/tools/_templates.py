@@ -54,9 +54,14 @@ name = "{name}"
 version = "0.1.0"
 description = "A tensorfx trainer."
 requires-python = ">=3.11"
-# tensorfx itself: installed here with `pip install tensorfx-sdk`; on Vertex
-# AI the tensorfx trainer image has it, so the package does not pull it in.
+# tensorfx itself: installed in this environment already (it wrote the
+# project); on Vertex AI the tensorfx trainer image has it, so the package
+# does not pull it in.
 dependencies = []
+
+[project.optional-dependencies]
+# The test in tests/: pip install -e ".[test]" && pytest
+test = ["pytest>=8"]
 
 [tool.setuptools]
 packages = ["{name}"]
@@ -64,6 +69,17 @@ packages = ["{name}"]
 [tool.pytest.ini_options]
 pythonpath = ["."]
 testpaths = ["tests"]
+"""
+
+GITIGNORE = """\
+# What Python, pip and pytest write into the project.
+__pycache__/
+*.py[cod]
+*.egg-info/
+build/
+dist/
+.pytest_cache/
+.venv/
 """
 
 INIT = '''\
@@ -241,7 +257,8 @@ schema.yaml        the columns of the data files
 features.yaml      how columns become model inputs
 data/              a tiny sample data set (CSV, no header)
 tests/             a test that trains and predicts
-pyproject.toml     the package that Vertex AI installs
+pyproject.toml     the package that Vertex AI installs (and its test extra)
+.gitignore         what Python, pip and pytest write here
 ```
 
 ## Train locally
@@ -294,6 +311,7 @@ tensorfx submit --project PROJECT --region us-central1 \\
 ## Test
 
 ```
+pip install -e ".[test]"    # the project, editable, and pytest
 pytest
 ```
 """
@@ -364,4 +382,5 @@ def project_files(name: str, model: str) -> dict[str, str]:
   }
   if custom:
     files[f'{name}/model.py'] = MODEL_CUSTOM.format(name=name)
+  files['.gitignore'] = GITIGNORE
   return files

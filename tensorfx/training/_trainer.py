@@ -4,9 +4,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from tensorfx import _logging
 from tensorfx._errors import ConfigurationError
+from tensorfx._errors import DataError
 from tensorfx.training import _callbacks
 from tensorfx.training._cluster.config import Configuration
 from tensorfx.training._run import actions as _actions
+from tensorfx.training._run import data_hints as _data_hints
 from tensorfx.training._run import dispatch as _dispatch
 
 
@@ -110,7 +112,14 @@ class ModelTrainer:
       model_builder.use_dataset(dataset)
     output = _output(output, 'train')
     _configure_logging(model_builder.settings)
-    return _dispatch.run(model_builder, output, self._config, self._callbacks)
+    try:
+      return _dispatch.run(model_builder, output, self._config, self._callbacks)
+    except DataError as e:
+      # A bad row's error says how to go on, as prediction's does.
+      better = _data_hints.hinted(e, model_builder)
+      if better is e:
+        raise
+      raise better from None
 
   @_logging.guard_root()
   def evaluate(

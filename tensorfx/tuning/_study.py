@@ -68,8 +68,8 @@ def _optuna() -> Any:
     import optuna
   except ImportError:
     raise ConfigurationError(
-      'tensorfx tune searches with Optuna, which is not installed: '
-      'pip install tensorfx-sdk[tune]'
+      'tensorfx tune searches with Optuna, a dependency of tensorfx that '
+      'is not installed here: pip install "optuna>=3.6"'
     ) from None
   optuna.logging.set_verbosity(optuna.logging.WARNING)
   return optuna

@@ -52,9 +52,13 @@ def test_project_with_setup_py_is_built_as_is(tmp_path):
     'setuptools.setup(name="mytrainer", version="1.2.3", '
     'packages=["trainer"])\n'
   )
+  before = _tree(project)
   sdist = cloud.build_sdist(project, 'trainer.task', tmp_path / 'dist')
   assert os.path.basename(sdist) == 'mytrainer-1.2.3.tar.gz'
   assert 'trainer/task.py' in _members(sdist)
+  # Built where it is, and left as it was: no mytrainer.egg-info/, no build/.
+  assert _tree(project) == before
+  assert sorted(os.listdir(project)) == ['setup.py', 'trainer']
 
 
 def test_package_inside_a_project_builds_the_project(tmp_path):

@@ -243,6 +243,29 @@ def test_a_mistyped_indexed_list_flag_gets_the_closest_one():
     raise AssertionError('--hiden-layers:1 was accepted')
 
 
+def test_a_mistyped_indexed_list_flag_is_an_argument_error(tmp_path):
+  result = _run(
+    'train',
+    '--module',
+    'trainer',
+    '--output',
+    str(tmp_path),
+    '--hiden-layers:1',
+    '20',
+    cwd=IRIS,
+  )
+  # Exit 2, one usage line and the error, as for --hiden-layers 20.
+  assert result.returncode == 2, result.stderr
+  usage, error = result.stderr.splitlines()
+  assert usage == (
+    'usage: tensorfx train [options] (tensorfx train --help lists them)'
+  )
+  assert error.startswith(
+    'tensorfx train: error: --hiden-layers:1 is an indexed list flag'
+  )
+  assert error.endswith('(did you mean --hidden-layers:1?)')
+
+
 def test_a_missing_data_schema_names_the_flag(tmp_path, monkeypatch, capsys):
   monkeypatch.chdir(IRIS)
   monkeypatch.setattr(sys, 'argv', list(sys.argv))

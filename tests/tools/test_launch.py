@@ -177,3 +177,56 @@ def test_restart_needs_a_cluster_and_a_count():
     match='--restart must be a non-negative integer. Received: --restart=-1',
   ):
     _launch.run_local_cluster(['true'], 'workers=1', restarts=-1)
+
+
+# A task that prints what TensorFlow's tasks print as a cluster's run ends,
+# among lines of its own (the block as the chief printed it in a real run).
+_NOISY_TASK = r"""
+import sys
+block = (
+  "E0000 00:00:1795860713.000878    5113 context.cc:911] Failed to remove "
+  "function remotely due to Tried to remove non-existent function "
+  "'__inference_pruned_1001'.\n"
+  "Additional GRPC error information from remote target "
+  "/job:worker/replica:0/task:1 while calling "
+  "/tensorflow.eager.EagerService/Enqueue:\n"
+  ":UNKNOWN:Error received from peer  {grpc_status:3, grpc_message:"
+  "\"Tried to remove non-existent function '__inference_pruned_1001'.\"}\n"
+  "This could happen if the remote target has been disconnected from the "
+  "client.\n"
+)
+print('before', flush=True)
+sys.stderr.write(block * 3)
+sys.stderr.write("E0000 00:00:1795860713.1    5113 op_kernel.cc:1] real error\n")
+sys.stderr.flush()
+print('after', flush=True)
+"""
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize('level', [None, 'debug'])
+def test_known_harmless_lines_are_not_relayed(level):
+  stream = io.StringIO()
+  command = [sys.executable, '-c', _NOISY_TASK]
+  if level:
+    # A trainer flag; the task ignores it.
+    command += ['--log-level-tensorflow', level]
+  local = _launch.LocalCluster(
+    command, {'chief': 1, 'worker': 0, 'ps': 0, 'evaluator': 0}, stream
+  )
+  local.start()
+  assert local.wait() == 0
+  relayed = [
+    line.partition('] ')[2]
+    for line in stream.getvalue().splitlines()
+    if line.startswith('[chief')
+  ]
+  if level is None:
+    assert relayed == [
+      'before',
+      'E0000 00:00:1795860713.1    5113 op_kernel.cc:1] real error',
+      'after',
+    ]
+  else:
+    # TensorFlow's debug lines asked for: every line, the noise too.
+    assert len(relayed) == 3 * 4 + 3

@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 
+from packaging.requirements import Requirement
 import pytest
 
 from tensorfx.data import FeatureSet
@@ -36,6 +38,7 @@ def test_it_writes_a_package_data_a_readme_and_a_test(tmp_path, model, capsys):
     for f in names
   )
   expected = [
+    '.gitignore',
     'README.md',
     'churn/__init__.py',
     'churn/task.py',
@@ -70,6 +73,46 @@ def test_it_writes_a_package_data_a_readme_and_a_test(tmp_path, model, capsys):
       'class Model(tfx.training.ModelBuilder)'
       in (project / 'churn' / 'model.py').read_text()
     )
+
+
+def test_next_says_how_to_install_what_the_test_needs(tmp_path, capsys):
+  project = _scaffold(tmp_path, 'nn.FeedForwardClassification')
+  out = capsys.readouterr().out
+  command = 'pip install -e ".[test]" && pytest'
+  # The documented install has no pytest: the project's test extra has it.
+  assert out.rstrip().endswith(
+    f'Next: cd {project} && {command} (or see README.md to train).'
+  )
+  with open(project / 'pyproject.toml', 'rb') as f:
+    extras = tomllib.load(f)['project']['optional-dependencies']
+  assert [Requirement(r).name for r in extras['test']] == ['pytest']
+  readme = (project / 'README.md').read_text()
+  assert 'pip install -e ".[test]"' in readme
+
+
+def test_git_ignores_what_python_pip_and_pytest_write(tmp_path, capsys):
+  project = _scaffold(tmp_path, 'custom')
+  capsys.readouterr()
+  git = ['git', '-c', 'init.defaultBranch=main']
+  subprocess.run([*git, 'init', '-q', str(project)], check=True, timeout=60)
+  written = [
+    'churn/__pycache__/task.cpython-312.pyc',
+    'churn.egg-info/PKG-INFO',
+    'build/lib/churn/task.py',
+    'dist/churn-0.1.0.tar.gz',
+    '.pytest_cache/v/cache/nodeids',
+    '.venv/bin/python',
+  ]
+  kept = ['churn/task.py', 'pyproject.toml', 'data/train.csv', '.gitignore']
+  result = subprocess.run(
+    [*git, 'check-ignore', '--no-index', *written, *kept],
+    cwd=project,
+    capture_output=True,
+    text=True,
+    timeout=60,
+    check=False,
+  )
+  assert result.stdout.split() == written, result.stderr
 
 
 def test_the_directory_defaults_to_the_name(tmp_path, monkeypatch, capsys):
@@ -137,9 +180,20 @@ def test_the_tfx_spelling_scaffolds_too(tmp_path, capsys):
   capsys.readouterr()
 
 
-def test_submit_dry_run_accepts_the_project(tmp_path, capsys):
+def _files(project):
+  return sorted(
+    os.path.relpath(os.path.join(root, name), project)
+    for root, folders, names in os.walk(project)
+    for name in names + folders
+  )
+
+
+def test_submit_dry_run_accepts_the_project_and_writes_nothing_in_it(
+  tmp_path, capsys
+):
   project = _scaffold(tmp_path, 'custom')
   capsys.readouterr()
+  before = _files(project)
   assert (
     main(
       [
@@ -175,6 +229,9 @@ def test_submit_dry_run_accepts_the_project(tmp_path, capsys):
     uri.endswith('/churn-0.1.0.tar.gz')
     for uri in container['command'][5].split(',')
   )
+  # The package was built from the project, not into it (no
+  # churn.egg-info/).
+  assert _files(project) == before
 
 
 @pytest.mark.release

@@ -23,6 +23,21 @@ def test_terminal_gets_a_live_bar():
   assert text.endswith('\n')
 
 
+def test_the_full_bar_closes_before_what_follows_the_last_step():
+  stream = _Terminal()
+  progress = Progress(max_steps=100, stream=stream)
+  progress.update(50, loss=0.25, examples_per_sec=1234.0)
+  progress.update(100, loss=0.125, examples_per_sec=1000.0)
+  drawn = stream.getvalue()
+  assert drawn.endswith('100/100  loss 0.125  1,000 ex/s  eta 0:00\n')
+  # The final checkpoint's and evaluation's records neither clear it nor
+  # bring it back below them; the end of the run draws nothing more.
+  logging.getLogger('tensorfx').info('Saved checkpoint ckpt-100')
+  progress.message('Evaluation at step 100: accuracy 1')
+  progress.close()
+  assert stream.getvalue() == drawn
+
+
 def test_pipe_gets_log_lines(caplog):
   stream = io.StringIO()
   progress = Progress(max_steps=None, stream=stream)

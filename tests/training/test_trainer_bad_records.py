@@ -120,10 +120,45 @@ def test_without_the_flag_the_first_bad_row_fails_the_job(
     features=os.path.join(IRIS, 'features.yaml'),
     train=train,
   )
+  # As prediction's: it says how to go on.
   with pytest.raises(
-    DataError, match=f'{train}:17: expected 5 columns, found 3'
+    DataError,
+    match=f'^{train}:17: expected 5 columns, found 3 '
+    r'\(--skip-bad-records skips and counts such records\)$',
   ):
     _train(tmp_path / 'out', dataset, '--max-steps', '5', '--no-shuffle')
+
+
+def test_a_header_read_as_data_names_the_header_options(tmp_path):
+  rows = pathlib.Path(IRIS, 'data', 'train.csv').read_text()
+  train = tmp_path / 'train.csv'
+  train.write_text(
+    'species,sepal_length,sepal_width,petal_length,petal_width\n' + rows
+  )
+  # No analysis given: the job's own analysis reads the header first.
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=str(train),
+  )
+  with pytest.raises(DataError) as raised:
+    _train(tmp_path / 'out', dataset, '--max-steps', '5')
+  assert str(raised.value) == (
+    f"{train}:1: column 'sepal_length' is not a real number: sepal_length "
+    '(line 1 looks like a header: CsvDataSet(..., header=True) in the '
+    'trainer reads the columns by it, skip_header=True skips it; tensorfx '
+    'analyze: --header, --skip-header)'
+  )
+  # Read as a header, the same file trains.
+  dataset = data.CsvDataSet(
+    os.path.join(IRIS, 'schema.yaml'),
+    features=os.path.join(IRIS, 'features.yaml'),
+    train=str(train),
+    header=True,
+  )
+  _train(tmp_path / 'read', dataset, '--max-steps', '5')
+  job = yaml.safe_load((tmp_path / 'read' / 'job.yaml').read_text())
+  assert job['status'] == 'completed'
 
 
 def test_tfrecord_records_are_skipped_and_counted(tmp_path, iris_analysis):

@@ -14,10 +14,13 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 
+from packaging.requirements import Requirement
 import pytest
 
 from conftest import IRIS
+from conftest import ROOT
 
 # A trainer: metric = quality after `steps` measurements, one per step.
 _TRAINER = """
@@ -465,6 +468,22 @@ def test_the_cloud_guide_study_runs_locally(tmp_path, iris_analysis):
   assert sessions >= 4
 
 
+def test_a_plain_install_tunes_optuna_is_a_dependency():
+  with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
+    project = tomllib.load(f)['project']
+  required = {
+    Requirement(d).name.lower(): Requirement(d) for d in project['dependencies']
+  }
+  # `tensorfx tune` is a main command: `pip install` of the package alone
+  # brings its search and its SQLite record (SQLAlchemy, Alembic).
+  assert {'optuna', 'sqlalchemy', 'alembic'} <= set(required)
+  import optuna
+
+  assert required['optuna'].specifier.contains(optuna.__version__)
+  # No extra stands for it any more.
+  assert 'tune' not in project['optional-dependencies']
+
+
 def test_without_optuna_the_error_says_what_to_install(monkeypatch, tmp_path):
   from tensorfx import ConfigurationError
   from tensorfx.cloud import ParameterSpec
@@ -479,7 +498,10 @@ def test_without_optuna_the_error_says_what_to_install(monkeypatch, tmp_path):
     max_trial_count=1,
     parallel_trial_count=1,
   )
+  # Optuna is a dependency; an environment without it gets it by its own
+  # name (tensorfx-sdk is not on the package index).
   with pytest.raises(
-    ConfigurationError, match=r'pip install tensorfx-sdk\[tune\]'
+    ConfigurationError,
+    match=r'is not installed here: pip install "optuna>=3.6"$',
   ):
     tune(study, 'trainer', str(tmp_path))

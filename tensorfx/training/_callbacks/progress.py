@@ -113,6 +113,10 @@ class Progress:
         )
     if self._live and (loss is not None or self._line.due()):
       self._line.draw(self._text(step))
+    if self._max_steps and step >= self._max_steps:
+      # The bar is full: it ends here, above the final checkpoint's and
+      # evaluation's lines.
+      self.close()
 
   def message(self, text: str) -> None:
     """Logs a line (e.g. evaluation results); the bar is drawn again below."""
@@ -120,7 +124,7 @@ class Progress:
       logger.info('%s', text)
 
   def close(self) -> None:
-    """Ends the bar's line, leaving its last state shown."""
+    """Ends the bar's line, leaving its last state shown (once)."""
     self._line.close()
 
   def _eta(self, step: int) -> str:

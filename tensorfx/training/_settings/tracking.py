@@ -7,7 +7,10 @@ from typing import Any, Optional
 from tensorfx._errors import ConfigurationError
 from tensorfx.training._settings import _section
 
-INSTALL = 'pip install "tensorfx-sdk[tracking]"'
+# MLflow's client and its SQL store are dependencies of tensorfx; an
+# environment that lacks them (installed with --no-deps) gets them from the
+# package index by their own names.
+INSTALL = 'pip install "mlflow-skinny>=2.10" "sqlalchemy>=2.0" "alembic>=1.12"'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +28,7 @@ class TrackingSettings(_section.Section):
     group='tracking',
     metavar='NAME',
     convert=_section.or_none,
-    help=f'record the run in this MLflow experiment (needs {INSTALL})',
+    help='record the run in this MLflow experiment',
   )
   uri: Optional[str] = _section.setting(
     '--tracking-uri',
@@ -51,7 +54,7 @@ class TrackingSettings(_section.Section):
 
 
 def require_mlflow() -> None:
-  """Fails clearly when MLflow (the tracking extra) is not installed.
+  """Fails clearly when MLflow (a dependency of tensorfx) is not installed.
 
   Raises:
     ConfigurationError: naming the install command.
