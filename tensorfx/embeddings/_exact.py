@@ -17,11 +17,18 @@ gathers the distinct keys of all workers (`_replicas.gather`, in worker
 order) and each worker records all of them, so the same records on the
 same state keep every copy's key -> row map identical.
 
-A training lookup and a sweep read the indexes, then write them: they run
-under the table's lock (a `tf.CriticalSection`), so the workers of a
-parameter-server job, which run steps at once, never hand one row to two
-keys. One lock per table, not per index: a step that looked a table up
-twice took two locks of each index in turns and deadlocked.
+A training lookup is one call per index, run where the index and its rows
+live: the index's share of the keys goes in, their rows come out, and in
+between, on that server alone, the keys are counted and stamped, the keys
+admitted now get rows of the index's own shard, and those rows get their
+initial values and cleared optimizer slots. Each index has its own lock (a
+`tf.CriticalSection` on its server), under which a call reads and writes
+the index, so the workers of a parameter-server job, which run steps at
+once, never hand one row to two keys; no lock spans servers, and no call
+holds one lock while it waits for another, so lookups of one table twice
+in a step cannot deadlock. An index hands out only rows of its own shard
+(a restore lays keys out so, see `load`): nothing a call writes lies on
+another server.
 """
 
 import itertools
@@ -117,6 +124,10 @@ class ExactKeys:
       key_rows = int(table.embeddings.shape[0]) - 1
     self.ranges = []
     self.indexes = []
+    self.locks = []
+    # Each index writes its own shard's rows (the whole variable when there
+    # is one index: it may grow, see _expansion).
+    self._shards = shards if len(shards) > 1 else None
     for i, shard in enumerate(shards):
       # The default row (the last) is nobody's.
       first = starts[i]
@@ -139,11 +150,13 @@ class ExactKeys:
           dynamic=table.grows_in_step,
         )
       )
-    with tf.device(_cpu(shards[0].device)):
-      self.lock = tf.CriticalSection(
-        name=f'{table.name}_lock',
-        shared_name=f'{table.name}_lock_{next(_LOCKS)}',
-      )
+      with tf.device(_cpu(shard.device)):
+        self.locks.append(
+          tf.CriticalSection(
+            name=f'{table.name}_lock{i}',
+            shared_name=f'{table.name}_lock{i}_{next(_LOCKS)}',
+          )
+        )
     self.state = _keyed.KeyedRows(table, self)
 
   def initial_rows(self, shape, partition_shape=None, partition_offset=None):
@@ -155,7 +168,7 @@ class ExactKeys:
 
   def rows(self, keys):
     """The row each key owns, -1 for keys without one."""
-    return self._per_index(keys, lambda index, part: index.find(part))
+    return self._per_index(keys, lambda i, part: self.indexes[i].find(part))
 
   def lookup_rows(self, keys, training):
     """The rows to read: the keys' own, or the default row."""
@@ -204,20 +217,32 @@ class ExactKeys:
     return tf.gather(rows, mine)
 
   def _record(self, keys, occurrences, now):
-    """Records distinct keys in their indexes, under the lock; their rows."""
+    """Records distinct keys in their indexes, one call each; their rows."""
+    return self._per_index(
+      keys,
+      lambda i, part, seen: self._record_in(i, part, seen, now),
+      occurrences,
+    )
+
+  def _record_in(self, i, keys, occurrences, now):
+    """One index's share of a lookup, on its server under its lock."""
     table = self._table
+    index = self.indexes[i]
 
-    def locked():
-      given, updates = [], []
-
-      def record(index, part, seen):
-        rows, new, changes = index.record(part, seen, now, table.admit_after)
-        given.append(new)
-        updates.extend(changes)
-        return rows
-
-      rows = self._per_index(keys, record, occurrences)
-      updates.extend(self._prepare(tf.concat(given, 0), now))
+    def locked(keys, occurrences, now):
+      rows, given, updates = index.record(
+        keys, occurrences, now, table.admit_after
+      )
+      updates = list(updates)
+      with tf.control_dependencies(_index.control_ops(updates)):
+        # Most steps admit no key: then nothing is drawn or written.
+        updates.append(
+          tf.cond(
+            tf.size(given) > 0,
+            lambda: _counted(self._prepare(i, given, now)),
+            lambda: tf.constant(0, tf.int64),
+          )
+        )
       if table.grows_in_step:
         with tf.control_dependencies(_index.control_ops(updates)):
           updates.append(
@@ -226,7 +251,21 @@ class ExactKeys:
       with tf.control_dependencies(_index.control_ops(updates)):
         return tf.identity(rows)
 
-    return self.lock.execute(locked, exclusive_resource_access=False)
+    def call(keys, occurrences, now):
+      return self.locks[i].execute(
+        lambda: locked(keys, occurrences, now),
+        exclusive_resource_access=False,
+      )
+
+    if tf.executing_eagerly():
+      with tf.device(index.device):
+        return call(keys, occurrences, now)
+    # In a graph (a step, a closure) the call is one function call placed
+    # on the index's server: the keys go in and the rows come out, and the
+    # lock, the index and the rows' writes stay there. Made per graph, when
+    # the optimizer's slots it clears exist.
+    with tf.device(index.device):
+      return tf.function(call, autograph=False)(keys, occurrences, now)
 
   def _now(self):
     table = self._table
@@ -234,25 +273,33 @@ class ExactKeys:
       return tf.constant(0, tf.int64)  # Stamps serve eviction only.
     return self._eviction.now()
 
-  def _prepare(self, rows, now):
-    """Fresh values and cleared slots for the rows keys were just given."""
+  def _prepare(self, i, rows, now):
+    """Fresh values and cleared slots for the rows index `i` just gave.
+
+    The rows are the index's own shard's, so the writes stay on its server.
+    """
     table = self._table
     size = tf.size(rows, out_type=tf.int64)
-    # Workers admitting at the same step draw different values: the salt
-    # holds the first row each was given, and their rows are disjoint.
+    # Indexes and workers admitting at the same step draw different values:
+    # the salt holds the first row each was given, and their rows are
+    # disjoint.
     first = tf.reduce_min(tf.concat([rows, [table.capacity]], 0))
     salt = now * (table.capacity + 1) + first
     values = self._initial.draw(tf.stack([size, table.dim]), salt)
-    updates = _sharding.scatter_update(table.embeddings, rows, values)
+    if self._shards is None:
+      variable, local = table.embeddings, rows
+    else:
+      variable, local = [self._shards[i]], rows - self.ranges[i][0]
+    updates = _sharding.scatter_update(variable, local, values)
     optimizer = table.optimizer
     if hasattr(optimizer, 'reset_slots'):
-      updates += optimizer.reset_slots(table.embeddings, rows) or []
+      updates += optimizer.reset_slots(variable, local) or []
     return updates
 
   def _per_index(self, keys, run, *extra):
-    """Runs `run(index, keys, *extra)` on each index with its keys; stitches."""
+    """Runs `run(i, keys, *extra)` for each index `i` with its keys; stitches."""
     if len(self.indexes) == 1:
-      return run(self.indexes[0], keys, *extra)
+      return run(0, keys, *extra)
     owner = self.route(keys)
     count = len(self.indexes)
     parts = tf.dynamic_partition(keys, owner, count)
@@ -261,8 +308,8 @@ class ExactKeys:
       tf.range(tf.size(keys, out_type=tf.int32)), owner, count
     )
     results = [
-      run(index, parts[i], *[e[i] for e in extras])
-      for i, index in enumerate(self.indexes)
+      run(i, parts[i], *[e[i] for e in extras])
+      for i in range(len(self.indexes))
     ]
     return tf.dynamic_stitch(positions, results)
 
@@ -277,18 +324,24 @@ class ExactKeys:
   # Eviction and statistics.
 
   def sweep(self, now):
-    """Forgets stale keys in every index, under the lock; rows freed."""
+    """Forgets stale keys in every index, each under its lock; rows freed."""
+    threshold = self._table.eviction_threshold
 
-    def locked():
-      total, updates = tf.constant(0, tf.int64), []
-      for index in self.indexes:
-        freed, changes = index.sweep(now, self._table.eviction_threshold)
-        total += freed
-        updates.extend(changes)
-      with tf.control_dependencies(_index.control_ops(updates)):
-        return tf.identity(total)
+    def sweep_one(index):
+      def locked():
+        with tf.device(index.device):
+          freed, changes = index.sweep(now, threshold)
+          with tf.control_dependencies(_index.control_ops(changes)):
+            return tf.identity(freed)
 
-    return self.lock.execute(locked, exclusive_resource_access=False)
+      return locked
+
+    return tf.add_n(
+      [
+        lock.execute(sweep_one(index), exclusive_resource_access=False)
+        for index, lock in zip(self.indexes, self.locks)
+      ]
+    )
 
   def live_rows(self):
     free = tf.add_n([index.free_rows() for index in self.indexes])
@@ -297,7 +350,9 @@ class ExactKeys:
     return tf.constant(self._table.capacity, tf.int64) - free
 
   def statistics(self, keys):
-    entries = self._per_index(keys, lambda index, part: index.entries(part))
+    entries = self._per_index(
+      keys, lambda i, part: self.indexes[i].entries(part)
+    )
     return {
       'row': entries[:, 0],
       'count': entries[:, 1],
@@ -328,8 +383,11 @@ class ExactKeys:
   def load(self, keys, entries, free):
     """Lays a checkpoint's keys and free rows out over this table's indexes.
 
-    Admitted keys keep their rows; the rows a checkpoint does not know (a
-    larger capacity) go under the saved free rows of their range.
+    Admitted keys keep their rows where those are their index's shard's;
+    the others (a checkpoint of another number of servers) move to rows of
+    their index's shard, so that every index hands out and writes only
+    rows on its own server. The rows a checkpoint does not know (a larger
+    capacity) go under the saved free rows of their range.
 
     Returns:
       `(updates, held)`: the updates, and int64 [A] the rows of the admitted
@@ -352,30 +410,64 @@ class ExactKeys:
       ),
     )
     with tf.control_dependencies(_index.control_ops([check])):
-      held = tf.boolean_mask(rows, rows >= 0)
+      admitted = rows >= 0
+    owner = self.route(keys) if len(self.indexes) > 1 else None
+    # A key keeps its row when the row is its index's shard's; a checkpoint
+    # laid out over other servers has keys whose rows are not, and those
+    # move to a row of their index's own (the vectors follow, by key).
+    misplaced = tf.zeros_like(admitted)
+    if owner is not None:
+      firsts = tf.constant([r[0] for r in self.ranges], tf.int64)
+      limits = tf.constant([r[1] for r in self.ranges], tf.int64)
+      misplaced = admitted & (
+        (rows < tf.gather(firsts, owner)) | (rows >= tf.gather(limits, owner))
+      )
+    kept = tf.boolean_mask(rows, admitted & ~misplaced)
     free = tf.boolean_mask(free, (free >= 0) & (free < capacity))
     marks = tf.zeros([capacity], tf.int32)
     owned = tf.tensor_scatter_nd_add(
-      marks, held[:, None], tf.ones_like(held, tf.int32)
+      marks, kept[:, None], tf.ones_like(kept, tf.int32)
     )
     listed = tf.tensor_scatter_nd_add(
       marks, free[:, None], tf.ones_like(free, tf.int32)
     )
     fresh = (owned == 0) & (listed == 0)
-    owner = self.route(keys) if len(self.indexes) > 1 else None
     updates = []
+    placed = rows
     for i, (index, (first, limit)) in enumerate(zip(self.indexes, self.ranges)):
       new = tf.where(fresh[first:limit])[:, 0] + first
       saved = tf.boolean_mask(free, (free >= first) & (free < limit))
       stack = tf.concat([tf.reverse(new, [0]), saved], 0)
       if owner is None:
         updates += index.load(keys, entries, stack)
-      else:
-        mine = tf.equal(owner, i)
-        updates += index.load(
-          tf.boolean_mask(keys, mine), tf.boolean_mask(entries, mine), stack
-        )
-    return updates, held
+        continue
+      mine = tf.equal(owner, i)
+      moving = tf.where(mine & misplaced)[:, 0]
+      count = tf.size(moving, out_type=tf.int64)
+      size = tf.size(stack, out_type=tf.int64)
+      check = tf.debugging.assert_less_equal(
+        count,
+        size,
+        message=(
+          f'EmbeddingTable {table.name!r}: the checkpoint holds more keys of '
+          f'index {i} (the keys on parameter server shard {i}) than its '
+          f'{limit - first} rows; restore it with a larger capacity'
+        ),
+      )
+      with tf.control_dependencies(_index.control_ops([check])):
+        # The moving keys take rows from the top of the stack.
+        given = tf.reverse(stack[size - count :], [0])
+        stack = stack[: size - count]
+      placed = tf.tensor_scatter_nd_update(placed, moving[:, None], given)
+      mine_entries = tf.concat(
+        [
+          tf.boolean_mask(placed, mine)[:, None],
+          tf.boolean_mask(entries[:, 1:], mine),
+        ],
+        1,
+      )
+      updates += index.load(tf.boolean_mask(keys, mine), mine_entries, stack)
+    return updates, tf.boolean_mask(placed, admitted)
 
   def _load_grown(self, keys, entries, free):
     """`load` of a table with dynamic expansion: it grows to the saved rows.
@@ -401,6 +493,12 @@ class ExactKeys:
     with tf.control_dependencies(_index.control_ops(updates)):
       updates += self.indexes[0].load(keys, entries, stack)
     return updates, held
+
+
+def _counted(updates):
+  """A value that depends on `updates` (what a `tf.cond` branch returns)."""
+  with tf.control_dependencies(_index.control_ops(updates)):
+    return tf.constant(1, tf.int64)
 
 
 def _cpu(device):

@@ -88,6 +88,11 @@ class KeyIndex:
         name=f'{name}_free_count',
       )
 
+  @property
+  def device(self):
+    """The device the index's state lives on (a CPU of its task)."""
+    return self._device
+
   def find(self, keys):
     """The row of each key, -1 for keys without one (unseen, not admitted)."""
     return self.entries(keys)[:, 0]

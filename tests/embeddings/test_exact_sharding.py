@@ -59,6 +59,15 @@ def layout():
       'held': int(held.size),
       'distinct': bool(np.unique(held).size == held.size),
       'partition': sorted(everything.tolist()) == list(range(capacity)),
+      # Every index holds and hands out rows of its own shard only.
+      'own_shard': all(
+          bool(np.all((r < 0) | ((r >= first) & (r < limit))))
+          for index, (first, limit) in zip(exact.indexes, exact.ranges)
+          for r in [index.export()[1].numpy()[:, 0]])
+      and all(
+          bool(np.all((f >= first) & (f < limit)))
+          for index, (first, limit) in zip(exact.indexes, exact.ranges)
+          for f in [index.export()[2].numpy()]),
       'live': int(table.live_rows())}
 
 def by_key(keys, entries):
@@ -150,7 +159,7 @@ def test_concurrent_workers_never_give_two_keys_one_row(runs):
   assert first['shards'] == [6001, 6000]  # the default row is the last
   layout = first['layout']
   assert len(layout['indexes']) == 2 and min(layout['indexes']) > 0
-  assert layout['distinct'] and layout['partition']
+  assert layout['distinct'] and layout['partition'] and layout['own_shard']
   assert layout['held'] == layout['live'] > 100
   assert first['evicted'] > 0 and first['steps'] == 40
 
@@ -173,6 +182,9 @@ def test_a_larger_capacity_over_other_servers_keeps_every_key(runs):
   assert grown['steps'] == 80
   again = runs['again']
   assert again['restored'] == grown['restored']
+  # Restored over 2 servers, the keys moved to rows of their index's shard.
+  assert again['restored_layout']['own_shard']
+  assert again['layout']['own_shard'] and again['layout']['partition']
   # Keys go to an index by a hash of the key: both get some.
   assert len(again['restored_layout']['indexes']) == 2
   assert min(again['restored_layout']['indexes']) > 0
