@@ -32,9 +32,10 @@ def make_loop(
       dataset).
     engine: its `EngineState`.
     train_step: the per-replica training step.
-    last_norm: `last_norm()`, the gradient norm tensor of the step traced
-      last (see `train_step.make_train_step`): each closure returns its
-      last step's, kept in the engine state's `run.gradient_norm`.
+    last_norm: `last_norm()` makes the gradient norm of the step traced
+      last (see `train_step.make_train_step`): each closure makes and
+      returns its last step's, kept in the engine state's
+      `run.gradient_norm`.
     epochs: passes over the training data per worker (None: forever).
     shuffle: whether the workers shuffle.
     loss_limit: the largest loss a step may have (inf for none).
@@ -78,7 +79,12 @@ def make_loop(
         steps + 1,
         loss,
         tf.logical_and(tf.math.is_finite(loss), loss <= loss_limit),
-        last_norm(),
+        # Only the last step's norm is returned: only it is computed.
+        tf.cond(
+          tf.equal(steps + 1, num_steps),
+          last_norm,
+          lambda: tf.constant(0.0),
+        ),
       )
 
     steps, loss, _, norm = tf.while_loop(

@@ -54,8 +54,8 @@ def make_train_step(
     `(train_step, variables, gradients_step, last_norm)`: the step; the
     variables it trains; the `xla.Step` computing `(loss, gradients)` (the
     dense ones None once applied); under parameter servers, `last_norm()`,
-    the norm tensor of the step traced last (for the closure tracing it to
-    return), else None. Only the hooks the step calls are converted by
+    which makes the norm of the step traced last (for the closure tracing
+    it to make and return on its last step only), else None. Only the hooks the step calls are converted by
     autograph (Python `if`/`for` over tensors work in them, as in a
     `tf.function`); the step itself and the loops around it are plain
     TensorFlow, traced without autograph: converting library code would
@@ -88,13 +88,18 @@ def make_train_step(
     engine.run.gradient_norm = gradient_norm
 
   def record_norm(norm):
+    """Records `norm()`, the step's gradient norm (a function making it).
+
+    Under parameter servers it is kept unmade: the closure makes it for
+    its last step only (`last_norm`), off the other steps' path.
+    """
     if gradient_norm is None:
       traced_norms['last'] = norm
     else:
-      gradient_norm.assign(norm)
+      gradient_norm.assign(norm())
 
   def recorded_norm():
-    return traced_norms['last'] if gradient_norm is None else gradient_norm
+    return traced_norms['last']() if gradient_norm is None else gradient_norm
 
   # Python-only control flow, calling optimizers (which autograph leaves
   # alone, as Keras' own training step does): converting it would only
@@ -127,20 +132,27 @@ def make_train_step(
           presum,
           sparse=not dense_table_gradients and begin >= len(dense),
         )
-    # A replica's own gradient is of its loss / replicas.
-    norms = [
-      _global_norm(gradients[begin:end])
-      * (replicas if replicated and not presum else 1)
-      for (_, begin, end), presum in zip(parts, presummed)
-    ]
-    norm = (
-      tf.sqrt(tf.add_n([tf.square(n) for n in norms]))
-      if norms
-      else tf.constant(0.0)
-    )
-    if step_optimizer is None:
-      # The dense update's step recorded the dense gradients' norm.
-      norm = tf.sqrt(tf.square(norm) + tf.square(recorded_norm()))
+    dense_norm = None if step_optimizer is not None else recorded_norm
+
+    def norm():
+      # A replica's own gradient is of its loss / replicas.
+      norms = [
+        _global_norm(gradients[begin:end])
+        * (replicas if replicated and not presum else 1)
+        for (_, begin, end), presum in zip(parts, presummed)
+      ]
+      total = (
+        tf.sqrt(tf.add_n([tf.square(n) for n in norms]))
+        if norms
+        else tf.constant(0.0)
+      )
+      if dense_norm is not None:
+        # The dense update's step recorded the dense gradients' norm.
+        total = tf.sqrt(tf.square(total) + tf.square(dense_norm()))
+      return total
+
+    if dense_norm is not None and gradient_norm is None:
+      dense_norm = traced_norms['last']  # The function, not its value.
     record_norm(norm)
     for (optimizer, begin, end), presum in zip(parts, presummed):
       kwargs = {'skip_gradients_aggregation': True} if presum else {}
@@ -191,7 +203,7 @@ def make_train_step(
 
   def update_of(inputs):
     loss, gradients = gradients_of(inputs)
-    record_norm(_global_norm(gradients[: len(dense)]))
+    record_norm(lambda: _global_norm(gradients[: len(dense)]))
     return loss, apply_dense(gradients)
 
   gradients_step = (compiled or _plain)(update_of if fused else gradients_of)
@@ -211,7 +223,7 @@ def make_train_step(
     else:
       # Applied every --accumulation-steps steps by the step runner.
       accumulator.add(gradients)
-      record_norm(_global_norm(gradients) * replicas)
+      record_norm(lambda: _global_norm(gradients) * replicas)
     global_step.assign_add(1)
     return loss
 
