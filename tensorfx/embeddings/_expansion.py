@@ -100,7 +100,7 @@ def extend(table: Any, added: tf.Tensor) -> list[Any]:
 def grow_if_full(table: Any, keys: Any, threshold: float) -> tf.Tensor:
   """Doubles the key rows when more than `threshold` of them are held.
 
-  Runs under the table's lock (from a training lookup), after the step's
+  Runs under the index's lock (from a training lookup), after the step's
   keys got their rows.
 
   Returns:

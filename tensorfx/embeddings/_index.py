@@ -3,7 +3,8 @@
 Each key the table has seen in training has an entry `[row, count,
 last_seen]`: the row it owns (-1 until admitted), its training lookups and
 the step of the last one. Free rows wait on a stack. `record` and `sweep`
-read, then write: the table runs them under its lock (see `ExactKeys`).
+read, then write: the table runs them under the index's lock, on its
+server (see `ExactKeys`).
 """
 
 import tensorflow as tf
@@ -110,7 +111,7 @@ class KeyIndex:
 
     A key is admitted when its count reaches `admit_after` and a row is free;
     with no row free it stays pending (and reads the default row) until an
-    eviction frees one. The caller holds the table's lock.
+    eviction frees one. The caller holds the index's lock.
 
     Args:
       keys: [U] distinct keys.
@@ -146,7 +147,7 @@ class KeyIndex:
     """Forgets the keys not looked up for `evict_after` steps; frees their rows.
 
     Pending keys (no row yet) are forgotten too: their counts start over.
-    The caller holds the table's lock.
+    The caller holds the index's lock.
 
     Returns:
       `(freed, updates)`: int64, the number of rows freed, and the updates.
