@@ -230,19 +230,13 @@ class ExactKeys:
     index = self.indexes[i]
 
     def locked(keys, occurrences, now):
-      rows, given, updates = index.record(
-        keys, occurrences, now, table.admit_after
+      rows, updates = index.record(
+        keys,
+        occurrences,
+        now,
+        table.admit_after,
+        admitted=lambda given: self._prepare(i, given, now),
       )
-      updates = list(updates)
-      with tf.control_dependencies(_index.control_ops(updates)):
-        # Most steps admit no key: then nothing is drawn or written.
-        updates.append(
-          tf.cond(
-            tf.size(given) > 0,
-            lambda: _counted(self._prepare(i, given, now)),
-            lambda: tf.constant(0, tf.int64),
-          )
-        )
       if table.grows_in_step:
         with tf.control_dependencies(_index.control_ops(updates)):
           updates.append(
@@ -493,12 +487,6 @@ class ExactKeys:
     with tf.control_dependencies(_index.control_ops(updates)):
       updates += self.indexes[0].load(keys, entries, stack)
     return updates, held
-
-
-def _counted(updates):
-  """A value that depends on `updates` (what a `tf.cond` branch returns)."""
-  with tf.control_dependencies(_index.control_ops(updates)):
-    return tf.constant(1, tf.int64)
 
 
 def _cpu(device):

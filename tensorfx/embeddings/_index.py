@@ -22,11 +22,11 @@ class KeyIndex:
   Example:
     >>> index = KeyIndex(tf.int64, first=0, limit=100, capacity=100,
     ...                  name='items_index')
-    >>> rows, given, _ = index.record(tf.constant([7, 9], tf.int64),
-    ...                              tf.constant([1, 1], tf.int64), now=0,
-    ...                              admit_after=1)
-    >>> rows.numpy().tolist(), given.numpy().tolist()
-    ([0, 1], [0, 1])
+    >>> rows, _ = index.record(tf.constant([7, 9], tf.int64),
+    ...                        tf.constant([1, 1], tf.int64), now=0,
+    ...                        admit_after=1)
+    >>> rows.numpy().tolist()
+    [0, 1]
 
   Args:
     key_dtype: `tf.int64` or `tf.string`.
@@ -106,42 +106,53 @@ class KeyIndex:
     keys, entries = self.table.export()
     return (tf.reshape(keys, [-1]), tf.reshape(entries, [-1, len(_ABSENT)]))
 
-  def record(self, keys, occurrences, now, admit_after):
+  def record(self, keys, occurrences, now, admit_after, admitted=None):
     """Counts and stamps distinct keys; gives rows to the keys admitted now.
 
     A key is admitted when its count reaches `admit_after` and a row is free;
     with no row free it stays pending (and reads the default row) until an
-    eviction frees one. The caller holds the index's lock.
+    eviction frees one. The caller holds the index's lock. Most steps admit
+    no key: the admission's work then does not run.
 
     Args:
       keys: [U] distinct keys.
       occurrences: int64 [U], how many times each was looked up.
       now: int64, the current step.
       admit_after: the count that admits a key.
+      admitted: `admitted(rows) -> updates`, called (inside the admission's
+        branch) with int64 [M] the rows just handed out; None for nothing.
 
     Returns:
-      `(rows, given, updates)`: int64 [U] each key's row (-1 for keys not
-      admitted), int64 [M] the rows just handed out, and the updates.
+      `(rows, updates)`: int64 [U] each key's row (-1 for keys not
+      admitted), and the updates.
     """
     with tf.device(self._device):
-      return self._record(keys, occurrences, now, admit_after)
+      return self._record(keys, occurrences, now, admit_after, admitted)
 
-  def _record(self, keys, occurrences, now, admit_after):
+  def _record(self, keys, occurrences, now, admit_after, admitted):
     entries = self.entries(keys)
     rows = entries[:, 0]
     counts = entries[:, 1] + tf.cast(occurrences, tf.int64)
     wanting = (rows < 0) & (counts >= admit_after)
-    rank = tf.cumsum(tf.cast(wanting, tf.int64)) - 1
-    top = self.free_count.read_value()
-    granted = wanting & (rank < top)
-    given = tf.gather(self.free, top - 1 - tf.boolean_mask(rank, granted))
-    rows = tf.tensor_scatter_nd_update(rows, tf.where(granted), given)
+
+    def admit():
+      rank = tf.cumsum(tf.cast(wanting, tf.int64)) - 1
+      top = self.free_count.read_value()
+      granted = wanting & (rank < top)
+      given = tf.gather(self.free, top - 1 - tf.boolean_mask(rank, granted))
+      updates = [self.free_count.assign_sub(tf.size(given, out_type=tf.int64))]
+      if admitted is not None:
+        with tf.control_dependencies(control_ops(updates)):
+          updates += admitted(given)
+      with tf.control_dependencies(control_ops(updates)):
+        return tf.tensor_scatter_nd_update(rows, tf.where(granted), given)
+
+    rows = tf.cond(tf.reduce_any(wanting), admit, lambda: rows)
     stamps = tf.fill(tf.shape(rows), tf.cast(now, tf.int64))
     updates = [
-      self.free_count.assign_sub(tf.size(given, out_type=tf.int64)),
       self.table.insert(keys, tf.stack([rows, counts, stamps], axis=1)),
     ]
-    return rows, given, updates
+    return rows, updates
 
   def sweep(self, now, evict_after):
     """Forgets the keys not looked up for `evict_after` steps; frees their rows.
