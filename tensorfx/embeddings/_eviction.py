@@ -11,9 +11,14 @@ freed.
 The key mode (`_hashed.py`, `_exact.py`) finds and evicts the stale keys.
 """
 
+import weakref
+
 import tensorflow as tf
 
 from tensorfx._errors import ConfigurationError
+
+# Per graph being traced: {id(step counter): (counter, its value read)}.
+_READS: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
 
 
 class Eviction:
@@ -66,7 +71,18 @@ class Eviction:
         'variable counting steps), or train it from a ModelBuilder, which '
         'binds its global step. Received: step_counter=None'
       )
-    return tf.cast(tf.convert_to_tensor(counter), tf.int64)
+    if tf.executing_eagerly():
+      return tf.cast(tf.convert_to_tensor(counter), tf.int64)
+    # In a step's graph every table reads the clock once, together: the
+    # step counter is a variable (on a parameter server, a round trip a
+    # read), and it does not move within a step.
+    reads = _READS.setdefault(tf.compat.v1.get_default_graph(), {})
+    if id(counter) not in reads:
+      reads[id(counter)] = (
+        counter,
+        tf.cast(tf.convert_to_tensor(counter), tf.int64),
+      )
+    return reads[id(counter)][1]
 
   def sweep_if_due(self):
     """Evicts when a sweep is due (training lookups call it)."""
