@@ -35,6 +35,18 @@ class HashedKeys:
   def build(self):
     """Makes the per-row statistics, in the table's name scope."""
     table = self._table
+    embeddings = table.embeddings
+    if len(getattr(embeddings, 'variables', None) or [embeddings]) == 1:
+      # On the server of the rows: a training step's rows then travel to
+      # one server, once, for the gather and the counts both (a variable
+      # made next would go to the next server, round robin).
+      with tf.distribute.get_strategy().extended.colocate_vars_with(embeddings):
+        self._build()
+    else:
+      self._build()
+
+  def _build(self):
+    table = self._table
     capacity = table.capacity
     table.counts = tf.Variable(
       functools.partial(_zeros, shape=(capacity,), dtype=tf.int32),
