@@ -12,8 +12,9 @@ compares them with `tensorfx train --cluster`):
   `ClusterCoordinator` scheduling closures of `--steps-per-closure` steps
   on per-worker datasets, joined every `--window` steps. The embeddings
   are `tf.Variable`s looked up by `tf.nn.embedding_lookup` (Keras
-  `Embedding`); `--adagrad-tables RATE` trains them with Adagrad, which
-  updates only the rows looked up.
+  `Embedding`), or with `--exact-keys` by exact key (`exact_tables.py`:
+  `tf.lookup` tables beside the split variables); `--adagrad-tables RATE`
+  trains them with Adagrad, which updates only the rows looked up.
 - `mwm`: one replica of a `tf.distribute.MultiWorkerMirroredStrategy`
   cluster (the global batch split across the replicas, the data sharded
   by element), `--window` steps per `tf.function` call.
@@ -51,7 +52,9 @@ def _example_inputs() -> dict[str, tf.Tensor]:
 
 
 def _model_and_step(
-  strategy: Any, adagrad_tables: float | None = None
+  strategy: Any,
+  adagrad_tables: float | None = None,
+  table_kind: str | None = None,
 ) -> Callable[..., tf.Tensor]:
   """CtrNet and Adam made under `strategy`; returns the per-replica step.
 
@@ -60,9 +63,11 @@ def _model_and_step(
   `adagrad_tables` (a learning rate) the embeddings train with Keras'
   Adagrad, which updates only the rows a step looked up (as a tensorfx
   table's sparse optimizer does), the dense layers with Adam.
+  `table_kind`: `CtrNet`'s `tables` (None: Keras `Embedding`s;
+  `'hand-exact'`: exact keys by hand).
   """
   with strategy.scope():
-    model = ctr_model.CtrNet()
+    model = ctr_model.CtrNet(table_kind)
     optimizer = tf_keras.optimizers.Adam(ctr_model.LEARNING_RATE)
     model(_example_inputs())
     tables = [
@@ -83,7 +88,9 @@ def _model_and_step(
   def step(inputs: dict[str, tf.Tensor], labels: tf.Tensor) -> tf.Tensor:
     with tf.GradientTape() as tape:
       # The replicas' gradients are summed: each scales its own share.
-      loss = ctr_model.loss_of(labels, model(inputs)) / replicas
+      # Training: exact keys not seen before take rows.
+      loss = ctr_model.loss_of(labels, model(inputs, training=True))
+      loss /= replicas
     if table_optimizer is None:
       variables = model.trainable_variables
       optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
@@ -147,7 +154,9 @@ def parameter_servers(
     resolver, variable_partitioner=partitioner
   )
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-  step = _model_and_step(strategy, args.adagrad_tables)
+  step = _model_and_step(
+    strategy, args.adagrad_tables, 'hand-exact' if args.exact_keys else None
+  )
   per_worker = coordinator.create_per_worker_dataset(
     lambda: ctr_model.tuned_pipeline(files, args.batch, stats)
   )
@@ -239,7 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     metavar='RATE',
     help='train the embeddings with Adagrad at this rate (the tables sections)',
   )
+  parser.add_argument(
+    '--exact-keys',
+    action='store_true',
+    help='exact-key embeddings (exact_tables.py; the ps role)',
+  )
   args = parser.parse_args(argv)
+  if args.exact_keys and args.role != 'ps':
+    parser.error(
+      f'--exact-keys: the {args.role} role has no exact-key tables; '
+      'use it with the ps role'
+    )
   if args.role == 'serve':
     serve()
     return 0

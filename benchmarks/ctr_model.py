@@ -56,9 +56,11 @@ class CtrNet(tf_keras.Model):
 
   `tables`: None, Keras `Embedding` layers (a `tf.Variable` each, looked up
   by `tf.nn.embedding_lookup`; split over parameter servers by the
-  strategy's partitioner); `'hashed'` or `'exact'`, a tensorfx
-  `EmbeddingTable` each (`hashing='mod'` or `'exact'`), trained by the
-  builder's sparse optimizer.
+  strategy's partitioner); `'hand-exact'`, exact keys by hand
+  (`exact_tables.ExactEmbeddings`: `tf.lookup` tables beside the split
+  variables); `'hashed'` or `'exact'`, a tensorfx `EmbeddingTable` each
+  (`hashing='mod'` or `'exact'`), trained by the builder's sparse
+  optimizer.
   """
 
   def __init__(self, tables=None):
@@ -71,6 +73,16 @@ class CtrNet(tf_keras.Model):
           name=f'{c}_embedding',
         )
         for c in ctr_data.CATEGORICALS
+      ]
+    elif tables == 'hand-exact':
+      import exact_tables
+
+      # One layer for all the tables: a lock a server, not one a table.
+      self.embeddings = [
+        exact_tables.ExactEmbeddings(
+          [ctr_data.VOCABULARIES[c] for c in ctr_data.CATEGORICALS],
+          ctr_data.EMBEDDING_DIM,
+        )
       ]
     else:
       from tensorfx import embeddings
@@ -97,6 +109,12 @@ class CtrNet(tf_keras.Model):
         layer(inputs[c])
         for layer, c in zip(self.embeddings, ctr_data.CATEGORICALS)
       ]
+    elif self._tables == 'hand-exact':
+      columns = list(
+        self.embeddings[0](
+          [inputs[c] for c in ctr_data.CATEGORICALS], training=training
+        )
+      )
     else:
       columns = [
         table.lookup(tf.cast(inputs[c], tf.int64), training=training)

@@ -28,6 +28,11 @@ task's process used over the measured steps (sampled from `/proc`, see
    partitioner and looked up by `tf.nn.embedding_lookup` (Keras
    `Embedding`), trained by Keras' Adagrad (which also updates only the
    rows looked up); the dense layers with Adam on both sides.
+   `tables-exact` has a third side, rotated with the other two (A B C,
+   B C A, ...): exact keys by hand (`exact_tables.py`: a `tf.lookup` hash
+   table and a next-row counter beside each shard of the same split
+   variables, one lock a server), and reports tensorfx against it and
+   against the hashed one, each a paired ratio.
 
 Both sides read the TFRecords through the same kind of pipeline: tensorfx
 with `--cache none --no-shuffle` (its tf.Transform hashing and z-scores in
@@ -43,6 +48,7 @@ asserted about the timings.
 """
 
 import argparse
+import functools
 import glob
 import itertools
 import json
@@ -89,6 +95,10 @@ _HAND_JOBS = {
   'tables-hashed': {'chief': 1, 'ps': 2, 'worker': 2},
   'tables-exact': {'chief': 1, 'ps': 2, 'worker': 2},
 }
+# The hand-written sides each section runs tensorfx against, the like for
+# like first: `hand-written` (Keras `Embedding`s where there are tables),
+# `hand-exact` (exact keys by hand, `exact_tables.py`).
+_REFERENCES = {'tables-exact': ('hand-exact', 'hand-written')}
 # The tables sections train the embeddings with Adagrad at this rate on
 # both sides (tensorfx: its sparse optimizer; by hand: Keras' Adagrad,
 # which also updates only the rows looked up).
@@ -306,9 +316,16 @@ def _rates(
 
 
 def hand_written_run(
-  section: str, config: dict[str, Any], output: str, timeout: float
+  section: str,
+  config: dict[str, Any],
+  output: str,
+  timeout: float,
+  exact_keys: bool = False,
 ) -> dict[str, Any]:
-  """The hand-written cluster: examples/s (its chief's JSON line), CPU."""
+  """The hand-written cluster: examples/s (its chief's JSON line), CPU.
+
+  With `exact_keys`, its embeddings are `exact_tables.py`'s.
+  """
   jobs = _HAND_JOBS[section]
   ports = iter(_free_ports(sum(jobs.values())))
   cluster = {
@@ -336,6 +353,8 @@ def hand_written_run(
   ]
   if section.startswith('tables-'):
     flags += ['--adagrad-tables', str(_TABLES_RATE)]
+  if exact_keys:
+    flags.append('--exact-keys')
   os.makedirs(output, exist_ok=True)
   processes = []
   try:
@@ -382,7 +401,8 @@ def hand_written_run(
     lines = [json.loads(line) for line in f if line.startswith('{"rate"')]
   if code != 0 or not lines:
     raise RuntimeError(
-      f'the hand-written {section} cluster '
+      f'the hand-written {section} cluster'
+      f'{" with exact keys" if exact_keys else ""} '
       f'{"timed out" if code is None else f"exited {code}"}'
       f':\n{_tail(log)}'
     )
@@ -397,14 +417,21 @@ def section_result(
   workdir: str,
   timeout: float,
 ) -> dict[str, Any]:
-  """Both sides, `rounds` times, each round's pair adjacent."""
-  runs = {'tensorfx': tensorfx_run, 'hand-written': hand_written_run}
-  rates: dict[str, list[float]] = {name: [] for name in runs}
-  cpu: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
+  """tensorfx and each hand-written reference, `rounds` times, in turns."""
+  references = _REFERENCES.get(section, ('hand-written',))
+  runs = {
+    'tensorfx': tensorfx_run,
+    'hand-written': hand_written_run,
+    'hand-exact': functools.partial(hand_written_run, exact_keys=True),
+  }
+  sides = ('tensorfx', *references)
+  rates: dict[str, list[float]] = {name: [] for name in sides}
+  cpu: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
   in_loop: list[float] = []
   for round_ in range(rounds):
-    # The order flips every round: neither side always runs first.
-    for name in compare._rotated(list(runs), round_):
+    # Each round starts at another side (A B C, B C A, ...): none always
+    # runs first; with two, the order flips.
+    for name in compare._rotated(list(sides), round_):
       output = os.path.join(workdir, f'{section}-{name}-{round_}')
       run = runs[name](section, config, output, timeout)
       rates[name].append(run['rate'])
@@ -417,16 +444,24 @@ def section_result(
         file=sys.stderr,
         flush=True,
       )
-  ratios = [t / h for t, h in zip(rates['tensorfx'], rates['hand-written'])]
   return {
     'cluster': _TENSORFX_CLUSTER[section],
+    'references': list(references),
     'rates': rates,
     'medians': {n: compare._median(r) for n, r in rates.items()},
-    'ratio': compare.spread(ratios),
+    # tensorfx / each reference, paired by round.
+    'ratios': {
+      name: compare.spread(
+        [t / h for t, h in zip(rates['tensorfx'], rates[name])]
+      )
+      for name in references
+    },
     # What tensorfx logs: its loop calls only, not what runs between.
     'tensorfx_in_loop': compare._median(in_loop),
     'cpu': cpu,
-    'cpu_ratio': _cpu_ratio(cpu),
+    'cpu_ratios': {
+      name: _cpu_ratio(cpu['tensorfx'], cpu[name]) for name in references
+    },
   }
 
 
@@ -454,18 +489,37 @@ def _by_job(tasks: dict[str, float]) -> dict[str, float]:
   )
 
 
-def _cpu_ratio(cpu: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
-  """Paired hand-written / tensorfx CPU per example (>1: tensorfx cheaper).
+def _cpu_ratio(
+  tensorfx: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+  """Paired reference / tensorfx CPU per example (>1: tensorfx cheaper).
 
   Oriented as the rate ratio is: on a machine whose cores the cluster
   saturates, the two agree, and this one moves less from run to run.
   """
   pairs = [
     h['cpu_seconds_per_1k'] / t['cpu_seconds_per_1k']
-    for t, h in zip(cpu['tensorfx'], cpu['hand-written'])
+    for t, h in zip(tensorfx, reference)
     if t.get('cpu_seconds_per_1k') and h.get('cpu_seconds_per_1k')
   ]
   return compare.spread(pairs) if pairs else None
+
+
+def _against(section: str, reference: str) -> str:
+  """The markdown's name of a hand-written reference."""
+  if reference == 'hand-exact':
+    return 'by hand, exact keys (`tf.lookup`)'
+  if section.startswith('tables-'):
+    return 'by hand, hashed (Keras `Embedding`)'
+  return 'by hand'
+
+
+def _ratio_cell(r: dict[str, Any]) -> str:
+  """`**0.84x** (0.82-0.86, n=3)`, `*` when the range includes 1.0."""
+  return (
+    f'**{r["median"]:.2f}x** ({r["q1"]:.2f}-{r["q3"]:.2f}, '
+    f'n={r["pairs"]}){" *" if r["includes_one"] else ""}'
+  )
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -484,26 +538,27 @@ def markdown(result: dict[str, Any]) -> str:
     ),
     '',
     (
-      '| section | tensorfx `--cluster` | examples/s tensorfx | examples/s '
-      'hand-written | ratio (IQR, pairs) | tensorfx as it logs it |'
+      '| section | tensorfx `--cluster` | against | examples/s tensorfx | '
+      'examples/s hand-written | ratio (IQR, pairs) | tensorfx as it logs '
+      'it |'
     ),
-    '| --- | --- | ---: | ---: | ---: | ---: |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: |',
   ]
   for section, s in result['sections'].items():
-    r = s['ratio']
-    lines.append(
-      f'| {section} | `{s["cluster"]}` | {s["medians"]["tensorfx"]:,.0f} | '
-      f'{s["medians"]["hand-written"]:,.0f} | **{r["median"]:.2f}x** '
-      f'({r["q1"]:.2f}-{r["q3"]:.2f}, n={r["pairs"]})'
-      f'{" *" if r["includes_one"] else ""} | '
-      f'{s["tensorfx_in_loop"]:,.0f} |'
-    )
+    for reference, ratio in s['ratios'].items():
+      lines.append(
+        f'| {section} | `{s["cluster"]}` | {_against(section, reference)} | '
+        f'{s["medians"]["tensorfx"]:,.0f} | '
+        f'{s["medians"][reference]:,.0f} | {_ratio_cell(ratio)} | '
+        f'{s["tensorfx_in_loop"]:,.0f} |'
+      )
   lines += [
     '',
     (
       'Examples/s are wall-clock from the end of the warm-up to '
-      'the last step on both sides; the last column is the rate '
-      'tensorfx logs (its loop calls only). * the interquartile '
+      'the last step on every side; the last column is the rate '
+      'tensorfx logs (its loop calls only). A ratio is tensorfx / the '
+      'reference named, paired by round. * the interquartile '
       'range includes 1.0: no difference shown.'
     ),
   ]
@@ -515,12 +570,11 @@ def _cpu_table(sections: dict[str, Any]) -> list[str]:
   """CPU per example and cores by job over the measured steps ([] if none)."""
   rows = []
   for section, s in sections.items():
-    ratio = s.get('cpu_ratio')
-    if not ratio:
-      continue
-    cells = []
-    for side in ('tensorfx', 'hand-written'):
+    cells = {}
+    for side in s['cpu']:
       runs = [r for r in s['cpu'][side] if 'cores' in r]
+      if not runs:
+        continue
       per_1k = compare._median([r['cpu_seconds_per_1k'] for r in runs])
       jobs: dict[str, list[float]] = {}
       for r in runs:
@@ -529,21 +583,24 @@ def _cpu_table(sections: dict[str, Any]) -> list[str]:
       split = ', '.join(
         f'{job} {compare._median(v):.2f}' for job, v in jobs.items()
       )
-      cells += [f'{per_1k:.3f}', split]
-    rows.append(
-      f'| {section} | {cells[0]} | {cells[2]} | **{ratio["median"]:.2f}x** '
-      f'({ratio["q1"]:.2f}-{ratio["q3"]:.2f}, n={ratio["pairs"]})'
-      f'{" *" if ratio["includes_one"] else ""} | {cells[1]} | {cells[3]} |'
-    )
+      cells[side] = (f'{per_1k:.3f}', split)
+    for reference, ratio in s['cpu_ratios'].items():
+      if not ratio:
+        continue
+      ours, theirs = cells['tensorfx'], cells[reference]
+      rows.append(
+        f'| {section} | {_against(section, reference)} | {ours[0]} | '
+        f'{theirs[0]} | {_ratio_cell(ratio)} | {ours[1]} | {theirs[1]} |'
+      )
   if not rows:
     return []
   return [
     '',
     (
-      '| section | CPU s / 1k examples tensorfx | hand-written | '
+      '| section | against | CPU s / 1k examples tensorfx | hand-written | '
       'CPU ratio (IQR, pairs) | cores by job, tensorfx | hand-written |'
     ),
-    '| --- | ---: | ---: | ---: | --- | --- |',
+    '| --- | --- | ---: | ---: | ---: | --- | --- |',
     *rows,
     '',
     (
