@@ -116,10 +116,17 @@ class CtrNet(tf_keras.Model):
         )
       )
     else:
-      columns = [
-        table.lookup(tf.cast(inputs[c], tf.int64), training=training)
-        for table, c in zip(self.embeddings, ctr_data.CATEGORICALS)
-      ]
+      from tensorfx import embeddings
+
+      # All 26 tables in one step's lookup: exact keys send each parameter
+      # server one call, as the hand-written reference does.
+      columns = embeddings.lookup_tables(
+        [
+          (table, tf.cast(inputs[c], tf.int64))
+          for table, c in zip(self.embeddings, ctr_data.CATEGORICALS)
+        ],
+        training=training,
+      )
     columns.append(tf.stack([inputs[r] for r in ctr_data.REALS], axis=1))
     x = tf.concat(columns, axis=1)
     for layer in self.hidden:

@@ -19,6 +19,7 @@ if typing.TYPE_CHECKING:
   from tensorfx.embeddings._table import COMBINERS
   from tensorfx.embeddings._table import EmbeddingTable
   from tensorfx.embeddings._table import find_tables
+  from tensorfx.embeddings._together import lookup_tables
 
 _EXPORTS = {
   'COMBINERS': 'tensorfx.embeddings._table',
@@ -29,6 +30,7 @@ _EXPORTS = {
   'SparseFtrl': 'tensorfx.embeddings._optimizers',
   'build_sparse_optimizer': 'tensorfx.embeddings._optimizers',
   'find_tables': 'tensorfx.embeddings._table',
+  'lookup_tables': 'tensorfx.embeddings._together',
 }
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
   'SparseFtrl',
   'build_sparse_optimizer',
   'find_tables',
+  'lookup_tables',
 ]
 
 

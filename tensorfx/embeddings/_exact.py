@@ -43,6 +43,7 @@ from tensorfx.embeddings import _index
 from tensorfx.embeddings import _keyed
 from tensorfx.embeddings import _replicas
 from tensorfx.embeddings import _sharding
+from tensorfx.embeddings import _together
 
 # Numbers the locks of this process: a lock's mutex is its own (locks of
 # one shared name, an empty one included, are one mutex).
@@ -226,28 +227,11 @@ class ExactKeys:
 
   def _record_in(self, i, keys, occurrences, now):
     """One index's share of a lookup, on its server under its lock."""
-    table = self._table
     index = self.indexes[i]
-
-    def locked(keys, occurrences, now):
-      rows, updates = index.record(
-        keys,
-        occurrences,
-        now,
-        table.admit_after,
-        admitted=lambda given: self._prepare(i, given, now),
-      )
-      if table.grows_in_step:
-        with tf.control_dependencies(_index.control_ops(updates)):
-          updates.append(
-            _expansion.grow_if_full(table, self, table.expansion_threshold)
-          )
-      with tf.control_dependencies(_index.control_ops(updates)):
-        return tf.identity(rows)
 
     def call(keys, occurrences, now):
       return self.locks[i].execute(
-        lambda: locked(keys, occurrences, now),
+        lambda: self.record_locked(i, keys, occurrences, now),
         exclusive_resource_access=False,
       )
 
@@ -260,6 +244,51 @@ class ExactKeys:
     # the optimizer's slots it clears exist.
     with tf.device(index.device):
       return tf.function(call, autograph=False)(keys, occurrences, now)
+
+  def record_locked(self, i, keys, occurrences, now):
+    """Index `i` records distinct keys; the caller holds its lock.
+
+    Returns:
+      int64 [U] the keys' rows (-1: not admitted).
+    """
+    table = self._table
+    rows, updates = self.indexes[i].record(
+      keys,
+      occurrences,
+      now,
+      table.admit_after,
+      admitted=lambda given: self._prepare(i, given, now),
+    )
+    if table.grows_in_step:
+      with tf.control_dependencies(_index.control_ops(updates)):
+        updates.append(
+          _expansion.grow_if_full(table, self, table.expansion_threshold)
+        )
+    with tf.control_dependencies(_index.control_ops(updates)):
+      return tf.identity(rows)
+
+  # Lookups of several tables at once (`lookup_tables`).
+
+  def batchable(self, training):
+    """Whether a lookup can join other tables' in one call per server."""
+    context = tf.distribute.get_replica_context()
+    return (
+      training
+      and not tf.executing_eagerly()
+      and not _replicas.replicated(context)
+      and not self._table.grows_in_step
+    )
+
+  def plan(self, keys):
+    """A training lookup's first half: the keys split over the indexes.
+
+    Returns:
+      A `Plan`: each index's share of the distinct keys (`parts`, `(i,
+      keys, occurrences)` of the indexes that get some), to record by
+      `record_locked` under the index's lock, and `finish` to make the
+      rows read from their rows.
+    """
+    return _together.Plan(self, keys, self._now(), self._table)
 
   def _now(self):
     table = self._table

@@ -35,6 +35,7 @@ from tensorfx.embeddings import _hashed
 from tensorfx.embeddings import _initial
 from tensorfx.embeddings import _options
 from tensorfx.embeddings import _sharding
+from tensorfx.embeddings import _together
 
 COMBINERS = _combine.COMBINERS
 HASHINGS = _options.HASHINGS
@@ -502,16 +503,28 @@ class EmbeddingTable(tf.Module):
     Returns:
       float32 [B, dim].
     """
+    return self.prepare_lookup(keys, combiner, training).finish()
+
+  def prepare_lookup(self, keys, combiner=None, training=False):
+    """A lookup ready to read, for `lookup_tables` to record with others.
+
+    `lookup` is `prepare_lookup(...).finish()`; `lookup_tables` prepares
+    several tables' lookups, records their exact keys together (one call
+    per parameter server) and finishes each.
+    """
     self.build()
     combiner = _options.one_of(
       'combiner', combiner or self._combiner, COMBINERS
     )
     keys, bag = _combine.as_bag(keys, f'EmbeddingTable {self.name!r}')
-    rows = self._keys.lookup_rows(self._check_keys(keys), training)
-    vectors = tf.nn.embedding_lookup(self.embeddings, rows)
-    if bag is None:
-      return vectors
-    return _combine.combine(vectors, bag.value_rowids(), bag.nrows(), combiner)
+    return _together.Prepared(
+      self._keys,
+      self.embeddings,
+      self._check_keys(keys),
+      bag,
+      combiner,
+      training,
+    )
 
   def _check_keys(self, keys):
     keys = tf.convert_to_tensor(keys)

@@ -90,9 +90,11 @@ if restore != '-':
 
 def train_step(keys):
   with tf.GradientTape() as tape:
-    # Twice in a step, as an item and a history of items share a table.
-    vectors = (table.lookup(keys, 'sum', training=True) +
-               table.lookup(keys + 1, 'mean', training=True))
+    # Twice in a step, as an item and a history of items share a table;
+    # looked up together, one call per server records both.
+    items, history = embeddings.lookup_tables(
+        [(table, keys, 'sum'), (table, keys + 1, 'mean')], training=True)
+    vectors = items + history
     loss = tf.reduce_sum(tf.square(vectors - 1.0))
   gradients = tape.gradient(loss, table.shards)
   optimizer.apply_gradients(zip(gradients, table.shards))
@@ -102,6 +104,13 @@ def train_step(keys):
 def worker_step(keys):
   strategy.run(train_step, (keys,))
 
+# The step's index calls: one per server, both lookups' keys in each.
+graph = worker_step.get_concrete_function(
+    tf.RaggedTensorSpec([2, None], tf.int64)).graph
+report['server_calls'] = sorted(
+    op.device.split('/job:ps/')[1].split('/')[1]
+    for op in graph.get_operations()
+    if op.type == 'StatefulPartitionedCall' and '/job:ps/' in op.device)
 coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
 # Lists of keys drifting upwards and overlapping: closures that run at once
 # admit the same new keys; old keys go stale and are evicted.
@@ -162,6 +171,8 @@ def test_concurrent_workers_never_give_two_keys_one_row(runs):
   assert layout['distinct'] and layout['partition'] and layout['own_shard']
   assert layout['held'] == layout['live'] > 100
   assert first['evicted'] > 0 and first['steps'] == 40
+  # Two lookups, two indexes on two servers: one call to each server.
+  assert first['server_calls'] == ['task:0', 'task:1']
 
 
 def test_a_larger_capacity_over_other_servers_keeps_every_key(runs):
