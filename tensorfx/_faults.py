@@ -8,7 +8,9 @@ version, or after it is written and before it is moved into place. With
 there, so a test can kill a real process at a known point and check what
 the next run finds:
 
-- `NAME:N` kills the N-th time the point is reached;
+- `NAME:N` kills the N-th time the point is reached (a point that counts
+  for itself, the training step, at its N-th step);
+- `NAME:N:TERM` sends SIGTERM instead (a preemption);
 - several points, comma-separated, each kill once;
 - with `TENSORFX_FAULT_ONCE=DIR`, a point that killed a process leaves a
   file in DIR and kills no other process (a task restarted with the same
@@ -30,17 +32,29 @@ ONCE = 'TENSORFX_FAULT_ONCE'
 _reached: dict[str, int] = {}
 
 
-def point(name):
-  """Kills the process (SIGKILL) if `TENSORFX_FAULT` names this point."""
-  wanted = os.environ.get(VARIABLE)
-  if not wanted or not name:
+def counts(name):
+  """The N of each `NAME:N` that names `name` (where a caller stops to call)."""
+  return [int(count or 1) for count, _ in _items(name)]
+
+
+def point(name, reached=None):
+  """Kills the process if `TENSORFX_FAULT` names this point.
+
+  Args:
+    name: the point.
+    reached: how many times it is reached, for a point that counts for
+      itself (the training step); None: this call counts one more.
+  """
+  items = _items(name) if name else []
+  if not items:
     return
-  for item in wanted.split(','):
-    target, _, count = item.strip().partition(':')
-    if target != name:
-      continue
-    _reached[name] = _reached.get(name, 0) + 1
-    if _reached[name] < int(count or 1):
+  for count, signum in items:
+    if reached is None:
+      _reached[name] = _reached.get(name, 0) + 1
+      reached_now = _reached[name]
+    else:
+      reached_now = reached
+    if reached_now < int(count or 1):
       return
     once = os.environ.get(ONCE)
     if once:
@@ -49,4 +63,20 @@ def point(name):
         return
       with open(marker, 'w', encoding='utf-8') as f:
         f.write(f'{os.getpid()}\n')
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signum)
+    return
+
+
+def _items(name):
+  """`[(N, signal)]` of the items of `TENSORFX_FAULT` that name `name`."""
+  wanted = os.environ.get(VARIABLE)
+  if not wanted:
+    return []
+  items = []
+  for item in wanted.split(','):
+    target, _, rest = item.strip().partition(':')
+    if target != name:
+      continue
+    count, _, kind = rest.partition(':')
+    items.append((count, signal.SIGTERM if kind == 'TERM' else signal.SIGKILL))
+  return items

@@ -26,6 +26,10 @@ class TrainingInterface:
     gradient_norm: a float32 variable the training step sets to the
       global norm of the gradient it applied (before clipping); None when
       the step does not report it. Read it at log intervals, not per step.
+    input_from: `input_from(batches) -> dataset`: `dataset` without its
+      first `batches` batches, what a resumed run reads (each step of
+      `loop` reads one batch). None: a resumed run reads them from
+      `dataset`'s iterator and drops them.
   """
 
   dataset: Any
@@ -35,6 +39,7 @@ class TrainingInterface:
   variables: tuple
   batch_size: int
   gradient_norm: Any = None
+  input_from: Optional[Callable[[int], Any]] = None
 
   @property
   def graph(self) -> Any:

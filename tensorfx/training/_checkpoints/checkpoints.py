@@ -130,6 +130,14 @@ class Checkpoints:
     keep_best: how many best checkpoints to keep in `directory/best`
       (0: none).
     best_mode: 'min' or 'max': whether a lower or a higher metric is better.
+    restore_from: the directory a resume reads, when it is not
+      `directory`: the chief's, for the other workers of a multi-worker
+      cluster (each writes its own copies to a scratch directory, but all
+      must resume the same state). Read only: damaged checkpoints there
+      are the chief's to move aside.
+    optional: the names of objects that checkpoints of earlier releases
+      do not hold (the input position): restored from a checkpoint that
+      holds them, left as they are by one that does not.
     **objects: the trackable objects to save (the model builder, ...).
   """
 
@@ -140,6 +148,8 @@ class Checkpoints:
     max_to_keep=5,
     keep_best=0,
     best_mode='min',
+    restore_from=None,
+    optional=(),
     **objects,
   ):
     if not isinstance(max_to_keep, int) or max_to_keep < 1:
@@ -152,8 +162,10 @@ class Checkpoints:
         f"best_mode must be 'min' or 'max'. Received: best_mode={best_mode!r}"
       )
     self.directory = directory
+    self._restore_directory = restore_from or directory
     self._global_step = global_step
     self._objects = dict(objects, global_step=global_step)
+    self._optional = frozenset(optional)
     self._checkpoint = tf.train.Checkpoint(**self._objects)
     self._max_to_keep = max_to_keep
     self._manager = self._new_manager()
@@ -210,10 +222,13 @@ class Checkpoints:
         return e.reason
       return None
 
-    path = _damaged.newest_readable(self.directory, check=attempt)
+    own = self._restore_directory == self.directory
+    path = _damaged.newest_readable(
+      self._restore_directory, move_aside=own, check=attempt
+    )
     if not path:
       return None
-    if path != self.latest:
+    if own and path != self.latest:
       # The state file was rewritten: the manager reads it again.
       self._manager = self._new_manager()
     self.last_saved_step = int(self._global_step.numpy())
@@ -242,8 +257,14 @@ class Checkpoints:
       ConfigurationError: naming `path`, when it is not a checkpoint.
       TrainingError: the checkpoint does not match the model.
     """
-    marker = os.path.join(self.directory, _RESUMED)
-    if self.latest and tf.io.gfile.exists(marker):
+    # Another worker follows the chief's record of it.
+    marker = os.path.join(self._restore_directory, _RESUMED)
+    latest = (
+      self.latest
+      if self._restore_directory == self.directory
+      else tf.train.latest_checkpoint(self._restore_directory)
+    )
+    if latest and tf.io.gfile.exists(marker):
       with tf.io.gfile.GFile(marker) as f:
         done = json.load(f)
       if done.get('given') == str(path):
@@ -294,11 +315,23 @@ class Checkpoints:
         `_damaged.Unreadable` (a TrainingError) when its files cannot be
         read.
     """
-    # read(), not restore(): restore() expects the save counter, which
-    # copies written apart (best/, early_stopping/) do not hold.
-    checkpoint = tf.train.Checkpoint(**self._objects)
     try:
-      if _holds_save_counter(path):
+      held = _held_objects(path)
+      missing = sorted(self._optional - held)
+      if missing:
+        logger.warning(
+          'The checkpoint %s holds no %s (it was written by an earlier '
+          'release): %s starts afresh',
+          path,
+          ', '.join(missing),
+          'it' if len(missing) == 1 else 'they',
+        )
+      # read(), not restore(): restore() expects the save counter, which
+      # copies written apart (best/, early_stopping/) do not hold.
+      checkpoint = tf.train.Checkpoint(
+        **{k: v for k, v in self._objects.items() if k not in missing}
+      )
+      if 'save_counter' in held:
         # The manager's checkpoints do: read it into a counter of its own,
         # or TensorFlow warns, when the reader is deleted, of a value left
         # unrestored (which a resumed run would print every time).
@@ -452,13 +485,14 @@ def _delete_checkpoint(prefix):
       pass
 
 
-def _holds_save_counter(path):
-  """Whether the checkpoint `path` holds `tf.train.Checkpoint`'s counter."""
+def _held_objects(path):
+  """The names of the objects the checkpoint `path` holds at its root.
+
+  `save_counter` among them in the manager's checkpoints (not in copies
+  written apart).
+  """
   # The reader of the prefix itself: `tf.train.list_variables` takes a path
   # that `gfile.isdir` calls a directory for one, and some file systems
   # (ram://) call a prefix of files a directory.
   reader = tf.compat.v1.train.NewCheckpointReader(path)
-  return any(
-    name.split('/')[0] == 'save_counter'
-    for name in reader.get_variable_to_shape_map()
-  )
+  return {name.split('/')[0] for name in reader.get_variable_to_shape_map()}

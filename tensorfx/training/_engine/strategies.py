@@ -62,3 +62,22 @@ def agree(strategy, flag):
 
     _votes[strategy] = vote
   return bool(_votes[strategy](tf.constant(bool(flag))) > 0)
+
+
+def spread(strategy, values):
+  """The smallest and the largest `values` (int64s) across the replicas.
+
+  Example:
+    >>> spread(strategy, (step, batches))   # ((100, 7), (100, 7)): agreed
+  """
+  values = tf.constant([values], tf.int64)
+
+  @tf.function
+  def gather(values):
+    per_replica = strategy.run(tf.identity, (values,))
+    return strategy.gather(per_replica, axis=0)
+
+  every = gather(values)
+  low = tf.reduce_min(every, axis=0).numpy().tolist()
+  high = tf.reduce_max(every, axis=0).numpy().tolist()
+  return tuple(low), tuple(high)

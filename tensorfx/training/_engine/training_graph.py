@@ -98,11 +98,18 @@ def build(builder, engine):
       loss_limit,
       one_step_per_call=_exchanges_slices(builder, strategy, groups),
     )
-    distributed = dataset
-    if strategies.replicated(strategy):
-      distributed = strategy.experimental_distribute_dataset(
-        strategies.shard_by_data(dataset)
+
+    def input_from(batches=0):
+      # Resuming skips the batches read before the sharding: the same
+      # count on every worker of a multi-worker cluster.
+      data = dataset.skip(batches) if batches else dataset
+      if not strategies.replicated(strategy):
+        return data
+      return strategy.experimental_distribute_dataset(
+        strategies.shard_by_data(data)
       )
+
+    distributed = input_from()
   return _interfaces.TrainingInterface(
     dataset=distributed,
     global_step=engine.global_step,
@@ -111,6 +118,7 @@ def build(builder, engine):
     variables=variables,
     batch_size=settings.loop.batch_size,
     gradient_norm=engine.run.gradient_norm,
+    input_from=None if parameter_servers else input_from,
   )
 
 

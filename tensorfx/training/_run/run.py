@@ -12,6 +12,7 @@ import re
 
 import tensorflow as tf
 
+from tensorfx import _faults
 from tensorfx._errors import TrainingError
 from tensorfx._logging import logger
 from tensorfx.data import _filters
@@ -26,7 +27,10 @@ from tensorfx.training._engine import cadence as _cadence
 from tensorfx.training._engine import guards as _guards
 from tensorfx.training._engine import loop as _loop
 from tensorfx.training._engine import strategies
+from tensorfx.training._run import exactness as _exactness
+from tensorfx.training._run import input_position as _input_position
 from tensorfx.training._run import jobinfo as _jobinfo
+from tensorfx.training._run import layout as _layout
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
@@ -123,18 +127,40 @@ class TrainingRun(_skeleton.Run):
       _checkpoints.move_aside(
         [self.paths['checkpoints'], self.paths['summaries']]
       )
+    # Synchronous training reads its input in order: checkpoints carry
+    # its position (parameter-server workers read theirs independently).
+    position = (
+      None
+      if strategies.parameter_servers(self.engine.strategy)
+      else _input_position.InputPosition()
+    )
     checkpoints = self.open_checkpoints(
       training.global_step,
       max_to_keep=settings.checkpoints.keep,
       keep_best=settings.checkpoints.keep_best,
       best_mode=self.best()[2],
+      # The other workers resume the chief's checkpoint: all replicas
+      # must start from one state.
+      restore_from=None
+      if self.chief
+      else _layout.JobLayout.of(self.output).checkpoints,
+      **(
+        {_input_position.NAME: position, 'optional': [_input_position.NAME]}
+        if position is not None
+        else {}
+      ),
     )
     _run_init(
       builder,
       restored=_checkpoints.resume(checkpoints, settings.restore) is not None,
     )
+    if strategies.multi_worker(self.engine.strategy):
+      _check_same_start(self.engine.strategy, training.global_step, position)
     summaries = _summaries.Summaries(self.paths['summaries'])
-    iterator = iter(training.dataset)
+    iterator = (
+      iter(training.dataset) if position is None else position.resume(training)
+    )
+    _exactness.report(settings, self.engine.strategy, training, iterator)
     context = self.context(
       chief=self.chief,
       checkpoints=checkpoints,
@@ -150,7 +176,9 @@ class TrainingRun(_skeleton.Run):
       arguments=record.arguments,
       evaluator_task=self.evaluator_task,
     )
-    steps = _step_function(training, iterator, settings.guards.loss_limit)
+    steps = _step_function(
+      training, iterator, settings.guards.loss_limit, position
+    )
     # A builder may drive each call of the steps itself (tfutils'
     # train_loop, `ParamsBuilder.wrap_train_steps`).
     wrap = getattr(builder, 'wrap_train_steps', None)
@@ -187,6 +215,9 @@ class TrainingRun(_skeleton.Run):
     )
     context.save = loop.save_checkpoint
     context.step_hook = loop.at_step
+    for fault_step in _faults.counts('train.step'):
+      # Tests' kills at a chosen step (`TENSORFX_FAULT=train.step:N`).
+      loop.at_step(fault_step, lambda s: _faults.point('train.step', s))
     logs = _skeleton.new_logs()
     try:
       with _validation.data_errors():
@@ -295,13 +326,19 @@ def _end_after_failure(callbacks, logs):
     )
 
 
-def _step_function(training, iterator, limit):
-  """`steps(n) -> StepResult` over the training interface's loop."""
+def _step_function(training, iterator, limit, position=None):
+  """`steps(n) -> StepResult` over the training interface's loop.
+
+  Each step reads one batch: `position` (the `InputPosition`, or None)
+  counts them.
+  """
   global_step = training.global_step
 
   def steps(num_steps):
     loss, ran = training.loop(iterator, tf.constant(num_steps, tf.int64))
     ran = int(ran)
+    if position is not None:
+      position.advance(ran)
     # Read back: parameter-server steps run at least once, maybe twice.
     step = int(global_step.numpy())
     loss = float(loss) if ran else None
@@ -310,6 +347,28 @@ def _step_function(training, iterator, limit):
     )
 
   return steps
+
+
+def _check_same_start(strategy, global_step, position):
+  """Raises unless every worker starts at the chief's step and input.
+
+  Replicas that resumed different checkpoints would train apart, or wait
+  for each other forever at the end.
+
+  Raises:
+    TrainingError: naming the range of steps the workers start at.
+  """
+  start = (
+    int(global_step.numpy()),
+    position.batches if position is not None else 0,
+  )
+  low, high = strategies.spread(strategy, start)
+  if low != high:
+    raise TrainingError(
+      'The workers of the cluster resumed different checkpoints (steps '
+      f"and batches read from {low} to {high}): each must see the chief's "
+      'checkpoint directory. Restart the job.'
+    )
 
 
 def _graph_of(training, iterator):
