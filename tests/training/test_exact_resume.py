@@ -24,9 +24,9 @@ import types
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_keras
 
 from conftest import IRIS
+import dropout_trainer
 from tensorfx import _faults
 from tensorfx import training
 from tensorfx.models import nn
@@ -68,8 +68,11 @@ def _arguments(output, analysis, *extra):
   ]
 
 
-def _train(output, analysis, *extra, fault=None):
-  """`tensorfx train` of the iris sample in a process of its own."""
+def _train(output, analysis, *extra, fault=None, module='trainer'):
+  """`tensorfx train` of a trainer of the iris data, in its own process.
+
+  `module`: the iris sample's `trainer`, or a trainer's .py path.
+  """
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   env.pop(_faults.VARIABLE, None)
   if fault:
@@ -80,7 +83,7 @@ def _train(output, analysis, *extra, fault=None):
     'tensorfx',
     'train',
     '--module',
-    'trainer',
+    module,
     *_arguments(output, analysis, *extra),
   ]
   # run() kills the process when it outlives the timeout.
@@ -96,12 +99,20 @@ def _train(output, analysis, *extra, fault=None):
 
 
 def _twin(output, analysis, dataset, *extra):
-  """The uninterrupted run, trained in this process."""
+  """The uninterrupted run of the iris sample, trained in this process."""
   args, job = nn.FeedForwardClassificationArguments.parse(
     _arguments(output, analysis, *extra), parse_job=True
   )
   training.ModelTrainer().train(
     nn.FeedForwardClassification(args, dataset), job
+  )
+  return _latest(output)
+
+
+def _dropout_twin(output, analysis, *extra):
+  """The uninterrupted run of `dropout_trainer`, in this process."""
+  training.ModelTrainer().train(
+    *dropout_trainer.builder(_arguments(output, analysis, *extra))
   )
   return _latest(output)
 
@@ -152,24 +163,28 @@ def _stops(seed, last):
   return preempt, kill
 
 
-def _preempt_kill_resume(output, analysis, *extra, seed, last):
+def _preempt_kill_resume(output, analysis, *extra, seed, last, module):
   """Runs the same command three times: preempted, killed, to the end.
 
   Returns:
     The third run's final checkpoint.
   """
   preempt, kill = _stops(seed, last)
-  first = _train(output, analysis, *extra, fault=f'train.step:{preempt}:TERM')
+  first = _train(
+    output, analysis, *extra, fault=f'train.step:{preempt}:TERM', module=module
+  )
   # 143 = 128 + SIGTERM: it saved where it stopped.
   assert first.returncode == 143, first.stderr[-3000:]
   assert _step_of(_latest(output)) == preempt
-  second = _train(output, analysis, *extra, fault=f'train.step:{kill}')
+  second = _train(
+    output, analysis, *extra, fault=f'train.step:{kill}', module=module
+  )
   assert second.returncode == -signal.SIGKILL, second.stderr[-3000:]
   assert f'Resumed from {output}/checkpoints/ckpt-{preempt} ' in second.stderr
   saved = _step_of(_latest(output))
   # Killed between checkpoints: the steps since the last one are lost.
   assert preempt <= saved < kill
-  third = _train(output, analysis, *extra)
+  third = _train(output, analysis, *extra, module=module)
   assert third.returncode == 0, third.stderr[-3000:]
   assert f'ckpt-{saved} at step {saved}' in third.stderr
   assert f'after the {saved} batches read before' in third.stderr
@@ -179,14 +194,23 @@ def _preempt_kill_resume(output, analysis, *extra, seed, last):
 
 @pytest.mark.slow
 def test_a_preempted_then_killed_run_ends_bit_identical_to_its_twin(
-  tmp_path, iris_analysis, iris_dataset_factory
+  tmp_path, iris_analysis
 ):
-  dataset = iris_dataset_factory(train=os.path.join(IRIS, 'data', 'train.csv'))
-  twin = _twin(tmp_path / 'twin', iris_analysis, dataset, *_STEPS)
+  # Its step draws dropout masks: their generators' state resumes too.
+  twin = _dropout_twin(tmp_path / 'twin', iris_analysis, *_STEPS)
   resumed = _preempt_kill_resume(
-    tmp_path / 'job', iris_analysis, *_STEPS, seed=1, last=60
+    tmp_path / 'job',
+    iris_analysis,
+    *_STEPS,
+    seed=1,
+    last=60,
+    module=dropout_trainer.__file__,
   )
   assert _step_of(twin) == _step_of(resumed) == 60
+  assert any(
+    name.startswith('random_state/')
+    for name, _ in tf.train.list_variables(resumed)
+  )
   assert_same_variables(twin, resumed)
 
 
@@ -199,7 +223,7 @@ def test_without_the_cache_until_the_data_ends_too(
   dataset = iris_dataset_factory(train=os.path.join(IRIS, 'data', 'train.csv'))
   twin = _twin(tmp_path / 'twin', iris_analysis, dataset, *extra)
   resumed = _preempt_kill_resume(
-    tmp_path / 'job', iris_analysis, *extra, seed=2, last=50
+    tmp_path / 'job', iris_analysis, *extra, seed=2, last=50, module='trainer'
   )
   # Seven epochs, not seven more after the resume.
   assert _step_of(resumed) == _step_of(twin) < 60
@@ -358,13 +382,12 @@ def test_without_a_seed_the_start_up_line_says_why(caplog):
 
 
 def test_a_step_drawing_from_kernel_state_random_ops_is_named():
-  dropout = tf_keras.layers.Dropout(0.5)
   settings = _parsed('--seed', '1')
   strategy = tf.distribute.get_strategy()
   reason = exactness.why_inexact(
     settings,
     strategy,
-    _traced(lambda: dropout(tf.ones([2, 4]), training=True)),
+    _traced(lambda: tf.nn.dropout(tf.ones([2, 4]), rate=0.5)),
     _iterator(),
   )
   assert 'random operations (RandomUniform) whose state no checkpoint' in (

@@ -13,9 +13,10 @@ line when the run starts:
 - parameter servers: workers step asynchronously and a closure may run
   twice;
 - random operations in the training step whose state lives in the
-  kernel (`tf.random.uniform`, `tf.nn.dropout`, Keras' `Dropout`, whose
-  generator Keras leaves out of checkpoints): a new process draws them
-  from the start of their sequence again.
+  kernel (`tf.random.uniform`, `tf.nn.dropout`, a Keras `Dropout` made
+  before the seed was set): a new process draws them from the start of
+  their sequence again. Keras' random layers made after it draw from
+  `tf.random.Generator`s, which the checkpoints hold (`random_state`).
 
 An operation with no deterministic kernel fails when it runs under
 `--seed` (TensorFlow's op determinism), so it needs no line here.
@@ -24,6 +25,7 @@ An operation with no deterministic kernel fails when it runs under
 import tensorflow as tf
 
 from tensorfx._logging import logger
+from tensorfx.training._engine import random_state as _random_state
 from tensorfx.training._engine import strategies
 
 # Random operations that keep their state in the kernel, where no
@@ -45,7 +47,7 @@ KERNEL_STATE_RANDOM_OPS = frozenset(
 )
 
 
-def report(settings, strategy, training, iterator):
+def report(settings, strategy, training, iterator, builder=None, saved=()):
   """Logs why a resume of this run would not be exact, if it would not.
 
   Args:
@@ -53,18 +55,24 @@ def report(settings, strategy, training, iterator):
     strategy: its distribution strategy.
     training: the `TrainingInterface`.
     iterator: the iterator its loop reads (to trace the loop over).
+    builder: the `ModelBuilder`, whose random layers' generators must be
+      among `saved`.
+    saved: the `tf.random.Generator`s its checkpoints hold.
 
   Returns:
     The reason, or None when a resume is exact.
   """
-  reason = why_inexact(settings, strategy, training, iterator)
+  reason = why_inexact(settings, strategy, training, iterator, builder, saved)
   if reason is not None:
     logger.info('A resumed run is not exact: %s', reason)
   return reason
 
 
-def why_inexact(settings, strategy, training, iterator):
-  """Why a resume of this run would not be exact; None when it would be."""
+def why_inexact(settings, strategy, training, iterator, builder=None, saved=()):
+  """Why a resume of this run would not be exact; None when it would be.
+
+  See `report` for the arguments.
+  """
   if strategies.parameter_servers(strategy):
     return (
       'parameter-server workers step asynchronously and a closure may run '
@@ -89,6 +97,20 @@ def why_inexact(settings, strategy, training, iterator):
       '(tf.random.stateless_uniform(shape, seed=[SEED, step])), or from a '
       'tf.random.Generator the builder holds as an attribute'
     )
+  if builder is not None:
+    # A generator made while the step was traced, after the checkpoint
+    # was restored (a random layer built inside the step).
+    unsaved = [
+      g
+      for g in _random_state.generators_of(builder)
+      if not any(g is s for s in saved)
+    ]
+    if unsaved:
+      return (
+        f'{len(unsaved)} random layer(s) made their generator while the '
+        'training step was traced, too late for checkpoints to hold it: '
+        'build them in the first call of build_inference'
+      )
   return None
 
 
@@ -120,4 +142,7 @@ def _loop_graph(training, iterator):
   loop = training.loop
   if not hasattr(loop, 'get_concrete_function'):
     return None
-  return loop.get_concrete_function(iterator, tf.constant(1, tf.int64)).graph
+  try:
+    return loop.get_concrete_function(iterator, tf.constant(1, tf.int64)).graph
+  except Exception:  # noqa: BLE001  (the first call raises it where the run reports errors)
+    return None

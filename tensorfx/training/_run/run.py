@@ -26,6 +26,7 @@ from tensorfx.training._cluster import cluster as _cluster
 from tensorfx.training._engine import cadence as _cadence
 from tensorfx.training._engine import guards as _guards
 from tensorfx.training._engine import loop as _loop
+from tensorfx.training._engine import random_state as _random_state
 from tensorfx.training._engine import strategies
 from tensorfx.training._run import exactness as _exactness
 from tensorfx.training._run import input_position as _input_position
@@ -134,6 +135,12 @@ class TrainingRun(_skeleton.Run):
       if strategies.parameter_servers(self.engine.strategy)
       else _input_position.InputPosition()
     )
+    saved = {}
+    if position is not None:
+      saved[_input_position.NAME] = position
+    random_state = _random_state.collect(builder)
+    if random_state is not None:
+      saved['random_state'] = random_state
     checkpoints = self.open_checkpoints(
       training.global_step,
       max_to_keep=settings.checkpoints.keep,
@@ -144,11 +151,9 @@ class TrainingRun(_skeleton.Run):
       restore_from=None
       if self.chief
       else _layout.JobLayout.of(self.output).checkpoints,
-      **(
-        {_input_position.NAME: position, 'optional': [_input_position.NAME]}
-        if position is not None
-        else {}
-      ),
+      # Checkpoints of earlier releases hold neither.
+      optional=list(saved),
+      **saved,
     )
     _run_init(
       builder,
@@ -160,7 +165,14 @@ class TrainingRun(_skeleton.Run):
     iterator = (
       iter(training.dataset) if position is None else position.resume(training)
     )
-    _exactness.report(settings, self.engine.strategy, training, iterator)
+    _exactness.report(
+      settings,
+      self.engine.strategy,
+      training,
+      iterator,
+      builder,
+      random_state.generators if random_state is not None else (),
+    )
     context = self.context(
       chief=self.chief,
       checkpoints=checkpoints,
