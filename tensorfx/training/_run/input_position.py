@@ -14,8 +14,8 @@ Skipping reads the skipped batches again (nothing is trained on them):
 a resume costs a pass of the input pipeline over the data read so far,
 and nothing per step or per checkpoint beyond one int64. tf.data's own
 iterator checkpoints would resume at once, but hold the shuffle buffer in
-every checkpoint (megabytes), cannot restore a memory cache exactly, and
-do not cover the iterators of a multi-worker dataset
+every checkpoint (megabytes), cannot save a Python generator's state (the
+Parquet reader's), and do not cover the iterators of a multi-worker dataset
 (`benchmarks/exact_resume.py` has the figures).
 """
 
