@@ -35,7 +35,7 @@ def collect(builder):
 
 def generators_of(builder):
   """The `tf.random.Generator`s the builder's Keras layers draw from."""
-  found = []
+  found: list[tf.random.Generator] = []
   for module in builder.submodules:
     # tf_keras' BaseRandomLayer keeps its backend.RandomGenerator here;
     # the tf.random.Generator inside exists under
