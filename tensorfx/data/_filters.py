@@ -135,7 +135,9 @@ def why_nothing_matched(source, filters, limit=100_000):
 
   if not filters:
     return None
-  values = {field: collections.Counter() for field, _ in filters}
+  values: dict[str, collections.Counter[str]] = {
+    field: collections.Counter() for field, _ in filters
+  }
   patterns = [(field, re.compile(pattern)) for field, pattern in filters]
   records = 0
   for batch in source.read(1024, epochs=1, shuffle=False):

@@ -140,7 +140,7 @@ def record_together(plans):
   Returns:
     A list per plan of its parts' rows.
   """
-  by_device = {}
+  by_device: dict[str, list] = {}
   for p, plan in enumerate(plans):
     for j, (i, keys, seen) in enumerate(plan.parts):
       device = plan.mode.indexes[i].device

@@ -18,10 +18,10 @@ import pytest
 import tensorflow as tf
 
 from conftest import ROOT
+import gematria_sample
 
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria')
-sys.path.insert(0, SAMPLE)
-import gematria_protos as protos  # noqa: E402  (the sample's folder first)
+protos = gematria_sample.module('gematria_protos')
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 # Four trainer processes on a shared machine: more than the default 900 s.

@@ -7,17 +7,14 @@ The flags are those Gematria's own binaries define (google/gematria at
 or refused in one line that names it and says what to do instead.
 """
 
-import os
 import re
-import sys
 
 import pytest
 
-from conftest import ROOT
+import gematria_sample
 from tensorfx import ConfigurationError
 
-sys.path.insert(0, os.path.join(ROOT, 'samples', 'gematria'))
-import trainer  # noqa: E402  (the sample's trainer.py)
+trainer = gematria_sample.module('trainer')
 
 # Each flag with a value Gematria's docs or defaults give it.
 MAIN_FUNCTION = {

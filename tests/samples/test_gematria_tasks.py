@@ -19,11 +19,11 @@ import tensorflow as tf
 import yaml
 
 from conftest import ROOT
+import gematria_sample
 from tensorfx import prediction
 
 SAMPLE = os.path.join(ROOT, 'samples', 'gematria')
-sys.path.insert(0, SAMPLE)
-import gematria_protos as protos  # noqa: E402  (the sample's folder first)
+protos = gematria_sample.module('gematria_protos')
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 SKYLAKE = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_SKYLAKE'

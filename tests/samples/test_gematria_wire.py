@@ -7,16 +7,12 @@ write come back from the sample's prediction unchanged but for the one
 inverse throughput it appends.
 """
 
-import os
-import sys
-
 from google.protobuf import descriptor_pb2
 
-from conftest import ROOT
+import gematria_sample
 import gematria_upstream
 
-sys.path.insert(0, os.path.join(ROOT, 'samples', 'gematria'))
-import gematria_protos as protos  # noqa: E402  (the sample's module)
+protos = gematria_sample.module('gematria_protos')
 
 HASWELL = 'ithemal: kind=KIND_MEASURED, uarch=ARCH_HASWELL'
 
@@ -107,8 +103,8 @@ def test_a_gematria_record_comes_back_whole_with_one_throughput_more():
     deterministic=True
   )
   # ... and prediction's annotation appends one inverse throughput only.
-  import trainer  # noqa: PLC0415  (imports TensorFlow: only this test)
-
+  # Imports TensorFlow: only this test.
+  trainer = gematria_sample.module('trainer')
   back = gematria.FromString(
     trainer.add_throughput(serialized, {'value': 4.5}, 'hierarchical-lstm')
   )

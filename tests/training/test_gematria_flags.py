@@ -143,7 +143,7 @@ def test_a_filter_that_matches_nothing_says_so_with_the_values_held(
 ):
   with pytest.raises(
     TrainingError,
-    match="--data-filter species=\\^setoza matched none of the 120 records "
+    match='--data-filter species=\\^setoza matched none of the 120 records '
     "read of the data; its field 'species' holds: 'setosa' \\(40\\), "
     "'versicolor' \\(40\\), 'virginica' \\(40\\)",
   ):

@@ -55,11 +55,12 @@ def make_train_step(
     variables it trains; the `xla.Step` computing `(loss, gradients)` (the
     dense ones None once applied); under parameter servers, `last_norm()`,
     which makes the norm of the step traced last (for the closure tracing
-    it to make and return on its last step only), else None. Only the hooks the step calls are converted by
-    autograph (Python `if`/`for` over tensors work in them, as in a
-    `tf.function`); the step itself and the loops around it are plain
-    TensorFlow, traced without autograph: converting library code would
-    only cost start-up time (about half a second of every job's).
+    it to make and return on its last step only), else None. Only the
+    hooks the step calls are converted by autograph (Python `if`/`for`
+    over tensors work in them, as in a `tf.function`); the step itself and
+    the loops around it are plain TensorFlow, traced without autograph:
+    converting library code would only cost start-up time (about half a
+    second of every job's).
   """
   strategy = engine.strategy
   replicas = strategy.num_replicas_in_sync
