@@ -71,14 +71,20 @@ class CpuSampler(threading.Thread):
     self.join()
 
   def split(self, began: float, ended: float) -> dict[str, float] | None:
-    """Cores each role used over `[began, ended]` (None: too few samples).
+    """Cores each role used over `[began, ended]` (None: no samples around).
 
     The span is narrowed to the samples inside it; a role must appear in
-    both the first and the last.
+    both the first and the last. A span with fewer than two samples inside
+    (a short one, or a sampler the machine's load delayed) is measured
+    between the samples around it instead.
     """
     inside = [s for s in self.samples if began <= s[0] <= ended]
     if len(inside) < 2:
-      return None
+      before = [s for s in self.samples if s[0] <= began]
+      after = [s for s in self.samples if s[0] >= ended]
+      if not before or not after:
+        return None
+      inside = [before[-1], after[0]]
     (start, first), (end, last) = inside[0], inside[-1]
     if end - start <= 0:
       return None

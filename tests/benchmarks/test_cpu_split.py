@@ -50,3 +50,12 @@ def test_a_gone_process_and_a_span_without_samples_give_nothing():
   assert sampler.split(time.time() - 0.3, time.time()) == {}
   assert sampler.split(0.0, 1.0) is None
   assert cpu_split.summary(None, 100.0) == {}
+
+
+def test_a_span_between_two_samples_is_measured_between_them():
+  sampler = cpu_split.CpuSampler(lambda: {}, interval=10)
+  sampler.samples = [(10.0, {'ps': 1.0}), (12.0, {'ps': 2.0})]
+  # No sample inside [10.5, 11.5]: the two around it give 0.5 cores.
+  assert sampler.split(10.5, 11.5) == {'ps': 0.5}
+  # None before the span: nothing to measure from.
+  assert sampler.split(5.0, 6.0) is None
