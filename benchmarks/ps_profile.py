@@ -178,8 +178,8 @@ def rates_in_turns(runs, args):
   return rates, cpu
 
 
-def _operations(space_path):
-  """(name, type, milliseconds) of every operation event of a profile."""
+def host_events(space_path):
+  """(full name, picoseconds) of every host CPU event of a profile file."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
   space = xplane_pb2.XSpace()
@@ -191,13 +191,18 @@ def _operations(space_path):
     names = plane.event_metadata
     for line in plane.lines:
       for event in line.events:
-        full = names[event.metadata_id].name
-        if '::' in full or ':' not in full:
-          continue
-        name, kind = full.rsplit(':', 1)
-        if kind == 'Enqueue' or _CALLS.search(name) or _CALLS.search(kind):
-          continue
-        yield name, kind, event.duration_ps / 1e9
+        yield names[event.metadata_id].name, event.duration_ps
+
+
+def _operations(space_path):
+  """(name, type, milliseconds) of every operation event of a profile."""
+  for full, duration in host_events(space_path):
+    if '::' in full or ':' not in full:
+      continue
+    name, kind = full.rsplit(':', 1)
+    if kind == 'Enqueue' or _CALLS.search(name) or _CALLS.search(kind):
+      continue
+    yield name, kind, duration / 1e9
 
 
 def part_of(name, kind):

@@ -344,21 +344,13 @@ def runner(strategy, coordinator, train, rows: int, tables: int):
 
 def tensors_sent(logdir: str) -> int:
   """Tensors this process's tasks (the workers) sent, in a profile."""
-  from tensorflow.tsl.profiler.protobuf import xplane_pb2
+  import ps_profile
 
-  sent = 0
-  for path in glob.glob(f'{logdir}/**/*.xplane.pb', recursive=True):
-    space = xplane_pb2.XSpace()
-    with open(path, 'rb') as f:
-      space.ParseFromString(f.read())
-    for plane in space.planes:
-      if plane.name != '/host:CPU':
-        continue
-      names = plane.event_metadata
-      for line in plane.lines:
-        for event in line.events:
-          sent += names[event.metadata_id].name.rsplit(':', 1)[-1] in _SENT
-  return sent
+  return sum(
+    name.rsplit(':', 1)[-1] in _SENT
+    for path in glob.glob(f'{logdir}/**/*.xplane.pb', recursive=True)
+    for name, _ in ps_profile.host_events(path)
+  )
 
 
 def turn_closures(runs, servers, args) -> int:
