@@ -175,10 +175,7 @@ class ExactKeys:
     """The rows to read: the keys' own, or the default row."""
     table = self._table
     if training:
-      unique, position = tf.unique(keys, out_idx=tf.int64)
-      occurrences = tf.math.unsorted_segment_sum(
-        tf.ones_like(position), position, tf.size(unique, out_type=tf.int64)
-      )
+      unique, position, occurrences = _distinct(keys)
       context = tf.distribute.get_replica_context()
       if _replicas.replicated(context):
         rows = self._record_replicated(context, unique, occurrences)
@@ -218,32 +215,9 @@ class ExactKeys:
     return tf.gather(rows, mine)
 
   def _record(self, keys, occurrences, now):
-    """Records distinct keys in their indexes, one call each; their rows."""
-    return self._per_index(
-      keys,
-      lambda i, part, seen: self._record_in(i, part, seen, now),
-      occurrences,
-    )
-
-  def _record_in(self, i, keys, occurrences, now):
-    """One index's share of a lookup, on its server under its lock."""
-    index = self.indexes[i]
-
-    def call(keys, occurrences, now):
-      return self.locks[i].execute(
-        lambda: self.record_locked(i, keys, occurrences, now),
-        exclusive_resource_access=False,
-      )
-
-    if tf.executing_eagerly():
-      with tf.device(index.device):
-        return call(keys, occurrences, now)
-    # In a graph (a step, a closure) the call is one function call placed
-    # on the index's server: the keys go in and the rows come out, and the
-    # lock, the index and the rows' writes stay there. Made per graph, when
-    # the optimizer's slots it clears exist.
-    with tf.device(index.device):
-      return tf.function(call, autograph=False)(keys, occurrences, now)
+    """Records distinct keys in their indexes, one call per server; rows."""
+    plan = _together.Plan(self, self._table, now, keys, occurrences)
+    return plan.stitch(_together.record_together([plan])[0])
 
   def record_locked(self, i, keys, occurrences, now):
     """Index `i` records distinct keys; the caller holds its lock.
@@ -288,7 +262,10 @@ class ExactKeys:
       `record_locked` under the index's lock, and `finish` to make the
       rows read from their rows.
     """
-    return _together.Plan(self, keys, self._now(), self._table)
+    unique, position, occurrences = _distinct(keys)
+    return _together.Plan(
+      self, self._table, self._now(), unique, occurrences, position
+    )
 
   def _now(self):
     table = self._table
@@ -319,22 +296,19 @@ class ExactKeys:
       updates += optimizer.reset_slots(variable, local) or []
     return updates
 
-  def _per_index(self, keys, run, *extra):
-    """Runs `run(i, keys, *extra)` for each index `i` with its keys; stitches."""
+  def _per_index(self, keys, run):
+    """Runs `run(i, keys)` for each index `i` with its keys; stitches."""
     if len(self.indexes) == 1:
-      return run(0, keys, *extra)
+      return run(0, keys)
     owner = self.route(keys)
     count = len(self.indexes)
     parts = tf.dynamic_partition(keys, owner, count)
-    extras = [tf.dynamic_partition(e, owner, count) for e in extra]
     positions = tf.dynamic_partition(
       tf.range(tf.size(keys, out_type=tf.int32)), owner, count
     )
-    results = [
-      run(i, parts[i], *[e[i] for e in extras])
-      for i in range(len(self.indexes))
-    ]
-    return tf.dynamic_stitch(positions, results)
+    return tf.dynamic_stitch(
+      positions, [run(i, parts[i]) for i in range(count)]
+    )
 
   def route(self, keys):
     """The index (int32) of each key: a hash of the key."""
@@ -402,6 +376,15 @@ class ExactKeys:
     """Every shard's (keys, entries, free rows), concatenated."""
     parts = [index.export() for index in self.indexes]
     return tuple(tf.concat(list(column), 0) for column in zip(*parts))
+
+
+def _distinct(keys):
+  """(distinct keys, each key's position among them, their occurrences)."""
+  unique, position = tf.unique(keys, out_idx=tf.int64)
+  occurrences = tf.math.unsorted_segment_sum(
+    tf.ones_like(position), position, tf.size(unique, out_type=tf.int64)
+  )
+  return unique, position, occurrences
 
 
 def _cpu(device):

@@ -44,27 +44,28 @@ def lookup_tables(lookups, training=False):
 
 
 class Plan:
-  """One exact-key table's training lookup, split in two around its calls.
+  """Distinct keys of one exact-key table, split over its indexes.
+
+  What `record_together` records (one call per server); `finish` makes a
+  training lookup's rows from the rows it gets back.
 
   Args:
     keys_mode: the table's `ExactKeys`.
-    keys: int64 or string [N] the keys looked up.
-    now: int64, the table's clock.
     table: the `EmbeddingTable`.
+    now: int64, the table's clock.
+    unique: int64 or string [U] distinct keys.
+    occurrences: int64 [U] how many times each was looked up.
+    position: int64 [N] each looked-up key's place in `unique` (for
+      `finish`; None when only the distinct keys' rows are wanted).
   """
 
-  def __init__(self, keys_mode, keys, now, table):
+  def __init__(self, keys_mode, table, now, unique, occurrences, position=None):
     self.mode = keys_mode
     self._table = table
     # The order locks are taken in, the same in every process.
     self.name = table.name
-    unique, self._position = tf.unique(keys, out_idx=tf.int64)
-    occurrences = tf.math.unsorted_segment_sum(
-      tf.ones_like(self._position),
-      self._position,
-      tf.size(unique, out_type=tf.int64),
-    )
     self.now = now
+    self._position = position
     count = len(keys_mode.indexes)
     if count == 1:
       self.parts = [(0, unique, occurrences)]
@@ -78,15 +79,20 @@ class Plan:
     )
     self.parts = [(i, keys_parts[i], seen_parts[i]) for i in range(count)]
 
+  def stitch(self, rows):
+    """The distinct keys' rows, from each part's (in the order of `parts`)."""
+    if self._stitch is None:
+      return rows[0]
+    return tf.dynamic_stitch(self._stitch, rows)
+
   def finish(self, rows):
-    """The rows to read, from each part's rows (in the order of `parts`)."""
-    table = self._table
-    rows = (
-      rows[0] if self._stitch is None else tf.dynamic_stitch(self._stitch, rows)
-    )
+    """A training lookup's rows to read, from each part's rows."""
+    rows = self.stitch(rows)
     self.mode.eviction.sweep_if_due()
     rows = tf.gather(rows, self._position)
-    return tf.where(rows >= 0, rows, tf.constant(table.default_row, tf.int64))
+    return tf.where(
+      rows >= 0, rows, tf.constant(self._table.default_row, tf.int64)
+    )
 
 
 class Prepared:
@@ -132,7 +138,8 @@ def record_together(plans):
   Under parameter servers a step that looks up many exact-key tables sends
   each server one call with the keys of every table's index there, and
   gets back their rows: the indexes' locks are taken together, in one
-  order (their tables' names, then indexes') so that calls never wait on each other in a cycle.
+  order (their tables' names, then indexes') so that calls never wait on
+  each other in a cycle.
 
   Args:
     plans: `Plan`s (see `ExactKeys.plan`).
@@ -177,7 +184,15 @@ def record_together(plans):
 
     flat = [t for _, _, _, keys, seen in items for t in (keys, seen)]
     with tf.device(device):
-      rows = tf.function(call, autograph=False)(flat)
+      # In a graph (a step, a closure) the call is one function call
+      # placed on the server: the keys go in and the rows come out, and the
+      # locks, the indexes and the rows' writes stay there. Made per graph,
+      # when the optimizer's slots it clears exist.
+      rows = (
+        call(flat)
+        if tf.executing_eagerly()
+        else tf.function(call, autograph=False)(flat)
+      )
     for (p, j, _, _, _), part_rows in zip(items, rows):
       results[p][j] = part_rows
   return results
