@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tensorfx.embeddings import _eviction
 from tensorfx.embeddings import _replicas
+from tensorfx.embeddings import _sharding
 
 
 class HashedKeys:
@@ -36,7 +37,7 @@ class HashedKeys:
     """Makes the per-row statistics, in the table's name scope."""
     table = self._table
     embeddings = table.embeddings
-    if len(getattr(embeddings, 'variables', None) or [embeddings]) == 1:
+    if len(_sharding.shards(embeddings)) == 1:
       # On the server of the rows: a training step's rows then travel to
       # one server, once, for the gather and the counts both (a variable
       # made next would go to the next server, round robin).
