@@ -213,6 +213,7 @@ def translate(
   if not flags:
     return list(argv)
   given = dict(flags)  # The last of a repeated flag, as absl keeps.
+  last = {name: at for at, (name, _) in enumerate(flags)}
   action = given.get('gematria_action', 'train').strip().lower()
   if action not in _ACTIONS:
     raise ConfigurationError(
@@ -222,7 +223,7 @@ def translate(
   out: list[str] = []
   filters: list[str] = []
   task_names: list[str] = []
-  for name, value in flags:
+  for at, (name, value) in enumerate(flags):
     if name in _NO_MEANING and not (
       name == 'gematria_synchronous_training' and _bool(name, value)
     ):
@@ -235,7 +236,7 @@ def translate(
     elif name in _MODEL:
       out.extend(_model(name, value, options))
     elif name in _HANDLERS:
-      if name in _LISTS and given[name] != value:
+      if name in _LISTS and last[name] != at:
         continue  # absl's list flags: the last occurrence replaces.
       try:
         out.extend(_HANDLERS[name](name, value, action))
