@@ -11,10 +11,12 @@ the next run finds:
 - `NAME:N` kills the N-th time the point is reached (a point that counts
   for itself, the training step, at its N-th step);
 - `NAME:N:TERM` sends SIGTERM instead (a preemption);
-- several points, comma-separated, each kill once;
-- with `TENSORFX_FAULT_ONCE=DIR`, a point that killed a process leaves a
+- several items, comma-separated (of one point or several), each kill
+  once;
+- with `TENSORFX_FAULT_ONCE=DIR`, an item that killed a process leaves a
   file in DIR and kills no other process (a task restarted with the same
-  environment goes on).
+  environment goes on, to the next item). `tensorfx chaos` kills at
+  chosen steps this way.
 
 Unset (always, outside tests), `point` costs one dictionary lookup.
 
@@ -46,21 +48,18 @@ def point(name, reached=None):
       itself (the training step); None: this call counts one more.
   """
   items = _items(name) if name else []
-  if not items:
-    return
+  if reached is None and items:
+    _reached[name] = _reached.get(name, 0) + 1
+  reached_now = _reached.get(name, 0) if reached is None else reached
   for count, signum in items:
-    if reached is None:
-      _reached[name] = _reached.get(name, 0) + 1
-      reached_now = _reached[name]
-    else:
-      reached_now = reached
     if reached_now < int(count or 1):
-      return
+      continue
     once = os.environ.get(ONCE)
     if once:
-      marker = os.path.join(once, name)
+      # One marker per item: each of several kills of a point fires once.
+      marker = os.path.join(once, f'{name}:{count or 1}')
       if os.path.exists(marker):
-        return
+        continue
       with open(marker, 'w', encoding='utf-8') as f:
         f.write(f'{os.getpid()}\n')
     os.kill(os.getpid(), signum)

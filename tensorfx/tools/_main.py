@@ -13,6 +13,7 @@ from tensorfx._errors import TensorFXError
 
 _COMMANDS = {
   'train': 'tensorfx.tools._train',
+  'chaos': 'tensorfx.tools._chaos',
   'evaluate': 'tensorfx.tools._evaluate',
   'export': 'tensorfx.tools._export',
   'predict': 'tensorfx.tools._predict',

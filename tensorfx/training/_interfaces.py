@@ -30,6 +30,9 @@ class TrainingInterface:
       first `batches` batches, what a resumed run reads (each step of
       `loop` reads one batch). None: a resumed run reads them from
       `dataset`'s iterator and drops them.
+    input_read: under parameter servers, the int64 variable of the batches
+      the job's steps have read, which each worker's `dataset` skips its
+      share of when its iterator is made; None otherwise.
   """
 
   dataset: Any
@@ -40,6 +43,7 @@ class TrainingInterface:
   batch_size: int
   gradient_norm: Any = None
   input_from: Optional[Callable[[int], Any]] = None
+  input_read: Any = None
 
   @property
   def graph(self) -> Any:

@@ -70,7 +70,8 @@ class EngineState:
     run: run-time objects, never checkpointed nor exported: the transform
       layer, a parameter-server worker's copy of it, the cluster
       coordinator, the gradient norm variable, the evaluation loss metric,
-      the `--cache` plan and the `--eval-slices` filter.
+      the `--cache` plan, the `--eval-slices` filter, and the steps that
+      ran twice under parameter servers (`steps_again`).
   """
 
   def __init__(self) -> None:
@@ -91,6 +92,7 @@ class EngineState:
       eval_loss=None,
       cache_plan=None,
       slice_filter=None,
+      steps_again=0,
     )
 
   global_step = _tracked('global_step', 'The int64 global step variable.')

@@ -84,6 +84,7 @@ def test_a_damaged_row_is_named_or_skipped(tmp_path, iris_analysis):
   )
   assert _error_line(result) == (
     f'tensorfx train: error: {bad}:{number + 1}: expected 5 columns, found 6'
+    ' (--skip-bad-records skips and counts such records)'
   )
   assert not (tmp_path / 'job' / 'model').exists()
   assert (

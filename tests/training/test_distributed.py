@@ -168,9 +168,9 @@ def _step(output):
 
 
 @pytest.mark.release
-def test_parameter_servers_with_evaluator_survive_a_killed_worker(
-  cluster, tmp_path
-):
+def test_parameter_servers_absorb_a_preempted_worker(cluster, tmp_path):
+  # A preempted worker VM: SIGTERM, and the cluster manager (here the
+  # launcher's --restart) starts it again. The chief goes on throughout.
   run = cluster(
     'ps',
     'ps=1,workers=2,evaluator=1',
@@ -178,13 +178,30 @@ def test_parameter_servers_with_evaluator_survive_a_killed_worker(
     '1500',
     '--checkpoint-interval-steps',
     '300',
+    '--restart',
+    '2',
   )
   run.wait_for(r'\[chief\s*\] .*step 300/1500')
-  run.kill('worker-0')
+  run.kill('worker-0', signal.SIGTERM)
   assert run.wait() == 0, run.text[-4000:]
   output = tmp_path / 'ps'
   assert 'the chief exited with code 0' in run.text
-  assert _job(output)['global_step'] >= 1500
+  launcher = [line for line in run.lines if line.startswith('[cluster')]
+  assert any('restarted worker-0' in line for line in launcher), run.text
+  assert not any('restarted chief' in line for line in launcher), run.text
+  chief = [line for line in run.lines if line.startswith('[chief')]
+  assert sum('Resumed from' in line for line in chief) == 0
+  job = _job(output)
+  assert job['global_step'] >= 1500
+  # Steps of the closure lost with the worker ran again: logged and kept.
+  again = [
+    e['steps_again']
+    for e in job.get('recovery', {}).get('events', [])
+    if e['event'] == 'worker lost'
+  ]
+  logged = [line for line in chief if 'ran again on another worker' in line]
+  assert len(again) <= len(logged) and all(n > 0 for n in again)
+  assert bool(again) == bool(logged)
   # The chief's export and the evaluator's best model both serve.
   from tensorfx import prediction
 
@@ -343,10 +360,23 @@ def test_multi_worker_mirrored_lost_worker_is_named(cluster, tmp_path):
 
 @pytest.mark.release
 def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster, tmp_path):
-  args = ('--max-steps', '1500', '--checkpoint-interval-steps', '300')
+  args = (
+    '--max-steps',
+    '1500',
+    '--checkpoint-interval-steps',
+    '300',
+    '--log-interval-steps',
+    '20',
+  )
   run = cluster('chief', 'ps=1,workers=1', *args)
   match = run.wait_for(r'\[chief\s*\] .*step (\d+)/1500')
+  # A preemption's grace window of 10 s: the chief must save and exit in
+  # it, or the machine goes with what it has.
   run.kill('chief', signal.SIGTERM)
+  try:
+    run.process.wait(timeout=10)
+  except subprocess.TimeoutExpired:
+    run.close()
   # 143 = 128 + SIGTERM: "preempted, restart me".
   assert run.wait() == 143, run.text[-4000:]
   output = tmp_path / 'chief'
@@ -355,22 +385,38 @@ def test_chief_sigterm_checkpoints_then_sigkill_and_resume(cluster, tmp_path):
   assert _job(output)['status'] == 'interrupted'
   run.assert_all_exited()
 
-  # The same command again resumes from that checkpoint; kill it hard.
+  # The same command again resumes from that checkpoint, and the workers'
+  # input where it was; kill it hard after its next checkpoint.
   run = cluster('chief', 'ps=1,workers=1', *args)
   run.wait_for(rf'Resumed from .*ckpt-{stopped} at step {stopped}')
+  run.wait_for(rf'Resuming the training input after the {stopped} batches')
   match = run.wait_for(r'Saved checkpoint .*ckpt-(\d+)')
   saved = int(match.group(1))
   assert saved > stopped
+  reached = int(
+    run.wait_for(
+      rf'\[chief\s*\] .*step ({saved + 40}|{saved + 60})/1500'
+    ).group(1)
+  )
+  time.sleep(0.5)  # For the step's record, written just after its line.
   run.kill('chief', signal.SIGKILL)
   assert run.wait() != 0
   run.assert_all_exited()
 
   run = cluster('chief', 'ps=1,workers=1', *args)
   resumed = int(run.wait_for(r'Resumed from .*at step (\d+)').group(1))
-  # No more lost than one checkpoint interval.
+  # No more lost than one checkpoint interval, and what ran again is said.
   assert resumed >= saved
+  again = run.wait_for(
+    rf'Resumed at step {resumed}; the run before reached step (\d+): '
+    r'(\d+) steps run again'
+  )
+  assert int(again.group(1)) >= reached
   assert run.wait() == 0, run.text[-4000:]
-  assert _job(output)['global_step'] >= 1500
+  job = _job(output)
+  assert job['global_step'] >= 1500
+  assert job['recovery']['steps_again'] == int(again.group(2))
+  assert job['recovery']['events'][0]['from_step'] == resumed
   run.assert_all_exited()
 
 

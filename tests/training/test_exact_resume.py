@@ -8,8 +8,9 @@ shuffle, read the data several times over (iris: 8 epochs in 60 steps of
 16), and are stopped at seeded-random steps between checkpoints.
 
 The standard tier runs one chain of real processes (preempted, resumed
-and killed, resumed to the end) with `--cache` on; the release tier runs
-it with `--cache none` until the data ends (`--epochs`), and on a
+and killed, resumed to the end) with `--cache` on. The release tier runs
+the same promise through `tensorfx chaos` (tests/tools/test_chaos.py):
+with `--cache none` until the data ends (`--epochs`), and on a
 two-worker MultiWorkerMirrored cluster killed as a whole.
 """
 
@@ -21,7 +22,6 @@ import subprocess
 import sys
 import types
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -30,6 +30,7 @@ import dropout_trainer
 from tensorfx import _faults
 from tensorfx import training
 from tensorfx.models import nn
+from tensorfx.tools import _drill
 from tensorfx.training import _settings
 from tensorfx.training._checkpoints import checkpoints as _checkpoints
 from tensorfx.training._run import exactness
@@ -98,17 +99,6 @@ def _train(output, analysis, *extra, fault=None, module='trainer'):
   )
 
 
-def _twin(output, analysis, dataset, *extra):
-  """The uninterrupted run of the iris sample, trained in this process."""
-  args, job = nn.FeedForwardClassificationArguments.parse(
-    _arguments(output, analysis, *extra), parse_job=True
-  )
-  training.ModelTrainer().train(
-    nn.FeedForwardClassification(args, dataset), job
-  )
-  return _latest(output)
-
-
 def _dropout_twin(output, analysis, *extra):
   """The uninterrupted run of `dropout_trainer`, in this process."""
   training.ModelTrainer().train(
@@ -127,27 +117,8 @@ def _step_of(prefix):
 
 def assert_same_variables(expected, actual):
   """Every variable of two checkpoints, bit for bit (not the save count)."""
-  left, right = (
-    tf.train.load_checkpoint(expected),
-    tf.train.load_checkpoint(actual),
-  )
-  names = {
-    name
-    for name in left.get_variable_to_shape_map()
-    if not name.startswith(('save_counter/', '_CHECKPOINTABLE_OBJECT_GRAPH'))
-  }
-  assert names == {
-    name
-    for name in right.get_variable_to_shape_map()
-    if not name.startswith(('save_counter/', '_CHECKPOINTABLE_OBJECT_GRAPH'))
-  }
-  assert any('kernel' in name for name in names), sorted(names)
-  differ = [
-    name
-    for name in sorted(names)
-    if np.asarray(left.get_tensor(name)).tobytes()
-    != np.asarray(right.get_tensor(name)).tobytes()
-  ]
+  names, differ = _drill.compare_checkpoints(expected, actual)
+  assert any('kernel' in name for name in names), names
   assert not differ, f'{actual} differs from {expected} in {differ}'
 
 
@@ -212,72 +183,6 @@ def test_a_preempted_then_killed_run_ends_bit_identical_to_its_twin(
     for name, _ in tf.train.list_variables(resumed)
   )
   assert_same_variables(twin, resumed)
-
-
-@pytest.mark.slow
-@pytest.mark.release
-def test_without_the_cache_until_the_data_ends_too(
-  tmp_path, iris_analysis, iris_dataset_factory
-):
-  extra = ('--cache', 'none', '--epochs', '7', '--max-steps', '0')
-  dataset = iris_dataset_factory(train=os.path.join(IRIS, 'data', 'train.csv'))
-  twin = _twin(tmp_path / 'twin', iris_analysis, dataset, *extra)
-  resumed = _preempt_kill_resume(
-    tmp_path / 'job', iris_analysis, *extra, seed=2, last=50, module='trainer'
-  )
-  # Seven epochs, not seven more after the resume.
-  assert _step_of(resumed) == _step_of(twin) < 60
-  assert_same_variables(twin, resumed)
-
-
-@pytest.mark.slow
-@pytest.mark.cluster
-@pytest.mark.release
-def test_a_multi_worker_mirrored_cluster_killed_as_a_whole(
-  tmp_path, iris_analysis, monkeypatch
-):
-  from test_distributed import Cluster
-
-  extra = ('--batch-size', '16', '--max-steps', '60')
-  extra += ('--checkpoint-interval-steps', '10')
-  started = []
-
-  def run(name, fault=None):
-    if fault:
-      monkeypatch.setenv(_faults.VARIABLE, fault)
-    else:
-      monkeypatch.delenv(_faults.VARIABLE, raising=False)
-    cluster = Cluster(tmp_path / name, 'workers=1', iris_analysis, *extra)
-    started.append(cluster)
-    return cluster.wait(), cluster
-
-  try:
-    code, twin = run('twin')
-    assert code == 0, twin.text[-4000:]
-    preempt, kill = _stops(3, 60)
-    # Every task stops at the same step: the cluster as a whole.
-    code, first = run('job', f'train.step:{preempt}:TERM')
-    assert code == 143, first.text[-4000:]
-    code, second = run('job', f'train.step:{kill}')
-    assert code != 0, second.text[-4000:]
-    code, third = run('job')
-    assert code == 0, third.text[-4000:]
-    # The worker resumed the chief's checkpoint, not its own scratch copy.
-    saved = _step_of(_latest(tmp_path / 'job'))
-    assert saved == 60
-    for task in ('chief', 'worker-0'):
-      assert any(
-        line.startswith(f'[{task}')
-        and 'Resumed from' in line
-        and f'{tmp_path}/job/checkpoints/' in line
-        for line in third.lines
-      ), third.text[-4000:]
-    assert_same_variables(_latest(tmp_path / 'twin'), _latest(tmp_path / 'job'))
-  finally:
-    for cluster in started:
-      cluster.close()
-  for cluster in started:
-    cluster.assert_all_exited()
 
 
 # The position a checkpoint carries.

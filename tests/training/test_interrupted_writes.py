@@ -286,10 +286,11 @@ def test_kills_in_the_evaluator_writes_are_survived(tmp_path, iris_analysis):
     timeout=400,
   )
   assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+  # One marker per item: the point and its count.
   assert sorted(p.name for p in once.iterdir()) == [
-    'best.json',
-    'evaluator.state',
-    'export.best_model.written',
+    'best.json:1',
+    'evaluator.state:2',
+    'export.best_model.written:1',
   ]
   assert result.stdout.count('restarted evaluator-0') == 3, result.stdout
   evaluated = json.loads(

@@ -6,12 +6,19 @@ The chief schedules closures of several steps on the workers through a
 first step whose loss is not finite or above `--thres-loss`, and returns
 that loss: the guards see every step's loss, not only the last of each
 closure.
+
+The workers read the training data where the job is: each worker's input
+skips its share of the batches the job has read (a variable on the
+servers, restored from the checkpoint), when its iterator is made. So a
+resumed job does not read its epochs again from the start, nor does a
+worker restarted mid-run.
 """
 
 import math
 
 import tensorflow as tf
 
+from tensorfx._logging import logger
 from tensorfx.training._engine import strategies as _strategies
 
 
@@ -42,10 +49,14 @@ def make_loop(
     steps_per_closure: the steps of each closure.
 
   Returns:
-    `(loop, per_worker_dataset)`: `loop(iterator, num_steps) -> (loss,
-    steps_run)`, a Python function, and the per-worker dataset to make its
-    iterator from. The loss is the first bad loss of any closure, else the
-    mean of the closures' last losses.
+    `(loop, per_worker_dataset, read)`: `loop(iterator, num_steps) ->
+    (loss, steps_run)`, a Python function; the per-worker dataset to make
+    its iterator from; and `read`, the int64 variable of the batches the
+    job's steps have read, which each worker's dataset skips its share of
+    when its iterator is made. The loss is the first bad loss of any
+    closure, else the mean of the closures' last losses. Steps that ran
+    twice (a closure lost with its worker after some of its steps, then
+    run again) are counted in `engine.run.steps_again` and logged.
   """
   strategy = engine.strategy
   coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -59,15 +70,24 @@ def make_loop(
     else None
   )
 
+  workers = _strategies.worker_count(strategy)
+  with strategy.scope():
+    read = tf.Variable(
+      0, dtype=tf.int64, trainable=False, name='input_batches_read'
+    )
+
   def dataset_fn(context=None):
     del context
     engine.run.worker_layer = worker_layer
     try:
-      return engine.call(
+      data = engine.call(
         builder, 'build_input', 'train', batch_size, epochs, shuffle
       )
     finally:
       engine.run.worker_layer = None
+    # Every worker reads the same input (seeded, in the same order), and
+    # the job's steps took turns on them: each has read about its share.
+    return data.skip(read.read_value() // workers)
 
   per_worker = coordinator.create_per_worker_dataset(dataset_fn)
 
@@ -99,8 +119,6 @@ def make_loop(
     )
     return loss, steps, norm
 
-  workers = _strategies.worker_count(strategy)
-
   def loop(iterator, num_steps):
     start = int(global_step.numpy())
     scheduled = [
@@ -111,6 +129,8 @@ def make_loop(
     ]
     coordinator.join()
     results = [result.fetch() for result in scheduled]
+    ran = int(global_step.numpy()) - start
+    _count_steps_again(engine, ran - sum(int(s) for _, s, _ in results))
     losses = [float(loss) for loss, _, _ in results]
     if results:
       engine.run.gradient_norm.value = float(results[-1][2])
@@ -121,9 +141,27 @@ def make_loop(
       loss = bad[0]
     else:
       loss = sum(losses) / len(losses) if losses else 0.0
-    return loss, int(global_step.numpy()) - start
+    return loss, ran
 
-  return loop, per_worker
+  return loop, per_worker, read
+
+
+def _count_steps_again(engine, steps):
+  """Counts and logs the steps that ran twice in one call of the loop.
+
+  The global step counts every step applied; the closures' results count
+  those of the runs that finished. The difference ran in a closure whose
+  worker was lost before it returned, and ran again in its new run.
+  """
+  if steps <= 0:
+    return
+  engine.run.steps_again += steps
+  logger.warning(
+    'A worker was lost with a closure in flight: %d of its steps ran again '
+    'on another worker (%d in this run)',
+    steps,
+    engine.run.steps_again,
+  )
 
 
 def closure_steps(num_steps, steps_per_closure, workers):

@@ -77,8 +77,9 @@ def build(builder, engine):
   # The guards stop the loop at the first bad step, compared on the
   # device: no host synchronisation per step.
   loss_limit = settings.guards.loss_limit
+  read = None
   if parameter_servers:
-    loop, distributed = ps_loop.make_loop(
+    loop, distributed, read = ps_loop.make_loop(
       builder,
       engine,
       train_step,
@@ -119,6 +120,7 @@ def build(builder, engine):
     batch_size=settings.loop.batch_size,
     gradient_norm=engine.run.gradient_norm,
     input_from=None if parameter_servers else input_from,
+    input_read=read,
   )
 
 

@@ -56,6 +56,10 @@ def create_variables(builder, engine, dataset):
       engine.strategy.run(evaluation_pass)
   else:
     evaluation_pass()
+  # The pass over zeros counted in them: cleared, as after each evaluation.
+  for metric in metrics.values():
+    if hasattr(metric, 'reset_state'):
+      metric.reset_state()
   engine.keep_evaluation_metrics(metrics)
   dense, groups = route(builder, engine, trainable(builder), optimizer)
   if hasattr(optimizer, 'build'):

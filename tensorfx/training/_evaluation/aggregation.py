@@ -113,7 +113,8 @@ def evaluate(evaluation, target):
   """Runs one validation target on an `EvaluationInterface`.
 
   Args:
-    evaluation: the `EvaluationInterface` (its metrics are reset first).
+    evaluation: the `EvaluationInterface` (its metrics are reset first,
+      and after).
     target: the `ValidationTarget`.
 
   Returns:
@@ -128,6 +129,17 @@ def evaluate(evaluation, target):
   metrics = evaluation.metrics
   for metric in metrics.values():
     metric.reset_state()
+  try:
+    return _evaluate_metrics(evaluation, target, data, metrics)
+  finally:
+    # Cleared after as before: checkpoints hold no evaluation's counts, so
+    # a resumed run's equal an uninterrupted one's whatever ran when.
+    for metric in metrics.values():
+      metric.reset_state()
+
+
+def _evaluate_metrics(evaluation, target, data, metrics):
+  """`evaluate` of a target of the evaluation's metrics."""
   if not target.streaming and evaluation.step is None:
     raise ConfigurationError(
       f'validation target {target.name!r}: online_agg '

@@ -17,6 +17,13 @@ iterator checkpoints would resume at once, but hold the shuffle buffer in
 every checkpoint (megabytes), cannot save a Python generator's state (the
 Parquet reader's), and do not cover the iterators of a multi-worker dataset
 (`benchmarks/exact_resume.py` has the figures).
+
+Under parameter servers the count is also kept in a variable on the
+servers (`read`), which each worker's input skips its share of when its
+iterator is made: a resumed job, and a worker restarted while the job
+trains, go on where the job's input is rather than at the start of the
+data. Not exactly (closures take batches from whichever worker runs them,
+and a lost closure's batches are read again), but no epoch is read twice.
 """
 
 import tensorflow as tf
@@ -31,24 +38,41 @@ class InputPosition(tf.__internal__.tracking.Trackable):
   """The batches the training steps have read; saved in each checkpoint.
 
   The count is kept in Python and written when a checkpoint is (no
-  operation per step). A checkpoint restored before training reads
-  (resuming) sets where the input starts; one restored while training
-  reads (the loss guard's, early stopping's best state) moves the model
-  back, not the input, which goes on forward.
+  operation per step); under parameter servers, in the variable `read` on
+  the servers, which the workers' inputs read (one assignment per call of
+  the loop). A checkpoint restored before training reads (resuming) sets
+  where the input starts; one restored while training reads (the loss
+  guard's, early stopping's best state) moves the model back, not the
+  input, which goes on forward.
 
   Example:
     >>> position = InputPosition()
     >>> tf.train.Checkpoint(input_position=position).read(path)
     >>> dataset = position.resume(training)   # skips what was read
+
+  Args:
+    read: the int64 variable to keep the count in (None: in Python).
   """
 
-  def __init__(self):
-    self.batches = 0
+  def __init__(self, read=None):
+    self._batches = 0
     self._reading = False
+    self._read = read
+
+  @property
+  def batches(self):
+    """The batches read so far."""
+    if self._read is not None:
+      return int(self._read.numpy())
+    return self._batches
 
   def advance(self, batches):
     """Counts `batches` more read by the training steps."""
-    self.batches += int(batches)
+    if self._read is not None:
+      if batches:
+        self._read.assign_add(int(batches))
+    else:
+      self._batches += int(batches)
 
   def resume(self, training):
     """The iterator over the training input from this position on.
@@ -65,6 +89,13 @@ class InputPosition(tf.__internal__.tracking.Trackable):
     skip = self.batches
     if not skip:
       return iter(training.dataset)
+    if self._read is not None:
+      logger.info(
+        'Resuming the training input after the %d batches read before: '
+        'each worker skips its share as its input starts',
+        skip,
+      )
+      return iter(training.dataset)
     logger.info(
       'Resuming the training input after the %d batches read before: '
       'reading them again, without training on them',
@@ -78,11 +109,18 @@ class InputPosition(tf.__internal__.tracking.Trackable):
     return iterator
 
   def _serialize_to_tensors(self):
-    return {'batches': tf.constant(self.batches, tf.int64)}
+    # A parameter-server checkpoint saves inside a function: the variable's
+    # value when it runs, not a constant of when it was traced.
+    if self._read is not None:
+      return {'batches': self._read.read_value()}
+    return {'batches': tf.constant(self._batches, tf.int64)}
 
   def _restore_from_tensors(self, restored_tensors):
-    if not self._reading:
-      self.batches = int(restored_tensors['batches'])
+    if self._reading:
+      return tf.no_op()
+    if self._read is not None:
+      return self._read.assign(restored_tensors['batches'])
+    self._batches = int(restored_tensors['batches'])
     return tf.no_op()
 
 

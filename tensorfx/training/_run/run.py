@@ -32,6 +32,7 @@ from tensorfx.training._run import exactness as _exactness
 from tensorfx.training._run import input_position as _input_position
 from tensorfx.training._run import jobinfo as _jobinfo
 from tensorfx.training._run import layout as _layout
+from tensorfx.training._run import recovery as _recovery
 from tensorfx.training._run import skeleton as _skeleton
 from tensorfx.training._run import summaries as _summaries
 from tensorfx.training._run import tracking as _tracking
@@ -73,12 +74,14 @@ class TrainingRun(_skeleton.Run):
       SystemExit: a stop with an exit code (a signal: 128 + its number).
     """
     tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
+    # Read before this run's record replaces it: how far the last one got.
+    earlier = _recovery.previous(self.paths['job']) if self.chief else {}
     record = _jobinfo.JobRecord(
       self.paths['job'], self.arguments(), self.config.to_dict()
     )
     record.write()
     try:
-      return self._run(record)
+      return self._run(record, _recovery.Recovery(record, earlier))
     except SystemExit:
       raise
     except KeyboardInterrupt:
@@ -98,7 +101,7 @@ class TrainingRun(_skeleton.Run):
       if self.layout.scratch:
         _remove_scratch(self.layout.scratch)
 
-  def _run(self, record):
+  def _run(self, record, recovery):
     builder, settings = self.builder, self.settings
     dataset = builder.dataset
     # Opened first: a store that cannot be reached stops the job early.
@@ -128,16 +131,9 @@ class TrainingRun(_skeleton.Run):
       _checkpoints.move_aside(
         [self.paths['checkpoints'], self.paths['summaries']]
       )
-    # Synchronous training reads its input in order: checkpoints carry
-    # its position (parameter-server workers read theirs independently).
-    position = (
-      None
-      if strategies.parameter_servers(self.engine.strategy)
-      else _input_position.InputPosition()
-    )
-    saved = {}
-    if position is not None:
-      saved[_input_position.NAME] = position
+    # Checkpoints carry the input's position: where a resumed run reads.
+    position = _input_position.InputPosition(training.input_read)
+    saved = {_input_position.NAME: position}
     random_state = _random_state.collect(builder)
     if random_state is not None:
       saved['random_state'] = random_state
@@ -155,16 +151,14 @@ class TrainingRun(_skeleton.Run):
       optional=list(saved),
       **saved,
     )
-    _run_init(
-      builder,
-      restored=_checkpoints.resume(checkpoints, settings.restore) is not None,
-    )
+    restored = _checkpoints.resume(checkpoints, settings.restore) is not None
+    _run_init(builder, restored=restored)
+    if restored and self.chief:
+      recovery.resumed(int(training.global_step.numpy()))
     if strategies.multi_worker(self.engine.strategy):
       _check_same_start(self.engine.strategy, training.global_step, position)
     summaries = _summaries.Summaries(self.paths['summaries'])
-    iterator = (
-      iter(training.dataset) if position is None else position.resume(training)
-    )
+    iterator = position.resume(training)
     _exactness.report(
       settings,
       self.engine.strategy,
@@ -187,6 +181,9 @@ class TrainingRun(_skeleton.Run):
       source=record.source,
       arguments=record.arguments,
       evaluator_task=self.evaluator_task,
+      extra=[_recovery.ProgressCallback(record, recovery, self.engine.run)]
+      if self.chief
+      else [],
     )
     steps = _step_function(
       training, iterator, settings.guards.loss_limit, position
@@ -338,19 +335,17 @@ def _end_after_failure(callbacks, logs):
     )
 
 
-def _step_function(training, iterator, limit, position=None):
+def _step_function(training, iterator, limit, position):
   """`steps(n) -> StepResult` over the training interface's loop.
 
-  Each step reads one batch: `position` (the `InputPosition`, or None)
-  counts them.
+  Each step reads one batch: `position` (the `InputPosition`) counts them.
   """
   global_step = training.global_step
 
   def steps(num_steps):
     loss, ran = training.loop(iterator, tf.constant(num_steps, tf.int64))
     ran = int(ran)
-    if position is not None:
-      position.advance(ran)
+    position.advance(ran)
     # Read back: parameter-server steps run at least once, maybe twice.
     step = int(global_step.numpy())
     loss = float(loss) if ran else None
@@ -372,7 +367,7 @@ def _check_same_start(strategy, global_step, position):
   """
   start = (
     int(global_step.numpy()),
-    position.batches if position is not None else 0,
+    position.batches,
   )
   low, high = strategies.spread(strategy, start)
   if low != high:

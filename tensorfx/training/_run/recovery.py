@@ -1,0 +1,150 @@
+"""The steps a job ran again after failures: logged, and in `job.yaml`.
+
+Steps run again in two ways:
+
+- a chief that went down (killed, its machine lost, a parameter server
+  lost) is started again and resumes from the last checkpoint: the steps
+  the run before had reached past it run again. The chief writes its step
+  into `job.yaml` as it trains (at each log interval and checkpoint), so
+  the next run knows how far the last got;
+- under parameter servers, a worker lost with a closure in flight: the
+  closure runs again on another worker, with the steps it had applied
+  (`_engine.ps_loop` counts them), and the chief goes on.
+
+Each event is logged when it is found, and `job.yaml` keeps them all,
+across restarts, under `recovery`:
+
+    recovery:
+      steps_again: 57
+      events:
+      - {event: resumed, from_step: 400, reached_step: 450, steps_again: 50}
+      - {event: worker lost, step: 980, steps_again: 7}
+
+The figure for a restart is a floor: steps past the last log interval
+(`--log-interval-steps`) are not known.
+"""
+
+import tensorflow as tf
+import yaml
+
+from tensorfx._logging import logger
+from tensorfx.training._callbacks.base import Callback
+
+# The statuses of a run that ended without finishing: its step is where a
+# restart's steps run again from.
+_UNFINISHED = ('running', 'failed', 'interrupted')
+
+
+def previous(path):
+  """The `job.yaml` at `path` as the last run left it (a dict; {} if none)."""
+  try:
+    if not tf.io.gfile.exists(path):
+      return {}
+    with tf.io.gfile.GFile(path, 'r') as f:
+      record = yaml.safe_load(f.read())
+  except (tf.errors.OpError, OSError, yaml.YAMLError):
+    return {}
+  return record if isinstance(record, dict) else {}
+
+
+class Recovery:
+  """The events of one job that made steps run again, kept in `job.yaml`.
+
+  Args:
+    record: the run's `JobRecord`.
+    earlier: the record the job's last run left (`previous(path)`).
+
+  Example:
+    >>> recovery = Recovery(record, previous(path))
+    >>> recovery.resumed(400)   # the run before reached 450: logs 50
+    >>> recovery.fields()['recovery']['steps_again']
+    50
+  """
+
+  def __init__(self, record, earlier):
+    self._record = record
+    kept = earlier.get('recovery') or {}
+    self.events = list(kept.get('events') or [])
+    self._reached = (
+      earlier.get('global_step')
+      if earlier.get('status') in _UNFINISHED
+      else None
+    )
+
+  @property
+  def steps_again(self):
+    """The steps run again, in all the job's runs so far."""
+    return sum(int(e.get('steps_again', 0)) for e in self.events)
+
+  def fields(self):
+    """`job.yaml`'s `recovery` field ({} when nothing ran again)."""
+    if not self.events:
+      return {}
+    return {
+      'recovery': {'steps_again': self.steps_again, 'events': self.events}
+    }
+
+  def resumed(self, step):
+    """This run resumed at `step`: counts what the run before did past it."""
+    reached = self._reached
+    if isinstance(reached, int) and reached > step:
+      self._add(
+        {
+          'event': 'resumed',
+          'from_step': step,
+          'reached_step': reached,
+          'steps_again': reached - step,
+        },
+        f'Resumed at step {step}; the run before reached step {reached}: '
+        f'{reached - step} steps run again',
+      )
+    elif self.events:
+      self._record.progress(**self.fields())
+
+  def workers_lost(self, step, steps):
+    """A lost worker's closures ran `steps` steps again, by `step`."""
+    self._add(
+      {'event': 'worker lost', 'step': step, 'steps_again': steps},
+      None,  # `_engine.ps_loop` logged it as it happened.
+    )
+
+  def _add(self, event, message):
+    self.events.append(event)
+    if message:
+      logger.warning('%s (%d in this job)', message, self.steps_again)
+    self._record.progress(**self.fields())
+
+
+class ProgressCallback(Callback):
+  """Writes the chief's step into `job.yaml` as it trains.
+
+  At log intervals and at each checkpoint, on the chief, with the steps a
+  lost worker's closures ran again (`engine.run.steps_again`) added to the
+  job's `recovery`. One small file written per log interval, beside the
+  summaries written there.
+
+  Args:
+    record: the run's `JobRecord`.
+    recovery: the job's `Recovery`.
+    run: the engine's run-time state (its `steps_again` count).
+  """
+
+  def __init__(self, record, recovery, run):
+    super().__init__()
+    self._record = record
+    self._recovery = recovery
+    self._run = run
+    self._counted = run.steps_again
+
+  def on_step_end(self, step, logs):
+    self._write(step)
+
+  def on_checkpoint(self, step, path):
+    self._write(step)
+
+  def _write(self, step):
+    again = self._run.steps_again - self._counted
+    if again > 0:
+      self._counted = self._run.steps_again
+      self._recovery.workers_lost(step, again)
+    self._record.progress(global_step=step)
