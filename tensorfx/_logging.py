@@ -88,7 +88,8 @@ _NO_GPU_NOISE = re.compile(
   r'failed call to cuInit'
 )
 
-# What a cluster's tasks print as a run ends that says nothing about it.
+# What a cluster's tasks print that says nothing about the job (most as
+# a run ends).
 # Eager contexts release the functions they registered on the other tasks;
 # a task that already dropped one answers that it has none: the first line
 # of a block, whose next lines are those of `_REMOVAL_BLOCK`. A removal that
@@ -111,7 +112,14 @@ _REMOVAL_BLOCK = (
     r'the client\.$'
   ),
 )
-_CLUSTER_END_NOISE = (
+_CLUSTER_NOISE = (
+  # A worker (re)started under parameter servers reads the chief's input
+  # graph, whose parallel map carries an attribute its kernel registry
+  # does not list; TensorFlow ignores it (same binary on both sides).
+  re.compile(
+    r'^E\d{4} [\d:. ]+\d+ node_def_util\.cc:\d+\] NodeDef mentions '
+    r'attribute use_unbounded_threadpool which is not in the op definition'
+  ),
   # A server's cache of multi-device functions, cleared at its end.
   re.compile(
     r'^E\d{4} [\d:. ]+\d+ function_handle_cache\.cc:\d+\] Failed to '
@@ -282,7 +290,7 @@ class NoiseFilter:
     if _REMOVAL.search(bare):
       self._in_block = True
       return False
-    if any(p.search(bare) for p in _STARTUP_NOISE + _CLUSTER_END_NOISE):
+    if any(p.search(bare) for p in _STARTUP_NOISE + _CLUSTER_NOISE):
       return False
     return self._gpu_present or not _NO_GPU_NOISE.search(bare)
 

@@ -127,6 +127,11 @@ def _plain(value):
   return value
 
 
+# libyaml's emitter where PyYAML was built with it: the same text, four
+# times faster (job.yaml is rewritten as a job trains).
+_DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
+
+
 def dump_yaml(obj):
   """Writes plain values (dicts, lists, scalars) as block-style YAML.
 
@@ -136,8 +141,12 @@ def dump_yaml(obj):
     a:
     - 1.5
   """
-  return yaml.safe_dump(
-    _plain(obj), sort_keys=False, default_flow_style=False, allow_unicode=True
+  return yaml.dump(
+    _plain(obj),
+    Dumper=_DUMPER,
+    sort_keys=False,
+    default_flow_style=False,
+    allow_unicode=True,
   )
 
 

@@ -226,6 +226,33 @@ _HANDLE_CACHE = (
 )
 
 
+# What a parameter-server worker printed when it was started again while
+# the job trained (`tensorfx chaos`), once per input pipeline it made.
+_RESTARTED_WORKER = (
+  'E0000 00:00:1795873673.683325    8405 node_def_util.cc:682] NodeDef me'
+  'ntions attribute use_unbounded_threadpool which is not in the op defin'
+  'ition: Op<name=MapDataset; signature=input_dataset:variant, other_argu'
+  'ments: -> handle:variant; attr=f:func; attr=Targuments:list(type),min='
+  '0; attr=output_types:list(type),min=1; attr=output_shapes:list(shape),'
+  'min=1; attr=use_inter_op_parallelism:bool,default=true; attr=preserve_'
+  'cardinality:bool,default=false; attr=force_synchronous:bool,default=fa'
+  'lse; attr=metadata:string,default=""> This may be expected if your gra'
+  'ph generating binary is newer  than this binary. Unknown attributes wi'
+  'll be ignored. NodeDef: {{node ParallelMapDatasetV2/_19}}'
+  '\n'
+)
+
+
+def test_a_restarted_workers_ignored_attribute_line_is_dropped():
+  output = '12:11:58 INFO Serving as /job:worker/task:0\n' + _RESTARTED_WORKER
+  assert _logging.filter_noise(output, gpu_present=False) == (
+    '12:11:58 INFO Serving as /job:worker/task:0\n'
+  )
+  # Another attribute it does not know is not known to be harmless.
+  other = _RESTARTED_WORKER.replace('use_unbounded_threadpool', 'new_attr')
+  assert _logging.filter_noise(other, gpu_present=False) == other
+
+
 def test_a_clusters_harmless_end_of_run_errors_are_dropped_whole():
   real = (
     'E0000 00:00:1795860713.1    5113 coordinator.cc:9] a real error\n'

@@ -150,8 +150,8 @@ class Drill:
     )
     with self._lock:
       self._training = False
-      if not self.prefixed:
-        self.pids = {'chief': process.pid}
+      # This attempt's tasks only: an earlier one's PIDs may be reused.
+      self.pids = {} if self.prefixed else {'chief': process.pid}
     reader = threading.Thread(target=self._read, args=(process,), daemon=True)
     reader.start()
     try:

@@ -6,7 +6,8 @@ Each closure returns its last step's norm instead and the chief keeps the
 last one it fetched: the same value the step applied, while the global
 step still advances once a step. The cluster runs in process (servers on
 free ports) in a child process: connecting to a cluster renames the
-devices of the whole process.
+devices of the whole process. The same cluster shows where a worker's
+input starts: at its share of the batches the job has read.
 """
 
 import json
@@ -29,6 +30,7 @@ pytestmark = [
 _SCRIPT = (
   r"""
 import json, os, socket, sys
+import numpy as np
 import tensorflow as tf
 from tensorfx import data, training
 from tensorfx.models import nn
@@ -62,7 +64,21 @@ before = float(interface.gradient_norm.numpy())
 _, first_steps = interface.loop(iterator, tf.constant(1, tf.int64))
 first = float(interface.gradient_norm.numpy())
 _, later_steps = interface.loop(iterator, tf.constant(5, tf.int64))
+# Each worker's input skips its share of the batches the job has read, as
+# its iterator is made: what a resumed job (or a restarted worker) reads.
+local = [b for b in builder.build_input('train', 32, None, False).take(4)]
+first_of = tf.function(lambda iterator: next(iterator))
+def first_batch():
+  remote = engine.run.coordinator.schedule(
+      first_of, args=(iter(interface.dataset),))
+  return remote.fetch()
+def same(a, b):
+  return all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in a)
+interface.input_read.assign(3)
+skipped = first_batch()
 print(json.dumps({
+    'skipped_reads_batch_3': same(skipped, local[3]),
+    'not_batch_0': not same(skipped, local[0]),
     'expected': float(expected), 'before': before, 'first': first,
     'first_steps': first_steps, 'later_steps': later_steps,
     'later': float(interface.gradient_norm.numpy()),
@@ -107,6 +123,12 @@ def test_later_closures_report_their_own_last_step(run):
 def test_the_global_step_still_advances_once_a_step(run):
   assert (run['first_steps'], run['later_steps']) == (1, 5)
   assert run['global_step'] == 6
+
+
+def test_a_workers_input_starts_at_the_jobs_position(run):
+  # `input_read` (restored from a checkpoint's input_position) set to 3:
+  # a new iterator of the one worker starts at the fourth batch.
+  assert run['skipped_reads_batch_3'] and run['not_batch_0']
 
 
 def test_no_norm_variable_is_made_on_the_servers(run):

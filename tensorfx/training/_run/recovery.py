@@ -5,8 +5,8 @@ Steps run again in two ways:
 - a chief that went down (killed, its machine lost, a parameter server
   lost) is started again and resumes from the last checkpoint: the steps
   the run before had reached past it run again. The chief writes its step
-  into `job.yaml` as it trains (at each log interval and checkpoint), so
-  the next run knows how far the last got;
+  into `job.yaml` as it trains (at log intervals, at most once a second,
+  and at each checkpoint), so the next run knows how far the last got;
 - under parameter servers, a worker lost with a closure in flight: the
   closure runs again on another worker, with the steps it had applied
   (`_engine.ps_loop` counts them), and the chief goes on.
@@ -20,9 +20,11 @@ across restarts, under `recovery`:
       - {event: resumed, from_step: 400, reached_step: 450, steps_again: 50}
       - {event: worker lost, step: 980, steps_again: 7}
 
-The figure for a restart is a floor: steps past the last log interval
-(`--log-interval-steps`) are not known.
+The figure for a restart is a floor: the steps past the last write (under
+a second of training, or one log interval) are not known.
 """
+
+import time
 
 import tensorflow as tf
 import yaml
@@ -118,26 +120,30 @@ class Recovery:
 class ProgressCallback(Callback):
   """Writes the chief's step into `job.yaml` as it trains.
 
-  At log intervals and at each checkpoint, on the chief, with the steps a
-  lost worker's closures ran again (`engine.run.steps_again`) added to the
-  job's `recovery`. One small file written per log interval, beside the
-  summaries written there.
+  At log intervals (at most once every `every_secs`: a rewrite of
+  `job.yaml` costs about a millisecond) and at each checkpoint, on the
+  chief, with the steps a lost worker's closures ran again
+  (`engine.run.steps_again`) added to the job's `recovery`.
 
   Args:
     record: the run's `JobRecord`.
     recovery: the job's `Recovery`.
     run: the engine's run-time state (its `steps_again` count).
+    every_secs: the least time between two writes at log intervals.
   """
 
-  def __init__(self, record, recovery, run):
+  def __init__(self, record, recovery, run, every_secs=1.0):
     super().__init__()
     self._record = record
     self._recovery = recovery
     self._run = run
+    self._every = every_secs
+    self._written = None
     self._counted = run.steps_again
 
   def on_step_end(self, step, logs):
-    self._write(step)
+    if self._written is None or time.monotonic() - self._written >= self._every:
+      self._write(step)
 
   def on_checkpoint(self, step, path):
     self._write(step)
@@ -148,3 +154,4 @@ class ProgressCallback(Callback):
       self._counted = self._run.steps_again
       self._recovery.workers_lost(step, again)
     self._record.progress(global_step=step)
+    self._written = time.monotonic()
