@@ -148,9 +148,7 @@ def step_figures(interface, window, rounds, warm):
     ),
     'off': _run._step_function(interface, iterator, limit, _NotCounted()),
     # The same as `off`: off again / off is the ratio noise alone gives.
-    'off again': _run._step_function(
-      interface, iterator, limit, _NotCounted()
-    ),
+    'off again': _run._step_function(interface, iterator, limit, _NotCounted()),
   }
   steps['on'](warm)
   rates = {mode: [] for mode in steps}

@@ -18,6 +18,29 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IRIS = os.path.join(ROOT, 'samples', 'iris')
+# One iris instance of each class (CSV, no label), and the classes.
+IRIS_INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
+IRIS_CLASSES = ['virginica', 'setosa', 'versicolor']
+# A small, seeded iris run checkpointing every 10 steps: the runs that are
+# stopped and resumed (exact resume, the fault drill).
+IRIS_SMALL = (
+  '--hidden-layers:1',
+  '8',
+  '--batch-size',
+  '16',
+  '--seed',
+  '3',
+  '--checkpoint-interval-steps',
+  '10',
+)
+
+
+def iris_labels(model_dir):
+  """The labels the iris model exported at `model_dir` gives IRIS_INSTANCES."""
+  from tensorfx import prediction
+
+  model = prediction.Model.load(str(model_dir))
+  return [p['label'] for p in model.predict(IRIS_INSTANCES)]
 
 
 def iris_args(output, *extra):

@@ -17,7 +17,6 @@ Exit code 0 when the job completed and every promise held, 1 otherwise
 
 import os
 import subprocess
-import sys
 
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _drill
@@ -191,22 +190,13 @@ def _check(args, rest, plan, mode):
 
 def _command(args, rest, output, mode, restarts):
   """The job's `tensorfx train` command (a cluster's with the launcher's)."""
-  command = [
-    sys.executable,
-    '-m',
-    'tensorfx',
-    'train',
-    '--module',
-    args.module,
-    '--output',
-    output,
-  ]
+  launcher = []
   if args.cluster:
-    command += ['--cluster', args.cluster]
+    launcher = ['--cluster', args.cluster]
     if mode == 'parameter_server' and restarts:
       # Its tasks are started again one by one, as Vertex AI's replicas.
-      command += ['--restart', str(restarts)]
-  return command + list(rest)
+      launcher += ['--restart', str(restarts)]
+  return _train.command(args.module, output, [*launcher, *rest])
 
 
 def _twin(args, rest, output, mode, drill):

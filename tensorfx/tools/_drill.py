@@ -376,7 +376,7 @@ def _newest_checkpoint(directory):
   """`(step, [data files])` of the newest checkpoint there, or None."""
   if not os.path.isdir(directory):
     return None
-  steps = {}
+  steps: dict[int, list[str]] = {}
   for name in os.listdir(directory):
     match = re.match(r'^ckpt-(\d+)\.data-\d+-of-\d+$', name)
     if match:

@@ -113,19 +113,10 @@ def run(args, rest):
   if args.cluster:
     from tensorfx.tools import _launch
 
-    command = [
-      sys.executable,
-      '-m',
-      'tensorfx',
-      'train',
-      '--module',
-      args.module,
-      '--output',
-      args.output,
-      *rest,
-    ]
     return _launch.run_local_cluster(
-      command, args.cluster, restarts=args.restart
+      command(args.module, args.output, rest),
+      args.cluster,
+      restarts=args.restart,
     )
   if args.restart:
     raise ConfigurationError(
@@ -134,6 +125,24 @@ def run(args, rest):
       f'--restart {args.restart}'
     )
   return run_module(args.module, ['--output', args.output, *rest])
+
+
+def command(module, output, rest=()):
+  """The `tensorfx train` command line of a trainer, run by this Python.
+
+  What each task of a local cluster runs, and what `tensorfx chaos` runs.
+  """
+  return [
+    sys.executable,
+    '-m',
+    'tensorfx',
+    'train',
+    '--module',
+    module,
+    '--output',
+    output,
+    *rest,
+  ]
 
 
 def run_module(module, argv):

@@ -22,6 +22,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import IRIS
+from conftest import IRIS_CLASSES
+from conftest import IRIS_SMALL
+from conftest import iris_labels
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _chaos
 from tensorfx.tools import _drill
@@ -329,14 +332,7 @@ def test_a_single_node_job_preempted_killed_and_truncated_ends_as_its_twin(
       f'chief@{kill}',
       '--truncate-checkpoint',
       '--twin',
-      '--hidden-layers:1',
-      '8',
-      '--batch-size',
-      '16',
-      '--seed',
-      '3',
-      '--checkpoint-interval-steps',
-      '10',
+      *IRIS_SMALL,
       '--log-interval-steps',
       '5',
       '--cache',
@@ -391,14 +387,7 @@ def test_a_multi_worker_mirrored_job_killed_as_a_whole_ends_as_its_twin(
       '--drill-seed',
       '3',
       '--twin',
-      '--hidden-layers:1',
-      '8',
-      '--batch-size',
-      '16',
-      '--seed',
-      '3',
-      '--checkpoint-interval-steps',
-      '10',
+      *IRIS_SMALL,
       '--log-interval-steps',
       '5',
       '--max-steps',
@@ -493,14 +482,5 @@ def test_a_parameter_server_job_survives_a_kill_of_each_kind_of_task(
     assert event['from_step'] < event['reached_step'] <= 450
   assert record['evaluator_record'] == sorted(set(record['evaluator_record']))
   assert record['evaluations_repeated'] == []
-  from tensorfx import prediction
-
   for name in ('model', 'best_model'):
-    model = prediction.Model.load(str(output / name))
-    labels = [
-      p['label']
-      for p in model.predict(
-        ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
-      )
-    ]
-    assert labels == ['virginica', 'setosa', 'versicolor'], name
+    assert iris_labels(output / name) == IRIS_CLASSES, name

@@ -19,6 +19,8 @@ import tensorflow as tf
 import yaml
 
 from conftest import IRIS
+from conftest import IRIS_CLASSES
+from conftest import iris_labels
 from test_trainer import _scalars
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -203,17 +205,8 @@ def test_parameter_servers_absorb_a_preempted_worker(cluster, tmp_path):
   assert len(again) <= len(logged) and all(n > 0 for n in again)
   assert bool(again) == bool(logged)
   # The chief's export and the evaluator's best model both serve.
-  from tensorfx import prediction
-
   for name in ('model', 'best_model'):
-    model = prediction.Model.load(str(output / name))
-    labels = [
-      p['label']
-      for p in model.predict(
-        ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
-      )
-    ]
-    assert labels == ['virginica', 'setosa', 'versicolor'], name
+    assert iris_labels(output / name) == IRIS_CLASSES, name
   evaluated = yaml.safe_load(
     (output / 'summaries' / 'eval' / 'evaluated.json').read_text()
   )

@@ -10,6 +10,7 @@ import tensorflow as tf
 import yaml
 
 from conftest import IRIS
+from conftest import IRIS_INSTANCES
 from conftest import iris_args
 from tensorfx import ConfigurationError
 from tensorfx import training
@@ -108,7 +109,7 @@ def test_an_overfitting_run_stops_and_exports_its_best_model(
     snapshot,
     str(tmp_path / 'best'),
   )
-  lines = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
+  lines = IRIS_INSTANCES
   exported = [p['scores'] for p in model.predict(lines)]
   expected = [p['scores'] for p in best.predict(lines)]
   np.testing.assert_allclose(exported, expected, rtol=1e-6)

@@ -26,6 +26,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import IRIS
+from conftest import IRIS_SMALL
 import dropout_trainer
 from tensorfx import _faults
 from tensorfx import training
@@ -38,16 +39,7 @@ from tensorfx.training._run import input_position
 
 pytestmark = [pytest.mark.xdist_group('test_exact_resume')]
 
-_FLAGS = (
-  '--hidden-layers:1',
-  '8',
-  '--batch-size',
-  '16',
-  '--seed',
-  '3',
-  '--checkpoint-interval-steps',
-  '10',
-)
+_FLAGS = IRIS_SMALL
 _STEPS = ('--max-steps', '60')
 _TIMEOUT = 300
 

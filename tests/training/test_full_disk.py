@@ -18,12 +18,11 @@ import pytest
 import yaml
 
 from conftest import IRIS
+from conftest import IRIS_INSTANCES
 from tensorfx import prediction
 from tensorfx.training._checkpoints import damaged as _damaged
 
 pytestmark = [pytest.mark.slow, pytest.mark.release]
-
-_INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 
 
 @pytest.fixture
@@ -113,7 +112,7 @@ def test_full_disk_during_checkpoint_and_export(
   before = [
     p['scores']
     for p in prediction.Model.load(str(small_disk / 'model')).predict(
-      _INSTANCES
+      IRIS_INSTANCES
     )
   ]
 
@@ -150,7 +149,7 @@ def test_full_disk_during_checkpoint_and_export(
   kept = [
     p['scores']
     for p in prediction.Model.load(str(small_disk / 'model')).predict(
-      _INSTANCES
+      IRIS_INSTANCES
     )
   ]
   np.testing.assert_allclose(kept, before, rtol=1e-6)
@@ -163,7 +162,7 @@ def test_full_disk_during_checkpoint_and_export(
   after = [
     p['scores']
     for p in prediction.Model.load(str(small_disk / 'model')).predict(
-      _INSTANCES
+      IRIS_INSTANCES
     )
   ]
   assert not np.allclose(after, before)

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from conftest import IRIS
+from conftest import IRIS_INSTANCES
 from conftest import iris_args
 from tensorfx import DataError
 from tensorfx import _atomic
@@ -32,7 +33,6 @@ pytestmark = [
   pytest.mark.xdist_group('test_interrupted_writes'),
 ]
 
-_INSTANCES = ['6.3,3.3,6,2.5', '4.4,3,1.3,0.2', '6.1,2.8,4.7,1.2']
 _FLAGS = (
   '--hidden-layers:1',
   '8',
@@ -85,7 +85,7 @@ def _run(command, fault=None, once=None, timeout=300):
 
 
 def _scores(model):
-  return np.array([p['scores'] for p in model.predict(_INSTANCES)])
+  return np.array([p['scores'] for p in model.predict(IRIS_INSTANCES)])
 
 
 @pytest.fixture(scope='module')
@@ -169,7 +169,9 @@ def test_object_store_export_killed_is_refused_until_exported_again(
   result = _run(command)
   assert result.returncode == 0, result.stderr[-2000:]
   assert not (model_dir / _atomic.MARKER).exists()
-  assert len(prediction.Model.load(f'{output}/model').predict(_INSTANCES)) == 3
+  assert (
+    len(prediction.Model.load(f'{output}/model').predict(IRIS_INSTANCES)) == 3
+  )
 
 
 @pytest.mark.release
@@ -305,4 +307,4 @@ def test_kills_in_the_evaluator_writes_are_survived(tmp_path, iris_analysis):
   assert all(os.path.exists(e['path'] + '.index') for e in best)
   assert not (output / 'best_model.partial').exists()
   model = prediction.Model.load(str(output / 'best_model'))
-  assert len(model.predict(_INSTANCES)) == 3
+  assert len(model.predict(IRIS_INSTANCES)) == 3
