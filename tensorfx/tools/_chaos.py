@@ -12,7 +12,7 @@ final model is bit for bit the one an uninterrupted run ends with.
         --data-train data/train.csv ... --max-steps 600 --seed 7
 
 Exit code 0 when the job completed and every promise held, 1 otherwise
-(the report says which did not).
+(the report says which did not), 2 for a plan it cannot run.
 """
 
 import os
@@ -116,14 +116,18 @@ def run(args, rest):
     if counts.get('worker')
     else 'single'
   )
-  plan = _killplan.parse(
-    args.kill,
-    counts,
-    _killplan.max_steps_of(rest),
-    random_kills=args.random_kills,
-    seed=args.drill_seed,
-  )
-  _check(args, rest, plan, mode)
+  try:
+    plan = _killplan.parse(
+      args.kill,
+      counts,
+      _killplan.max_steps_of(rest),
+      random_kills=args.random_kills,
+      seed=args.drill_seed,
+    )
+    _check(args, rest, plan, mode)
+  except ConfigurationError as e:
+    # A plan the drill cannot run is an argument error: usage, exit 2.
+    args.command_parser.error(str(e))
   output = args.output.rstrip('/')
   drill = _drill.Drill(
     _command(args, rest, output, mode, args.restart),

@@ -142,9 +142,11 @@ def test_what_the_drill_cannot_do_is_one_line(tmp_path, flags, message):
     timeout=120,
     check=False,
   )
-  assert result.returncode == 1, result.stderr
-  assert result.stderr.startswith('tensorfx chaos: error: '), result.stderr
-  assert message in result.stderr
+  # An argument error: the usage line, then one line that says why.
+  assert result.returncode == 2, result.stderr
+  usage, error = result.stderr.strip().splitlines()
+  assert usage.startswith('usage: tensorfx chaos')
+  assert error.startswith('tensorfx chaos: error: ') and message in error
   assert 'Traceback' not in result.stderr
   assert not (tmp_path / 'job').exists()
 

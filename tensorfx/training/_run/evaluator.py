@@ -201,9 +201,11 @@ class EvaluatorRun(_skeleton.Run):
         raise
       finally:
         _skeleton.end(callbacks, summaries, logs)
+    count = len(state['evaluated'])
     logger.info(
-      'The job has ended; the evaluator evaluated %d checkpoints',
-      len(state['evaluated']),
+      'The job has ended; the evaluator evaluated %d checkpoint%s',
+      count,
+      '' if count == 1 else 's',
     )
     return state
 
