@@ -118,3 +118,27 @@ def test_a_lost_closures_steps_are_counted_and_logged(caplog):
     'A worker was lost with a closure in flight: 4 of its steps ran again '
     'on another worker (6 in this run)' in caplog.text
   )
+
+
+def test_slow_writes_are_spaced_to_keep_to_a_small_share_of_the_run(
+  tmp_path, monkeypatch
+):
+  # An object store: each rewrite of job.yaml takes a tenth of a second.
+  now = [0.0]
+  monkeypatch.setattr(recovery.time, 'monotonic', lambda: now[0])
+  record = _record(tmp_path)
+  written = []
+
+  def slow(**fields):
+    now[0] += 0.1
+    written.append(fields['global_step'])
+
+  monkeypatch.setattr(record, 'progress', slow)
+  callback = recovery.ProgressCallback(
+    record, recovery.Recovery(record, {}), types.SimpleNamespace(steps_again=0)
+  )
+  for step in range(10, 310, 10):  # A log interval every half second.
+    callback.on_step_end(step, {})
+    now[0] += 0.5
+  # 0.1 s in 2% of the time: one write in five seconds, not one a second.
+  assert written == [10, 110, 210]

@@ -32,6 +32,10 @@ import yaml
 from tensorfx._logging import logger
 from tensorfx.training._callbacks.base import Callback
 
+# The most of a run's time the step's writes may take: they are spaced out
+# to keep to it.
+_SHARE = 0.02
+
 # The statuses of a run that ended without finishing: its step is where a
 # restart's steps run again from.
 _UNFINISHED = ('running', 'failed', 'interrupted')
@@ -120,10 +124,13 @@ class Recovery:
 class ProgressCallback(Callback):
   """Writes the chief's step into `job.yaml` as it trains.
 
-  At log intervals (at most once every `every_secs`: a rewrite of
-  `job.yaml` costs about a millisecond) and at each checkpoint, on the
-  chief, with the steps a lost worker's closures ran again
-  (`engine.run.steps_again`) added to the job's `recovery`.
+  At log intervals and at each checkpoint, on the chief, with the steps a
+  lost worker's closures ran again (`engine.run.steps_again`) added to the
+  job's `recovery`. At log intervals at most once every `every_secs`, and
+  never more often than keeps the writes to `_SHARE` of the run's time: a
+  rewrite of `job.yaml` takes about a millisecond on a local disk (once a
+  second), a tenth of a second or more on an object store (then once
+  every few seconds).
 
   Args:
     record: the run's `JobRecord`.
@@ -149,9 +156,11 @@ class ProgressCallback(Callback):
     self._write(step)
 
   def _write(self, step):
+    start = time.monotonic()
     again = self._run.steps_again - self._counted
     if again > 0:
       self._counted = self._run.steps_again
       self._recovery.workers_lost(step, again)
     self._record.progress(global_step=step)
     self._written = time.monotonic()
+    self._every = max(self._every, (self._written - start) / _SHARE)
