@@ -18,6 +18,7 @@ Exit code 0 when the job completed and every promise held, 1 otherwise
 import os
 import subprocess
 
+from tensorfx import _trainercommand
 from tensorfx._errors import ConfigurationError
 from tensorfx.tools import _drill
 from tensorfx.tools import _killplan
@@ -200,7 +201,7 @@ def _command(args, rest, output, mode, restarts):
     if mode == 'parameter_server' and restarts:
       # Its tasks are started again one by one, as Vertex AI's replicas.
       launcher += ['--restart', str(restarts)]
-  return _train.command(args.module, output, [*launcher, *rest])
+  return _trainercommand.train_command(args.module, output, [*launcher, *rest])
 
 
 def _twin(args, rest, output, mode, drill):

@@ -4,6 +4,7 @@ import os
 import runpy
 import sys
 
+from tensorfx import _trainercommand
 from tensorfx._errors import ConfigurationError
 
 
@@ -114,7 +115,7 @@ def run(args, rest):
     from tensorfx.tools import _launch
 
     return _launch.run_local_cluster(
-      command(args.module, args.output, rest),
+      _trainercommand.train_command(args.module, args.output, rest),
       args.cluster,
       restarts=args.restart,
     )
@@ -125,24 +126,6 @@ def run(args, rest):
       f'--restart {args.restart}'
     )
   return run_module(args.module, ['--output', args.output, *rest])
-
-
-def command(module, output, rest=()):
-  """The `tensorfx train` command line of a trainer, run by this Python.
-
-  What each task of a local cluster runs, and what `tensorfx chaos` runs.
-  """
-  return [
-    sys.executable,
-    '-m',
-    'tensorfx',
-    'train',
-    '--module',
-    module,
-    '--output',
-    output,
-    *rest,
-  ]
 
 
 def run_module(module, argv):

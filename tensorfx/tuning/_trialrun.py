@@ -14,10 +14,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from typing import IO, Any
 
 from tensorfx import _hypertune
+from tensorfx import _trainercommand
 
 METRICS_FILE = 'hypertune.metrics'
 LOG_FILE = 'trial.log'
@@ -73,18 +73,9 @@ class TrialRun:
     env[_hypertune.TRIAL_ID] = str(number)
     env[_hypertune.METRIC_TAG] = metric
     env[_hypertune.METRIC_FILE] = self.metrics_file
-    command = [
-      sys.executable,
-      '-m',
-      'tensorfx',
-      'train',
-      '--module',
-      module,
-      '--output',
-      directory,
-      *trainer_args,
-      *flags,
-    ]
+    command = _trainercommand.train_command(
+      module, directory, [*trainer_args, *flags]
+    )
     # Open while the trial runs; closed when it ends (poll).
     self._log: IO[bytes] = open(  # noqa: SIM115
       os.path.join(directory, LOG_FILE), 'ab'
