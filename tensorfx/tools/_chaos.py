@@ -187,6 +187,12 @@ def _check(args, rest, plan, mode):
       "--twin compares bit for bit, which needs the trainer's --seed "
       '(add --seed 7)'
     )
+  level = _killplan.flag_value(rest, '--log-level')
+  if level is not None and level.lower() not in ('debug', 'info'):
+    raise ConfigurationError(
+      f'--log-level {level} hides the progress lines the drill reads (the '
+      "chief's step, its resumes and evaluations): drop it, or give info"
+    )
   if args.restart < 0 or args.random_kills < 0:
     raise ConfigurationError(
       '--restart and --random-kills take a non-negative count'

@@ -143,16 +143,22 @@ def _draw_step(rng, max_steps, spec):
 
 def max_steps_of(argv):
   """The trainer's `--max-steps` in `argv` (its last), or None."""
-  found = None
-  for i, arg in enumerate(argv):
-    if arg == '--max-steps' and i + 1 < len(argv):
-      found = argv[i + 1]
-    elif arg.startswith('--max-steps='):
-      found = arg.split('=', 1)[1]
+  found = flag_value(argv, '--max-steps')
   try:
     return int(found) if found is not None else None
   except ValueError:
     return None
+
+
+def flag_value(argv, flag):
+  """The last value `argv` gives the trainer's `flag`, or None."""
+  found = None
+  for i, arg in enumerate(argv):
+    if arg == flag and i + 1 < len(argv):
+      found = argv[i + 1]
+    elif arg.startswith(flag + '='):
+      found = arg.split('=', 1)[1]
+  return found
 
 
 def flag_given(argv, flag):

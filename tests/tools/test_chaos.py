@@ -119,6 +119,10 @@ def test_the_trainer_flags_the_drill_reads():
       'add a kill that',
     ),
     ([], 'the drill has nothing to do'),
+    (
+      ['--kill', 'chief@5', '--log-level', 'WARNING'],
+      '--log-level WARNING hides the progress lines the drill reads',
+    ),
   ],
 )
 def test_what_the_drill_cannot_do_is_one_line(tmp_path, flags, message):
