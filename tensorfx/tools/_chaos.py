@@ -15,8 +15,8 @@ Exit code 0 when the job completed and every promise held, 1 otherwise
 (the report says which did not), 2 for a plan it cannot run.
 """
 
+import collections
 import os
-import subprocess
 
 from tensorfx import _trainercommand
 from tensorfx._errors import ConfigurationError
@@ -136,7 +136,8 @@ def run(args, rest):
     plan,
     mode=mode,
     prefixed=bool(args.cluster),
-    restarts=args.restart,
+    # A parameter-server job's tasks are restarted by its launcher.
+    restarts=0 if mode == 'parameter_server' else args.restart,
     truncate=args.truncate_checkpoint,
     timeout_secs=args.timeout_mins * 60,
   )
@@ -213,20 +214,22 @@ def _command(args, rest, output, mode, restarts):
 def _twin(args, rest, output, mode, drill):
   """Runs the uninterrupted twin and compares its final checkpoint."""
   twin = output + '.twin'
-  drill.say(f'running the uninterrupted twin into {twin}')
-  result = subprocess.run(
-    _command(args, rest, twin, mode, 0),
-    stdout=subprocess.PIPE,
-    stderr=subprocess.STDOUT,
-    stdin=subprocess.DEVNULL,
-    text=True,
-    timeout=args.timeout_mins * 60,
-    check=False,
-  )
-  if result.returncode != 0:
-    tail = '\n'.join(result.stdout.splitlines()[-20:])
-    drill.say(f'the twin failed (exit code {result.returncode}):\n{tail}')
-    return {'output': twin, 'exit_code': result.returncode}
+  log = twin + '.log'
+  drill.say(f'running the uninterrupted twin into {twin} (its lines: {log})')
+  with open(log, 'w', encoding='utf-8') as lines:
+    run = _drill.Drill(
+      _command(args, rest, twin, mode, 0),
+      twin,
+      [],
+      mode=mode,
+      prefixed=bool(args.cluster),
+      restarts=0,
+      stream=lines,
+      timeout_secs=args.timeout_mins * 60,
+    ).run()
+  if run['exit_code'] != 0:
+    drill.say(f'the twin failed (exit code {run["exit_code"]}): see {log}')
+    return {'output': twin, 'exit_code': run['exit_code']}
   ours, theirs = (
     _drill.latest_checkpoint(output),
     _drill.latest_checkpoint(twin),
@@ -254,16 +257,30 @@ def problems(record):
     found.append(
       'kills never made (the job ended first): ' + '; '.join(record['not_done'])
     )
-  evaluated = record.get('evaluator_record') or []
-  if evaluated != sorted(set(evaluated)):
-    found.append(f'the evaluator evaluated a step twice: {evaluated}')
-  truncated = record.get('truncated')
-  if truncated and not any(
-    _step_of(path) < truncated['step'] for path in record['resumed_from']
-  ):
+  twice = sorted(
+    step
+    for step, count in collections.Counter(
+      record.get('evaluator_record') or []
+    ).items()
+    if count > 1
+  )
+  if twice:
     found.append(
-      f'the truncated checkpoint ckpt-{truncated["step"]} was not set '
-      'aside: no resume from an earlier one'
+      'the evaluator evaluated more than once: step '
+      + ', '.join(str(s) for s in twice)
+    )
+  truncated = record.get('truncated')
+  if truncated:
+    after = record['resumed_from'][truncated.get('resumes_before', 0) :]
+    if not any(_step_of(path) < truncated['step'] for path in after):
+      found.append(
+        f'the truncated checkpoint ckpt-{truncated["step"]} was not set '
+        'aside: no resume from an earlier one followed'
+      )
+  elif record.get('truncate_asked'):
+    found.append(
+      'no checkpoint was truncated: the chief never started again with '
+      'two checkpoints to choose from'
     )
   twin = record.get('twin')
   if twin is not None:
@@ -316,7 +333,7 @@ def report(record, path):
     'steps again',
     f'{_steps(lost)} lost to kills and run again; the chief counted '
     f'{_steps(record["steps_again"])} in job.yaml '
-    f'({len(record["recovery"])} events)',
+    f'({_count(len(record["recovery"]), "event")})',
   )
   truncated = record.get('truncated')
   if truncated:
@@ -368,7 +385,11 @@ def report(record, path):
 
 
 def _steps(count):
-  return f'{count} step' + ('' if count == 1 else 's')
+  return _count(count, 'step')
+
+
+def _count(count, noun):
+  return f'{count} {noun}' + ('' if count == 1 else 's')
 
 
 def _step_of(path):

@@ -95,6 +95,7 @@ class Drill:
     self.job_restarts = 0
     self.task_restarts = {}
     self.resumes = []  # (time, step, checkpoint)
+    self._starts = []  # Times the chief started training (resumed or not).
     self.evaluations = []  # (target, step)
     self.pids = {}
     self.lines = 0
@@ -208,10 +209,12 @@ class Drill:
       match = _RESUMED.search(text)
       if match:
         self.resumes.append((now, int(match[2]), match[1]))
+        self._starts.append(now)
         self._step = int(match[2])
         return
       match = _FRESH.search(text)
       if match:
+        self._starts.append(now)
         self._step = int(match[1])
         return
       match = _STEP.search(text)
@@ -249,8 +252,12 @@ class Drill:
         return
       self._outside.pop(0)
       step = self._step
-      if kill.role in ('chief', 'job', 'ps') or kill.role.startswith('ps-'):
-        # It stops the chief, or makes it fail: no steps until it resumes.
+      # A task killed is known again by the launcher's line of its
+      # restart: a kill due meanwhile waits for it, never hits its old PID.
+      for name in names:
+        del self.pids[name]
+      if self._stops_chief(kill.role):
+        # No steps until the chief starts again.
         self._training = False
     for pid in pids:
       try:
@@ -258,6 +265,15 @@ class Drill:
       except ProcessLookupError:
         pass
     self._done(kill, step, ', '.join(names))
+
+  def _stops_chief(self, role):
+    """Whether a kill of `role` stops the chief (or makes it fail)."""
+    # A multi-worker job's replicas step together: any loss stops it.
+    return (
+      self.mode == 'multi_worker'
+      or role in ('chief', 'job', 'ps')
+      or role.startswith('ps-')
+    )
 
   def _done(self, kill, step, tasks):
     self.kills.append(
@@ -268,38 +284,55 @@ class Drill:
         'planned_step': kill.step,
         'step': step,
         'time': time.monotonic(),
+        'stops_chief': self._stops_chief(kill.role),
       }
     )
     self.say(f'sent {kill.signal_name} to {tasks} at step {step}')
 
   def _truncate_if_due(self):
-    """Truncates the newest checkpoint once, after a kill of the chief."""
+    """Truncates the newest checkpoint once, as the chief starts again.
+
+    Only when an older one is there to resume from (else the job could
+    not go on, for want of a checkpoint, not for the drill's reason): a
+    restart with a single checkpoint waits for the next.
+    """
     if not self._truncate or self.truncated or not self.kills:
       return
-    newest = _newest_checkpoint(os.path.join(self.output, 'checkpoints'))
-    if newest is None:
+    found = _checkpoints(os.path.join(self.output, 'checkpoints'))
+    if len(found) < 2:
+      self.say('one checkpoint only: truncating at a later restart')
       return
-    step, files = newest
-    for path in files:
+    step = max(found)
+    for path in found[step]:
       size = os.path.getsize(path)
       with open(path, 'r+b') as f:
         f.truncate(size // 2)
-    self.truncated = {'step': step, 'files': files}
+    with self._lock:
+      self.truncated = {
+        'step': step,
+        'files': found[step],
+        # The resumes after it show whether it was set aside.
+        'resumes_before': len(self.resumes),
+      }
     self.say(f'truncated the newest checkpoint, ckpt-{step}, to half its size')
 
   def _stop(self, process):
-    """Kills the job's processes, by PID, whatever state they are in."""
+    """Kills the job's processes still running, by PID.
+
+    The tasks first (a PID is ours while its command line is a
+    `tensorfx` one: a task already gone may have left its number to
+    another process), then the launcher or the trainer itself.
+    """
     with self._lock:
-      pids = [process.pid, *self.pids.values()]
+      pids = list(self.pids.values())
     for pid in pids:
-      try:
-        os.kill(pid, signal.SIGKILL)
-      except ProcessLookupError:
-        pass
-    try:
-      os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-      pass
+      if _ours(pid):
+        try:
+          os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+          pass
+    if process.poll() is None:
+      process.kill()
     process.wait(timeout=30)
 
   def say(self, text):
@@ -316,7 +349,7 @@ class Drill:
     )
     for kill in self.kills:
       kill['seconds_lost'] = self._seconds_lost(kill)
-      if kill['role'] in ('chief', 'job') or kill['role'].startswith('ps'):
+      if kill['stops_chief']:
         after = [r for r in self.resumes if r[0] > kill['time']]
         kill['resumed_step'] = after[0][1] if after else None
         kill['steps_lost'] = (
@@ -333,6 +366,7 @@ class Drill:
       'kills': [
         {k: v for k, v in kill.items() if k != 'time'} for kill in self.kills
       ],
+      'truncate_asked': self._truncate,
       'not_done': [str(k) for k in self._inside + self._outside],
       'job_restarts': self.job_restarts,
       'task_restarts': dict(self.task_restarts),
@@ -347,11 +381,20 @@ class Drill:
     }
 
   def _seconds_lost(self, kill):
-    """Seconds from the kill until the chief was back at the kill's step."""
+    """Seconds from the kill until the chief was back at the kill's step.
+
+    After a kill that stopped the chief, its steps count from its next
+    start (a line it printed as it died does not); after another, from
+    the kill.
+    """
+    since = kill['time']
+    if kill['stops_chief']:
+      starts = [at for at in self._starts if at > since]
+      if not starts:
+        return None
+      since = starts[0]
     back = [
-      at
-      for at, step in self._step_at
-      if at > kill['time'] and step >= kill['step']
+      at for at, step in self._step_at if at > since and step >= kill['step']
     ]
     return round(back[0] - kill['time'], 1) if back else None
 
@@ -372,19 +415,16 @@ class Drill:
     return total
 
 
-def _newest_checkpoint(directory):
-  """`(step, [data files])` of the newest checkpoint there, or None."""
+def _checkpoints(directory):
+  """`{step: [data files]}` of the checkpoints in a directory."""
   if not os.path.isdir(directory):
-    return None
+    return {}
   steps: dict[int, list[str]] = {}
   for name in os.listdir(directory):
     match = re.match(r'^ckpt-(\d+)\.data-\d+-of-\d+$', name)
     if match:
       steps.setdefault(int(match[1]), []).append(os.path.join(directory, name))
-  if not steps:
-    return None
-  step = max(steps)
-  return step, sorted(steps[step])
+  return {step: sorted(files) for step, files in steps.items()}
 
 
 def compare_checkpoints(expected, actual):
@@ -440,6 +480,16 @@ def write_record(path, record):
   with open(partial, 'w', encoding='utf-8') as f:
     f.write(json.dumps(record, indent=1, default=str) + '\n')
   os.replace(partial, path)
+
+
+def _ours(pid):
+  """Whether `pid` runs a `tensorfx` command (one of the job's tasks)."""
+  try:
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+      return b'tensorfx' in f.read()
+  except OSError:
+    # No /proc (not Linux): the PID is the launcher's child, reaped by it.
+    return os.name == 'posix' and not os.path.isdir('/proc')
 
 
 def _read_yaml(path):

@@ -95,14 +95,27 @@ def parse(specs, counts, max_steps, random_kills=0, seed=0):
         _SIGNALS[match['signal'] or 'KILL'],
       )
     )
+  # One kill of a task at a step: a second would find it gone (and the
+  # chief's own kills are told apart by their step).
+  taken: dict[tuple[str, int], Kill] = {}
+  for kill in kills:
+    if (kill.role, kill.step) in taken:
+      raise ConfigurationError(
+        f'--kill: {taken[kill.role, kill.step]} and {kill} kill {kill.role} '
+        'at the same step; give one of them another step'
+      )
+    taken[kill.role, kill.step] = kill
   for _ in range(random_kills):
-    kills.append(
-      Kill(
+    while True:
+      kill = Kill(
         rng.choice(tasks),
         _draw_step(rng, max_steps, f'--random-kills {random_kills}'),
         rng.choice(list(_SIGNALS.values())),
       )
-    )
+      if (kill.role, kill.step) not in taken or len(taken) > 10 * max_steps:
+        break
+    taken[kill.role, kill.step] = kill
+    kills.append(kill)
   return sorted(kills, key=lambda k: k.step)
 
 

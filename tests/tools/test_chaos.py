@@ -85,6 +85,12 @@ def test_random_steps_and_roles_are_drawn_from_the_seed_inside_the_run():
     ),
     (['ps-3@5'], _PS, r'its tasks are chief, worker-0, worker-1, ps-0, eval'),
     (['chief'], {'chief': 1}, r"below the trainer's --max-steps; give it"),
+    (
+      ['chief@120:TERM', 'chief@120'],
+      {'chief': 1},
+      r'chief SIGTERM at step 120 and chief SIGKILL at step 120 kill chief '
+      'at the same step',
+    ),
   ],
 )
 def test_a_wrong_kill_is_refused_naming_it(specs, counts, message):
@@ -187,6 +193,7 @@ def _record(**changes):
     'evaluations': [['eval', 20], ['eval', 40], ['eval', 60]],
     'evaluations_repeated': [],
     'evaluator_record': None,
+    'truncate_asked': False,
   }
   record.update(changes)
   return record
@@ -208,11 +215,16 @@ def test_a_job_that_completed_and_kept_its_promises_has_no_problem():
   [
     ({'exit_code': 1, 'status': 'failed'}, 'the job did not complete'),
     ({'not_done': ['ps-0 SIGKILL at step 900']}, 'kills never made'),
-    ({'evaluator_record': [0, 100, 100, 200]}, 'evaluated a step twice'),
     (
-      {'truncated': {'step': 40, 'files': []}},
-      'ckpt-40 was not set aside',
+      {'evaluator_record': [0, 100, 200, 100]},
+      'the evaluator evaluated more than once: step 100',
     ),
+    (
+      # Resumed from an earlier checkpoint, but before the truncation.
+      {'truncated': {'step': 50, 'files': [], 'resumes_before': 1}},
+      'ckpt-50 was not set aside',
+    ),
+    ({'truncate_asked': True}, 'no checkpoint was truncated'),
     (
       {
         'twin': {
@@ -230,6 +242,11 @@ def test_a_job_that_completed_and_kept_its_promises_has_no_problem():
 def test_a_broken_promise_is_a_problem(changes, problem):
   found = _chaos.problems(_record(**changes))
   assert len(found) == 1 and problem in found[0], found
+
+
+def test_an_evaluator_that_went_back_to_an_earlier_checkpoint_is_no_problem():
+  # After a truncated checkpoint a lower step can come later: not twice.
+  assert _chaos.problems(_record(evaluator_record=[0, 300, 200, 400])) == []
 
 
 def test_a_checkpoint_differing_in_one_bit_is_found(tmp_path):

@@ -35,9 +35,12 @@ def test_a_chief_resumed_behind_the_step_the_run_before_reached_says_so(
   record.progress(global_step=45)
   earlier = recovery.previous(str(tmp_path / 'job.yaml'))
   record = _record(tmp_path)
-  record.write()
+  again = recovery.Recovery(record, earlier)
+  record.write(**again.carried())
+  # Until it writes its own, the new run's record keeps the step reached.
+  assert _job(tmp_path)['global_step'] == 45
   with caplog.at_level(logging.WARNING, logger='tensorfx'):
-    recovery.Recovery(record, earlier).resumed(40)
+    again.resumed(40)
   assert (
     'Resumed at step 40; the run before reached step 45: 5 steps run '
     'again (5 in this job)' in caplog.text
@@ -66,9 +69,26 @@ def test_events_are_kept_across_restarts_and_a_clean_stop_adds_none(tmp_path):
   }
   record = _record(tmp_path)
   again = recovery.Recovery(record, earlier)
+  # Kept from the start: a run that dies before its first write loses none.
+  record.write(**again.carried())
+  assert _job(tmp_path)['recovery']['steps_again'] == 5
   again.resumed(60)
   assert again.steps_again == 5
+  record.write(status='completed')
   assert _job(tmp_path)['recovery']['steps_again'] == 5
+
+
+def test_a_restart_before_the_first_checkpoint_runs_every_step_again(
+  tmp_path, caplog
+):
+  record = _record(tmp_path)
+  again = recovery.Recovery(record, {'status': 'failed', 'global_step': 30})
+  with caplog.at_level(logging.WARNING, logger='tensorfx'):
+    again.resumed(0, restored=False)
+  assert (
+    'Started again at step 0, with no checkpoint to resume; the run before '
+    'reached step 30: 30 steps run again' in caplog.text
+  )
 
 
 def test_a_completed_job_run_again_ran_nothing_again(tmp_path):

@@ -62,7 +62,8 @@ class Recovery:
 
   Example:
     >>> recovery = Recovery(record, previous(path))
-    >>> recovery.resumed(400)   # the run before reached 450: logs 50
+    >>> record.write(**recovery.carried())
+    >>> recovery.resumed(400, restored=True)  # the last reached 450: logs 50
     >>> recovery.fields()['recovery']['steps_again']
     50
   """
@@ -90,10 +91,32 @@ class Recovery:
       'recovery': {'steps_again': self.steps_again, 'events': self.events}
     }
 
-  def resumed(self, step):
-    """This run resumed at `step`: counts what the run before did past it."""
+  def carried(self):
+    """The fields a new run's record starts with: the job's so far.
+
+    The events, and the step the run before reached when it did not
+    finish: a run that dies before it writes its own keeps both for the
+    next.
+    """
+    fields = self.fields()
+    if isinstance(self._reached, int):
+      fields['global_step'] = self._reached
+    return fields
+
+  def resumed(self, step, restored=True):
+    """This run starts at `step`: counts what the run before did past it.
+
+    Args:
+      step: the global step it starts at.
+      restored: whether it restored a checkpoint (else it starts afresh).
+    """
     reached = self._reached
     if isinstance(reached, int) and reached > step:
+      start = (
+        f'Resumed at step {step}'
+        if restored
+        else f'Started again at step {step}, with no checkpoint to resume'
+      )
       self._add(
         {
           'event': 'resumed',
@@ -101,11 +124,9 @@ class Recovery:
           'reached_step': reached,
           'steps_again': reached - step,
         },
-        f'Resumed at step {step}; the run before reached step {reached}: '
+        f'{start}; the run before reached step {reached}: '
         f'{reached - step} steps run again',
       )
-    elif self.events:
-      self._record.progress(**self.fields())
 
   def workers_lost(self, step, steps):
     """A lost worker's closures ran `steps` steps again, by `step`."""

@@ -74,14 +74,21 @@ class TrainingRun(_skeleton.Run):
       SystemExit: a stop with an exit code (a signal: 128 + its number).
     """
     tf.io.gfile.makedirs(os.path.dirname(self.paths['job']))
-    # Read before this run's record replaces it: how far the last one got.
-    earlier = _recovery.previous(self.paths['job']) if self.chief else {}
+    # Read before this run's record replaces it: how far the last one got
+    # (not under --no-resume: a new job starts in the same place).
+    earlier = (
+      _recovery.previous(self.paths['job'])
+      if self.chief and self.settings.restore.resume
+      else {}
+    )
     record = _jobinfo.JobRecord(
       self.paths['job'], self.arguments(), self.config.to_dict()
     )
-    record.write()
+    recovery = _recovery.Recovery(record, earlier)
+    # What the runs before counted stays, should this one die early too.
+    record.write(**recovery.carried())
     try:
-      return self._run(record, _recovery.Recovery(record, earlier))
+      return self._run(record, recovery)
     except SystemExit:
       raise
     except KeyboardInterrupt:
@@ -153,8 +160,8 @@ class TrainingRun(_skeleton.Run):
     )
     restored = _checkpoints.resume(checkpoints, settings.restore) is not None
     _run_init(builder, restored=restored)
-    if restored and self.chief:
-      recovery.resumed(int(training.global_step.numpy()))
+    if self.chief:
+      recovery.resumed(int(training.global_step.numpy()), restored)
     if strategies.multi_worker(self.engine.strategy):
       _check_same_start(self.engine.strategy, training.global_step, position)
     summaries = _summaries.Summaries(self.paths['summaries'])
