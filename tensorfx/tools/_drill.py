@@ -21,6 +21,7 @@ before.
 Every process the drill starts is killed by PID when it ends.
 """
 
+import collections
 import json
 import os
 import re
@@ -356,7 +357,7 @@ class Drill:
           max(0, kill['step'] - after[0][1]) if after else None
         )
     repeated = sorted(
-      {e for e in self.evaluations if self.evaluations.count(e) > 1}
+      e for e, n in collections.Counter(self.evaluations).items() if n > 1
     )
     return {
       'exit_code': code,

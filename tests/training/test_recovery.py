@@ -11,6 +11,7 @@ import types
 
 import yaml
 
+from tensorfx.training._cluster import cluster
 from tensorfx.training._engine import ps_loop
 from tensorfx.training._run import jobinfo
 from tensorfx.training._run import recovery
@@ -33,7 +34,7 @@ def test_a_chief_resumed_behind_the_step_the_run_before_reached_says_so(
   record.write()
   # The run before wrote its step as it trained, then was killed.
   record.progress(global_step=45)
-  earlier = recovery.previous(str(tmp_path / 'job.yaml'))
+  earlier = cluster.job_record(str(tmp_path / 'job.yaml'))
   record = _record(tmp_path)
   again = recovery.Recovery(record, earlier)
   record.write(**again.carried())
@@ -96,7 +97,7 @@ def test_a_completed_job_run_again_ran_nothing_again(tmp_path):
   again = recovery.Recovery(record, {'status': 'completed', 'global_step': 100})
   again.resumed(80)  # --resume-from an earlier checkpoint: not a loss.
   assert again.fields() == {}
-  assert recovery.previous(str(tmp_path / 'absent.yaml')) == {}
+  assert cluster.job_record(str(tmp_path / 'absent.yaml')) is None
 
 
 def test_the_step_is_written_at_most_once_a_second_and_at_checkpoints(

@@ -62,7 +62,7 @@ def job_finished(output, since, settle_secs=None):
   that job has ended only when its record has stayed so for `settle_secs`
   (None: never; whoever runs the cluster stops its tasks).
   """
-  record = _job_record(os.path.join(output, 'job.yaml'))
+  record = job_record(os.path.join(output, 'job.yaml'))
   if record is None:
     return False
   if record.get('status') not in _TERMINAL:
@@ -80,19 +80,24 @@ def job_finished(output, since, settle_secs=None):
   return settle_secs is not None and time.time() - ended >= settle_secs
 
 
-# The last text read of each job.yaml polled and its record. The chief
-# writes the file at its start and end only, while every serving task
-# polls it each second: parsing it each time (about 10 ms with PyYAML's
+# The last text read of each job.yaml polled and its record. Every serving
+# task polls it each second: parsing it each time (about 10 ms with PyYAML's
 # Python loader) was 1.5% of a core per task, measured by perf on a
-# parameter-server cluster.
+# parameter-server cluster. The chief rewrites it at its start and end, and
+# with its step at most once a second as it trains (`_run.recovery`); a
+# changed text is parsed by libyaml.
 _RECORDS: dict[str, tuple[str, dict]] = {}
 
 # libyaml's loader where PyYAML was built with it: the same records.
 _LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
 
-def _job_record(path):
-  """The record in `path` (a dict), or None when it cannot be read now."""
+def job_record(path):
+  """The record in `path` (a dict), or None when it cannot be read now.
+
+  What the serving tasks poll for the job's end, and what a restarted
+  chief reads of how far the run before it got (`_run.recovery`).
+  """
   try:
     with tf.io.gfile.GFile(path) as f:
       text = f.read()

@@ -89,18 +89,16 @@ class InputPosition(tf.__internal__.tracking.Trackable):
     skip = self.batches
     if not skip:
       return iter(training.dataset)
-    if self._read is not None:
-      logger.info(
-        'Resuming the training input after the %d batches read before: '
-        'each worker skips its share as its input starts',
-        skip,
-      )
-      return iter(training.dataset)
     logger.info(
-      'Resuming the training input after the %d batches read before: '
-      'reading them again, without training on them',
+      'Resuming the training input after the %d batches read before: %s',
       skip,
+      'each worker skips its share as its input starts'
+      if self._read is not None
+      else 'reading them again, without training on them',
     )
+    if self._read is not None:
+      # Each worker's dataset skips its share itself (`_engine.ps_loop`).
+      return iter(training.dataset)
     input_from = getattr(training, 'input_from', None)
     if input_from is not None:
       return iter(input_from(skip))

@@ -26,9 +26,6 @@ a second of training, or one log interval) are not known.
 
 import time
 
-import tensorflow as tf
-import yaml
-
 from tensorfx._logging import logger
 from tensorfx.training._callbacks.base import Callback
 
@@ -41,27 +38,15 @@ _SHARE = 0.02
 _UNFINISHED = ('running', 'failed', 'interrupted')
 
 
-def previous(path):
-  """The `job.yaml` at `path` as the last run left it (a dict; {} if none)."""
-  try:
-    if not tf.io.gfile.exists(path):
-      return {}
-    with tf.io.gfile.GFile(path, 'r') as f:
-      record = yaml.safe_load(f.read())
-  except (tf.errors.OpError, OSError, yaml.YAMLError):
-    return {}
-  return record if isinstance(record, dict) else {}
-
-
 class Recovery:
   """The events of one job that made steps run again, kept in `job.yaml`.
 
   Args:
     record: the run's `JobRecord`.
-    earlier: the record the job's last run left (`previous(path)`).
+    earlier: the record the job's last run left (a dict; {} for none).
 
   Example:
-    >>> recovery = Recovery(record, previous(path))
+    >>> recovery = Recovery(record, cluster.job_record(path) or {})
     >>> record.write(**recovery.carried())
     >>> recovery.resumed(400, restored=True)  # the last reached 450: logs 50
     >>> recovery.fields()['recovery']['steps_again']

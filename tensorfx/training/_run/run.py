@@ -77,7 +77,7 @@ class TrainingRun(_skeleton.Run):
     # Read before this run's record replaces it: how far the last one got
     # (not under --no-resume: a new job starts in the same place).
     earlier = (
-      _recovery.previous(self.paths['job'])
+      _cluster.job_record(self.paths['job']) or {}
       if self.chief and self.settings.restore.resume
       else {}
     )
